@@ -1,0 +1,1 @@
+"""A tiny stand-in for an RL-training library, so the CPU tests test something real."""

@@ -1,0 +1,9 @@
+from testfleet import register_cuda_ci
+
+register_cuda_ci(est_time=5400, suite="stage-c-8-gpu-h100", labels=['ft-long'], nightly=True)
+
+
+def test_fault_tolerance_soak():
+    import torch  # noqa: F401  (only on GPU runners)
+
+    assert torch.cuda.is_available()

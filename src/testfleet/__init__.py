@@ -1,0 +1,74 @@
+"""testfleet: literal CI registrations for multi-backend test fleets.
+
+The ``register_*`` markers are deliberately no-ops at run time: testfleet reads
+them from each file's syntax tree so that planning never imports test code.
+They exist here only so that a test file that imports them also runs on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "metrics",
+    "register_amd_ci",
+    "register_ci_gate",
+    "register_cpu_ci",
+    "register_cuda_ci",
+    "register_rocm_ci",
+]
+
+if TYPE_CHECKING:
+    from testfleet import metrics as metrics
+
+
+def register_cpu_ci(
+    est_time: float,
+    suite: str,
+    *,
+    labels: list[str] | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+) -> None:
+    """Declare that this file runs on a CPU stage (read statically; a no-op here)."""
+
+
+def register_cuda_ci(
+    est_time: float,
+    suite: str,
+    *,
+    labels: list[str] | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+) -> None:
+    """Declare that this file runs on an NVIDIA CUDA stage (read statically; a no-op here)."""
+
+
+def register_rocm_ci(
+    est_time: float,
+    suite: str,
+    *,
+    labels: list[str] | None = None,
+    nightly: bool = False,
+    disabled: str | None = None,
+) -> None:
+    """Declare that this file runs on an AMD ROCm stage (read statically; a no-op here)."""
+
+
+register_amd_ci = register_rocm_ci
+
+
+def register_ci_gate(**_kwargs: Any) -> None:
+    """Declare a metric gate for this file (read statically; a no-op here)."""
+
+
+def __getattr__(name: str) -> Any:
+    # ``metrics`` is imported lazily so that importing the markers stays free.
+    if name == "metrics":
+        import importlib
+
+        return importlib.import_module("testfleet.metrics")
+    raise AttributeError(f"module 'testfleet' has no attribute {name!r}")

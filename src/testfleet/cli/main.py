@@ -1,0 +1,102 @@
+"""The ``testfleet`` entry point.
+
+Subcommands are loaded lazily (``cli/<verb>.py`` each exposes ``command``) so that
+``testfleet plan`` does not pay for the runner's, the store's or the report's imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from testfleet import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("testfleet.cli.check", "Validate config and every registration; all errors at once."),
+    "list": ("testfleet.cli.list_cmd", "The registry as a table, JSON or CSV."),
+    "plan": ("testfleet.cli.plan", "Resolve a CI trigger into a plan of jobs and fates."),
+    "run": ("testfleet.cli.run", "Run one job of a plan (or a stage shard)."),
+    "gate": ("testfleet.cli.gate", "Evaluate metric records, show history, untrust runs."),
+    "durations": ("testfleet.cli.durations", "Import, show and correct test durations."),
+    "db": ("testfleet.cli.db", "Create or migrate the history database."),
+    "report": ("testfleet.cli.report", "Disabled ledger, coverage, holes, balance, trends."),
+    "init": ("testfleet.cli.init", "Scaffold config and a CI workflow."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+class AppContext:
+    """What global options decide for every command."""
+
+    def __init__(self, directory: Path, config_file: Path | None) -> None:
+        self.directory = directory
+        self.config_file = config_file
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="testfleet")
+@click.option("-C", "directory", type=click.Path(file_okay=False, path_type=Path),
+              help="Run as if testfleet was started in DIR.", metavar="DIR")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Use this configuration file instead of searching for one.", metavar="FILE")
+@click.pass_context
+def cli(ctx: click.Context, directory: Path | None, config_file: Path | None) -> None:
+    """testfleet: plan, shard, run and gate multi-backend CI test fleets."""
+    base = Path.cwd()
+    if directory is not None:
+        base = (base / directory).resolve()
+        if not base.is_dir():
+            raise click.UsageError(f"-C {directory}: not a directory")
+    if config_file is not None and not config_file.is_absolute():
+        config_file = (Path.cwd() / config_file).resolve()
+    ctx.obj = AppContext(base, config_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from testfleet.errors import TestfleetError
+
+    try:
+        code = cli.main(args=argv, prog_name="testfleet", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except TestfleetError as exc:
+        click.echo(f"testfleet: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # A closed pipe (``testfleet list | head``) is not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    else:
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

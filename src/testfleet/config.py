@@ -1,0 +1,513 @@
+"""The configuration schema: one place that says what every key means and what is valid.
+
+``[tool.testfleet]`` in ``pyproject.toml`` or the top level of ``testfleet.toml``.
+Validation uses pydantic so that every bad key is reported at once, each with its
+key path, the offending value and what would be valid.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from testfleet.errors import ConfigError
+from testfleet.findings import Finding
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_NAME = re.compile(NAME_RE)
+
+BUILTIN_BACKENDS: dict[str, dict[str, Any]] = {
+    "cpu": {"markers": ["register_cpu_ci"], "labels_required": False, "gpu": False},
+    "cuda": {"markers": ["register_cuda_ci"], "labels_required": True, "gpu": True},
+    "rocm": {"markers": ["register_rocm_ci", "register_amd_ci"], "labels_required": True, "gpu": True},
+}
+
+GATE_MARKER = "register_ci_gate"
+
+DEFAULT_RETRIABLE = [
+    r"AssertionError.*(accuracy|score|latency|throughput|loss|reward|perplexity|tolerance)",
+    r"(accuracy|score|latency|throughput).*(below|above|exceed|lower|higher|than)",
+    r"Timed out waiting for (server|engine)",
+    r"NCCL (error|timeout)",
+    r"Connection (refused|reset)",
+]
+DEFAULT_FATAL = [
+    r"\bSyntaxError\b",
+    r"\bImportError\b",
+    r"\bModuleNotFoundError\b",
+    r"\bNameError\b",
+    r"\bTypeError\b",
+    r"\bAttributeError\b",
+    r"(?i)out of memory",
+    r"(?i)segmentation fault",
+    r"(?i)core dumped",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ImplicitDir(_Strict):
+    """A directory whose files are registered without a marker (e.g. fast CPU tests)."""
+
+    path: str
+    backend: str = "cpu"
+    suite: str
+    est_time: float = Field(gt=0)
+    labels: list[str] = Field(default_factory=list)
+    pattern: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        return _relative_path(v)
+
+
+class BackendConfig(_Strict):
+    """An extra hardware family (npu, xpu, ...) or an override of a built-in one."""
+
+    markers: list[str] = Field(min_length=1)
+    labels_required: bool = True
+    gpu: bool = True
+
+    @field_validator("markers")
+    @classmethod
+    def _identifiers(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not name.isidentifier():
+                raise ValueError(f"marker name {name!r} is not a Python identifier")
+        return v
+
+
+class StageConfig(_Strict):
+    """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
+
+    backend: str
+    runs_on: list[str] = Field(default_factory=lambda: ["ubuntu-latest"], min_length=1)
+    container: str | None = None
+    command: Literal["pytest", "python"] = "pytest"
+    shards: int | None = Field(default=None, ge=1, le=256)
+    target_minutes: float | None = Field(default=None, gt=0)
+    max_shards: int | None = Field(default=None, ge=1, le=256)
+    timeout_floor: float | None = Field(default=None, gt=0)
+    timeout_factor: float | None = Field(default=None, gt=0)
+    grace_seconds: float | None = Field(default=None, ge=0)
+    trusted_only: bool = False
+    disabled: str | None = None
+    needs: list[str] = Field(default_factory=list)
+    prune: bool | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("disabled")
+    @classmethod
+    def _reason(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("a dormant stage needs a non-empty reason (or remove the key)")
+        return v
+
+    @model_validator(mode="after")
+    def _shard_mode(self) -> StageConfig:
+        if self.shards is not None and (self.target_minutes is not None or self.max_shards is not None):
+            raise ValueError("use either 'shards' or 'target_minutes'/'max_shards', not both")
+        return self
+
+    @property
+    def dormant(self) -> bool:
+        return self.disabled is not None
+
+
+class CadenceConfig(_Strict):
+    """How broad a run is: which labels it includes and what it is allowed to write."""
+
+    include: Literal["all", "none"] = "none"
+    exclude_labels: list[str] = Field(default_factory=list)
+    admit_nightly: bool = False
+    bypass_fastfail: bool = False
+    write_baseline: bool = False
+    rank: int = 0
+
+
+class ScopeLabelConfig(_Strict):
+    """A PR label that widens scope (``run-ci-all``) without changing cadence."""
+
+    exclude_labels: list[str] = Field(default_factory=list)
+    rank: int = 0
+
+
+def _default_cadences() -> dict[str, CadenceConfig]:
+    return {
+        "regular": CadenceConfig(),
+        "nightly": CadenceConfig(
+            include="all", exclude_labels=["long", "ft-long"], admit_nightly=True,
+            bypass_fastfail=True, write_baseline=True, rank=2,
+        ),
+        "weekly": CadenceConfig(
+            include="all", admit_nightly=True, bypass_fastfail=True, write_baseline=True, rank=3,
+        ),
+        "release": CadenceConfig(
+            include="all", admit_nightly=True, bypass_fastfail=True, write_baseline=False, rank=3,
+        ),
+    }
+
+
+def _default_scopes() -> dict[str, ScopeLabelConfig]:
+    return {
+        "run-ci-all": ScopeLabelConfig(rank=4),
+        "run-ci-image": ScopeLabelConfig(exclude_labels=["long", "ft-short", "ft-long"], rank=1),
+    }
+
+
+class PolicyConfig(_Strict):
+    """How triggers resolve to a policy; every name and set here is the project's to change."""
+
+    label_prefix: str = "run-ci-"
+    cadences: dict[str, CadenceConfig] = Field(default_factory=_default_cadences)
+    scope_labels: dict[str, ScopeLabelConfig] = Field(default_factory=_default_scopes)
+    nightly_label: str = "nightly"
+    bypass_label: str = "bypass-fastfail"
+    schedules: dict[str, str] = Field(default_factory=dict)
+    authorize_labels: list[str] | None = None
+    no_impact: list[str] = Field(default_factory=lambda: ["docs/**", "*.md"])
+
+    @model_validator(mode="after")
+    def _known_cadences(self) -> PolicyConfig:
+        if "regular" not in self.cadences:
+            raise ValueError("policy.cadences must define 'regular'")
+        for cron, cadence in self.schedules.items():
+            if cadence not in self.cadences:
+                raise ValueError(
+                    f"schedule {cron!r} maps to unknown cadence {cadence!r}; "
+                    f"valid: {', '.join(sorted(self.cadences))}"
+                )
+            if len(cron.split()) != 5:
+                raise ValueError(f"schedule {cron!r} is not a 5-field cron expression")
+        return self
+
+
+class DurationsConfig(_Strict):
+    """How measured history becomes a per-(file, stage) estimate."""
+
+    statistic: Literal["median", "p90"] = "median"
+    window: int = Field(default=10, ge=1, le=1000)
+    min_samples: int = Field(default=1, ge=1)
+    drift_factor: float = Field(default=2.0, gt=1)
+
+
+class RunnerConfig(_Strict):
+    """Defaults for executing a job; a stage may override the timeout keys."""
+
+    timeout_floor: float = Field(default=300.0, gt=0)
+    timeout_factor: float = Field(default=3.0, gt=0)
+    grace_seconds: float = Field(default=30.0, ge=0)
+    max_attempts: int = Field(default=1, ge=1, le=10)
+    retriable_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRIABLE))
+    fatal_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_FATAL))
+
+    @field_validator("retriable_patterns", "fatal_patterns")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return v
+
+
+class GateDefault(_Strict):
+    """What a ``register_ci_gate`` for a standard metric omits is filled from here."""
+
+    steps: Any = None
+    constraint: dict[str, float] | None = None
+
+
+class GateConfig(_Strict):
+    enforce: bool = False
+    window: int = Field(default=20, ge=1, le=10000)
+    env_keys: list[str] = Field(default_factory=list)
+    defaults: dict[str, GateDefault] = Field(default_factory=dict)
+
+
+class CheckConfig(_Strict):
+    """Rules that keep disabled tests and dormant stages from being forgotten."""
+
+    disabled_requires_reference: bool = False
+    max_disabled_days: int | None = Field(default=None, ge=1)
+    dormant_requires_reference: bool = False
+    coverage_holes: Literal["warning", "error"] = "warning"
+    python_main_check: bool = True
+
+
+class Config(_Strict):
+    roots: list[str] = Field(default_factory=lambda: ["tests"], min_length=1)
+    pattern: str = "test_*.py"
+    exclude: list[str] = Field(default_factory=list)
+    cache_dir: str = ".testfleet"
+    database: str | None = None
+    implicit: list[ImplicitDir] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    backends: dict[str, BackendConfig] = Field(default_factory=dict)
+    stages: dict[str, StageConfig] = Field(default_factory=dict)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    durations: DurationsConfig = Field(default_factory=DurationsConfig)
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    check: CheckConfig = Field(default_factory=CheckConfig)
+
+    @field_validator("roots")
+    @classmethod
+    def _roots(cls, v: list[str]) -> list[str]:
+        return [_relative_path(r) for r in v]
+
+    @field_validator("labels", "stages", "backends")
+    @classmethod
+    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            if not _NAME.match(name):
+                raise ValueError(
+                    f"name {name!r} must start with a letter or digit and use only "
+                    "letters, digits, '.', '_' and '-'"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Config:
+        problems: list[str] = []
+        backends = self.backend_names()
+        for name, stage in self.stages.items():
+            if stage.backend not in backends:
+                problems.append(
+                    f"stages.{name}.backend: unknown backend {stage.backend!r}; "
+                    f"valid: {', '.join(sorted(backends))}"
+                )
+            for need in stage.needs:
+                if need not in self.stages:
+                    problems.append(
+                        f"stages.{name}.needs: unknown stage {need!r}; "
+                        f"valid: {', '.join(sorted(self.stages))}"
+                    )
+        for i, imp in enumerate(self.implicit):
+            if imp.suite not in self.stages:
+                problems.append(f"implicit[{i}].suite: unknown stage {imp.suite!r}")
+            elif self.stages[imp.suite].backend != imp.backend:
+                problems.append(
+                    f"implicit[{i}].suite: stage {imp.suite!r} is a "
+                    f"{self.stages[imp.suite].backend} stage, not {imp.backend}"
+                )
+            if imp.backend not in backends:
+                problems.append(f"implicit[{i}].backend: unknown backend {imp.backend!r}")
+            for label in imp.labels:
+                if label not in self.labels:
+                    problems.append(f"implicit[{i}].labels: unknown label {label!r}")
+        cycle = _find_cycle({n: s.needs for n, s in self.stages.items()})
+        if cycle:
+            problems.append("stages: 'needs' forms a cycle: " + " -> ".join(cycle))
+        seen: dict[str, str] = {}
+        for backend, spec in self.backend_specs().items():
+            for marker in spec.markers:
+                if marker in seen and seen[marker] != backend:
+                    problems.append(
+                        f"backends.{backend}.markers: {marker!r} is already the marker of {seen[marker]!r}"
+                    )
+                seen[marker] = backend
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def backend_specs(self) -> dict[str, BackendConfig]:
+        specs = {name: BackendConfig(**raw) for name, raw in BUILTIN_BACKENDS.items()}
+        specs.update(self.backends)
+        return specs
+
+    def backend_names(self) -> set[str]:
+        return set(BUILTIN_BACKENDS) | set(self.backends)
+
+    def marker_backends(self) -> dict[str, str]:
+        """Marker function name -> backend, including aliases such as ``register_amd_ci``."""
+        out: dict[str, str] = {}
+        for backend, spec in self.backend_specs().items():
+            for marker in spec.markers:
+                out[marker] = backend
+        return out
+
+
+def _relative_path(v: str) -> str:
+    p = v.replace("\\", "/").strip("/")
+    if not p or v.startswith("/") or any(part == ".." for part in p.split("/")):
+        raise ValueError(f"{v!r} must be a relative path inside the project")
+    return p
+
+
+def _find_cycle(graph: dict[str, list[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt in graph and not state.get(nxt):
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if not state.get(node):
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded configuration and the directory it governs (the repository root)."""
+
+    root: Path
+    config_path: Path
+    config: Config
+    raw_config_text: str
+
+    def relpath(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root.resolve()).as_posix()
+
+
+CONFIG_NAMES = ("testfleet.toml", "pyproject.toml")
+
+
+def find_config(start: Path) -> Path | None:
+    """Walk up from ``start``; a ``pyproject.toml`` counts only if it has ``[tool.testfleet]``."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / "testfleet.toml"
+        if candidate.is_file():
+            return candidate
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]:
+                return candidate
+    return None
+
+
+def load_project(cwd: Path, config_file: Path | None = None) -> Project:
+    """Load and validate the configuration; raise :class:`ConfigError` with every finding."""
+    path = config_file if config_file is not None else find_config(cwd)
+    if path is None:
+        raise ConfigError(
+            f"no testfleet configuration found in {cwd} or any parent "
+            "(add [tool.testfleet] to pyproject.toml or create testfleet.toml; "
+            "'testfleet init' scaffolds one)"
+        )
+    path = path if path.is_absolute() else (cwd / path)
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{name}: invalid TOML: {exc}",
+            [Finding(name, getattr(exc, "lineno", 0) or 0, getattr(exc, "colno", 0) or 0,
+                     "error", "config-toml", f"invalid TOML: {exc}")],
+        ) from None
+    prefix = ""
+    if name == "pyproject.toml" or ("tool" in data and "testfleet" in data.get("tool", {})):
+        tool = data.get("tool")
+        if not isinstance(tool, dict) or "testfleet" not in tool:
+            raise ConfigError(f"{name} has no [tool.testfleet] table")
+        data = tool["testfleet"]
+        prefix = "tool.testfleet."
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name}: [tool.testfleet] must be a table")
+    config = validate_config(data, name, prefix)
+    return Project(root=path.parent.resolve(), config_path=path.resolve(), config=config,
+                   raw_config_text=text)
+
+
+def validate_config(data: dict[str, Any], file: str = "testfleet.toml", prefix: str = "") -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        findings = config_findings(exc, file, prefix)
+        summary = "\n".join("  " + f.render() for f in findings)
+        raise ConfigError(f"invalid configuration in {file}:\n{summary}", findings) from None
+
+
+def config_findings(exc: ValidationError, file: str, prefix: str = "") -> list[Finding]:
+    findings = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"] if p not in ("function-after", "function-before")]
+        key = prefix + ".".join(loc) if loc else prefix.rstrip(".")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+            parent = _model_at(loc[:-1])
+            if parent is not None:
+                msg += f"; valid keys here: {', '.join(sorted(parent.model_fields))}"
+        elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
+            msg += f" (got {err['input']!r})"
+        findings.append(Finding(file, 0, 0, "error", "config", msg, key))
+    return findings
+
+
+def _model_at(loc: list[str]) -> type[BaseModel] | None:
+    model: type[BaseModel] = Config
+    i = 0
+    while i < len(loc):
+        field = model.model_fields.get(loc[i])
+        if field is None:
+            return None
+        ann = field.annotation
+        inner = _model_type(ann)
+        if inner is None:
+            return None
+        model = inner
+        i += 1
+        if _is_container(ann):
+            i += 1  # skip the dict key or list index
+    return model
+
+
+def _model_type(ann: Any) -> type[BaseModel] | None:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in getattr(ann, "__args__", ()) or ():
+        found = _model_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_container(ann: Any) -> bool:
+    return getattr(ann, "__origin__", None) in (dict, list)

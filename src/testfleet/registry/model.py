@@ -1,0 +1,72 @@
+"""The data that collection produces and every later step consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from testfleet.findings import Finding
+
+
+@dataclass(frozen=True, order=True)
+class Registration:
+    """One test file's declaration for one backend.
+
+    ``file`` is repo-relative with forward slashes; ``implicit`` is true when the
+    registration comes from an implicit directory rather than a marker call.
+    """
+
+    file: str
+    backend: str
+    suite: str
+    est_time: float
+    line: int = 0
+    col: int = 0
+    labels: tuple[str, ...] = ()
+    nightly: bool = False
+    disabled: str | None = None
+    implicit: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "backend": self.backend,
+            "suite": self.suite,
+            "est_time": self.est_time,
+            "labels": list(self.labels),
+            "nightly": self.nightly,
+            "disabled": self.disabled,
+            "implicit": self.implicit,
+        }
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """A ``register_ci_gate(...)`` call as found in a file, arguments still literal.
+
+    ``kwargs`` holds the literal values (``ast.literal_eval`` results); arguments
+    that were not literals are listed in ``non_literal`` so the gate parser can
+    report them. Interpretation belongs to :mod:`testfleet.gate`.
+    """
+
+    file: str
+    line: int
+    col: int
+    kwargs: dict[str, Any]
+    positional: int = 0
+    non_literal: tuple[str, ...] = ()
+
+
+@dataclass
+class Registry:
+    """Everything collection found in one pass over the tree."""
+
+    registrations: list[Registration] = field(default_factory=list)
+    gates: list[GateCall] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
