@@ -29,3 +29,33 @@ def partition(items: Sequence[Item], shards: int) -> list[list[Item]]:
         groups[index].append(item)
         heapq.heappush(heap, (load + item[1], index))
     return [g for g in groups if g]
+
+
+def choose_shards(
+    seconds: Sequence[float],
+    *,
+    shards: int | None,
+    target_seconds: float | None,
+    max_shards: int | None,
+) -> tuple[int, str | None]:
+    """How many shards a stage gets, and a warning when the target cannot be met.
+
+    A fixed ``shards`` wins; otherwise the fewest shards whose makespan fits
+    ``target_seconds``, capped by ``max_shards``; never more shards than tests.
+    """
+    n_tests = len(seconds)
+    if n_tests == 0:
+        return 0, None
+    if shards is not None:
+        return min(shards, n_tests), None
+    cap = min(max_shards or n_tests, n_tests)
+    if target_seconds is None:
+        return cap, None
+    items = [(str(i), s) for i, s in enumerate(seconds)]
+    for n in range(1, cap + 1):
+        if max(sum(s for _, s in g) for g in partition(items, n)) <= target_seconds:
+            return n, None
+    return cap, (
+        f"{cap} shard(s) cannot meet the target of {target_seconds / 60:g} min "
+        f"(makespan {max(sum(s for _, s in g) for g in partition(items, cap)) / 60:.1f} min)"
+    )
