@@ -252,8 +252,22 @@ class CheckConfig(_Strict):
     disabled_requires_reference: bool = False
     max_disabled_days: int | None = Field(default=None, ge=1)
     dormant_requires_reference: bool = False
-    coverage_holes: Literal["warning", "error"] = "warning"
+    coverage_holes: Literal["off", "warning", "error"] = "warning"
+    # A disabled reason's ``until YYYY-MM-DD`` that has passed (or is not a real date).
+    disabled_expiry: Literal["off", "warning", "error"] = "warning"
+    # Extra regular expressions that count as a tracking reference (e.g. Jira ``FLEET-\d+``).
+    reference_patterns: list[str] = Field(default_factory=list)
     python_main_check: bool = True
+
+    @field_validator("reference_patterns")
+    @classmethod
+    def _reference_regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return v
 
 
 class Config(_Strict):
