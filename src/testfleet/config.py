@@ -233,17 +233,55 @@ class RunnerConfig(_Strict):
 
 
 class GateDefault(_Strict):
-    """What a ``register_ci_gate`` for a standard metric omits is filled from here."""
+    """What a ``register_ci_gate`` for a standard metric omits is filled from here.
+
+    Validated by the same rules as a declaration, so a bad default is reported
+    once, here, with its key path, instead of in every file that uses it.
+    """
 
     steps: Any = None
-    constraint: dict[str, float] | None = None
+    constraint: dict[str, Any] | None = None
+
+    @field_validator("steps")
+    @classmethod
+    def _steps(cls, v: Any) -> Any:
+        from testfleet.gate.spec import validate_steps
+
+        if v is not None:
+            _, problem = validate_steps(v)
+            if problem:
+                raise ValueError(problem)
+        return v
+
+    @field_validator("constraint")
+    @classmethod
+    def _constraint(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        from testfleet.gate.spec import validate_constraint
+
+        if v is not None:
+            _, problems = validate_constraint(v)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return v
 
 
 class GateConfig(_Strict):
+    """The metric gate: global enforcement switch, baseline window, environment identity."""
+
     enforce: bool = False
     window: int = Field(default=20, ge=1, le=10000)
     env_keys: list[str] = Field(default_factory=list)
     defaults: dict[str, GateDefault] = Field(default_factory=dict)
+
+    @field_validator("env_keys")
+    @classmethod
+    def _env_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"{name!r} is not an environment variable name")
+        if len(set(v)) != len(v):
+            raise ValueError("env_keys lists a variable more than once")
+        return v
 
 
 class CheckConfig(_Strict):

@@ -1,0 +1,379 @@
+"""Gate declarations: ``register_ci_gate(...)`` calls turned into validated :class:`GateSpec` s.
+
+Collection (the registry) finds the calls and literal-evaluates their arguments;
+this module says what they mean and reports every mistake at once, each with
+file and line. Two things ``ast.literal_eval`` hides are recovered from the
+syntax tree here: duplicate keys inside the ``constraint`` dict literal (which
+it silently merges) and the exact source position of the call.
+
+The stored identity of a gated value is ``(metric_key, steps_key, constraint_key,
+step)`` where the keys are canonical JSON of the literals as written (or of the
+config default that filled them), so editing a declaration starts a fresh
+history on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from testfleet.findings import Finding
+
+if TYPE_CHECKING:
+    from testfleet.config import Project
+    from testfleet.registry.model import GateCall
+
+GATE_KEYS = (
+    "metric_key", "steps", "constraint", "hard_min", "hard_max", "min_history", "enforce", "reason",
+)
+CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
+STEP_LAST = -1  # the coordinate of ``steps="last"``
+
+Steps = Literal["last", "all"] | tuple[int, ...]
+
+
+def canonical_json(value: Any) -> str:
+    """The one spelling of a literal used in stored identities (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """One validated gate of one test file."""
+
+    file: str
+    line: int
+    col: int
+    metric_key: str
+    steps: Steps
+    constraint: Mapping[str, float]
+    hard_min: float | None = None
+    hard_max: float | None = None
+    min_history: int = 1
+    enforce: bool = False
+    reason: str | None = None
+    defaults_from: tuple[str, ...] = field(default=())
+
+    @property
+    def steps_key(self) -> str:
+        return canonical_json(self.steps if isinstance(self.steps, str) else list(self.steps))
+
+    @property
+    def constraint_key(self) -> str:
+        return canonical_json({k: float(v) for k, v in self.constraint.items()})
+
+    @property
+    def label(self) -> str:
+        """``metric[steps]`` for humans; the key is shown with repr when it is unusual."""
+        key = self.metric_key if self.metric_key.isprintable() and len(self.metric_key) <= 80 \
+            else repr(self.metric_key[:80]) + ("..." if len(self.metric_key) > 80 else "")
+        steps = self.steps if isinstance(self.steps, str) else ",".join(map(str, self.steps))
+        return f"{key}[{steps}]"
+
+    def corridor(self, reference: float) -> tuple[float, float]:
+        """``[ref - max(rel_down*|ref|, abs_floor_down), ref + max(rel_up*|ref|, abs_floor_up)]``."""
+        c = self.constraint
+        down = max(c.get("rel_down", 0.0) * abs(reference), c.get("abs_floor_down", 0.0))
+        up = max(c.get("rel_up", 0.0) * abs(reference), c.get("abs_floor_up", 0.0))
+        return reference - down, reference + up
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file, "line": self.line, "metric_key": self.metric_key,
+            "steps": self.steps if isinstance(self.steps, str) else list(self.steps),
+            "constraint": dict(self.constraint), "hard_min": self.hard_min,
+            "hard_max": self.hard_max, "min_history": self.min_history,
+            "enforce": self.enforce, "reason": self.reason,
+            "steps_key": self.steps_key, "constraint_key": self.constraint_key,
+            "defaults_from": list(self.defaults_from),
+        }
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def validate_steps(value: Any) -> tuple[Steps | None, str | None]:
+    """``"last"``, ``"all"`` or a non-empty list of distinct non-negative ints (no bools)."""
+    if isinstance(value, str):
+        if value in ("last", "all"):
+            return value, None  # type: ignore[return-value]
+        hint = difflib.get_close_matches(value, ["last", "all"], n=1)
+        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        return None, f"steps must be 'last', 'all' or a list of step indices, got {value!r}{extra}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return None, "steps must not be an empty list (use 'last', 'all' or list step indices)"
+        bad = [s for s in value if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+        if bad:
+            return None, f"steps must be non-negative integers (not booleans), got {bad[0]!r}"
+        dups = sorted({s for s in value if list(value).count(s) > 1})
+        if dups:
+            return None, f"steps lists step {dups[0]} more than once"
+        return tuple(value), None
+    return None, f"steps must be 'last', 'all' or a list of step indices, got {value!r}"
+
+
+def validate_constraint(value: Any) -> tuple[dict[str, float] | None, list[str]]:
+    """Every problem of a constraint dict; the dict itself when there are none."""
+    if not isinstance(value, dict):
+        return None, [f"constraint must be a dict with {', '.join(CONSTRAINT_KEYS)}, got {value!r}"]
+    problems: list[str] = []
+    out: dict[str, float] = {}
+    for key, v in value.items():
+        if key not in CONSTRAINT_KEYS:
+            hint = difflib.get_close_matches(str(key), CONSTRAINT_KEYS, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            problems.append(f"constraint: unknown key {key!r}{extra} "
+                            f"(valid: {', '.join(CONSTRAINT_KEYS)})")
+            continue
+        if not _is_number(v):
+            problems.append(f"constraint.{key} must be a number, got {v!r}")
+        elif not math.isfinite(v):
+            problems.append(f"constraint.{key} must be finite, got {v!r}")
+        elif v < 0:
+            problems.append(f"constraint.{key} must be >= 0, got {v!r}")
+        else:
+            out[key] = float(v)
+    known = {k for k in value if k in CONSTRAINT_KEYS}
+    for side in ("up", "down"):
+        if not known & {f"rel_{side}", f"abs_floor_{side}"}:
+            problems.append(f"constraint needs rel_{side} or abs_floor_{side} (or both): "
+                            f"the {'upper' if side == 'up' else 'lower'} side of the corridor is unbounded")
+    return (None, problems) if problems else (out, [])
+
+
+def _finite_or_none(name: str, v: Any) -> tuple[float | None, str | None]:
+    if v is None:
+        return None, None
+    if not _is_number(v):
+        return None, f"{name} must be a number or None, got {v!r}"
+    if not math.isfinite(v):
+        return None, f"{name} must be finite, got {v!r}"
+    return float(v), None
+
+
+# --------------------------------------------------------------------------- raw syntax checks
+
+
+def _dict_duplicate_keys(node: ast.AST) -> list[str]:
+    if not isinstance(node, ast.Dict):
+        return []
+    seen: set[Any] = set()
+    dups: list[str] = []
+    for key in node.keys:
+        if isinstance(key, ast.Constant):
+            if key.value in seen:
+                dups.append(repr(key.value))
+            seen.add(key.value)
+    return dups
+
+
+def _call_name(node: ast.Call) -> str | None:
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+def _find_call(tree: ast.Module, line: int, col: int) -> ast.Call | None:
+    """The gate call at (line, col); ``col`` may be 0- or 1-based, so both are tried."""
+    candidates = [
+        node for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and node.lineno == line and _call_name(node) is not None
+    ]
+    for node in candidates:
+        if node.col_offset in (col, col - 1):
+            return node
+    gates = [n for n in candidates if _call_name(n) == "register_ci_gate"]
+    return gates[0] if len(gates) == 1 else None
+
+
+class _Sources:
+    """Parsed files, each read once per :func:`parse_gate_specs` call."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        self.trees: dict[str, ast.Module | None] = {}
+
+    def call(self, file: str, line: int, col: int) -> ast.Call | None:
+        if self.root is None:
+            return None
+        if file not in self.trees:
+            try:
+                text = (self.root / file).read_text(encoding="utf-8")
+                self.trees[file] = ast.parse(text)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                self.trees[file] = None
+        tree = self.trees[file]
+        return _find_call(tree, line, col) if tree is not None else None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_gate_call(
+    call: GateCall,
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    window: int = 20,
+    raw: ast.Call | None = None,
+) -> tuple[GateSpec | None, list[Finding]]:
+    """Validate one call; ``defaults`` maps metric keys to ``{"steps", "constraint"}``."""
+    problems: list[tuple[str, str, str]] = []  # (code, message, key)
+
+    def err(code: str, message: str, key: str = "") -> None:
+        problems.append((code, message, key))
+
+    if call.positional:
+        err("gate-positional", "register_ci_gate takes keyword arguments only "
+            f"({call.positional} positional argument{'s' if call.positional > 1 else ''} given)")
+    for name in call.non_literal:
+        err("gate-non-literal", f"argument {name!r} must be a literal (a constant, list or dict "
+            "written in place), so that it can be read without running the file", name)
+    kwargs = dict(call.kwargs)
+    for key in kwargs:
+        if key not in GATE_KEYS:
+            hint = difflib.get_close_matches(key, GATE_KEYS, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            err("gate-unknown-key", f"unknown argument {key!r}{extra} (valid: {', '.join(GATE_KEYS)})",
+                key)
+    if raw is not None:
+        for kw in raw.keywords:
+            if kw.arg == "constraint":
+                for dup in _dict_duplicate_keys(kw.value):
+                    err("gate-duplicate-key", f"constraint: key {dup} is written more than once "
+                        "(only the last would count)", "constraint")
+
+    metric = kwargs.get("metric_key")
+    metric_ok = False
+    if "metric_key" not in kwargs and "metric_key" not in call.non_literal:
+        err("gate-missing", "metric_key is required", "metric_key")
+    elif "metric_key" in kwargs:
+        if not isinstance(metric, str) or not metric.strip():
+            err("gate-metric-key", f"metric_key must be a non-empty string, got {metric!r}",
+                "metric_key")
+        elif any(ord(ch) < 32 or ord(ch) == 127 for ch in metric):
+            err("gate-metric-key", f"metric_key must not contain control characters, got {metric!r}",
+                "metric_key")
+        else:
+            metric_ok = True
+
+    default: Mapping[str, Any] = {}
+    if metric_ok and defaults:
+        found = defaults.get(metric)  # type: ignore[arg-type]
+        if found is not None:
+            default = found if isinstance(found, Mapping) else {
+                "steps": getattr(found, "steps", None), "constraint": getattr(found, "constraint", None)
+            }
+    filled: list[str] = []
+
+    steps: Steps | None = None
+    raw_steps = kwargs.get("steps")
+    if raw_steps is None and "steps" not in call.non_literal:
+        if default.get("steps") is not None:
+            raw_steps = default["steps"]
+            filled.append("steps")
+        elif metric_ok:
+            err("gate-missing", f"steps is required: no [tool.testfleet.gate.defaults] entry for "
+                f"{metric!r} supplies it", "steps")
+    if raw_steps is not None:
+        steps, problem = validate_steps(raw_steps)
+        if problem:
+            err("gate-steps", problem, "steps")
+
+    constraint: dict[str, float] | None = None
+    raw_constraint = kwargs.get("constraint")
+    if raw_constraint is None and "constraint" not in call.non_literal:
+        if default.get("constraint") is not None:
+            raw_constraint = dict(default["constraint"])
+            filled.append("constraint")
+        elif metric_ok:
+            err("gate-missing", f"constraint is required: no [tool.testfleet.gate.defaults] entry "
+                f"for {metric!r} supplies it", "constraint")
+    if raw_constraint is not None:
+        constraint, msgs = validate_constraint(raw_constraint)
+        for msg in msgs:
+            err("gate-constraint", msg, "constraint")
+
+    hard_min, p1 = _finite_or_none("hard_min", kwargs.get("hard_min"))
+    hard_max, p2 = _finite_or_none("hard_max", kwargs.get("hard_max"))
+    for p, key in ((p1, "hard_min"), (p2, "hard_max")):
+        if p:
+            err("gate-hard-limit", p, key)
+    if hard_min is not None and hard_max is not None and hard_min > hard_max:
+        err("gate-hard-limit", f"hard_min {hard_min!r} is greater than hard_max {hard_max!r}", "hard_min")
+
+    min_history = kwargs.get("min_history", 1)
+    if isinstance(min_history, bool) or not isinstance(min_history, int) or min_history < 1:
+        err("gate-min-history", f"min_history must be an integer >= 1, got {min_history!r}",
+            "min_history")
+    elif min_history > window:
+        err("gate-min-history", f"min_history {min_history} exceeds the baseline window {window} "
+            "([tool.testfleet.gate] window): the gate could never become active", "min_history")
+
+    enforce = kwargs.get("enforce", False)
+    if not isinstance(enforce, bool):
+        err("gate-enforce", f"enforce must be True or False, got {enforce!r}", "enforce")
+    reason = kwargs.get("reason")
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        err("gate-reason", f"reason must be a non-empty string or None, got {reason!r}", "reason")
+
+    findings = [
+        Finding(call.file, call.line, call.col, "error", code, msg, key) for code, msg, key in problems
+    ]
+    if findings or steps is None or constraint is None or not metric_ok:
+        return None, findings
+    return GateSpec(
+        file=call.file, line=call.line, col=call.col, metric_key=metric,  # type: ignore[arg-type]
+        steps=steps, constraint=constraint, hard_min=hard_min, hard_max=hard_max,
+        min_history=min_history, enforce=enforce, reason=reason, defaults_from=tuple(filled),
+    ), []
+
+
+def parse_gate_specs(
+    project: Project | None, gate_calls: Iterable[GateCall]
+) -> tuple[list[GateSpec], list[Finding]]:
+    """Every valid spec and every problem of ``gate_calls`` (all of them, never only the first).
+
+    Two declarations of one file with the same identity would write the same
+    coordinates twice, so the second is an error.
+    """
+    gate_cfg = project.config.gate if project is not None else None
+    defaults = dict(gate_cfg.defaults) if gate_cfg is not None else {}
+    window = gate_cfg.window if gate_cfg is not None else 20
+    sources = _Sources(project.root if project is not None else None)
+    specs: list[GateSpec] = []
+    findings: list[Finding] = []
+    seen: dict[tuple[str, str, str, str], GateSpec] = {}
+    for call in gate_calls:
+        raw = sources.call(call.file, call.line, call.col)
+        spec, problems = parse_gate_call(call, defaults, window=window, raw=raw)
+        findings.extend(problems)
+        if spec is None:
+            continue
+        ident = (spec.file, spec.metric_key, spec.steps_key, spec.constraint_key)
+        if ident in seen:
+            first = seen[ident]
+            findings.append(Finding(spec.file, spec.line, spec.col, "error", "gate-duplicate",
+                                    f"gate {spec.label} repeats the declaration at line {first.line}",
+                                    "metric_key"))
+            continue
+        seen[ident] = spec
+        specs.append(spec)
+    return specs, findings
+
+
+def specs_for_file(specs: Sequence[GateSpec], file: str) -> list[GateSpec]:
+    return [s for s in specs if s.file == file]
