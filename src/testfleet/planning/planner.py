@@ -1,0 +1,251 @@
+"""make_plan: registry + trigger + estimates -> a sealed :class:`Plan`.
+
+Pure apart from reading nothing at all: the registry, the request (with its
+changed files already read) and the estimates come in as values. Sharding goes
+only through :mod:`testfleet.planning.sharding`, so a better algorithm changes
+no line here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from functools import cache
+
+from testfleet.config import Config, Project
+from testfleet.errors import TestfleetError, UsageError
+from testfleet.planning import sharding
+from testfleet.planning.changes import impact as change_impact
+from testfleet.planning.model import (
+    REASONS,
+    SOURCES,
+    Job,
+    Plan,
+    PlannedTest,
+    StageSummary,
+    seal,
+)
+from testfleet.planning.request import PlanRequest
+from testfleet.planning.select import select, validate_request
+from testfleet.policy import resolve_policy
+from testfleet.registry.model import Registration, Registry
+
+Estimates = Mapping[tuple[str, str], tuple[float, str]]
+
+
+class PlanInvariantError(TestfleetError):
+    """A plan broke one of its invariants: a bug in testfleet, never the user's input."""
+
+    exit_code = 3
+
+
+def stage_waves(config: Config) -> dict[str, int]:
+    """Depth of each stage in the ``needs`` graph (0 = needs nothing).
+
+    Computed from the configuration alone, so a workflow generated once has a
+    fixed number of wave jobs whatever a trigger selects.
+    """
+    graph = {name: stage.needs for name, stage in config.stages.items()}
+
+    @cache
+    def depth(name: str) -> int:
+        return 1 + max((depth(n) for n in graph[name] if n in graph), default=-1)
+
+    return {name: depth(name) for name in graph}
+
+
+def _estimate(reg: Registration, estimates: Estimates | None) -> tuple[float, str]:
+    if estimates is None:
+        return float(reg.est_time), "est_time"
+    got = estimates.get((reg.file, reg.suite))
+    if got is None:
+        return float(reg.est_time), "est_time"
+    seconds, source = got
+    if source not in SOURCES or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        raise UsageError(
+            f"estimate for {reg.file} on {reg.suite} is invalid: {got!r} "
+            f"(want (seconds >= 0, one of {', '.join(SOURCES)}))"
+        )
+    return float(seconds), source
+
+
+def _shard_count(name: str, config: Config, seconds: list[float],
+                 warnings: list[str]) -> int:
+    stage = config.stages[name]
+    fixed = stage.shards
+    if fixed is None and stage.target_minutes is None and stage.max_shards is None:
+        fixed = 1
+    n, warning = sharding.choose_shards(
+        seconds,
+        shards=fixed,
+        target_seconds=stage.target_minutes * 60 if stage.target_minutes is not None else None,
+        max_shards=stage.max_shards,
+    )
+    if warning:
+        warnings.append(f"stage {name}: {warning}")
+    return n
+
+
+def _hole_cause(name: str, config: Config, regs: list[Registration]) -> str | None:
+    stage = config.stages[name]
+    if stage.disabled is not None:
+        return f"the stage is dormant: {stage.disabled}"
+    if not regs:
+        return "no test file registers it"
+    if all(r.disabled for r in regs):
+        return f"all {len(regs)} registration(s) are disabled"
+    return None
+
+
+def make_plan(
+    project: Project,
+    registry: Registry | Sequence[Registration],
+    request: PlanRequest,
+    estimates: Estimates | None = None,
+) -> Plan:
+    """Plan one trigger. ``estimates`` maps (file, stage) -> (seconds, source); when
+    a pair is missing the registration's literal ``est_time`` is used."""
+    config = project.config
+    registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
+    policy, warnings = resolve_policy(config, request.trigger)
+    validate_request(config, registrations, request)
+
+    stages_of_file: dict[str, set[str]] = defaultdict(set)
+    for reg in registrations:
+        stages_of_file[reg.file].add(reg.suite)
+    impact = (
+        change_impact(request.changes, stages_of_file, config.policy.no_impact)
+        if request.changes is not None else None
+    )
+    sel = select(config, registrations, policy, request, impact)
+    warnings.extend(sel.warnings)
+
+    waves = stage_waves(config)
+    by_stage: dict[str, list[Registration]] = defaultdict(list)
+    for reg in registrations:
+        by_stage[reg.suite].append(reg)
+    skip_counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for s in sel.skipped:
+        skip_counts[s.suite][s.reason] += 1
+
+    jobs: list[Job] = []
+    summaries: list[StageSummary] = []
+    hole_warnings: list[str] = []
+    for name in sorted(config.stages, key=lambda n: (waves[n], n)):
+        stage = config.stages[name]
+        status, reason = sel.status[name]
+        chosen = sel.chosen[name]
+        tests = [PlannedTest(r.file, *_estimate(r, estimates)) for r in chosen]
+        source_of = {t.file: t.source for t in tests}
+        seconds = [t.estimate for t in tests]
+        n = _shard_count(name, config, seconds, warnings) if tests else 0
+        groups = sharding.partition([(t.file, t.estimate) for t in tests], n) if n else []
+        for i, group in enumerate(groups, 1):
+            jobs.append(Job(
+                id=f"{name}-{i}-of-{len(groups)}",
+                stage=name,
+                backend=stage.backend,
+                runs_on=tuple(stage.runs_on),
+                container=stage.container,
+                command=stage.command,
+                shard=i,
+                shards=len(groups),
+                wave=waves[name],
+                needs=tuple(stage.needs),
+                estimate=sum(sec for _, sec in group),
+                tests=tuple(PlannedTest(f, sec, source_of[f]) for f, sec in group),
+                env=dict(stage.env),
+            ))
+        regs = by_stage.get(name, [])
+        total = sum(seconds)
+        makespan = max((sum(sec for _, sec in g) for g in groups), default=0.0)
+        lower = max(max(seconds, default=0.0), total / len(groups)) if groups else 0.0
+        cause = _hole_cause(name, config, regs)
+        if cause:
+            hole_warnings.append(f"coverage hole: stage {name} ({stage.backend}) has no enabled "
+                                 f"registrations: {cause}")
+        counts: dict[str, int] = {
+            "registered": len(regs),
+            "enabled": sum(1 for r in regs if not r.disabled),
+            "scheduled": len(tests),
+        }
+        counts.update({r: skip_counts[name].get(r, 0) for r in REASONS})
+        summaries.append(StageSummary(
+            name=name, backend=stage.backend, status=status, reason=reason, wave=waves[name],
+            counts=counts, shards=len(groups), makespan=makespan, lower_bound=lower,
+            ratio=makespan / lower if lower > 0 else 1.0,
+            history_share=(sum(1 for t in tests if t.source == "history") / len(tests))
+            if tests else 0.0,
+            hole=cause is not None,
+        ))
+
+    warnings.extend(hole_warnings)
+    by_backend: dict[str, list[StageSummary]] = defaultdict(list)
+    for s in summaries:
+        by_backend[s.backend].append(s)
+    for backend, group in sorted(by_backend.items()):
+        if all(s.hole for s in group):
+            warnings.append(f"backend {backend} has no enabled coverage at all "
+                            f"({len(group)} stage(s), every one a coverage hole)")
+    if not jobs:
+        if request.files:
+            fates = "; ".join(f"{s.suite}: {s.reason} ({s.detail})" for s in sel.skipped
+                              if s.file in request.files)
+            raise UsageError(f"nothing to run for the requested file(s): {fates}")
+        warnings.append("no jobs: " + "; ".join(
+            f"{s.name} {s.status}" + (f" ({s.reason})" if s.reason else "") for s in summaries
+        ) if summaries else "no jobs: the configuration defines no stages")
+
+    plan = Plan(
+        policy=policy.to_json(),
+        trigger={
+            **request.trigger.to_json(),
+            "files": list(request.files),
+            "stages": list(request.stages),
+            "include_disabled": request.include_disabled,
+            "changes": None if request.changes is None else {
+                "source": request.changes.source,
+                "paths": len(request.changes.paths),
+                "error": request.changes.error,
+            },
+        },
+        jobs=tuple(jobs),
+        stages=tuple(summaries),
+        skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.reason))),
+        warnings=tuple(_dedupe(warnings)),
+    )
+    check_invariants(plan, registrations)
+    return seal(plan)
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    """Keep the first of repeated warnings, in order."""
+    return list(dict.fromkeys(items))
+
+
+def check_invariants(plan: Plan, registrations: Sequence[Registration]) -> None:
+    """Every registration exactly once across jobs and skipped; no empty job; holes reported."""
+    want = Counter((r.file, r.suite) for r in registrations)
+    got: Counter[tuple[str, str]] = Counter()
+    for job in plan.jobs:
+        if not job.tests:
+            raise PlanInvariantError(f"internal error: job {job.id} has no tests")
+        for t in job.tests:
+            got[(t.file, job.stage)] += 1
+    for s in plan.skipped:
+        got[(s.file, s.suite)] += 1
+    if got != want:
+        missing = sorted((want - got).elements())[:5]
+        extra = sorted((got - want).elements())[:5]
+        raise PlanInvariantError(
+            "internal error: registrations not accounted exactly once "
+            f"(missing {missing}, duplicated or unknown {extra}); please report this"
+        )
+    ids = [j.id for j in plan.jobs]
+    if len(set(ids)) != len(ids):
+        raise PlanInvariantError("internal error: duplicate job ids")
+    for s in plan.stages:
+        if s.hole and not any(s.name in w and "coverage hole" in w for w in plan.warnings):
+            raise PlanInvariantError(f"internal error: coverage hole {s.name} not in warnings")

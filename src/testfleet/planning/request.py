@@ -1,0 +1,24 @@
+"""What a ``testfleet plan`` invocation asks for, as one value.
+
+Built by :mod:`testfleet.cli._trigger` from flags or a GitHub event; consumed by
+:func:`testfleet.planning.make_plan`. Paths in ``files`` are already checked to
+be repo-relative, inside the repository and not symlinks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testfleet.planning.changes import ChangeSet
+from testfleet.policy import Trigger
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A trigger plus the narrowing a user may add on top of it."""
+
+    trigger: Trigger = Trigger()
+    files: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ()
+    include_disabled: bool = False
+    changes: ChangeSet | None = None

@@ -1,0 +1,194 @@
+"""Selection: the fate of every registration under one policy (pure).
+
+Each registration either becomes a candidate for its stage's jobs or gets
+exactly one skip reason, checked in a fixed order so the reason is the most
+useful one to a reader: a request filter first (``not-requested``), then the
+registration's own ``disabled``, then the stage's state (``stage-dormant``,
+``unauthorized``), then the policy (``nightly-only``, ``not-selected-by-labels``),
+and last PR pruning (``stage-unaffected``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from testfleet.config import Config, StageConfig
+from testfleet.errors import UsageError
+from testfleet.planning.changes import Impact
+from testfleet.planning.model import REASONS, Skipped
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Policy, authorization_hint, show
+from testfleet.registry.model import Registration
+
+
+@dataclass
+class Selection:
+    """Candidates per stage, skipped registrations, and per-stage status decisions."""
+
+    chosen: dict[str, list[Registration]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    status: dict[str, tuple[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def prunable(config: Config, stage: StageConfig) -> bool:
+    """A stage is pruned by changed files if it says so, else if its backend is a GPU one."""
+    if stage.prune is not None:
+        return stage.prune
+    spec = config.backend_specs().get(stage.backend)
+    return bool(spec and spec.gpu)
+
+
+def validate_request(config: Config, registrations: Sequence[Registration],
+                     request: PlanRequest) -> None:
+    """Reject requests that cannot be honoured, naming what and why."""
+    import difflib
+
+    for name in request.stages:
+        if name not in config.stages:
+            close = difflib.get_close_matches(name, sorted(config.stages), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(
+                f"--stage {show(name)}: no such stage{hint}; stages: {', '.join(sorted(config.stages))}"
+            )
+    if request.include_disabled and not (request.files or request.stages):
+        raise UsageError("--include-disabled applies only with --file or --stage")
+    if not request.files:
+        return
+    by_file: dict[str, list[Registration]] = defaultdict(list)
+    for reg in registrations:
+        by_file[reg.file].append(reg)
+    for path in request.files:
+        regs = by_file.get(path)
+        if not regs:
+            raise UsageError(f"--file {path}: not a registered test file (see 'testfleet list')")
+        if request.stages:
+            regs = [r for r in regs if r.suite in request.stages]
+            if not regs:
+                raise UsageError(
+                    f"--file {path}: not registered on the requested stage(s) "
+                    f"{', '.join(request.stages)}"
+                )
+        if not request.include_disabled and all(r.disabled for r in regs):
+            why = "; ".join(f"{r.suite}: {r.disabled}" for r in regs)
+            raise UsageError(
+                f"--file {path} is disabled ({why}); pass --include-disabled to run it anyway"
+            )
+
+
+def select(
+    config: Config,
+    registrations: Sequence[Registration],
+    policy: Policy,
+    request: PlanRequest,
+    impact: Impact | None,
+) -> Selection:
+    """Decide each registration's fate; ``impact`` is None when no diff was given."""
+    sel = Selection(chosen={name: [] for name in config.stages})
+    include = set(policy.include_labels)
+    files = set(request.files)
+    stages = set(request.stages)
+    auth_hint = authorization_hint(config)
+
+    def skip(reg: Registration, reason: str, detail: str) -> None:
+        assert reason in REASONS, reason
+        sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, reason, detail))
+
+    for reg in sorted(registrations):
+        stage = config.stages.get(reg.suite)
+        if stage is None or stage.backend != reg.backend:
+            raise UsageError(
+                f"{reg.file}:{reg.line}: registration names stage {reg.suite!r} for backend "
+                f"{reg.backend!r}, which the configuration does not define; run 'testfleet check'"
+            )
+        if stages and reg.suite not in stages:
+            skip(reg, "not-requested", f"--stage filter: {', '.join(sorted(stages))}")
+        elif files and reg.file not in files:
+            skip(reg, "not-requested", "explicit --file request names other files")
+        elif reg.disabled and not request.include_disabled:
+            skip(reg, "disabled", reg.disabled)
+            if files:
+                sel.warnings.append(
+                    f"--file {reg.file}: its {reg.suite} registration is disabled ({reg.disabled}); "
+                    "pass --include-disabled to run it too"
+                )
+        elif stage.disabled is not None:
+            skip(reg, "stage-dormant", stage.disabled)
+        elif stage.trusted_only and not policy.authorized:
+            skip(reg, "unauthorized",
+                 f"{reg.suite} is trusted_only and this pull request comes from a fork "
+                 f"without an authorizing label ({auth_hint})")
+        elif not files and reg.nightly and not policy.admit_nightly:
+            skip(reg, "nightly-only", f"nightly=True; cadence {policy.cadence} does not admit it")
+        elif not files and reg.labels and not include.intersection(reg.labels):
+            skip(reg, "not-selected-by-labels",
+                 f"labels {', '.join(reg.labels)} not in the include set"
+                 + (f" ({', '.join(policy.include_labels)})" if policy.include_labels else " (empty)"))
+        else:
+            sel.chosen[reg.suite].append(reg)
+
+    _prune(config, policy, request, impact, sel)
+    _statuses(config, policy, request, sel, auth_hint)
+    return sel
+
+
+def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact | None,
+           sel: Selection) -> None:
+    if impact is None or request.files:
+        return
+    if policy.event not in ("pull_request", "pull_request_target"):
+        sel.warnings.append("changed files ignored: pruning applies to pull_request events only")
+        return
+    if policy.broad:
+        return
+    if impact.everything:
+        sel.warnings.append(f"no stage pruned: {impact.why}")
+        return
+    requested = set(policy.requested_labels)
+    for name, regs in sel.chosen.items():
+        if not regs or name in impact.stages or not prunable(config, config.stages[name]):
+            continue
+        if any(requested.intersection(r.labels) for r in regs):
+            continue
+        for reg in regs:
+            sel.skipped.append(Skipped(
+                reg.file, reg.backend, reg.suite, "stage-unaffected",
+                "no changed file affects this stage (changes: "
+                + (f"{len(request.changes.paths) if request.changes else 0} path(s)") + ")",
+            ))
+        sel.chosen[name] = []
+        sel.status[name] = ("unaffected", "no changed file affects this stage")
+
+
+def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selection,
+              auth_hint: str) -> None:
+    reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
+    for s in sel.skipped:
+        reasons[s.suite][s.reason] += 1
+    for name, stage in config.stages.items():
+        if name in sel.status:
+            continue
+        if stage.disabled is not None:
+            sel.status[name] = ("dormant", stage.disabled)
+        elif stage.trusted_only and not policy.authorized:
+            sel.status[name] = (
+                "unauthorized",
+                f"trusted_only stage; fork pull request without an authorizing label ({auth_hint})",
+            )
+        elif sel.chosen[name]:
+            sel.status[name] = ("scheduled", "")
+        else:
+            counts = reasons[name]
+            if request.stages and name not in request.stages:
+                why = "not requested (--stage filter)"
+            elif request.files and counts.get("not-requested") and len(counts) == 1:
+                why = "not requested (--file names no file of this stage)"
+            elif not counts:
+                why = "no test file registers this stage"
+            else:
+                why = "nothing selected: " + ", ".join(
+                    f"{n} {r}" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                )
+            sel.status[name] = ("empty", why)

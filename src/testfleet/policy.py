@@ -1,0 +1,285 @@
+"""Trigger -> policy: what one CI event is allowed and asked to run.
+
+A pure function of the configuration and the trigger, so that every rule of
+``[tool.testfleet.policy]`` can be tested as a table without a repository, a
+registry or a CI engine. Problems the trigger author could not have avoided
+(a strange PR label) become warnings and a documented fallback; problems of the
+command line itself (an unknown cadence or cron) raise :class:`UsageError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from testfleet.config import Config
+from testfleet.errors import UsageError
+
+PR_EVENTS = ("pull_request", "pull_request_target")
+EVENTS = (*PR_EVENTS, "push", "schedule", "workflow_call", "workflow_dispatch")
+
+#: GitHub caps label names at 50 characters; anything far longer is not a real label.
+MAX_LABEL_CHARS = 100
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """What happened in CI, as plain values (from flags or a GitHub event payload)."""
+
+    event: str = "push"
+    labels: tuple[str, ...] = ()
+    cadence: str | None = None
+    schedule: str | None = None
+    fork: bool = False
+    match_all_labels: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.event,
+            "labels": list(self.labels),
+            "cadence": self.cadence,
+            "schedule": self.schedule,
+            "fork": self.fork,
+            "match_all_labels": self.match_all_labels,
+        }
+
+    @property
+    def is_pull_request(self) -> bool:
+        return self.event in PR_EVENTS
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a trigger resolved to.
+
+    ``include_labels`` is the set a labelled registration must meet;
+    ``requested_labels`` are the labels a PR asked for by name (they keep their
+    stages when pruning); ``broad`` disables pruning (nightly and wider cadences,
+    scope labels); ``authorized`` says whether ``trusted_only`` stages may run.
+    """
+
+    event: str
+    cadence: str
+    include_labels: tuple[str, ...]
+    requested_labels: tuple[str, ...] = ()
+    scope: str | None = None
+    admit_nightly: bool = False
+    bypass_fastfail: bool = False
+    write_baseline: bool = False
+    broad: bool = False
+    fork: bool = False
+    authorized: bool = True
+    authorized_by: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.event,
+            "cadence": self.cadence,
+            "include_labels": list(self.include_labels),
+            "requested_labels": list(self.requested_labels),
+            "scope": self.scope,
+            "admit_nightly": self.admit_nightly,
+            "bypass_fastfail": self.bypass_fastfail,
+            "write_baseline": self.write_baseline,
+            "broad": self.broad,
+            "fork": self.fork,
+            "authorized": self.authorized,
+            "authorized_by": self.authorized_by,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Policy:
+        return cls(
+            event=data["event"],
+            cadence=data["cadence"],
+            include_labels=tuple(data["include_labels"]),
+            requested_labels=tuple(data.get("requested_labels", ())),
+            scope=data.get("scope"),
+            admit_nightly=bool(data["admit_nightly"]),
+            bypass_fastfail=bool(data["bypass_fastfail"]),
+            write_baseline=bool(data["write_baseline"]),
+            broad=bool(data.get("broad", False)),
+            fork=bool(data.get("fork", False)),
+            authorized=bool(data.get("authorized", True)),
+            authorized_by=data.get("authorized_by"),
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+def show(value: str, limit: int = 60) -> str:
+    """A safe, short rendering of untrusted text for messages: ``repr`` escapes
+    newlines and control characters, and very long values are cut."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…'"
+
+
+def _bad_label(raw: str) -> str | None:
+    if not raw.strip():
+        return "is empty"
+    if len(raw) > MAX_LABEL_CHARS:
+        return f"is {len(raw)} characters long (limit {MAX_LABEL_CHARS})"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in raw):
+        return "contains control characters (newline, tab, ...)"
+    return None
+
+
+def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list[str]) -> str:
+    policy = config.policy
+    cadences = policy.cadences
+    if trigger.cadence is not None:
+        if trigger.cadence not in cadences:
+            raise UsageError(
+                f"unknown cadence {show(trigger.cadence)}; valid: {', '.join(sorted(cadences))}"
+            )
+        notes.append(f"cadence {trigger.cadence} set explicitly")
+        return trigger.cadence
+    if trigger.event == "schedule":
+        if trigger.schedule is None:
+            raise UsageError(
+                "a schedule trigger needs its cron string (--schedule CRON, or --github with a "
+                "schedule payload)"
+            )
+        cron = " ".join(trigger.schedule.split())
+        mapping = {" ".join(k.split()): v for k, v in policy.schedules.items()}
+        if cron not in mapping:
+            known = ", ".join(repr(k) for k in sorted(mapping)) or "none configured"
+            raise UsageError(
+                f"schedule {show(trigger.schedule)} maps to no cadence; add it to "
+                f"[tool.testfleet.policy] schedules (known: {known})"
+            )
+        notes.append(f"schedule {cron!r} -> cadence {mapping[cron]}")
+        return mapping[cron]
+    if trigger.is_pull_request and policy.nightly_label in labels:
+        if "nightly" in cadences:
+            notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
+            return "nightly"
+    return "regular"
+
+
+def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]:
+    """Resolve ``trigger`` against the project's policy rules.
+
+    Returns the policy and the warnings about the trigger (ignored labels and
+    the like), which the plan reports verbatim.
+    """
+    if trigger.event not in EVENTS:
+        raise UsageError(f"unknown event {show(trigger.event)}; valid: {', '.join(EVENTS)}")
+    if trigger.schedule is not None and trigger.event != "schedule":
+        raise UsageError("--schedule applies only to the schedule event")
+    if trigger.labels and not trigger.is_pull_request:
+        raise UsageError(
+            f"labels apply only to pull_request events, not {trigger.event} "
+            "(use --match-all-labels or --cadence to widen a manual run)"
+        )
+    if trigger.fork and not trigger.is_pull_request:
+        raise UsageError("--fork applies only to pull_request events")
+
+    pconf = config.policy
+    warnings: list[str] = []
+    notes: list[str] = []
+    registered = set(config.labels)
+
+    raw_ok: list[str] = []
+    for raw in trigger.labels:
+        problem = _bad_label(raw)
+        if problem:
+            warnings.append(f"PR label {show(raw)} ignored: it {problem}")
+        else:
+            raw_ok.append(raw)
+    raw_set = set(raw_ok)
+
+    requested: set[str] = set()
+    scopes: list[tuple[int, str, list[str]]] = []
+    workflow = {pconf.nightly_label, pconf.bypass_label}
+    for raw in sorted(raw_set):
+        if raw in pconf.scope_labels:
+            scope = pconf.scope_labels[raw]
+            scopes.append((scope.rank, raw, scope.exclude_labels))
+        elif raw in workflow:
+            continue
+        elif raw.startswith(pconf.label_prefix):
+            name = raw[len(pconf.label_prefix):]
+            if name in registered:
+                requested.add(name)
+            else:
+                hint = _did_you_mean(name, registered)
+                warnings.append(
+                    f"PR label {show(raw)} grants nothing: {show(name)} is not a registered label"
+                    + hint
+                )
+        else:
+            warnings.append(
+                f"PR label {show(raw)} ignored: it lacks the prefix {pconf.label_prefix!r} "
+                f"and is not a workflow label ({', '.join(sorted(workflow))})"
+            )
+
+    cadence = _cadence_for(config, trigger, raw_set, notes)
+    cconf = pconf.cadences[cadence]
+    if cconf.include == "all":
+        scopes.append((cconf.rank, f"cadence {cadence}", cconf.exclude_labels))
+    if trigger.match_all_labels:
+        scopes.append((max([s[0] for s in scopes] + [0]) + 1, "--match-all-labels", []))
+
+    include: set[str] = set()
+    scope_name: str | None = None
+    if scopes:
+        # Highest rank wins; equal ranks resolve to the wider set, then by name.
+        rank, scope_name, excluded = max(scopes, key=lambda s: (s[0], -len(s[2]), s[1]))
+        include = registered - set(excluded)
+        dropped = sorted(registered & set(excluded))
+        notes.append(
+            f"scope {scope_name} includes every label"
+            + (f" except {', '.join(dropped)}" if dropped else "")
+        )
+    include |= requested
+
+    bypass = cconf.bypass_fastfail or (trigger.is_pull_request and pconf.bypass_label in raw_set)
+    write_baseline = cconf.write_baseline
+    if write_baseline and trigger.is_pull_request:
+        write_baseline = False
+        notes.append("pull requests never write metric baselines (untrusted code)")
+
+    authorized, authorized_by = True, None
+    if trigger.is_pull_request and trigger.fork:
+        if pconf.authorize_labels is None:
+            granting = sorted(r for r in raw_set if r.startswith(pconf.label_prefix))
+        else:
+            granting = sorted(raw_set & set(pconf.authorize_labels))
+        authorized = bool(granting)
+        authorized_by = granting[0] if granting else None
+
+    policy = Policy(
+        event=trigger.event,
+        cadence=cadence,
+        include_labels=tuple(sorted(include)),
+        requested_labels=tuple(sorted(requested)),
+        scope=scope_name,
+        admit_nightly=cconf.admit_nightly,
+        bypass_fastfail=bypass,
+        write_baseline=write_baseline,
+        broad=scope_name is not None,
+        fork=trigger.fork,
+        authorized=authorized,
+        authorized_by=authorized_by,
+        notes=tuple(notes),
+    )
+    return policy, warnings
+
+
+def authorization_hint(config: Config) -> str:
+    """How a fork PR gets authorized, for messages."""
+    labels = config.policy.authorize_labels
+    if labels is None:
+        return f"any '{config.policy.label_prefix}*' label"
+    if not labels:
+        return "nothing (policy.authorize_labels is empty)"
+    return "one of the labels " + ", ".join(labels)
+
+
+def _did_you_mean(name: str, options: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
