@@ -1,0 +1,239 @@
+"""The job loop: files in plan order, attempts, retry decisions, fast-fail, the gate.
+
+This is the only place that turns process results into verdicts. It never invents a
+green result: a file it did not execute is NOT RUN with the reason, a file it could not
+start is ERROR, a pytest file that collected nothing is FAILED.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from testfleet.runner.capture import OutputCapture, compile_patterns
+from testfleet.runner.interrupt import Interrupt
+from testfleet.runner.model import (
+    Attempt,
+    Command,
+    FileResult,
+    JobResult,
+    JobSpec,
+    Outcome,
+    RunItem,
+)
+from testfleet.runner.process import ProcessResult, run_process
+from testfleet.runner.reporting import Reporter
+from testfleet.runner.retry import decide
+from testfleet.runner.tree import subreaper
+
+PYTEST_NO_TESTS = 5
+# Signals that mean a crash (or the OOM killer), never a noisy assertion: not retried.
+FATAL_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
+                 signal.SIGKILL}
+
+
+@dataclass
+class GateVerdict:
+    """What the metric gate said about a passing file."""
+
+    fails_test: bool
+    lines: list[str] = field(default_factory=list)
+
+
+class Hooks(Protocol):
+    """Side effects the job loop triggers; each implementation must be fail-soft."""
+
+    def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None: ...
+
+    def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None: ...
+
+    def checkpoint(self, partial: JobResult) -> None: ...
+
+
+class NoHooks:
+    def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
+        pass
+
+    def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None:
+        return None
+
+    def checkpoint(self, partial: JobResult) -> None:
+        pass
+
+
+def command_argv(command: Command, file: str) -> list[str]:
+    """How a stage executes one file; ``sys.executable`` so the runner's environment is used."""
+    if command == "python":
+        return [sys.executable, file]
+    return [sys.executable, "-m", "pytest", file]
+
+
+def record_slug(file: str) -> str:
+    """A flat, filesystem-safe directory name for a file's records."""
+    slug = file.removesuffix(".py").replace("/", "__").replace("\\", "__")
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in slug) or "_"
+
+
+def child_env(spec: JobSpec, attempt: int, record_dir: Path,
+              base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The runner's environment (device visibility included, untouched) plus the stage's and
+    the ``TESTFLEET_*`` variables a test and the metric gate need."""
+    env = dict(os.environ if base is None else base)
+    env.update(spec.settings.env)
+    env.setdefault("PYTHONUNBUFFERED", "1")  # live output, stdout/stderr in order
+    env.update({
+        "TESTFLEET_STAGE": spec.settings.stage,
+        "TESTFLEET_BACKEND": spec.settings.backend,
+        "TESTFLEET_JOB": spec.job_id,
+        "TESTFLEET_RUN_ID": spec.run_id,
+        "TESTFLEET_ATTEMPT": str(attempt),
+        "TESTFLEET_RECORD_DIR": str(record_dir),
+    })
+    return env
+
+
+def attempt_outcome(res: ProcessResult, command: Command, timeout: float) -> tuple[Outcome, str]:
+    """Process facts -> (outcome, human reason). Pure."""
+    if res.error is not None:
+        return Outcome.ERROR, res.error
+    if res.interrupted is not None:
+        return Outcome.INTERRUPTED, f"runner received {_signame(res.interrupted)}"
+    if res.timed_out:
+        return Outcome.TIMEOUT, f"timed out after {timeout:g}s"
+    rc = res.returncode
+    if rc == 0:
+        return Outcome.PASSED, "exit status 0"
+    if rc is None:  # pragma: no cover - defensive
+        return Outcome.ERROR, "no exit status"
+    if rc < 0:
+        return Outcome.FAILED, f"killed by {_signame(-rc)}"
+    if command == "pytest" and rc == PYTEST_NO_TESTS:
+        return Outcome.FAILED, "pytest collected no tests (exit status 5)"
+    return Outcome.FAILED, f"exit status {rc}"
+
+
+def _signame(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def execute(
+    spec: JobSpec,
+    *,
+    reporter: Reporter,
+    interrupt: Interrupt | None = None,
+    hooks: Hooks | None = None,
+    use_subreaper: bool = True,
+) -> JobResult:
+    """Run every file of ``spec`` and return the job's verdict (never raises for a test)."""
+    hooks = hooks or NoHooks()
+    started = time.time()
+    t0 = time.monotonic()
+    results: list[FileResult] = []
+    stop_reason = ""
+    retriable = compile_patterns(spec.options.retriable_patterns)
+    fatal = compile_patterns(spec.options.fatal_patterns)
+    reporter.job_started(spec)
+    with subreaper(use_subreaper) as reaping:
+        for index, item in enumerate(spec.items):
+            if interrupt is not None and interrupt.signum is not None:
+                stop_reason = f"runner received {_signame(interrupt.signum)}"
+                break
+            result = _run_file(spec, index, item, reporter, interrupt, hooks, reaping,
+                               retriable, fatal)
+            results.append(result)
+            reporter.file_finished(index, result)
+            if result.outcome is Outcome.INTERRUPTED:
+                stop_reason = f"runner received {_signame(interrupt.signum or 0)}" if interrupt else "interrupted"
+                break
+            if not result.outcome.ok and spec.options.fast_fail and index + 1 < len(spec.items):
+                stop_reason = f"fast-fail: {item.file} {result.outcome.label}"
+                break
+            hooks.checkpoint(_partial(spec, results, started, t0))
+    for item in spec.items[len(results):]:
+        results.append(FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.NOT_RUN,
+                                  message=f"not run ({stop_reason})"))
+    job = JobResult(spec, results, started, time.monotonic() - t0,
+                    interrupt.signum if interrupt is not None else None)
+    reporter.job_finished(job)
+    return job
+
+
+def _partial(spec: JobSpec, done: list[FileResult], started: float, t0: float) -> JobResult:
+    """A snapshot for a checkpoint: files not finished yet count as errors, so a JUnit file
+    left behind by a runner killed with ``kill -9`` is red, never green."""
+    pending = [FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.ERROR,
+                          message="runner stopped before this file finished")
+               for item in spec.items[len(done):]]
+    return JobResult(spec, [*done, *pending], started, time.monotonic() - t0)
+
+
+def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
+              interrupt: Interrupt | None, hooks: Hooks, reaping: bool,
+              retriable: tuple, fatal: tuple) -> FileResult:
+    settings, options = spec.settings, spec.options
+    timeout = settings.timeout_for(item.estimate)
+    path = spec.root / item.file
+    if not path.is_file():
+        return FileResult(item, timeout, Outcome.ERROR,
+                          message=f"{item.file} does not exist under {spec.root}")
+    attempts: list[Attempt] = []
+    for number in range(1, options.max_attempts + 1):
+        record_dir = spec.records_dir / record_slug(item.file) / f"attempt-{number}"
+        try:
+            record_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return FileResult(item, timeout, Outcome.ERROR, attempts,
+                              message=f"cannot create record directory {record_dir}: {exc}")
+        capture = OutputCapture(retriable, fatal, options.tail_bytes)
+
+        def sink(data: bytes, capture: OutputCapture = capture) -> None:
+            capture.feed(data)
+            reporter.output(data)
+
+        reporter.attempt_started(index, item, number, timeout)
+        res = run_process(command_argv(settings.command, item.file), cwd=spec.root,
+                          env=child_env(spec, number, record_dir), timeout=timeout,
+                          grace=settings.grace_seconds, sink=sink, interrupt=interrupt,
+                          subreaper=reaping)
+        capture.close()
+        outcome, reason = attempt_outcome(res, settings.command, timeout)
+        fatal_hits = list(capture.fatal)
+        if res.returncode is not None and res.returncode < 0 and -res.returncode in FATAL_SIGNALS:
+            fatal_hits.insert(0, f"killed by {_signame(-res.returncode)}")
+        if res.leftovers:
+            reason += f"; {res.leftovers} leftover process(es) killed after the test ended"
+        decision = decide(outcome, fatal=fatal_hits, retriable=capture.retriable,
+                          attempt=number, max_attempts=options.max_attempts)
+        stop = interrupt is not None and interrupt.signum is not None
+        attempt = Attempt(number, outcome, res.duration, res.returncode, reason, capture.tail,
+                          record_dir, decision.reason, res.leftovers, capture.total_bytes)
+        attempts.append(attempt)
+        retrying = decision.retry and not stop
+        reporter.attempt_finished(index, item, attempt, retrying)
+        hooks.attempt_done(spec, item, attempt)
+        if not retrying:
+            break
+    last = attempts[-1]
+    if not last.outcome.ok:
+        return FileResult(item, timeout, last.outcome, attempts, message=last.reason)
+    outcome = Outcome.FLAKY if len(attempts) > 1 else Outcome.PASSED
+    message = (f"passed on attempt {last.number} of {len(attempts)}"
+               if outcome is Outcome.FLAKY else "")
+    result = FileResult(item, timeout, outcome, attempts, message=message)
+    verdict = hooks.gate(spec, item, last)
+    if verdict is not None:
+        result.gate_lines = list(verdict.lines)
+        if verdict.fails_test:
+            result.outcome = Outcome.FAILED
+            result.gate_failed = True
+            result.message = "metric gate failed" + (f": {verdict.lines[0]}" if verdict.lines else "")
+    return result

@@ -1,0 +1,145 @@
+"""The data that flows through a run: what to run, what happened to each attempt and file.
+
+Plain dataclasses so that the executor, the reporters, the JUnit writer and the step
+summary all read the same facts and none of them recomputes a verdict.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Command = Literal["pytest", "python"]
+
+
+class Outcome(str, enum.Enum):
+    """What happened to a file (or to one attempt of it)."""
+
+    PASSED = "passed"
+    FLAKY = "flaky"  # failed at first, passed on a retry: counts as passed
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    ERROR = "error"  # the runner could not execute the file at all
+    INTERRUPTED = "interrupted"  # the runner was told to stop while this file ran
+    NOT_RUN = "not-run"  # never started (fast-fail or interruption): reported, never absent
+
+    @property
+    def ok(self) -> bool:
+        return self in (Outcome.PASSED, Outcome.FLAKY)
+
+    @property
+    def label(self) -> str:
+        return self.value.upper().replace("-", " ")
+
+
+@dataclass(frozen=True)
+class RunItem:
+    """One file of the job, in plan order, with the estimate its timeout derives from."""
+
+    file: str
+    estimate: float
+    source: str = ""  # where the estimate came from (history, registration, ...)
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """Everything about the stage that decides how a file is executed."""
+
+    stage: str
+    backend: str
+    command: Command
+    timeout_floor: float
+    timeout_factor: float
+    grace_seconds: float
+    env: dict[str, str] = field(default_factory=dict)
+
+    def timeout_for(self, estimate: float) -> float:
+        """``max(floor, factor x estimate)``: a generous multiple, never below the floor."""
+        return max(self.timeout_floor, self.timeout_factor * max(estimate, 0.0))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the job loop behaves: attempts, fast-fail, retry classification."""
+
+    max_attempts: int = 1
+    fast_fail: bool = True
+    retriable_patterns: tuple[str, ...] = ()
+    fatal_patterns: tuple[str, ...] = ()
+    tail_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job ready to execute: its files, the stage settings, where records go."""
+
+    job_id: str
+    settings: StageSettings
+    items: tuple[RunItem, ...]
+    root: Path
+    records_dir: Path
+    options: RunOptions
+    run_id: str
+
+
+@dataclass
+class Attempt:
+    """One execution of one file."""
+
+    number: int
+    outcome: Outcome
+    duration: float
+    returncode: int | None
+    reason: str
+    tail: str = ""
+    record_dir: Path | None = None
+    retry_reason: str = ""  # why it was (or was not) retried; empty when it passed
+    leftovers: int = 0  # processes still alive after the test ended, killed by the runner
+    output_bytes: int = 0
+
+
+@dataclass
+class FileResult:
+    """The verdict on one file, with every attempt that led to it."""
+
+    item: RunItem
+    timeout: float
+    outcome: Outcome
+    attempts: list[Attempt] = field(default_factory=list)
+    message: str = ""
+    gate_lines: list[str] = field(default_factory=list)
+    gate_failed: bool = False
+
+    @property
+    def duration(self) -> float:
+        return sum(a.duration for a in self.attempts)
+
+    @property
+    def tail(self) -> str:
+        return self.attempts[-1].tail if self.attempts else ""
+
+
+@dataclass
+class JobResult:
+    """The verdict on a job; ``exit_code`` is the runner's exit status."""
+
+    spec: JobSpec
+    results: list[FileResult]
+    started_at: float
+    duration: float
+    interrupted_by: int | None = None  # signal number that stopped the runner
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted_by is not None:
+            return 128 + self.interrupted_by
+        return 0 if self.results and all(r.outcome.ok for r in self.results) else 1
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(1 for r in self.results if r.outcome is outcome)
+
+    @property
+    def estimate(self) -> float:
+        return sum(r.item.estimate for r in self.results)

@@ -1,0 +1,223 @@
+"""One attempt of one file: a process in its own session, streamed, timed, cleaned up.
+
+Phases: run (stream output until the process exits, the deadline passes or the runner is
+interrupted) -> stop (signal the group, keep draining output for the grace period, then
+SIGKILL every descendant, also those that left the group) -> sweep (after any exit, kill
+processes the test left behind so they cannot poison the next file) -> drain (read what
+is left in the pipe, never waiting forever on a writer that escaped).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from testfleet.runner.interrupt import Interrupt
+from testfleet.runner.tree import ProcessTree, child_preexec, direct_children, group_alive
+
+READ_SIZE = 64 * 1024
+EXIT_TICK = 0.1  # how often to check for an exit while a descendant holds the pipe open
+FINAL_DRAIN = 1.0  # seconds to wait for the pipe's EOF once every known writer is dead
+
+
+@dataclass
+class ProcessResult:
+    """What happened to one process tree."""
+
+    returncode: int | None
+    duration: float
+    timed_out: bool = False
+    interrupted: int | None = None
+    leftovers: int = 0  # descendants still alive after the test ended (then killed)
+    killed: int = 0  # descendants SIGKILLed in total
+    error: str | None = None  # the process could not be started
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    grace: float,
+    sink: Callable[[bytes], None],
+    interrupt: Interrupt | None = None,
+    subreaper: bool = False,
+    poll_interval: float = 0.05,
+) -> ProcessResult:
+    """Run ``argv`` to completion or timeout; every byte of output goes to ``sink``."""
+    baseline = direct_children()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=child_preexec(), bufsize=0, close_fds=True,
+        )
+    except OSError as exc:
+        return ProcessResult(None, time.monotonic() - start, error=f"cannot start {argv[0]}: {exc}")
+    assert proc.stdout is not None
+    return _Attempt(proc, start, timeout, grace, sink, interrupt, subreaper, poll_interval,
+                    ProcessTree(proc.pid, baseline, subreaper)).run()
+
+
+class _Attempt:
+    def __init__(self, proc: subprocess.Popen[bytes], start: float, timeout: float, grace: float,
+                 sink: Callable[[bytes], None], interrupt: Interrupt | None, subreaper: bool,
+                 poll_interval: float, tree: ProcessTree) -> None:
+        self.proc = proc
+        self.start = start
+        self.deadline = start + timeout
+        self.grace = grace
+        self.sink = sink
+        self.interrupt = interrupt
+        self.tree = tree
+        # With a subreaper nothing can escape, so polling is only the fallback's memory.
+        self.poll_interval = None if subreaper else poll_interval
+        self.next_poll = start + (poll_interval if self.poll_interval else 0.0)
+        assert proc.stdout is not None
+        self.fd = proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd, selectors.EVENT_READ, "out")
+        self.eof = False
+        if interrupt is not None:
+            self.sel.register(interrupt.fileno(), selectors.EVENT_READ, "int")
+        self.result = ProcessResult(None, 0.0)
+        self.exit_time: float | None = None
+
+    def run(self) -> ProcessResult:
+        try:
+            self._running()
+            if self.proc.returncode is None:
+                self._stop()
+            self._sweep()
+            self._drain(time.monotonic() + FINAL_DRAIN)
+        finally:
+            self.sel.close()
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+            if self.proc.returncode is None:  # pragma: no cover - defensive
+                self.proc.kill()
+                self.proc.wait()
+        self.result.returncode = self.proc.returncode
+        end = self.exit_time if self.exit_time is not None else time.monotonic()
+        self.result.duration = end - self.start
+        return self.result
+
+    # -- phases ---------------------------------------------------------------------------
+
+    def _running(self) -> None:
+        while True:
+            if self._exited():
+                return
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.result.timed_out = True
+                return
+            if self.interrupt is not None and self.interrupt.signum is not None:
+                self.result.interrupted = self.interrupt.signum
+                return
+            wait = self.deadline - now
+            if self.eof:
+                wait = min(wait, EXIT_TICK)
+            if self.poll_interval is not None:
+                if now >= self.next_poll:
+                    self.tree.poll()
+                    self.poll_interval = min(self.poll_interval * 2, 1.0)
+                    self.next_poll = now + self.poll_interval
+                wait = min(wait, max(self.next_poll - now, 0.0))
+            else:
+                wait = min(wait, EXIT_TICK * 5)
+            self._pump(wait)
+
+    def _stop(self) -> None:
+        """Timeout or interrupt: polite signal to the group, grace, then SIGKILL everything."""
+        sig = self.result.interrupted or signal.SIGTERM
+        self.tree.poll()
+        self.tree.terminate(sig)
+        grace_end = time.monotonic() + self.grace
+        while time.monotonic() < grace_end:
+            if self.interrupt is not None and self.interrupt.urgent:
+                break
+            if self._exited() and not group_alive(self.tree.pgid):
+                break
+            self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
+        self.result.killed += self.tree.kill_all()
+        if self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._note_exit()
+
+    def _sweep(self) -> None:
+        """After the test process is gone, nothing it started may survive it."""
+        if not self.tree.maybe_leftovers():
+            self.tree.reap()
+            return
+        left = self.tree.alive()
+        if not left and not group_alive(self.tree.pgid):
+            self.tree.reap()
+            return
+        self.result.leftovers = len(left)
+        self.tree.terminate(signal.SIGTERM)
+        grace_end = time.monotonic() + self.grace
+        while time.monotonic() < grace_end and not (self.interrupt and self.interrupt.urgent):
+            if not self.tree.alive() and not group_alive(self.tree.pgid):
+                break
+            self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
+        self.result.killed += self.tree.kill_all()
+
+    def _drain(self, until: float) -> None:
+        while not self.eof and time.monotonic() < until:
+            self._pump(max(until - time.monotonic(), 0.0), interruptible=False)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _exited(self) -> bool:
+        if self.proc.returncode is not None:
+            return True
+        if self.eof:
+            # EOF usually means the process is exiting; collect it without a busy loop.
+            try:
+                self.proc.wait(timeout=0.005)
+            except subprocess.TimeoutExpired:
+                return False
+        elif self.proc.poll() is None:
+            return False
+        self._note_exit()
+        return True
+
+    def _note_exit(self) -> None:
+        if self.exit_time is None:
+            self.exit_time = time.monotonic()
+
+    def _pump(self, timeout: float, interruptible: bool = True) -> None:
+        """Wait up to ``timeout`` for output (or an interrupt) and pass it on."""
+        for key, _ in self.sel.select(timeout):
+            if key.data == "int":
+                assert self.interrupt is not None
+                self.interrupt.drain()
+                continue
+            self._read()
+
+    def _read(self) -> None:
+        for _ in range(16):  # bounded, so a firehose cannot starve the deadline check
+            try:
+                data = os.read(self.fd, READ_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:  # pragma: no cover
+                data = b""
+            if not data:
+                self.eof = True
+                self.sel.unregister(self.fd)
+                return
+            self.sink(data)
+            if len(data) < READ_SIZE:
+                return

@@ -1,0 +1,61 @@
+"""Resolve a stage's execution settings from the config: stage overrides, runner defaults.
+
+Pure: a :class:`~testfleet.config.Config` in, a :class:`StageSettings` out, so the rules
+(``max(floor, factor x estimate)``, stage keys beat ``[runner]`` keys) are unit-tested
+without running anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from testfleet.config import Config
+from testfleet.errors import UsageError
+from testfleet.runner.model import Command, RunOptions, StageSettings
+
+
+def stage_settings(
+    config: Config,
+    stage: str,
+    *,
+    backend: str | None = None,
+    command: Command | None = None,
+    env: Mapping[str, str] | None = None,
+) -> StageSettings:
+    """The settings for ``stage``; a plan job's ``backend``/``command``/``env`` win if given."""
+    spec = config.stages.get(stage)
+    if spec is None:
+        valid = ", ".join(sorted(config.stages)) or "(none configured)"
+        raise UsageError(f"unknown stage {stage!r}; valid: {valid}")
+    runner = config.runner
+    return StageSettings(
+        stage=stage,
+        backend=backend or spec.backend,
+        command=command or spec.command,
+        timeout_floor=spec.timeout_floor if spec.timeout_floor is not None else runner.timeout_floor,
+        timeout_factor=(
+            spec.timeout_factor if spec.timeout_factor is not None else runner.timeout_factor
+        ),
+        grace_seconds=spec.grace_seconds if spec.grace_seconds is not None else runner.grace_seconds,
+        env=dict(spec.env if env is None else env),
+    )
+
+
+def run_options(
+    config: Config,
+    *,
+    max_attempts: int | None = None,
+    continue_on_error: bool = False,
+    bypass_fastfail: bool = False,
+) -> RunOptions:
+    """Attempts and fast-fail from the command line and policy, patterns from ``[runner]``."""
+    runner = config.runner
+    attempts = runner.max_attempts if max_attempts is None else max_attempts
+    if attempts < 1:
+        raise UsageError(f"--max-attempts must be at least 1 (got {attempts})")
+    return RunOptions(
+        max_attempts=attempts,
+        fast_fail=not (continue_on_error or bypass_fastfail),
+        retriable_patterns=tuple(runner.retriable_patterns),
+        fatal_patterns=tuple(runner.fatal_patterns),
+    )
