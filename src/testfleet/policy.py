@@ -151,10 +151,9 @@ def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list
             )
         notes.append(f"schedule {cron!r} -> cadence {mapping[cron]}")
         return mapping[cron]
-    if trigger.is_pull_request and policy.nightly_label in labels:
-        if "nightly" in cadences:
-            notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
-            return "nightly"
+    if trigger.is_pull_request and policy.nightly_label in labels and "nightly" in cadences:
+        notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
+        return "nightly"
     return "regular"
 
 
@@ -226,7 +225,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
     scope_name: str | None = None
     if scopes:
         # Highest rank wins; equal ranks resolve to the wider set, then by name.
-        rank, scope_name, excluded = max(scopes, key=lambda s: (s[0], -len(s[2]), s[1]))
+        _rank, scope_name, excluded = max(scopes, key=lambda s: (s[0], -len(s[2]), s[1]))
         include = registered - set(excluded)
         dropped = sorted(registered & set(excluded))
         notes.append(

@@ -73,7 +73,7 @@ def parse_name_status(data: bytes) -> tuple[tuple[str, ...], str | None]:
         status = tokens[i].strip()
         letter = status[:1]
         want = 2 if letter in _TWO_PATHS else 1 if letter in _ONE_PATH else 0
-        if want == 0 or not status[1:].isdigit() and status[1:] != "":
+        if want == 0 or (not status[1:].isdigit() and status[1:] != ""):
             return (), f"unknown status {status[:20]!r} at entry {len(paths) + 1}"
         chunk = tokens[i + 1 : i + 1 + want]
         if len(chunk) < want or any(not p for p in chunk):

@@ -7,7 +7,7 @@ be repo-relative, inside the repository and not symlinks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from testfleet.planning.changes import ChangeSet
 from testfleet.policy import Trigger
@@ -17,7 +17,7 @@ from testfleet.policy import Trigger
 class PlanRequest:
     """A trigger plus the narrowing a user may add on top of it."""
 
-    trigger: Trigger = Trigger()
+    trigger: Trigger = field(default_factory=Trigger)
     files: tuple[str, ...] = ()
     stages: tuple[str, ...] = ()
     include_disabled: bool = False

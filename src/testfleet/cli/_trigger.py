@@ -1,0 +1,226 @@
+"""The trigger options shared by ``testfleet plan`` and ``testfleet run``, and the
+one function that turns them into a :class:`~testfleet.planning.request.PlanRequest`.
+
+Usage::
+
+    @click.command()
+    @trigger_options
+    @click.pass_context
+    def command(ctx, trigger_options: TriggerOptions, ...):
+        project = project_from(ctx)
+        request = build_request(project, ctx.find_root().obj.directory, trigger_options)
+
+Every conflicting combination of flags is refused here with a message that
+names both flags; path checks for ``--file`` happen here too (symlinks, escapes).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from testfleet.config import Project
+from testfleet.errors import UsageError
+from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAMES = (
+    "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
+    "diff_base", "files", "stages", "include_disabled", "github",
+)
+
+
+@dataclass(frozen=True)
+class TriggerOptions:
+    """The raw values of the trigger flags, as click parsed them."""
+
+    event: str | None = None
+    labels: tuple[str, ...] = ()
+    cadence: str | None = None
+    schedule: str | None = None
+    fork: bool = False
+    match_all_labels: bool = False
+    changed_files: Path | None = None
+    diff_base: str | None = None
+    files: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ()
+    include_disabled: bool = False
+    github: bool = False
+
+
+def trigger_options(f: F) -> F:
+    """Add the trigger flags to a click command; the command receives ``trigger_options``."""
+    options = [
+        click.option("--event", type=click.Choice(EVENTS), default=None,
+                     help="The CI event. Default: pull_request when --labels/--fork are given, "
+                          "schedule with --schedule, else push."),
+        click.option("--labels", "labels", multiple=True, metavar="L[,L...]",
+                     help="Raw PR labels (repeat or comma-separate), e.g. run-ci-megatron."),
+        click.option("--cadence", default=None, metavar="C",
+                     help="Cadence override (regular, nightly, weekly, release, ...); wins over "
+                          "everything else."),
+        click.option("--schedule", default=None, metavar="CRON",
+                     help="The cron string of a schedule trigger; must map to a cadence in "
+                          "[tool.testfleet.policy] schedules."),
+        click.option("--fork", is_flag=True, help="The pull request comes from a fork."),
+        click.option("--match-all-labels", is_flag=True,
+                     help="Include every registered label (manual runs)."),
+        click.option("--changed-files", type=click.Path(path_type=Path, dir_okay=False),
+                     default=None, metavar="FILE",
+                     help="`git diff --name-status -z` output; prunes unaffected GPU stages."),
+        click.option("--diff-base", default=None, metavar="REF",
+                     help="Compute the changed files as `git diff REF...HEAD`."),
+        click.option("--file", "files", multiple=True, metavar="PATH",
+                     help="Plan exactly these registered test files (labels and cadence do "
+                          "not apply)."),
+        click.option("--stage", "stages", multiple=True, metavar="S",
+                     help="Only these stages (repeatable); others are 'not-requested'."),
+        click.option("--include-disabled", is_flag=True,
+                     help="With --file/--stage: run disabled registrations too."),
+        click.option("--github", is_flag=True,
+                     help="Read the trigger from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH."),
+    ]
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in _NAMES if name in kwargs}
+        kwargs["trigger_options"] = TriggerOptions(**values)
+        return f(*args, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+def _split_labels(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return tuple(out)
+
+
+def _conflicts(opts: TriggerOptions) -> None:
+    def given(name: str) -> bool:
+        value = getattr(opts, name)
+        return bool(value) if not isinstance(value, (str, Path)) else True
+
+    flag = {n: "--" + n.replace("_", "-") for n in _NAMES}
+    flag["files"], flag["stages"] = "--file", "--stage"
+    pairs = [("changed_files", "diff_base")]
+    pairs += [("github", n) for n in ("event", "labels", "schedule", "fork", "match_all_labels")]
+    pairs += [("files", n) for n in ("labels", "match_all_labels", "changed_files", "diff_base")]
+    for a, b in pairs:
+        if given(a) and given(b):
+            why = {
+                "github": "--github reads it from the event payload",
+                "files": "an explicit file request ignores labels and changed files",
+                "changed_files": "give the changed files one way",
+            }[a]
+            raise UsageError(f"conflicting flags: {flag[a]} and {flag[b]} ({why})")
+
+
+def safe_ref(ref: str) -> str:
+    """A git revision as an argument, never an option or something with control characters."""
+    if not ref or ref.startswith("-") or any(ord(c) < 33 or ord(c) == 127 for c in ref) \
+            or len(ref) > 256:
+        raise UsageError(f"--diff-base {show(ref)}: not a usable git revision")
+    return ref
+
+
+def resolve_file(project: Project, base: Path, raw: str) -> str:
+    """Check one ``--file`` argument and return it repo-relative (posix).
+
+    Refused: NUL or control characters, paths that leave the repository (``..``
+    or absolute elsewhere), symlinks anywhere below the repository root, paths
+    outside the configured roots, and paths that are not files.
+    """
+    if not raw or any(ord(c) < 32 for c in raw):
+        raise UsageError(f"--file {show(raw)}: not a usable path")
+    root = project.root.resolve()
+    candidate = Path(os.path.normpath(base.resolve() / raw))
+    try:
+        rel = candidate.relative_to(root)
+    except ValueError:
+        # An absolute path may reach the repository through a symlinked prefix
+        # (/tmp -> /private/tmp); resolve the directory, never the file itself.
+        try:
+            alt = Path(os.path.normpath(candidate.parent.resolve() / candidate.name))
+            rel = alt.relative_to(root)
+        except (ValueError, OSError):
+            raise UsageError(f"--file {show(raw)}: escapes the repository ({root})") from None
+    if not rel.parts:
+        raise UsageError(f"--file {show(raw)}: is the repository root, not a test file")
+    if rel.parts[0] == "..":
+        raise UsageError(f"--file {show(raw)}: escapes the repository ({root})")
+    here = root
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            raise UsageError(
+                f"--file {show(raw)}: {here.relative_to(root).as_posix()} is a symlink; "
+                "plan the real path"
+            )
+    relpath = rel.as_posix()
+    roots = project.config.roots
+    if not any(relpath == r or relpath.startswith(r.rstrip("/") + "/") for r in roots):
+        raise UsageError(
+            f"--file {relpath}: outside the test roots ({', '.join(roots)})"
+        )
+    if not here.is_file():
+        raise UsageError(f"--file {relpath}: no such file")
+    return relpath
+
+
+def build_request(project: Project, base: Path, opts: TriggerOptions,
+                  env: Mapping[str, str] | None = None) -> Any:
+    """Turn the flags into a ``PlanRequest``; reads the GitHub event and the diff."""
+    from testfleet.planning.changes import git_changed_files, read_changed_files
+    from testfleet.planning.request import PlanRequest
+
+    env = os.environ if env is None else env
+    _conflicts(opts)
+    if opts.cadence is not None and not opts.cadence.strip():
+        raise UsageError("--cadence: empty value")
+    if opts.github:
+        from testfleet.integrations.github_event import trigger_from_github
+
+        trigger = trigger_from_github(env, cadence=opts.cadence)
+    else:
+        labels = _split_labels(opts.labels)
+        event = opts.event
+        if event is None:
+            if opts.schedule is not None:
+                event = "schedule"
+            elif labels or opts.fork:
+                event = "pull_request"
+            else:
+                event = "push"
+        if labels and event not in PR_EVENTS:
+            raise UsageError(f"conflicting flags: --labels with --event {event} "
+                             "(labels come only with pull_request events)")
+        trigger = Trigger(event=event, labels=labels, cadence=opts.cadence,
+                          schedule=opts.schedule, fork=opts.fork,
+                          match_all_labels=opts.match_all_labels)
+
+    changes = None
+    if opts.changed_files is not None:
+        path = opts.changed_files if opts.changed_files.is_absolute() else base / opts.changed_files
+        changes = read_changed_files(path)
+    elif opts.diff_base is not None:
+        changes = git_changed_files(project.root, safe_ref(opts.diff_base))
+
+    files = tuple(dict.fromkeys(resolve_file(project, base, f) for f in opts.files))
+    return PlanRequest(
+        trigger=trigger,
+        files=files,
+        stages=tuple(dict.fromkeys(opts.stages)),
+        include_disabled=opts.include_disabled,
+        changes=changes,
+    )

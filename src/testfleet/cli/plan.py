@@ -1,0 +1,125 @@
+"""``testfleet plan``: resolve a CI trigger into jobs and the fate of every registration."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
+from testfleet.errors import TestfleetError, UsageError
+from testfleet.planning.formats import FORMATS, render_table
+
+MAX_FINDINGS_SHOWN = 20
+
+
+class RegistryInvalid(TestfleetError):
+    """The tree has registration errors; planning on it would hide tests."""
+
+    exit_code = 1
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and rename, so a reader
+    (a CI step, a concurrent ``testfleet run``) never sees half a plan."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"--output {path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _annotation(message: str) -> str:
+    """A GitHub ``::warning::`` command whose data cannot start a second command."""
+    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::warning title=testfleet plan::{data}"
+
+
+@click.command("plan")
+@trigger_options
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="table",
+              show_default=True, help="Output format.")
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="PATH", help="Write the output to PATH (atomically) instead of stdout "
+                                   "(or, for --format github, instead of $GITHUB_OUTPUT).")
+@click.option("--plan-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="PATH", help="Also write the plan JSON to PATH, whatever --format is.")
+@click.pass_context
+def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
+            plan_file: Path | None) -> int:
+    """Resolve a CI trigger into a plan: jobs per stage and shard, and for every
+    registration not in a job the one reason why.
+
+    \b
+    Examples:
+      testfleet plan --labels run-ci-megatron --fork
+      testfleet plan --schedule "0 15 * * 6" --format json --output plan.json
+      testfleet plan --github --format github --plan-file plan.json
+      testfleet plan --file tests/e2e/test_x.py --include-disabled
+    """
+    from testfleet.planning import make_plan
+    from testfleet.planning.model import plan_bytes
+    from testfleet.registry import collect
+
+    project = project_from(ctx)
+    base = ctx.find_root().obj.directory
+    request = build_request(project, base, trigger_options)
+    registry = collect(project)
+    if not registry.ok:
+        errors = [f for f in registry.findings if f.severity == "error"]
+        shown = "\n".join("  " + f.render() for f in errors[:MAX_FINDINGS_SHOWN])
+        more = len(errors) - MAX_FINDINGS_SHOWN
+        raise RegistryInvalid(
+            f"the tree has {len(errors)} registration error(s); fix them before planning "
+            f"('testfleet check' lists them all):\n{shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""),
+            errors,
+        )
+
+    # Measured durations: the durations engineer wires history in here, e.g.
+    # estimates = estimates_for(project, registry, database). None = literal est_time.
+    estimates = None
+    plan = make_plan(project, registry, request, estimates)
+
+    if plan_file is not None:
+        write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan))
+
+    if fmt == "table" and output is None and sys.stdout.isatty():
+        text = render_table(plan, color=True, width=shutil.get_terminal_size().columns)
+    else:
+        text = FORMATS[fmt](plan)
+
+    if output is not None:
+        write_atomic(output if output.is_absolute() else base / output, text.encode("utf-8"))
+    elif fmt == "github" and os.environ.get("GITHUB_OUTPUT"):
+        target = Path(os.environ["GITHUB_OUTPUT"])
+        try:
+            with target.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot append to $GITHUB_OUTPUT ({target}): "
+                             f"{exc.strerror or exc}") from None
+        for warning in plan.warnings:
+            click.echo(_annotation(warning))
+        click.echo(f"testfleet: {len(plan.jobs)} job(s) in {plan.waves} wave(s) written to "
+                   f"$GITHUB_OUTPUT; {len(plan.holes)} coverage hole(s)")
+    else:
+        click.echo(text, nl=False)
+
+    if fmt != "table":
+        for warning in plan.warnings:
+            click.echo(f"testfleet: warning: {warning}", err=True)
+    return 0

@@ -1,0 +1,211 @@
+"""Plan emitters: one function per format, each ``Plan -> str``.
+
+``FORMATS`` is the whole dispatch table of ``testfleet plan --format``; another
+CI engine is one more entry. Every format shows the coverage holes, because a
+backend that silently stopped being tested is the failure this tool exists to
+prevent. Untrusted text (labels in warnings, reasons) is escaped per format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections import Counter
+from collections.abc import Callable
+
+from testfleet.planning.model import REASONS, Plan, plan_bytes
+
+# -- json -----------------------------------------------------------------------
+
+
+def render_json(plan: Plan) -> str:
+    """The canonical plan file (what ``load_plan`` reads)."""
+    return plan_bytes(plan).decode("utf-8")
+
+
+# -- github -----------------------------------------------------------------------
+
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:-]*$")
+
+
+def github_outputs(plan: Plan) -> dict[str, str]:
+    """The step outputs a workflow consumes: one matrix for all jobs and one per wave."""
+    policy = plan.policy
+
+    def flag(value: object) -> str:
+        return "true" if value else "false"
+
+    def matrix(jobs: list) -> str:
+        return json.dumps({"include": [j.matrix_entry() for j in jobs]}, sort_keys=True,
+                          separators=(",", ":"))
+
+    out = {
+        "matrix": matrix(list(plan.jobs)),
+        "has_jobs": flag(plan.jobs),
+        "cadence": str(policy.get("cadence", "")),
+        "bypass_fastfail": flag(policy.get("bypass_fastfail")),
+        "write_baseline": flag(policy.get("write_baseline")),
+        "coverage_holes": str(len(plan.holes)),
+        "digest": plan.digest,
+        "waves": str(plan.waves),
+    }
+    for wave in range(plan.waves):
+        jobs = [j for j in plan.jobs if j.wave == wave]
+        out[f"matrix_{wave}"] = matrix(jobs)
+        out[f"has_jobs_{wave}"] = flag(jobs)
+    return out
+
+
+def github_output_text(outputs: dict[str, str]) -> str:
+    """``$GITHUB_OUTPUT`` syntax. Anything but a plain token goes in a heredoc with
+    a random delimiter that does not occur in the value, so no value can end its
+    own block early and inject another output."""
+    lines: list[str] = []
+    for name, value in outputs.items():
+        if _SAFE_VALUE.match(value):
+            lines.append(f"{name}={value}")
+            continue
+        delimiter = "ghadelimiter_" + secrets.token_hex(16)
+        while delimiter in value:  # pragma: no cover - 128 random bits
+            delimiter = "ghadelimiter_" + secrets.token_hex(16)
+        lines.extend([f"{name}<<{delimiter}", value, delimiter])
+    return "\n".join(lines) + "\n"
+
+
+def render_github(plan: Plan) -> str:
+    return github_output_text(github_outputs(plan))
+
+
+# -- markdown ---------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~@$])")
+
+
+def md(text: object) -> str:
+    """Escape untrusted text for a Markdown table cell or list item (one line)."""
+    flat = " ".join(str(text).split())
+    return _MD_SPECIAL.sub(r"\\\1", flat)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f}"
+
+
+def skipped_by_reason(plan: Plan) -> Counter[str]:
+    return Counter(s.reason for s in plan.skipped)
+
+
+def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
+    p = plan.policy
+    lines = ["## testfleet plan", ""]
+    lines.append(
+        f"**{md(p.get('event'))}** · cadence **{md(p.get('cadence'))}** · "
+        f"{len(plan.jobs)} job(s) · labels: "
+        + (md(", ".join(p.get("include_labels", []))) or "none")
+        + f" · bypass fast-fail: {'yes' if p.get('bypass_fastfail') else 'no'}"
+        + f" · write baselines: {'yes' if p.get('write_baseline') else 'no'}"
+    )
+    lines.append("")
+    if plan.holes:
+        lines.append("### ⚠️ Coverage holes")
+        lines.append("")
+        for s in plan.holes:
+            lines.append(f"- **{md(s.name)}** ({md(s.backend)}): {md(s.status)}"
+                         + (f" — {md(s.reason)}" if s.reason else ""))
+        lines.append("")
+    lines += ["| stage | backend | status | wave | shards | est. min (makespan) | scheduled / registered | reason |",
+              "|---|---|---|---|---|---|---|---|"]
+    for s in plan.stages:
+        lines.append(
+            f"| {md(s.name)} | {md(s.backend)} | {md(s.status)}{' ⚠️' if s.hole else ''} | {s.wave} "
+            f"| {s.shards} | {_minutes(s.makespan)} | {s.counts.get('scheduled', 0)} / "
+            f"{s.counts.get('registered', 0)} | {md(s.reason)} |"
+        )
+    lines.append("")
+    counts = skipped_by_reason(plan)
+    if counts:
+        lines += ["| skipped because | registrations |", "|---|---|"]
+        lines += [f"| {r} | {counts[r]} |" for r in REASONS if counts.get(r)]
+        lines.append("")
+    if plan.warnings:
+        lines.append("### Warnings")
+        lines.append("")
+        lines += [f"- {md(w)}" for w in plan.warnings]
+        lines.append("")
+    if plan.jobs:
+        lines += ["<details><summary>Jobs</summary>", "",
+                  "| job | runs on | tests | est. min |", "|---|---|---|---|"]
+        lines += [f"| {md(j.id)} | {md(', '.join(j.runs_on))} | {len(j.tests)} | "
+                  f"{_minutes(j.estimate)} |" for j in plan.jobs]
+        lines += ["", "</details>", ""]
+    if plan.skipped:
+        lines += ["<details><summary>Skipped registrations</summary>", "",
+                  "| file | stage | reason | detail |", "|---|---|---|---|"]
+        for s in plan.skipped[:max_skipped]:
+            lines.append(f"| {md(s.file)} | {md(s.suite)} | {s.reason} | {md(s.detail)} |")
+        if len(plan.skipped) > max_skipped:
+            lines.append(f"| … and {len(plan.skipped) - max_skipped} more | | | |")
+        lines += ["", "</details>", ""]
+    lines.append(f"<sub>{md(plan.digest)}</sub>")
+    return "\n".join(lines) + "\n"
+
+
+# -- table ------------------------------------------------------------------------
+
+_STATUS_STYLE = {
+    "scheduled": "green", "dormant": "bold yellow", "unauthorized": "bold red",
+    "unaffected": "cyan", "empty": "dim",
+}
+
+
+def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
+    """Stages with status, shards, estimated minutes, skipped counts by reason, warnings."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color,
+                      color_system="standard" if color else None, highlight=False)
+    p = plan.policy
+    head = Text(f"event {p.get('event')} · cadence {p.get('cadence')} · "
+                f"{len(plan.jobs)} job(s) · labels "
+                f"{', '.join(p.get('include_labels', [])) or 'none'} · bypass fast-fail "
+                f"{'yes' if p.get('bypass_fastfail') else 'no'} · write baselines "
+                f"{'yes' if p.get('write_baseline') else 'no'}")
+    console.print(head)
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for col, justify in [("stage", "left"), ("backend", "left"), ("status", "left"),
+                         ("wave", "right"), ("shards", "right"), ("est. min", "right"),
+                         ("sched/reg", "right"), ("reason", "left")]:
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for s in plan.stages:
+        status = Text(s.status + (" (hole)" if s.hole else ""),
+                      style=_STATUS_STYLE.get(s.status, ""))
+        table.add_row(Text(s.name), Text(s.backend), status, str(s.wave), str(s.shards),
+                      _minutes(s.makespan),
+                      f"{s.counts.get('scheduled', 0)}/{s.counts.get('registered', 0)}",
+                      Text(s.reason))
+    console.print(table)
+    counts = skipped_by_reason(plan)
+    if counts:
+        console.print(Text("skipped: " + ", ".join(f"{counts[r]} {r}" for r in REASONS
+                                                   if counts.get(r))))
+    for s in plan.holes:
+        console.print(Text(f"coverage hole: {s.name} ({s.backend}) — {s.status}"
+                           + (f": {s.reason}" if s.reason else ""), style="bold yellow"))
+    for w in plan.warnings:
+        if not w.startswith("coverage hole:"):
+            console.print(Text(f"warning: {w}", style="yellow"))
+    return buf.getvalue()
+
+
+FORMATS: dict[str, Callable[[Plan], str]] = {
+    "table": render_table,
+    "json": render_json,
+    "markdown": render_markdown,
+    "github": render_github,
+}
