@@ -1,0 +1,97 @@
+"""``testfleet report``: coverage matrix, holes, disabled ledger, shard balance, trends."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.errors import UsageError
+
+FORMATS = ("text", "markdown", "json", "html")
+
+
+@click.command("report")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text for a terminal, markdown for a step summary or PR comment, json for "
+                   "tools (schema testfleet.report/1), html for a self-contained dashboard.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Write to PATH instead of standard output ('-' for standard output).")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="PLAN", help="A plan file from 'testfleet plan --format json': adds the "
+                                  "shard timeline per stage.")
+@click.option("--database", metavar="URL", default=None,
+              help="History database (default: TESTFLEET_DATABASE_URL, the config's "
+                   "'database', then .testfleet/history.db).")
+@click.option("--no-history", is_flag=True, help="Do not read the history database.")
+@click.option("--width", type=click.IntRange(60, 400), default=None,
+              help="Text width for --format text (default: the terminal's).")
+@click.pass_context
+def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path | None,
+            database: str | None, no_history: bool, width: int | None) -> int:
+    """Show the state of the fleet's coverage: holes first, then dormant stages, the
+    coverage matrix, the disabled ledger, shard balance (--plan) and metric history."""
+    from testfleet.report.build import gather
+
+    project = project_from(ctx)
+    if plan_path is not None and not plan_path.is_absolute():
+        plan_path = Path.cwd() / plan_path
+    report = gather(project, plan_path=plan_path, database=database, history=not no_history)
+    to_stdout = output is None or str(output) == "-"
+    text = render(report, fmt, color=to_stdout and _color(),
+                  width=width or (shutil.get_terminal_size((120, 40)).columns if to_stdout else 120))
+    if to_stdout:
+        click.echo(text, nl=False)
+    else:
+        assert output is not None
+        write_atomic(output if output.is_absolute() else Path.cwd() / output, text)
+        click.echo(f"wrote {fmt} report to {output}", err=True)
+    return 0
+
+
+def render(report, fmt: str, *, color: bool = False, width: int = 120) -> str:  # type: ignore[no-untyped-def]
+    if fmt == "json":
+        from testfleet.report.render_json import render_json
+
+        return render_json(report)
+    if fmt == "markdown":
+        from testfleet.report.render_markdown import render_markdown
+
+        return render_markdown(report)
+    if fmt == "html":
+        from testfleet.report.render_html import render_html
+
+        return render_html(report)
+    from testfleet.report.render_text import render_text
+
+    return render_text(report, width=width, color=color)
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory, so a reader never sees half a report."""
+    if path.is_dir():
+        raise UsageError(f"--output {path}: is a directory")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"--output {path}: directory {parent} does not exist")
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise UsageError(f"--output {path}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,73 @@
+"""Gather the report's inputs (registry, git, plan, history) and build it.
+
+This is the only place in the report package that does I/O on the project; every
+input that is unavailable becomes a note in the report instead of an error, except
+an explicitly requested plan file, which must be readable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from testfleet.config import Project
+from testfleet.registry.model import Registry
+from testfleet.report.model import HistorySection, Report
+
+
+def collect_registry(project: Project) -> Registry:
+    from testfleet.registry import collect  # type: ignore[attr-defined]
+
+    return collect(project)
+
+
+def gather(project: Project, *, plan_path: Path | None = None, database: str | None = None,
+           history: bool = True, now: dt.datetime | None = None,
+           registry: Registry | None = None) -> Report:
+    from testfleet.report.collect import build_report
+    from testfleet.report.gitage import disabled_ages
+    from testfleet.report.rules import evaluate_rules, git_findings
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    registry = registry if registry is not None else collect_registry(project)
+    regs = registry.registrations
+    plan = None
+    if plan_path is not None:
+        from testfleet.report.planview import load_plan_section
+
+        plan = load_plan_section(plan_path)
+    ages, info = disabled_ages(project.root, regs)
+    if info.is_repo:
+        git = "shallow clone, ages are lower bounds" if info.shallow else "full history"
+    else:
+        git = f"ages unknown: {info.note}"
+    if history:
+        from testfleet.report.history import load_history
+
+        hist = load_history(project, regs, database)
+    else:
+        hist = HistorySection(False, "history not requested (--no-history)")
+    notes = []
+    n_err = sum(1 for f in registry.findings if f.severity == "error")
+    if n_err:
+        notes.append(f"the registry has {n_err} error(s); the numbers above leave out what could "
+                     "not be read — run 'testfleet check'")
+    report = build_report(project=_name(project), config=project.config, registrations=regs,
+                          now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes)
+    findings = evaluate_rules(report, project.config, _config_name(project),
+                              project.raw_config_text)
+    findings += git_findings(project, report, info)
+    from dataclasses import replace
+
+    return replace(report, findings=tuple(f.render() for f in sorted(findings)))
+
+
+def _name(project: Project) -> str:
+    return project.root.name or str(project.root)
+
+
+def _config_name(project: Project) -> str:
+    try:
+        return project.relpath(project.config_path)
+    except ValueError:
+        return project.config_path.name

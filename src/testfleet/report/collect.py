@@ -1,0 +1,205 @@
+"""Turn registrations, config, git ages, a plan and history into a :class:`Report`.
+
+:func:`build_report` is pure (everything it needs is passed in, including "now"),
+so every number in every format is testable without git, a database or a clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from testfleet.config import Config
+from testfleet.registry.model import Registration
+from testfleet.report.expiry import parse_expiry
+from testfleet.report.gitage import LineAge
+from testfleet.report.model import (
+    Counts,
+    GroupRow,
+    HistorySection,
+    Hole,
+    LedgerEntry,
+    PlanSection,
+    Report,
+    StageRow,
+)
+from testfleet.report.references import parse_references
+
+
+def category(reg: Registration) -> str:
+    """The one coverage category of a registration (exclusive, in priority order)."""
+    if reg.disabled is not None:
+        return "disabled"
+    if reg.nightly:
+        return "nightly-only"
+    if reg.labels:
+        return "label-gated"
+    return "enabled"
+
+
+def count(regs: Iterable[Registration]) -> Counts:
+    c: Counter[str] = Counter()
+    est = 0.0
+    for reg in regs:
+        c[category(reg)] += 1
+        if reg.disabled is None:
+            est += reg.est_time
+    return Counts(c["enabled"], c["label-gated"], c["nightly-only"], c["disabled"], est)
+
+
+def build_report(
+    *,
+    project: str,
+    config: Config,
+    registrations: Sequence[Registration],
+    now: dt.datetime,
+    ages: Mapping[Registration, LineAge] | None = None,
+    git: str = "unknown",
+    history: HistorySection | None = None,
+    plan: PlanSection | None = None,
+    notes: Sequence[str] = (),
+    findings: Sequence[str] = (),
+) -> Report:
+    """Everything the report shows, computed from its inputs only."""
+    patterns = tuple(getattr(config.check, "reference_patterns", ()) or ())
+    stages = _stage_rows(config, registrations, patterns)
+    dormant = {s.name for s in stages if s.status == "dormant"}
+    backends = _group_rows(
+        {s.backend for s in config.stages.values()} | {r.backend for r in registrations},
+        lambda r, name: r.backend == name, registrations, dormant, config,
+    )
+    labels = _group_rows(
+        set(config.labels) | {lb for r in registrations for lb in r.labels},
+        lambda r, name: name in r.labels, registrations, dormant, config,
+    )
+    ledger = _ledger(registrations, ages or {}, now, dormant, patterns)
+    return Report(
+        project=project,
+        generated=now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        stages=stages,
+        backends=backends,
+        labels=labels,
+        totals=count(registrations),
+        holes=find_holes(stages, backends),
+        ledger=ledger,
+        git=git,
+        history=history or HistorySection(False, "no history database consulted"),
+        plan=plan,
+        notes=tuple(notes),
+        findings=tuple(findings),
+    )
+
+
+def _stage_rows(config: Config, regs: Sequence[Registration],
+                patterns: tuple[str, ...]) -> tuple[StageRow, ...]:
+    by_suite: dict[str, list[Registration]] = defaultdict(list)
+    for reg in regs:
+        by_suite[reg.suite].append(reg)
+    rows: list[StageRow] = []
+    for name, stage in config.stages.items():
+        members = [r for r in by_suite.get(name, []) if r.backend == stage.backend]
+        rows.append(StageRow(
+            name=name, backend=stage.backend,
+            status="dormant" if stage.disabled is not None else "active",
+            counts=count(members), reason=stage.disabled,
+            references=tuple(parse_references(stage.disabled, patterns)),
+            trusted_only=stage.trusted_only, runs_on=tuple(stage.runs_on),
+        ))
+    # Registrations whose suite (or backend) does not match a configured stage are
+    # registry errors; they still show, so nothing is silently dropped from the matrix.
+    stray: dict[tuple[str, str], list[Registration]] = defaultdict(list)
+    for reg in regs:
+        stage = config.stages.get(reg.suite)
+        if stage is None or stage.backend != reg.backend:
+            stray[(reg.suite, reg.backend)].append(reg)
+    for (suite, backend), members in sorted(stray.items()):
+        rows.append(StageRow(name=suite, backend=backend, status="unconfigured",
+                             counts=count(members),
+                             reason="no stage of this name and backend in the configuration"))
+    return tuple(rows)
+
+
+def _group_rows(names: Iterable[str], member, regs: Sequence[Registration],
+                dormant: set[str], config: Config) -> tuple[GroupRow, ...]:
+    rows = []
+    for name in sorted(names):
+        members = [r for r in regs if member(r, name)]
+        scheduled = sum(
+            1 for r in members
+            if r.disabled is None and r.suite not in dormant and r.suite in config.stages
+        )
+        rows.append(GroupRow(name, count(members), scheduled,
+                             tuple(sorted({r.suite for r in members}))))
+    return tuple(rows)
+
+
+def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow]) -> tuple[Hole, ...]:
+    """Backends and stages with nothing that can run; backends first (the bigger loss)."""
+    holes: list[Hole] = []
+    configured = [s for s in stages if s.status != "unconfigured"]
+    for group in backends:
+        own = [s for s in configured if s.backend == group.name]
+        if not own or group.scheduled > 0:
+            continue
+        dormant = [s for s in own if s.status == "dormant"]
+        if dormant and len(dormant) == len(own):
+            cause = "all-stages-dormant"
+            names = ", ".join(s.name for s in dormant)
+            detail = (f"its only stage {names} is dormant" if len(dormant) == 1
+                      else f"all its stages are dormant: {names}")
+        elif group.counts.total == 0:
+            cause = "no-registrations"
+            detail = "no test registers for this backend"
+        elif group.counts.active == 0:
+            cause = "all-disabled"
+            detail = f"all {group.counts.total} registrations are disabled"
+        else:
+            cause = "nothing-scheduled"
+            detail = (f"{group.counts.active} enabled registrations, all in dormant stages "
+                      f"({', '.join(s.name for s in dormant)})")
+        holes.append(Hole("backend", group.name, cause, detail, group.counts.active))
+    for s in configured:
+        if s.status == "dormant":
+            holes.append(Hole("stage", s.name, "dormant", s.reason or "", s.counts.active))
+        elif s.counts.active == 0:
+            if s.counts.total == 0:
+                holes.append(Hole("stage", s.name, "no-registrations",
+                                  "no test registers for this stage", 0))
+            else:
+                holes.append(Hole("stage", s.name, "all-disabled",
+                                  f"all {s.counts.total} registrations are disabled", 0))
+    return tuple(holes)
+
+
+def _ledger(regs: Sequence[Registration], ages: Mapping[Registration, LineAge],
+            now: dt.datetime, dormant: set[str], patterns: tuple[str, ...]) -> tuple[LedgerEntry, ...]:
+    disabled = [r for r in regs if r.disabled is not None]
+    shared = Counter(_norm(r.disabled or "") for r in disabled)
+    today = now.astimezone(dt.timezone.utc).date()
+    entries = []
+    for reg in disabled:
+        reason = reg.disabled or ""
+        age = ages.get(reg, LineAge("unknown", note="age not computed"))
+        expiry = parse_expiry(reason)
+        entries.append(LedgerEntry(
+            file=reg.file, line=reg.line, backend=reg.backend, suite=reg.suite,
+            reason=reason, references=tuple(parse_references(reason, patterns)),
+            age_days=age.days(now), age_status=age.status, age_note=age.note,
+            changed=age.changed.date().isoformat() if age.changed else None,
+            commit=age.commit, age_lower_bound=age.boundary,
+            expiry=expiry.date.isoformat() if expiry and expiry.date else None,
+            expiry_error=expiry.error if expiry else None,
+            expired=bool(expiry and expiry.expired(today)),
+            days_left=expiry.days_left(today) if expiry else None,
+            shared_reason=shared[_norm(reason)],
+            stage_dormant=reg.suite in dormant, labels=reg.labels,
+            reason_line=age.line or reg.line,
+        ))
+    entries.sort(key=lambda e: (not e.expired, -(e.age_days if e.age_days is not None else -1),
+                                e.file, e.line, e.backend))
+    return tuple(entries)
+
+
+def _norm(reason: str) -> str:
+    return " ".join(reason.split()).casefold()

@@ -1,0 +1,50 @@
+"""Small formatting helpers shared by the renderers (durations, ages, plurals)."""
+
+from __future__ import annotations
+
+from testfleet.report.model import LedgerEntry
+
+
+def duration(seconds: float) -> str:
+    """``95`` -> ``1m35s``; ``5400`` -> ``1h30m``: short enough for a table cell."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        m, r = divmod(s, 60)
+        return f"{m}m{r:02d}s" if r else f"{m}m"
+    h, r = divmod(s, 3600)
+    m = r // 60
+    return f"{h}h{m:02d}m" if m else f"{h}h"
+
+
+def age(e: LedgerEntry) -> str:
+    if e.age_status == "uncommitted":
+        return "uncommitted"
+    if e.age_days is None:
+        return "unknown"
+    return f"{'≥' if e.age_lower_bound else ''}{e.age_days}d"
+
+
+def expiry(e: LedgerEntry) -> str:
+    if e.expiry_error:
+        return "invalid date"
+    if e.expiry is None:
+        return "—"
+    if e.expired:
+        return f"{e.expiry} (expired {-(e.days_left or 0)}d ago)"
+    return f"{e.expiry} ({e.days_left}d left)"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def cause(c: str) -> str:
+    return {
+        "dormant": "stage dormant",
+        "all-stages-dormant": "every stage dormant",
+        "all-disabled": "every registration disabled",
+        "no-registrations": "no registrations",
+        "nothing-scheduled": "nothing scheduled",
+    }.get(c, c)

@@ -1,0 +1,223 @@
+"""How long a test has been disabled: when its ``disabled=`` line last changed in git.
+
+The age is the committer date of the commit that last touched the line holding the
+``disabled=`` keyword (``git blame --porcelain``), so re-wording a reason restarts the
+clock on purpose: the reason is what the team agreed to. A project that is not a git
+repository, a file git does not track, or a missing ``git`` executable gives an age of
+"unknown" with the reason why; a shallow clone gives a lower bound.
+
+Files are read as text and parsed with :mod:`ast`; nothing is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import os
+import shutil
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from testfleet.registry.model import Registration
+
+AgeStatus = Literal["committed", "uncommitted", "unknown"]
+_ZERO_SHA = "0" * 40
+
+
+@dataclass(frozen=True)
+class LineAge:
+    """When a line last changed, or why that is not known."""
+
+    status: AgeStatus
+    changed: dt.datetime | None = None
+    commit: str | None = None
+    boundary: bool = False
+    note: str = ""
+    line: int = 0  # the line of the ``disabled=`` keyword, when located
+
+    def days(self, now: dt.datetime) -> int | None:
+        """Whole days since the change; 0 for uncommitted edits; ``None`` when unknown."""
+        if self.status == "uncommitted":
+            return 0
+        if self.changed is None:
+            return None
+        return max(0, (now - self.changed).days)
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """What git says about the project directory."""
+
+    is_repo: bool
+    shallow: bool = False
+    note: str = ""
+
+
+def disabled_span(source: str, reg: Registration) -> tuple[int, int]:
+    """The lines of the ``disabled=`` keyword of ``reg``'s marker call.
+
+    Falls back to the call's own line when the keyword cannot be located (a file
+    that no longer parses, a registration from an implicit directory).
+    """
+    fallback = (max(reg.line, 1), max(reg.line, 1))
+    if reg.line <= 0:
+        return fallback
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return fallback
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == reg.line:
+            for kw in node.keywords:
+                if kw.arg == "disabled":
+                    return kw.lineno, kw.end_lineno or kw.lineno
+    return fallback
+
+
+def repo_info(root: Path) -> RepoInfo:
+    if shutil.which("git") is None:
+        return RepoInfo(False, note="git is not installed")
+    try:
+        out = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository")
+    except _GitFailed as exc:
+        return RepoInfo(False, note=f"not a git repository ({exc.short()})")
+    lines = out.split()
+    if not lines or lines[0] != "true":
+        return RepoInfo(False, note="not inside a git work tree")
+    return RepoInfo(True, shallow=len(lines) > 1 and lines[1] == "true")
+
+
+def disabled_ages(root: Path, registrations: Iterable[Registration]) -> tuple[dict[Registration, LineAge], RepoInfo]:
+    """The age of every disabled registration's ``disabled=`` line, one ``git blame`` per file.
+
+    Each age carries the line of the keyword (``LineAge.line``) even when git cannot
+    date it, so findings point at the reason itself.
+    """
+    regs = [r for r in registrations if r.disabled is not None]
+    info = repo_info(root)
+    by_file: dict[str, list[Registration]] = defaultdict(list)
+    for reg in regs:
+        by_file[reg.file].append(reg)
+    ages: dict[Registration, LineAge] = {}
+    for file, file_regs in sorted(by_file.items()):
+        try:
+            source = (root / file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            for reg in file_regs:
+                ages[reg] = LineAge("unknown", note=f"cannot read {file}: {exc}", line=reg.line)
+            continue
+        n_lines = source.count("\n") + 1
+        spans = {reg: _clamp(disabled_span(source, reg), n_lines) for reg in file_regs}
+        if not info.is_repo:
+            for reg, span in spans.items():
+                ages[reg] = LineAge("unknown", note=info.note, line=span[0])
+            continue
+        try:
+            blamed = blame_lines(root, file, set(spans.values()))
+        except _GitFailed as exc:
+            note = "not tracked by git" if "no such path" in exc.stderr.lower() else exc.short()
+            for reg, span in spans.items():
+                ages[reg] = LineAge("unknown", note=note, line=span[0])
+            continue
+        for reg, (a, b) in spans.items():
+            age = _newest([blamed[n] for n in range(a, b + 1) if n in blamed], info)
+            ages[reg] = replace(age, line=a)
+    return ages, info
+
+
+def blame_lines(root: Path, file: str, spans: set[tuple[int, int]]) -> dict[int, LineAge]:
+    """``git blame --porcelain`` for the given line ranges of one file (working tree)."""
+    args = ["blame", "--porcelain"]
+    for a, b in sorted(spans):
+        args += ["-L", f"{a},{b}"]
+    out = _git(root, *args, "--", file)
+    return parse_porcelain(out)
+
+
+def parse_porcelain(text: str) -> dict[int, LineAge]:
+    """Final line number -> age, from ``git blame --porcelain`` output."""
+    commits: dict[str, dict[str, str]] = {}
+    result: dict[int, str] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            current = None
+            continue
+        parts = line.split(" ")
+        if current is None and len(parts) >= 3 and len(parts[0]) == 40 and _is_hex(parts[0]):
+            current = parts[0]
+            result[int(parts[2])] = current
+            commits.setdefault(current, {})
+            continue
+        if current is not None:
+            key, _, value = line.partition(" ")
+            commits[current][key] = value
+    ages: dict[int, LineAge] = {}
+    for lineno, sha in result.items():
+        meta = commits.get(sha, {})
+        if sha == _ZERO_SHA:
+            ages[lineno] = LineAge("uncommitted", note="changed in the working tree, not committed")
+            continue
+        stamp = meta.get("committer-time") or meta.get("author-time")
+        if stamp is None or not stamp.strip().lstrip("-").isdigit():
+            ages[lineno] = LineAge("unknown", commit=sha, note="git blame gave no date")
+            continue
+        when = dt.datetime.fromtimestamp(int(stamp), tz=dt.timezone.utc)
+        ages[lineno] = LineAge("committed", when, sha, boundary="boundary" in meta)
+    return ages
+
+
+def _newest(ages: list[LineAge], info: RepoInfo) -> LineAge:
+    if not ages:
+        return LineAge("unknown", note="git blame returned nothing for the line")
+    for age in ages:
+        if age.status == "uncommitted":
+            return age
+    dated = [a for a in ages if a.changed is not None]
+    if not dated:
+        return ages[0]
+    newest = max(dated, key=lambda a: a.changed or dt.datetime.min.replace(tzinfo=dt.timezone.utc))
+    if info.shallow and newest.boundary:
+        return LineAge("committed", newest.changed, newest.commit, True,
+                       "shallow clone: at least this old (fetch full history for the exact age)")
+    # In a full clone "boundary" only marks the root commit: the date is exact.
+    return replace(newest, boundary=False)
+
+
+def _clamp(span: tuple[int, int], n_lines: int) -> tuple[int, int]:
+    a = min(max(span[0], 1), n_lines)
+    return a, min(max(span[1], a), n_lines)
+
+
+def _is_hex(s: str) -> bool:
+    return all(c in "0123456789abcdef" for c in s)
+
+
+class _GitFailed(Exception):
+    def __init__(self, stderr: str) -> None:
+        super().__init__(stderr)
+        self.stderr = stderr
+
+    def short(self) -> str:
+        text = self.stderr.strip().splitlines()
+        return text[0][:200] if text else "git failed"
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["LC_ALL"] = "C"
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args], cwd=root, env=env,
+            capture_output=True, text=True, timeout=60, check=False,
+            encoding="utf-8", errors="replace",
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise _GitFailed(str(exc)) from None
+    if proc.returncode != 0:
+        raise _GitFailed(proc.stderr or f"git {args[0]} exited with {proc.returncode}")
+    return proc.stdout

@@ -1,0 +1,246 @@
+"""The report's data: everything every renderer shows, computed once, rendered many ways.
+
+Plain frozen dataclasses with no I/O; :mod:`testfleet.report.collect` builds them and
+the renderers (text, markdown, json, html) only format them, so all four formats say
+the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from testfleet.report.references import Reference
+
+SCHEMA = "testfleet.report/1"
+
+Category = Literal["enabled", "label-gated", "nightly-only", "disabled"]
+CATEGORIES: tuple[Category, ...] = ("enabled", "label-gated", "nightly-only", "disabled")
+CATEGORY_HELP: dict[str, str] = {
+    "enabled": "runs on every regular run (no labels, not nightly-only)",
+    "label-gated": "runs when one of its labels is selected (PR label or broad cadence)",
+    "nightly-only": "nightly=True: runs only on cadences that admit nightly tests",
+    "disabled": "disabled=... in the test file: never scheduled",
+}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Registrations by category; the categories are exclusive and sum to ``total``."""
+
+    enabled: int = 0
+    label_gated: int = 0
+    nightly_only: int = 0
+    disabled: int = 0
+    est_seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return self.enabled + self.label_gated + self.nightly_only + self.disabled
+
+    @property
+    def active(self) -> int:
+        """Registrations that some cadence schedules (everything but disabled)."""
+        return self.enabled + self.label_gated + self.nightly_only
+
+    def get(self, category: str) -> int:
+        return {"enabled": self.enabled, "label-gated": self.label_gated,
+                "nightly-only": self.nightly_only, "disabled": self.disabled}[category]
+
+    def to_json(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "label-gated": self.label_gated,
+                "nightly-only": self.nightly_only, "disabled": self.disabled,
+                "active": self.active, "total": self.total,
+                "est_seconds": round(self.est_seconds, 3)}
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One row of the coverage matrix.
+
+    ``status`` is ``active`` (scheduled when selected), ``dormant`` (config
+    ``disabled``: nothing scheduled) or ``unconfigured`` (registrations name a
+    suite the config does not declare).
+    """
+
+    name: str
+    backend: str
+    status: Literal["active", "dormant", "unconfigured"]
+    counts: Counts
+    reason: str | None = None
+    references: tuple[Reference, ...] = ()
+    trusted_only: bool = False
+    runs_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """Coverage totals per backend or per label; ``scheduled`` excludes dormant stages."""
+
+    name: str
+    counts: Counts
+    scheduled: int
+    stages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A stage or backend with zero registrations that can run: the loudest thing we report."""
+
+    kind: Literal["stage", "backend"]
+    name: str
+    cause: str
+    detail: str
+    lost: int = 0  # registrations that would run but for this hole
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One disabled registration, with what it takes to get it back."""
+
+    file: str
+    line: int
+    backend: str
+    suite: str
+    reason: str
+    references: tuple[Reference, ...]
+    age_days: int | None
+    age_status: str
+    age_note: str
+    changed: str | None  # ISO date of the change, when known
+    commit: str | None
+    age_lower_bound: bool
+    expiry: str | None  # ISO date named in the reason
+    expiry_error: str | None
+    expired: bool
+    days_left: int | None
+    shared_reason: int  # how many disabled registrations carry exactly this reason
+    stage_dormant: bool
+    labels: tuple[str, ...] = ()
+    reason_line: int = 0  # the line of ``disabled=`` (multi-line calls), else ``line``
+
+
+@dataclass(frozen=True)
+class DriftRow:
+    """A literal ``est_time`` far from what history measured."""
+
+    file: str
+    stage: str
+    literal: float
+    measured: float
+    samples: int
+    factor: float  # measured / literal (>1: slower than declared)
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One gated (test, metric) with its latest verdict and how many runs were untrusted."""
+
+    file: str
+    backend: str
+    suite: str
+    metric: str
+    coordinates: int
+    last_verdict: str | None
+    last_run: str | None
+    runs: int
+    untrusted_runs: int
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    when: str
+    value: float
+    trusted: bool
+    run: str = ""
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """A metric's values for one coordinate over runs, with the current band."""
+
+    file: str
+    metric: str
+    step: int
+    points: tuple[TrendPoint, ...]
+    reference: float | None = None
+    band: tuple[float, float] | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ShardBar:
+    shard: int
+    estimate: float
+    files: tuple[tuple[str, float, str], ...]  # (file, estimate, source)
+    job_id: str = ""
+
+
+@dataclass(frozen=True)
+class StageTimeline:
+    """The plan's shards of one stage, estimated, against the lower bound."""
+
+    stage: str
+    backend: str
+    status: str
+    reason: str | None
+    shards: tuple[ShardBar, ...]
+    makespan: float
+    lower_bound: float
+    ratio: float | None
+
+
+@dataclass(frozen=True)
+class PlanSection:
+    source: str
+    digest: str | None
+    policy: dict[str, object]
+    timelines: tuple[StageTimeline, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HistorySection:
+    """What the history database contributed; ``note`` says why a part is missing."""
+
+    available: bool
+    note: str = ""
+    drift: tuple[DriftRow, ...] = ()
+    drift_factor: float = 2.0
+    gates: tuple[GateRow, ...] = ()
+    trends: tuple[TrendSeries, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    project: str
+    generated: str  # ISO timestamp (UTC)
+    stages: tuple[StageRow, ...]
+    backends: tuple[GroupRow, ...]
+    labels: tuple[GroupRow, ...]
+    totals: Counts
+    holes: tuple[Hole, ...]
+    ledger: tuple[LedgerEntry, ...]
+    git: str  # "repository", "shallow repository" or why ages are unknown
+    history: HistorySection
+    plan: PlanSection | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    findings: tuple[str, ...] = field(default_factory=tuple)  # check-rule findings, rendered
+
+    @property
+    def dormant(self) -> tuple[StageRow, ...]:
+        return tuple(s for s in self.stages if s.status == "dormant")
+
+    def headline(self) -> str:
+        """One sentence a person can act on."""
+        t = self.totals
+        parts = [f"{t.active} of {t.total} registrations can run"]
+        if self.holes:
+            parts.append(f"{len(self.holes)} coverage hole{'s' if len(self.holes) != 1 else ''}")
+        if self.dormant:
+            parts.append(f"{len(self.dormant)} dormant stage{'s' if len(self.dormant) != 1 else ''}")
+        parts.append(f"{len(self.ledger)} disabled")
+        expired = sum(1 for e in self.ledger if e.expired)
+        if expired:
+            parts.append(f"{expired} past their expiry")
+        return ", ".join(parts)

@@ -1,0 +1,104 @@
+"""Tracking references cited in a disabled reason: ``#123``, ``owner/repo#123``, URLs.
+
+A disabled test that cites nothing is the one nobody comes back to; the ledger shows
+the reference (or "none") and ``disabled_requires_reference`` can demand one.
+Parsing is pure and deliberately conservative: ``C#`` or an HTML entity ``&#123;`` is
+not a reference, a bare number is not a reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+RefKind = Literal["issue", "pull", "url", "custom"]
+
+# An http(s) URL up to whitespace or a closing bracket/quote; trailing punctuation
+# that usually ends a sentence is trimmed afterwards.
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]{}]+", re.IGNORECASE)
+_GH_PATH = re.compile(
+    r"^https?://[^/]+/(?P<repo>[^/\s]+/[^/\s]+)/(?P<kind>issues|pull|pulls|merge_requests)/(?P<num>\d+)",
+    re.IGNORECASE,
+)
+# ``#123`` or ``owner/repo#123`` or ``GH-123``; not ``C#1``, not ``&#123;``, not ``a#1``.
+_HASH = re.compile(
+    r"(?<![\w&#/])(?:(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#|#|GH-)(?P<num>\d{1,9})\b"
+)
+_TRAILING = ".,;:!?'\""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One citation found in a reason.
+
+    ``text`` is the citation exactly as written; ``number`` is the issue or pull
+    request number when there is one; ``url`` is set for URL citations only.
+    """
+
+    kind: RefKind
+    text: str
+    number: int | None = None
+    repo: str | None = None
+    url: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "text": self.text, "number": self.number,
+                "repo": self.repo, "url": self.url}
+
+
+def parse_references(reason: str | None, extra_patterns: Sequence[str] = ()) -> list[Reference]:
+    """Every citation in ``reason``, in order of appearance, without duplicates.
+
+    ``extra_patterns`` are project regular expressions (e.g. ``[A-Z]+-\\d+`` for Jira)
+    whose matches count as references of kind ``custom``.
+    """
+    if not reason:
+        return []
+    found: list[tuple[int, Reference]] = []
+    url_spans: list[tuple[int, int]] = []
+    for m in _URL.finditer(reason):
+        text = m.group(0).rstrip(_TRAILING)
+        url_spans.append((m.start(), m.start() + len(text)))
+        gh = _GH_PATH.match(text)
+        if gh:
+            kind: RefKind = "issue" if gh.group("kind").lower() == "issues" else "pull"
+            found.append((m.start(), Reference(kind, text, int(gh.group("num")),
+                                               gh.group("repo"), text)))
+        else:
+            found.append((m.start(), Reference("url", text, url=text)))
+    for m in _HASH.finditer(reason):
+        if _inside(m.start(), url_spans):
+            continue
+        found.append((m.start(), Reference("issue", m.group(0), int(m.group("num")),
+                                           m.group("repo"))))
+    for pattern in extra_patterns:
+        for m in re.finditer(pattern, reason):
+            if m.group(0) and not _inside(m.start(), url_spans):
+                found.append((m.start(), Reference("custom", m.group(0))))
+    found.sort(key=lambda item: item[0])
+    return _unique(ref for _, ref in found)
+
+
+def has_reference(reason: str | None, extra_patterns: Sequence[str] = ()) -> bool:
+    return bool(parse_references(reason, extra_patterns))
+
+
+def describe(refs: Sequence[Reference]) -> str:
+    """The ledger's one-cell form: the citations joined, or ``none``."""
+    return ", ".join(r.text for r in refs) if refs else "none"
+
+
+def _inside(pos: int, spans: Iterable[tuple[int, int]]) -> bool:
+    return any(a <= pos < b for a, b in spans)
+
+
+def _unique(refs: Iterable[Reference]) -> list[Reference]:
+    seen: set[str] = set()
+    out: list[Reference] = []
+    for ref in refs:
+        if ref.text not in seen:
+            seen.add(ref.text)
+            out.append(ref)
+    return out

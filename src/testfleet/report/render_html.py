@@ -1,0 +1,348 @@
+"""The report as one self-contained HTML page: the fleet's state in ten seconds.
+
+No scripts, no external assets, no network access (a Content-Security-Policy forbids
+it even if something slipped through); charts are inline SVG. Reading order is the
+order of urgency: headline numbers, coverage holes, dormant stages, the matrix, the
+disabled ledger, then shard balance and metric history. Everything from the tree is
+escaped with :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+from testfleet.report import fmt, svg
+from testfleet.report.model import CATEGORIES, CATEGORY_HELP, GroupRow, Report
+from testfleet.report.references import Reference
+from testfleet.report.svg import esc
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+CSS = """
+:root{--bg:#f6f7f9;--card:#fff;--ink:#1d2330;--muted:#6b7385;--grid:#e3e6ec;--track:#eceff3;
+--red:#c8372b;--red-bg:#fdecea;--amber:#a86400;--amber-bg:#fff4e0;--green:#23804f;--green-bg:#e8f6ee;
+--line:#dde1e8}
+@media (prefers-color-scheme:dark){:root{--bg:#14171c;--card:#1d2129;--ink:#e7e9ee;--muted:#9aa3b5;
+--grid:#2d333d;--track:#2a2f38;--red:#ff7b6e;--red-bg:#3a1d1b;--amber:#ffb54d;--amber-bg:#3a2a12;
+--green:#5fd39a;--green-bg:#16301f;--line:#2d333d}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",
+Roboto,"Noto Sans","DejaVu Sans",sans-serif}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}
+header h1{font-size:22px;margin:0 0 2px}
+header .sub{color:var(--muted);font-size:13px}
+.headline{font-size:16px;margin:10px 0 18px;font-weight:600}
+.kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:12px;margin-bottom:20px}
+.kpi{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
+.kpi .n{font-size:28px;font-weight:700;line-height:1.1}
+.kpi .l{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.kpi.bad{border-color:var(--red);background:var(--red-bg)} .kpi.bad .n{color:var(--red)}
+.kpi.warn{border-color:var(--amber);background:var(--amber-bg)} .kpi.warn .n{color:var(--amber)}
+.kpi.good .n{color:var(--green)}
+section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;
+margin:0 0 18px}
+section h2{font-size:16px;margin:0 0 10px}
+section h2 .count{color:var(--muted);font-weight:500}
+.holes{border:2px solid var(--red);background:var(--red-bg)}
+.holes h2{color:var(--red);font-size:19px}
+.hole{display:flex;gap:12px;align-items:baseline;padding:6px 0;border-top:1px solid rgba(200,55,43,.25)}
+.hole:first-of-type{border-top:0}
+.hole .what{font-weight:700;font-size:15px;white-space:nowrap}
+.hole .why{overflow-wrap:anywhere}
+.ok{border:1px solid var(--green);background:var(--green-bg);color:var(--green);font-weight:600}
+.dormant{border:2px solid var(--amber);background:var(--amber-bg)}
+.dormant h2{color:var(--amber)}
+.dcard{padding:8px 0;border-top:1px solid rgba(168,100,0,.25)} .dcard:first-of-type{border-top:0}
+.dcard .name{font-weight:700;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.dcard .reason{font-size:15px;margin:2px 0;overflow-wrap:anywhere}
+.dcard .meta{color:var(--muted);font-size:12.5px}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.reason{overflow-wrap:anywhere;max-width:420px}
+.nw{white-space:nowrap}
+td.stages{color:var(--muted);font-size:12px}
+td.file{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;
+overflow-wrap:anywhere;max-width:360px}
+tr.hole-row td:first-child{color:var(--red);font-weight:700}
+tr.dormant-row{background:var(--amber-bg)}
+tr.total td{font-weight:700;border-top:2px solid var(--line)}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.pill{display:inline-block;padding:1px 7px;border-radius:999px;font-size:11.5px;font-weight:600;
+white-space:nowrap}
+.pill.active{background:var(--green-bg);color:var(--green)}
+.pill.dormant{background:var(--amber-bg);color:var(--amber);border:1px solid var(--amber)}
+.pill.unconfigured{background:var(--red-bg);color:var(--red)}
+.pill.bad{background:var(--red-bg);color:var(--red)}
+.pill.warn{background:var(--amber-bg);color:var(--amber)}
+.pill.pass{background:var(--green-bg);color:var(--green)}
+.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;color:var(--muted);margin:8px 0 0}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+.none{color:var(--red);font-weight:600}
+.grid2{display:grid;grid-template-columns:1fr 1fr;gap:18px}
+@media (max-width:900px){.grid2{grid-template-columns:1fr}}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+.charts figure{margin:0} figcaption{font-size:12px;color:var(--muted);max-width:360px;
+overflow-wrap:anywhere}
+svg text.t{font-size:10.5px;fill:var(--muted)} svg text.v{font-size:10.5px;fill:var(--ink)}
+.stage-tl{margin:10px 0 16px} .stage-tl h3{font-size:14px;margin:0 0 4px}
+.stage-tl .m{color:var(--muted);font-weight:400;font-size:12.5px}
+details summary{cursor:pointer;font-weight:600;margin:4px 0}
+.note{color:var(--muted);font-size:12.5px}
+a{color:#3b82c4}
+footer{color:var(--muted);font-size:12px;text-align:center}
+"""
+
+
+def _refs(refs: tuple[Reference, ...]) -> str:
+    if not refs:
+        return '<span class="none">none</span>'
+    out = []
+    for r in refs:
+        if r.url and r.url.lower().startswith(("https://", "http://")):
+            out.append(f'<a href="{esc(r.url)}" rel="noopener noreferrer">{esc(_short_url(r))}</a>')
+        else:
+            out.append(f'<span class="mono">{esc(r.text)}</span>')
+    return ", ".join(out)
+
+
+def _path(path: str) -> str:
+    """An escaped path that may break after each '/' (``<wbr>``) instead of mid-name."""
+    return "/<wbr>".join(esc(part) for part in path.split("/"))
+
+
+def _short_url(r: Reference) -> str:
+    if r.number is not None and r.repo:
+        return f"{r.repo}#{r.number}"
+    return r.text if len(r.text) <= 48 else r.text[:47] + "…"
+
+
+def _kpis(report: Report) -> str:
+    t = report.totals
+    oldest = max((e.age_days for e in report.ledger if e.age_days is not None), default=None)
+    expired = sum(1 for e in report.ledger if e.expired)
+    no_ref = sum(1 for e in report.ledger if not e.references)
+    tiles = [
+        ("bad" if report.holes else "good", str(len(report.holes)), "coverage holes"),
+        ("warn" if report.dormant else "good", str(len(report.dormant)), "dormant stages"),
+        ("", f"{t.active}<span class='l'> / {t.total}</span>", "registrations can run"),
+        ("warn" if report.ledger else "good", str(t.disabled), "disabled"),
+        ("bad" if no_ref else "good", str(no_ref), "disabled without reference"),
+        ("bad" if expired else "", str(expired), "past their expiry"),
+        ("", "—" if oldest is None else f"{oldest}d", "oldest disabled"),
+    ]
+    cells = "".join(f'<div class="kpi {cls}"><div class="n">{n}</div><div class="l">{esc(label)}</div></div>'
+                    for cls, n, label in tiles)
+    return f'<div class="kpis">{cells}</div>'
+
+
+def _holes(report: Report) -> str:
+    if not report.holes:
+        return ('<section class="ok" id="holes">✔ No coverage holes: every configured stage and '
+                'backend has registrations that can run.</section>')
+    rows = "".join(
+        f'<div class="hole"><span class="what">✖ {esc(h.kind)} <span class="mono">{esc(h.name)}</span>'
+        f'</span><span class="why"><b>{esc(fmt.cause(h.cause))}</b> — {esc(h.detail)}'
+        f"{f' · <b>{h.lost}</b> enabled registrations do not run' if h.lost else ''}</span></div>"
+        for h in report.holes)
+    return (f'<section class="holes" id="holes"><h2>⚠ Coverage holes '
+            f'<span class="count">({len(report.holes)})</span></h2>{rows}</section>')
+
+
+def _dormant(report: Report) -> str:
+    if not report.dormant:
+        return ""
+    cards = "".join(
+        f'<div class="dcard"><div class="name">{esc(s.name)} '
+        f'<span class="pill dormant">dormant</span></div>'
+        f'<div class="reason">{esc(s.reason or "")}</div>'
+        f'<div class="meta">backend {esc(s.backend)} · runs on {esc(", ".join(s.runs_on))} · '
+        f"{fmt.plural(s.counts.total, 'registration')} held, {s.counts.active} would run · "
+        f"reference: {_refs(s.references)}</div></div>"
+        for s in report.dormant)
+    return (f'<section class="dormant" id="dormant"><h2>Dormant stages '
+            f'<span class="count">({len(report.dormant)})</span></h2>{cards}</section>')
+
+
+def _legend() -> str:
+    items = "".join(f'<span title="{esc(CATEGORY_HELP[c])}"><span class="sw" '
+                    f'style="background:{svg.CAT_COLORS[c]}"></span>{esc(c)}</span>'
+                    for c in CATEGORIES)
+    return f'<div class="legend">{items}</div>'
+
+
+def _matrix(report: Report) -> str:
+    hole_stages = {h.name for h in report.holes if h.kind == "stage"}
+    head = "".join(f'<th class="num">{esc(c)}</th>' for c in CATEGORIES)
+    rows = []
+    for s in report.stages:
+        cls = []
+        if s.name in hole_stages:
+            cls.append("hole-row")
+        if s.status == "dormant":
+            cls.append("dormant-row")
+        cells = "".join(f'<td class="num">{s.counts.get(c)}</td>' for c in CATEGORIES)
+        flags = ' <span class="pill warn">trusted only</span>' if s.trusted_only else ""
+        rows.append(
+            f'<tr class="{" ".join(cls)}"><td class="mono nw">{esc(s.name)}</td><td>{esc(s.backend)}</td>'
+            f'<td><span class="pill {esc(s.status)}">{esc(s.status)}</span>{flags}</td>'
+            f"<td>{svg.stacked_bar(s.counts)}</td>{cells}"
+            f'<td class="num">{s.counts.total}</td>'
+            f'<td class="num">{esc(fmt.duration(s.counts.est_seconds))}</td></tr>')
+    t = report.totals
+    rows.append(f'<tr class="total"><td>all stages</td><td></td><td></td><td>{svg.stacked_bar(t)}</td>'
+                + "".join(f'<td class="num">{t.get(c)}</td>' for c in CATEGORIES)
+                + f'<td class="num">{t.total}</td><td class="num">{esc(fmt.duration(t.est_seconds))}</td></tr>')
+    return (f'<section id="matrix"><h2>Coverage matrix</h2><table><thead><tr><th>stage</th>'
+            f'<th>backend</th><th>status</th><th>mix</th>{head}<th class="num">total</th>'
+            f'<th class="num">est. time</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f"{_legend()}</section>")
+
+
+def _groups(title: str, rows: tuple[GroupRow, ...], ident: str) -> str:
+    head = "".join(f'<th class="num">{esc(c)}</th>' for c in CATEGORIES)
+    body = []
+    for g in rows:
+        bad = g.scheduled == 0 and g.counts.total > 0
+        body.append(
+            f'<tr class="{"hole-row" if bad else ""}"><td class="mono nw">{esc(g.name)}</td>'
+            f"<td>{svg.stacked_bar(g.counts, 200, 12)}</td>"
+            + "".join(f'<td class="num">{g.counts.get(c)}</td>' for c in CATEGORIES)
+            + f'<td class="num">{"<b class=none>0</b>" if bad else g.scheduled}</td>'
+            f'<td class="stages">{esc(", ".join(g.stages))}</td></tr>')
+    return (f'<div id="{ident}"><h2>{esc(title)}</h2><table><thead><tr><th>{esc(title[:-1].lower())}'
+            f'</th><th>mix</th>{head}<th class="num">scheduled</th><th>stages</th></tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _ledger(report: Report) -> str:
+    if not report.ledger:
+        return '<section id="ledger"><h2>Disabled ledger</h2><p>Nothing is disabled.</p></section>'
+    rows = []
+    for e in report.ledger:
+        shared = (f' <span class="pill warn" title="the same reason text on {e.shared_reason} '
+                  f'registrations">same reason \u00d7{e.shared_reason}</span>') if e.shared_reason > 1 else ""
+        exp = fmt.expiry(e)
+        exp_html = (f'<span class="pill bad">{esc(exp)}</span>' if e.expired or e.expiry_error
+                    else esc(exp))
+        dormant = ' <span class="pill dormant">dormant</span>' if e.stage_dormant else ""
+        age_title = esc(e.age_note or (f"changed {e.changed} in {e.commit[:12]}" if e.commit and e.changed else ""))
+        rows.append(
+            f'<tr><td class="file">{_path(e.file)}:{e.reason_line or e.line}</td>'
+            f'<td>{esc(e.backend)}</td><td class="mono">{esc(e.suite)}{dormant}</td>'
+            f'<td class="reason">{esc(e.reason)}{shared}</td><td>{_refs(e.references)}</td>'
+            f'<td class="num" title="{age_title}">{esc(fmt.age(e))}</td><td>{exp_html}</td></tr>')
+    return (f'<section id="ledger"><h2>Disabled ledger <span class="count">({len(report.ledger)})'
+            f'</span></h2><div class="grid2" style="grid-template-columns:1fr auto;align-items:start">'
+            f'<p class="note">Each disabled registration, oldest first. Age: when its '
+            f"<span class=mono>disabled=</span> line last changed (git: {esc(report.git)}). "
+            f"A reason that cites no issue or URL shows <span class=none>none</span>.</p>"
+            f'<figure style="margin:0">{svg.age_histogram(report.ledger)}'
+            f"<figcaption>How long registrations have been disabled</figcaption></figure></div>"
+            f"<table><thead><tr><th>file:line</th><th>backend</th><th>suite</th><th>reason</th>"
+            f'<th>reference</th><th class="num">age</th><th>expiry</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></section>')
+
+
+def _plan(report: Report) -> str:
+    if report.plan is None:
+        return ""
+    p = report.plan
+    blocks = []
+    for t in p.timelines:
+        if not t.shards:
+            blocks.append(f'<div class="stage-tl"><h3 class="mono">{esc(t.stage)} '
+                          f'<span class="pill {"dormant" if t.status == "dormant" else "warn"}">'
+                          f'{esc(t.status or "no jobs")}</span></h3>'
+                          f'<div class="note">{esc(t.reason or "no jobs in this plan")}</div></div>')
+            continue
+        ratio = f"{t.ratio:.3f}" if t.ratio is not None else "n/a"
+        blocks.append(
+            f'<div class="stage-tl"><h3><span class="mono">{esc(t.stage)}</span> '
+            f'<span class="m">{fmt.plural(len(t.shards), "shard")} · makespan '
+            f"{esc(fmt.duration(t.makespan))} · lower bound {esc(fmt.duration(t.lower_bound))} · "
+            f"ratio {ratio}</span></h3>{svg.shard_timeline(t)}</div>")
+    warn = "".join(f'<p class="note">⚠ {esc(w)}</p>' for w in p.warnings)
+    legend = ('<div class="legend"><span><span class="sw" style="background:#3b82c4"></span>files '
+              '(estimated)</span><span><span class="sw" style="background:#2f9e66"></span>lower '
+              'bound (dashed)</span><span><span class="sw" style="background:#d0574a"></span>'
+              "makespan</span></div>")
+    return (f'<section id="plan"><h2>Shard timeline <span class="count">({esc(p.source)})</span></h2>'
+            f'{"".join(blocks)}{legend}{warn}</section>')
+
+
+def _history(report: Report) -> str:
+    h = report.history
+    if not h.available:
+        return f'<section id="history"><h2>History</h2><p class="note">{esc(h.note)}</p></section>'
+    parts = []
+    if h.drift:
+        rows = "".join(
+            f'<tr><td class="file">{esc(d.file)}</td><td class="mono">{esc(d.stage)}</td>'
+            f'<td class="num">{esc(fmt.duration(d.literal))}</td>'
+            f'<td class="num">{esc(fmt.duration(d.measured))}</td><td class="num">{d.samples}</td>'
+            f'<td class="num"><span class="pill {"bad" if d.factor > 1 else "warn"}">'
+            f"{d.factor:.2f}\u00d7</span></td></tr>" for d in h.drift)
+        parts.append(f'<section id="drift"><h2>Duration drift <span class="count">(est_time vs '
+                     f"measured, factor ≥ {h.drift_factor:g})</span></h2><table><thead><tr>"
+                     f'<th>file</th><th>stage</th><th class="num">est_time</th>'
+                     f'<th class="num">measured</th><th class="num">samples</th>'
+                     f'<th class="num">factor</th></tr></thead><tbody>{rows}</tbody></table></section>')
+    if h.gates:
+        rows = "".join(
+            f'<tr><td class="file">{esc(g.file)}</td><td class="mono">{esc(g.suite)}</td>'
+            f'<td class="mono">{esc(g.metric)}</td><td class="num">{g.coordinates}</td>'
+            f"<td>{_verdict(g.last_verdict)}</td><td>{esc(g.last_run or '—')}</td>"
+            f'<td class="num">{g.runs}</td><td class="num">{g.untrusted_runs}</td></tr>'
+            for g in h.gates)
+        parts.append(f'<section id="gates"><h2>Metric gates</h2><table><thead><tr><th>file</th>'
+                     f'<th>suite</th><th>metric</th><th class="num">coords</th><th>last verdict</th>'
+                     f'<th>last run</th><th class="num">runs</th><th class="num">untrusted</th>'
+                     f"</tr></thead><tbody>{rows}</tbody></table></section>")
+    if h.trends:
+        figs = "".join(
+            f"<figure>{svg.trend_chart(t)}<figcaption><span class=mono>{esc(t.metric)}</span> "
+            f"{'step ' + str(t.step) if t.step >= 0 else 'last step'} · {esc(t.file)}</figcaption></figure>"
+            for t in h.trends)
+        legend = ('<div class="legend"><span><span class="sw" style="background:#3b82c4"></span>'
+                  'trusted run</span><span><span class="sw" style="background:#d0574a"></span>'
+                  'untrusted run (\u00d7)</span><span><span class="sw" style="background:#2f9e66;'
+                  'opacity:.35"></span>band around the reference (dashed)</span></div>')
+        parts.append(f'<section id="trends"><h2>Metric trends</h2><div class="charts">{figs}</div>'
+                     f"{legend}</section>")
+    if h.note:
+        parts.append(f'<p class="note">History: {esc(h.note)}</p>')
+    return "".join(parts)
+
+
+def _verdict(v: str | None) -> str:
+    if not v:
+        return "—"
+    cls = {"PASS": "pass", "FAIL": "bad", "ERROR": "bad", "INACTIVE": "warn"}.get(v.upper(), "warn")
+    return f'<span class="pill {cls}">{esc(v)}</span>'
+
+
+def _findings(report: Report) -> str:
+    if not report.findings:
+        return ""
+    items = "".join(f"<li class=mono>{esc(f)}</li>" for f in report.findings)
+    return f'<section id="findings"><h2>Check rules</h2><ul>{items}</ul></section>'
+
+
+def render_html(report: Report) -> str:
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in report.notes)
+    labels = _groups("Labels", report.labels, "labels") if report.labels else ""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>testfleet report · {esc(report.project)}</title><style>{CSS}</style></head><body><main>"
+        f'<header><h1>testfleet · {esc(report.project)}</h1><div class="sub">coverage report generated '
+        f"{esc(report.generated)}</div></header>"
+        f'<p class="headline">{esc(report.headline())}</p>'
+        f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
+        f'<section>{_groups("Backends", report.backends, "backends")}</section>'
+        f"{'<section>' + labels + '</section>' if labels else ''}"
+        f"{_ledger(report)}{_plan(report)}{_history(report)}{_findings(report)}{notes}"
+        f"<footer>testfleet report · schema {esc('testfleet.report/1')}</footer>"
+        "</main></body></html>\n"
+    )

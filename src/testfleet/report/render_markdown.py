@@ -1,0 +1,163 @@
+"""The report as GitHub-flavoured Markdown: a step summary or a PR comment.
+
+Every value from the tree (reasons, file names, labels) is escaped: HTML is neutral,
+table pipes cannot break a row, emphasis and links cannot be injected, ``@mentions``
+do not ping anyone, and very long values are cut so one reason cannot flood a comment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from testfleet.report import fmt
+from testfleet.report.model import CATEGORIES, GroupRow, Report
+from testfleet.report.references import describe
+
+MAX_CELL = 300
+_SPECIAL = "\\`*_{}[]()!~|>"
+
+
+def md(text: object, limit: int = MAX_CELL) -> str:
+    """Escape one inline value for a Markdown table cell or paragraph."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = []
+    for ch in s:
+        if ch in _SPECIAL and ch != ">":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    # A zero-width space after '@' keeps the text readable and mentions nobody.
+    return "".join(out).replace("@", "@\u200b")
+
+
+def code(text: object, limit: int = MAX_CELL) -> str:
+    """A value as inline code; backticks and pipes inside cannot close it or split a row."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.replace("`", "\u02cb").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return f"`{s}`"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    aligns = [("---:" if a == "r" else "---") for a in (align or "l" * len(header)).ljust(len(header), "l")]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    out: list[str] = [f"## testfleet report — {md(report.project)}", "",
+                      f"**{md(report.headline())}**", ""]
+    if report.holes:
+        out += [f"### 🚨 Coverage holes ({len(report.holes)})", ""]
+        for h in report.holes:
+            lost = f" — {h.lost} enabled registrations do not run" if h.lost else ""
+            out.append(f"- **{h.kind} {code(h.name)}** — {md(fmt.cause(h.cause))}: {md(h.detail)}{lost}")
+        out.append("")
+    else:
+        out += ["✅ No coverage holes: every stage and backend has tests that can run.", ""]
+    if report.dormant:
+        out += ["### 💤 Dormant stages", ""]
+        out += _table(["stage", "backend", "reason", "reference", "registrations", "would run"],
+                      [[code(s.name), md(s.backend), md(s.reason or ""), md(describe(s.references)),
+                        str(s.counts.total), str(s.counts.active)] for s in report.dormant],
+                      "llllrr")
+        out.append("")
+    out += ["### Coverage matrix", ""]
+    rows = []
+    for s in report.stages:
+        hole = any(h.kind == "stage" and h.name == s.name for h in report.holes)
+        status = {"active": "active", "dormant": "💤 dormant", "unconfigured": "⚠ unconfigured"}[s.status]
+        rows.append([("🚨 " if hole else "") + code(s.name), md(s.backend), status,
+                     *[str(s.counts.get(c)) for c in CATEGORIES], str(s.counts.total),
+                     fmt.duration(s.counts.est_seconds)])
+    t = report.totals
+    rows.append(["**all stages**", "", "", *[f"**{t.get(c)}**" for c in CATEGORIES],
+                 f"**{t.total}**", fmt.duration(t.est_seconds)])
+    out += _table(["stage", "backend", "status", *CATEGORIES, "total", "est. time"], rows,
+                  "lll" + "r" * (len(CATEGORIES) + 2))
+    out += ["", _groups_md("Backends", report.backends, open_=True)]
+    if report.labels:
+        out += [_groups_md("Labels", report.labels, open_=False)]
+    out += _ledger_md(report)
+    if report.plan is not None:
+        out += _plan_md(report)
+    out += _history_md(report)
+    if report.findings:
+        out += ["### Check rules", ""] + [f"- {md(f)}" for f in report.findings] + [""]
+    out += [f"_{md(n)}_" for n in report.notes]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _groups_md(title: str, rows: tuple[GroupRow, ...], open_: bool) -> str:
+    body = _table([title[:-1].lower(), *CATEGORIES, "scheduled", "stages"],
+                  [[("🚨 " if g.scheduled == 0 and g.counts.total else "") + code(g.name),
+                    *[str(g.counts.get(c)) for c in CATEGORIES], str(g.scheduled),
+                    md(", ".join(g.stages))] for g in rows], "l" + "r" * (len(CATEGORIES) + 1) + "l")
+    return "\n".join([f"<details{' open' if open_ else ''}><summary><b>{title}</b></summary>", "",
+                      *body, "", "</details>", ""])
+
+
+def _ledger_md(report: Report) -> list[str]:
+    if not report.ledger:
+        return ["### Disabled ledger", "", "Nothing is disabled.", ""]
+    out = [f"### Disabled ledger ({len(report.ledger)})", "",
+           f"Ages from git ({md(report.git)}): when the `disabled=` line last changed.", ""]
+    rows = []
+    for e in report.ledger:
+        reason = md(e.reason)
+        if e.shared_reason > 1:
+            reason += f" ⚠ *same reason \u00d7{e.shared_reason}*"
+        expiry = fmt.expiry(e)
+        rows.append([code(f"{e.file}:{e.reason_line or e.line}"), md(e.backend),
+                     code(e.suite) + (" 💤" if e.stage_dormant else ""), reason,
+                     md(describe(e.references)) if e.references else "**none**", md(fmt.age(e)),
+                     f"**{md(expiry)}**" if e.expired else md(expiry)])
+    out += _table(["file", "backend", "suite", "reason", "reference", "age", "expiry"], rows)
+    return [*out, ""]
+
+
+def _plan_md(report: Report) -> list[str]:
+    assert report.plan is not None
+    out = [f"### Plan shard balance — {code(report.plan.source)}", ""]
+    rows = []
+    for t in report.plan.timelines:
+        if not t.shards:
+            rows.append([code(t.stage), md(t.status), "0", "—", "—", "—", md(t.reason or "")])
+            continue
+        loads = " · ".join(fmt.duration(b.estimate) for b in t.shards)
+        ratio = f"{t.ratio:.3f}" if t.ratio is not None else "—"
+        rows.append([code(t.stage), md(t.status), str(len(t.shards)), fmt.duration(t.makespan),
+                     fmt.duration(t.lower_bound), ratio, loads])
+    out += _table(["stage", "status", "shards", "makespan", "lower bound", "ratio", "shard loads"],
+                  rows, "llrrrrl")
+    out += [f"- plan warning: {md(w)}" for w in report.plan.warnings]
+    return [*out, ""]
+
+
+def _history_md(report: Report) -> list[str]:
+    h = report.history
+    if not h.available:
+        return [f"_History: {md(h.note)}_", ""]
+    out: list[str] = []
+    if h.drift:
+        out += [f"### Duration drift (factor ≥ {h.drift_factor:g})", ""]
+        out += _table(["file", "stage", "est_time", "measured", "samples", "factor"],
+                      [[code(d.file), code(d.stage), fmt.duration(d.literal), fmt.duration(d.measured),
+                        str(d.samples), f"{d.factor:.2f}\u00d7"] for d in h.drift], "llrrrr")
+        out.append("")
+    if h.gates:
+        out += ["### Metric gates", ""]
+        out += _table(["file", "suite", "metric", "coordinates", "last verdict", "last run", "runs",
+                       "untrusted"],
+                      [[code(g.file), code(g.suite), code(g.metric), str(g.coordinates),
+                        md(g.last_verdict or "—"), md(g.last_run or "—"), str(g.runs),
+                        str(g.untrusted_runs)] for g in h.gates], "lllrllrr")
+        out.append("")
+    if h.note:
+        out += [f"_History: {md(h.note)}_", ""]
+    return out

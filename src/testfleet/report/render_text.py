@@ -1,0 +1,177 @@
+"""The report for a terminal, drawn with rich: holes first, then the matrix and ledger."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from testfleet.report import fmt
+from testfleet.report.model import CATEGORIES, GroupRow, Report, StageTimeline
+from testfleet.report.references import describe
+
+_CAT_STYLE = {"enabled": "green", "label-gated": "cyan", "nightly-only": "blue", "disabled": "red"}
+
+
+def render_text(report: Report, *, width: int = 120, color: bool = False) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
+                      color_system="standard" if color else None, highlight=False,
+                      emoji=False, markup=False)
+    for part in renderables(report):
+        console.print(part)
+        console.print()
+    return buf.getvalue().rstrip() + "\n"
+
+
+def renderables(report: Report) -> list[object]:
+    parts: list[object] = []
+    title = Text(f"testfleet report · {report.project} · {report.generated}", style="bold")
+    parts.append(Group(title, Text(report.headline())))
+    if report.holes:
+        lines = [Text.assemble((f"✖ {h.kind} {h.name}", "bold red"), f" — {fmt.cause(h.cause)}: ",
+                               h.detail, (f"  ({h.lost} would run)" if h.lost else ""))
+                 for h in report.holes]
+        parts.append(Panel(Group(*lines), title=f"COVERAGE HOLES ({len(report.holes)})",
+                           border_style="red", title_align="left"))
+    else:
+        parts.append(Text("✔ No coverage holes: every stage and backend has tests that can run.",
+                          style="green"))
+    if report.dormant:
+        table = Table(title="Dormant stages", title_justify="left", expand=False)
+        for col in ("stage", "backend", "reason", "reference", "registrations", "would run"):
+            table.add_column(col)
+        for s in report.dormant:
+            table.add_row(Text(s.name, style="yellow"), s.backend, Text(s.reason or ""),
+                          describe(s.references), str(s.counts.total), str(s.counts.active))
+        parts.append(table)
+    parts.append(_matrix(report))
+    parts.append(_groups("Backends", report.backends))
+    if report.labels:
+        parts.append(_groups("Labels", report.labels))
+    parts.append(_ledger(report))
+    if report.plan is not None:
+        parts.extend(_timelines(report))
+    parts.extend(_history(report))
+    if report.findings:
+        parts.append(Panel(Group(*[Text(f) for f in report.findings]), title="Check rules",
+                           title_align="left", border_style="yellow"))
+    for note in report.notes:
+        parts.append(Text(f"note: {note}", style="dim"))
+    return parts
+
+
+def _matrix(report: Report) -> Table:
+    table = Table(title="Coverage matrix (registrations per stage)", title_justify="left")
+    table.add_column("stage")
+    table.add_column("backend")
+    table.add_column("status")
+    for cat in CATEGORIES:
+        table.add_column(cat, justify="right", style=_CAT_STYLE[cat])
+    table.add_column("total", justify="right")
+    table.add_column("est. time", justify="right")
+    for s in report.stages:
+        status_style = {"active": "", "dormant": "bold yellow", "unconfigured": "magenta"}[s.status]
+        hole = any(h.kind == "stage" and h.name == s.name for h in report.holes)
+        table.add_row(Text(s.name, style="bold red" if hole else ""), s.backend,
+                      Text(s.status, style=status_style),
+                      *[str(s.counts.get(c)) for c in CATEGORIES], str(s.counts.total),
+                      fmt.duration(s.counts.est_seconds))
+    t = report.totals
+    table.add_row(Text("all stages", style="bold"), "", "", *[str(t.get(c)) for c in CATEGORIES],
+                  str(t.total), fmt.duration(t.est_seconds), end_section=True)
+    return table
+
+
+def _groups(title: str, rows: tuple[GroupRow, ...]) -> Table:
+    table = Table(title=f"{title} (scheduled = can run, not in a dormant stage)", title_justify="left")
+    table.add_column(title[:-1].lower())
+    for cat in CATEGORIES:
+        table.add_column(cat, justify="right", style=_CAT_STYLE[cat])
+    table.add_column("scheduled", justify="right")
+    table.add_column("stages")
+    for g in rows:
+        table.add_row(Text(g.name, style="bold red" if g.scheduled == 0 and g.counts.total else ""),
+                      *[str(g.counts.get(c)) for c in CATEGORIES],
+                      Text(str(g.scheduled), style="bold red" if g.scheduled == 0 else ""),
+                      Text(", ".join(g.stages)))
+    return table
+
+
+def _ledger(report: Report) -> object:
+    if not report.ledger:
+        return Text("Disabled ledger: nothing is disabled.", style="green")
+    table = Table(title=f"Disabled ledger ({len(report.ledger)}; git: {report.git})",
+                  title_justify="left")
+    for col in ("file:line", "backend", "suite", "reason", "reference", "age", "expiry"):
+        table.add_column(col, overflow="fold")
+    for e in report.ledger:
+        reason = Text(e.reason)
+        if e.shared_reason > 1:
+            reason.append(f"  [same reason \u00d7{e.shared_reason}]", style="yellow")
+        table.add_row(Text(f"{e.file}:{e.reason_line or e.line}"), e.backend,
+                      Text(e.suite + (" (dormant)" if e.stage_dormant else "")), reason,
+                      Text(describe(e.references), style="" if e.references else "red"),
+                      fmt.age(e), Text(fmt.expiry(e), style="bold red" if e.expired else ""))
+    return table
+
+
+def _timelines(report: Report) -> list[object]:
+    assert report.plan is not None
+    parts: list[object] = [Text(f"Plan {report.plan.source} — estimated shard timelines",
+                                style="bold")]
+    for t in report.plan.timelines:
+        parts.append(_timeline(t))
+    for w in report.plan.warnings:
+        parts.append(Text(f"plan warning: {w}", style="yellow"))
+    return parts
+
+
+def _timeline(t: StageTimeline, bar_width: int = 50) -> object:
+    head = Text.assemble((t.stage, "bold"), f" [{t.status}]")
+    if not t.shards:
+        head.append(f" — no jobs{': ' + t.reason if t.reason else ''}", style="yellow")
+        return head
+    ratio = f"{t.ratio:.3f}" if t.ratio is not None else "n/a"
+    head.append(f"  makespan {fmt.duration(t.makespan)}, lower bound "
+                f"{fmt.duration(t.lower_bound)}, ratio {ratio}")
+    lines = [head]
+    scale = max(t.makespan, 1e-9)
+    for b in t.shards:
+        n = max(1, round(bar_width * b.estimate / scale))
+        lines.append(Text.assemble(f"  shard {b.shard:>2} ", ("█" * n, "cyan"),
+                                   f" {fmt.duration(b.estimate)} ({fmt.plural(len(b.files), 'file')})"))
+    return Group(*lines)
+
+
+def _history(report: Report) -> list[object]:
+    h = report.history
+    if not h.available:
+        return [Text(f"History: {h.note}", style="dim")]
+    parts: list[object] = []
+    if h.drift:
+        table = Table(title=f"Duration drift (measured vs est_time, factor ≥ {h.drift_factor:g})",
+                      title_justify="left")
+        for col in ("file", "stage", "est_time", "measured", "samples", "factor"):
+            table.add_column(col)
+        for d in h.drift:
+            table.add_row(Text(d.file), d.stage, fmt.duration(d.literal), fmt.duration(d.measured),
+                          str(d.samples), f"{d.factor:.2f}\u00d7")
+        parts.append(table)
+    if h.gates:
+        table = Table(title="Metric gates", title_justify="left")
+        for col in ("file", "suite", "metric", "coords", "last verdict", "last run", "runs",
+                    "untrusted"):
+            table.add_column(col)
+        for g in h.gates:
+            style = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}.get(g.last_verdict or "", "")
+            table.add_row(Text(g.file), g.suite, Text(g.metric), str(g.coordinates),
+                          Text(g.last_verdict or "—", style=style), g.last_run or "—",
+                          str(g.runs), str(g.untrusted_runs))
+        parts.append(table)
+    if h.note:
+        parts.append(Text(f"History: {h.note}", style="dim"))
+    return parts
