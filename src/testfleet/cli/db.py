@@ -1,0 +1,154 @@
+"""``testfleet db``: create, migrate and inspect the history database.
+
+These are the only commands that change the schema (DDL). Runners, planners and the
+metric gate then need a role that can only read and write rows.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import click
+
+from testfleet.cli._common import project_from
+
+DATABASE_OPTION = click.option(
+    "--database", "database", metavar="URL", default=None,
+    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
+         "then the config's 'database', then <cache_dir>/history.db.",
+)
+
+
+@click.group("db")
+def command() -> None:
+    """Create, migrate and inspect the history database."""
+
+
+@command.command("init")
+@DATABASE_OPTION
+@click.pass_context
+def init_cmd(ctx: click.Context, database: str | None) -> int:
+    """Create the schema in an empty database (idempotent)."""
+    from testfleet.store import connect
+    from testfleet.store.schema import latest_version
+
+    project = project_from(ctx)
+    with connect(project, database, create_file=True) as store:
+        version = store.schema_version()
+        latest = latest_version()
+        if version is None:
+            applied = store.migrate()
+            click.echo(f"initialised history database {store.target.display} "
+                       f"(schema version {latest}, {len(applied)} step(s))")
+            return 0
+        if version > latest:
+            raise store._too_new(version)
+        if version < latest:
+            click.echo(f"history database {store.target.display} already exists at schema version "
+                       f"{version}; run 'testfleet db upgrade' to reach {latest}")
+            return 0
+        click.echo(f"history database {store.target.display} is already initialised "
+                   f"(schema version {version})")
+        return 0
+
+
+@command.command("upgrade")
+@DATABASE_OPTION
+@click.option("--dry-run", is_flag=True, help="List the pending steps without applying them.")
+@click.pass_context
+def upgrade_cmd(ctx: click.Context, database: str | None, dry_run: bool) -> int:
+    """Apply the schema steps this testfleet knows and the database lacks."""
+    from testfleet.store import SchemaNotInitialised, connect
+
+    project = project_from(ctx)
+    with connect(project, database) as store:
+        if store.schema_version() is None:
+            raise SchemaNotInitialised(
+                f"history database {store.target.display} has no testfleet schema; "
+                "run 'testfleet db init' first")
+        pending = store.pending_migrations()
+        if not pending:
+            click.echo(f"history database {store.target.display} is up to date "
+                       f"(schema version {store.schema_version()})")
+            return 0
+        if dry_run:
+            for step in pending:
+                click.echo(f"pending {step.version}: {step.description}")
+            return 0
+        for step in store.migrate():
+            click.echo(f"applied {step.version}: {step.description}")
+        click.echo(f"history database {store.target.display} is at schema version "
+                   f"{store.schema_version()}")
+        return 0
+
+
+@command.command("status")
+@DATABASE_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status_cmd(ctx: click.Context, database: str | None, as_json: bool) -> int:
+    """Where the database is, its schema version and what it holds.
+
+    Exit status 1 when it needs 'db init' or 'db upgrade' (or is newer than this
+    testfleet), 0 when it is ready.
+    """
+    from testfleet.store import StoreMissing, connect, resolve_target
+    from testfleet.store.schema import latest_version
+
+    project = project_from(ctx)
+    target = resolve_target(project, database)
+    latest = latest_version()
+    info: dict[str, object] = {
+        "database": target.display, "origin": target.origin, "dialect": target.dialect,
+        "code_schema_version": latest, "schema_version": None, "state": "missing", "stages": [],
+    }
+    try:
+        store = connect(project, database)
+    except StoreMissing:
+        store = None
+    if store is not None:
+        with store:
+            version = store.schema_version()
+            info["schema_version"] = version
+            if version is None:
+                info["state"] = "uninitialised"
+            elif version > latest:
+                info["state"] = "newer-than-code"
+            elif version < latest:
+                info["state"] = "outdated"
+                info["pending"] = [f"{m.version}: {m.description}" for m in store.pending_migrations()]
+            else:
+                info["state"] = "ready"
+            if version is not None and version <= latest:
+                info["stages"] = store.stage_summary()
+    if as_json:
+        click.echo(json.dumps(info, indent=2, sort_keys=True, default=str))
+    else:
+        _print_status(info)
+    return 0 if info["state"] == "ready" else 1
+
+
+_HINT = {
+    "missing": "run 'testfleet db init' (or any run that records durations) to create it",
+    "uninitialised": "run 'testfleet db init'",
+    "outdated": "run 'testfleet db upgrade'",
+    "newer-than-code": "upgrade testfleet: the database was migrated by a newer version",
+}
+
+
+def _print_status(info: dict[str, object]) -> None:
+    click.echo(f"database: {info['database']} ({info['dialect']}, from {info['origin']})")
+    click.echo(f"schema:   {info['schema_version'] if info['schema_version'] is not None else '-'}"
+               f" (this testfleet: {info['code_schema_version']})")
+    state = str(info["state"])
+    click.echo(f"state:    {state}" + (f" - {_HINT[state]}" if state in _HINT else ""))
+    for line in info.get("pending", []) or []:  # type: ignore[union-attr]
+        click.echo(f"  pending {line}")
+    stages = info.get("stages") or []
+    if stages:
+        click.echo("executions:")
+        for row in stages:  # type: ignore[union-attr]
+            newest = datetime.fromtimestamp(row["newest"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+            click.echo(f"  {row['stage']}: {row['executions']} ({row['passing']} passing) "
+                       f"over {row['files']} file(s), newest {newest} UTC")

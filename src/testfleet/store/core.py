@@ -1,0 +1,242 @@
+"""The :class:`Store`: one open history database and the operations on it.
+
+``open_store`` is what runtime code calls: it connects, checks the schema version
+and, for the embedded SQLite default only, creates or migrates the schema on first
+use. PostgreSQL schemas are changed only by ``testfleet db init`` / ``db upgrade``,
+so a team's runners and gates can use a role that may only read and write rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from testfleet.store.engine import Target, create_engine_for, resolve_target, translate
+from testfleet.store.errors import (
+    SchemaNotInitialised,
+    SchemaOutdated,
+    SchemaTooNew,
+    StoreError,
+    StoreMissing,
+    StoreUnavailable,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+    from sqlalchemy.engine import Engine
+
+    from testfleet.config import Project
+    from testfleet.store.durations import Execution
+    from testfleet.store.schema import Migration
+
+
+class Store:
+    """An open history database. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, engine: Engine, target: Target) -> None:
+        self.engine = engine
+        self.target = target
+
+    @property
+    def dialect(self) -> str:
+        return self.target.dialect
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.target.display!r})"
+
+    # -- connections ---------------------------------------------------------
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Driver errors become :class:`StoreError` subclasses that name the database."""
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+        try:
+            yield
+        except StoreError:
+            raise
+        except DBAPIError as exc:
+            raise translate(exc, self.target) from None
+        except SQLAlchemyError as exc:
+            raise StoreError(f"history database {self.target.display}: {exc}") from None
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction."""
+        with self._guard(), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (SQLite: ``BEGIN IMMEDIATE``, waits on the busy timeout)."""
+        with self._guard(), self.engine.connect() as conn:
+            conn.execution_options(tf_write=True)
+            with conn.begin():
+                yield conn
+
+    # -- schema --------------------------------------------------------------
+
+    def schema_version(self) -> int | None:
+        """Applied schema version, ``None`` when the database has no testfleet schema."""
+        from testfleet.store.schema import current_version
+
+        with self.read() as conn:
+            return current_version(conn)
+
+    def pending_migrations(self) -> list[Migration]:
+        from testfleet.store.schema import MIGRATIONS, latest_version
+
+        version = self.schema_version() or 0
+        if version > latest_version():
+            raise self._too_new(version)
+        return [m for m in MIGRATIONS if m.version > version]
+
+    def migrate(self) -> list[Migration]:
+        """Apply every missing step (DDL); returns the steps applied by this call."""
+        from testfleet.store.schema import (
+            MIGRATIONS,
+            apply_step,
+            current_version,
+            latest_version,
+            lock_for_migration,
+        )
+
+        applied: list[Migration] = []
+        for step in MIGRATIONS:
+            with self.write() as conn:
+                lock_for_migration(conn)
+                version = current_version(conn) or 0
+                if version > latest_version():
+                    raise self._too_new(version)
+                if version >= step.version:
+                    continue
+                apply_step(conn, step)
+                applied.append(step)
+        return applied
+
+    def check_schema(self, *, auto_migrate: bool, allow_older: bool = False) -> int:
+        """Make sure this code can use the database; returns the schema version."""
+        from testfleet.store.schema import latest_version
+
+        version = self.schema_version()
+        latest = latest_version()
+        if version is None:
+            if auto_migrate:
+                self.migrate()
+                return latest
+            raise SchemaNotInitialised(
+                f"history database {self.target.display} has no testfleet schema; "
+                "run 'testfleet db init' (with a role allowed to create tables)"
+            )
+        if version > latest:
+            raise self._too_new(version)
+        if version < latest and not allow_older:
+            if auto_migrate:
+                self.migrate()
+                return latest
+            raise SchemaOutdated(
+                f"history database {self.target.display} is at schema version {version}, "
+                f"this testfleet needs {latest}; run 'testfleet db upgrade'"
+            )
+        return version
+
+    def _too_new(self, version: int) -> SchemaTooNew:
+        from testfleet.store.schema import latest_version
+
+        return SchemaTooNew(
+            f"history database {self.target.display} has schema version {version}, newer than "
+            f"the {latest_version()} this testfleet knows; upgrade testfleet to use it"
+        )
+
+    # -- durations -----------------------------------------------------------
+
+    def record_executions(self, rows: Sequence[Execution]) -> None:
+        """Store executions in one transaction; invalid rows reject the whole batch."""
+        from testfleet.store.durations import insert_rows, validate
+
+        rows = list(rows)
+        validate(rows)
+        if not rows:
+            return
+        with self.write() as conn:
+            insert_rows(conn, rows)
+
+    def durations(self, stage: str, files: Iterable[str] | None = None,
+                  window: int = 10) -> dict[str, list[float]]:
+        """Per file, the last ``window`` passing durations in ``stage``, newest first.
+        Files without passing history are absent."""
+        from testfleet.store.durations import passing_durations
+
+        with self.read() as conn:
+            return passing_durations(conn, stage, files, window)
+
+    def run_executions(self, ci_run_id: str, stage: str | None = None) -> int:
+        """How many executions are recorded under a CI run id (import idempotency)."""
+        from testfleet.store.durations import count_run
+
+        with self.read() as conn:
+            return count_run(conn, ci_run_id, stage)
+
+    def stage_summary(self) -> list[dict[str, Any]]:
+        from testfleet.store.durations import stage_summary
+
+        with self.read() as conn:
+            return stage_summary(conn)
+
+
+def connect(project: Project, url: str | None = None, *, busy_timeout: float = 10.0,
+            create_file: bool = False) -> Store:
+    """A :class:`Store` without any schema check (for ``testfleet db``)."""
+    target = resolve_target(project, url)
+    if target.path is not None:
+        if target.path.is_dir():
+            raise StoreUnavailable(f"history database {target.display} is a directory")
+        if not target.path.exists():
+            if not create_file:
+                raise StoreMissing(f"history database {target.display} does not exist"
+                                   + (" (run 'testfleet db init')" if not target.default else ""))
+            try:
+                target.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(f"cannot create {target.path.parent}: {exc}") from None
+    try:
+        engine = create_engine_for(target, busy_timeout=busy_timeout)
+    except ImportError as exc:
+        raise StoreUnavailable(
+            f"cannot use {target.display}: {exc}; install testfleet[postgres] for PostgreSQL"
+        ) from None
+    except Exception as exc:  # bad URL parts (port, query) surface here
+        raise StoreError(f"cannot use database {target.display}: {exc}") from None
+    return Store(engine, target)
+
+
+def open_store(project: Project, url: str | None = None, *, readonly: bool = False,
+               busy_timeout: float = 10.0) -> Store:
+    """Open the history database for runtime use.
+
+    ``url`` None means ``TESTFLEET_DATABASE_URL``, then the config's ``database``,
+    then ``<root>/<cache_dir>/history.db``. A SQLite database is created and
+    migrated on first use unless ``readonly``; PostgreSQL must have been prepared
+    with ``testfleet db init`` / ``db upgrade``. ``readonly`` never creates or
+    migrates anything and accepts an older schema (the planner only reads
+    durations, which every schema version has).
+    """
+    target = resolve_target(project, url)
+    auto = target.dialect == "sqlite" and not readonly
+    store = connect(project, url, busy_timeout=busy_timeout, create_file=auto)
+    try:
+        store.check_schema(auto_migrate=auto, allow_older=readonly)
+    except BaseException:
+        store.close()
+        raise
+    return store

@@ -1,0 +1,174 @@
+"""Test executions: what a run records and what planning reads back.
+
+A row is one execution (one attempt) of one test file in one stage. Estimates read
+only *passing* executions (``PASSED``, and ``FLAKY`` — it passed on this attempt
+after an earlier one failed), newest first, per (stage, file): a file's H200 time
+never stands in for its MI300X time.
+
+Timestamps: ``Execution.timestamp`` is a timezone-aware ``datetime`` or a float
+POSIX epoch (seconds, UTC); ``None`` means "now". It is stored as epoch seconds.
+Naive datetimes are refused: their meaning depends on the machine's zone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from testfleet.store.errors import InvalidExecution
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+OUTCOMES = ("PASSED", "FAILED", "TIMEOUT", "FLAKY", "ERROR", "NOT_RUN")
+PASSING = ("PASSED", "FLAKY")
+_IN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution of one test file in one stage, as the runner or an import saw it."""
+
+    file: str
+    stage: str
+    backend: str
+    duration: float
+    outcome: str = "PASSED"
+    attempt: int = 1
+    commit: str | None = None
+    ci_run_id: str | None = None
+    timestamp: datetime | float | None = None
+
+    def problems(self) -> list[str]:
+        """Why this row must not be stored (empty when it is fine)."""
+        out: list[str] = []
+        for name in ("file", "stage", "backend"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                out.append(f"{name} must be a non-empty string, got {value!r}")
+        if len(self.file or "") > 1024:
+            out.append("file path longer than 1024 characters")
+        if (isinstance(self.duration, bool) or not isinstance(self.duration, (int, float))
+                or not math.isfinite(self.duration) or self.duration < 0):
+            out.append(f"duration must be a finite number of seconds >= 0, got {self.duration!r}")
+        if self.outcome not in OUTCOMES:
+            out.append(f"outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            out.append(f"attempt must be an integer >= 1, got {self.attempt!r}")
+        for name, limit in (("commit", 64), ("ci_run_id", 255)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or len(value) > limit):
+                out.append(f"{name} must be a string of at most {limit} characters or None")
+        try:
+            epoch_seconds(self.timestamp)
+        except ValueError as exc:
+            out.append(str(exc))
+        return out
+
+
+def epoch_seconds(value: datetime | float | None, *, now: float | None = None) -> float:
+    """An aware datetime, an epoch float or None (= now) as POSIX epoch seconds."""
+    if value is None:
+        return time.time() if now is None else now
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            raise ValueError(f"timestamp {value.isoformat()} is a naive datetime; "
+                             "use an aware one (datetime.now(timezone.utc)) or epoch seconds")
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"timestamp must be an aware datetime or finite epoch seconds, got {value!r}")
+    return float(value)
+
+
+def validate(rows: Sequence[Execution]) -> None:
+    """Raise :class:`InvalidExecution` listing every bad row (nothing is stored then)."""
+    bad: list[str] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Execution):
+            bad.append(f"row {i}: not an Execution ({type(row).__name__})")
+            continue
+        for problem in row.problems():
+            bad.append(f"row {i} ({row.file!r}, {row.stage!r}): {problem}")
+    if bad:
+        shown = "\n  ".join(bad[:20])
+        more = f"\n  ... and {len(bad) - 20} more" if len(bad) > 20 else ""
+        raise InvalidExecution(f"refusing to record {len(rows)} execution(s):\n  {shown}{more}")
+
+
+def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
+    from testfleet.store.schema import executions
+
+    now = time.time()
+    payload = [
+        {
+            "file": r.file, "stage": r.stage, "backend": r.backend,
+            "duration": float(r.duration), "outcome": r.outcome, "attempt": r.attempt,
+            "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
+            "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now,
+        }
+        for r in rows
+    ]
+    if payload:
+        conn.execute(executions.insert(), payload)
+
+
+def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
+                      window: int) -> dict[str, list[float]]:
+    """Per file, the durations of the last ``window`` passing executions, newest first."""
+    from sqlalchemy import func, select
+
+    from testfleet.store.schema import executions as ex
+
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an integer >= 1, got {window!r}")
+    wanted = None if files is None else sorted(set(files))
+    if wanted is not None and not wanted:
+        return {}
+    chunks: list[list[str] | None] = (
+        [None] if wanted is None else [wanted[i:i + _IN_CHUNK] for i in range(0, len(wanted), _IN_CHUNK)]
+    )
+    out: dict[str, list[float]] = {}
+    for chunk in chunks:
+        rn = func.row_number().over(partition_by=ex.c.file,
+                                    order_by=(ex.c.ts.desc(), ex.c.id.desc())).label("rn")
+        inner = select(ex.c.file, ex.c.duration, rn).where(
+            ex.c.stage == stage, ex.c.outcome.in_(PASSING))
+        if chunk is not None:
+            inner = inner.where(ex.c.file.in_(chunk))
+        sub = inner.subquery()
+        query = select(sub.c.file, sub.c.duration).where(sub.c.rn <= window).order_by(
+            sub.c.file, sub.c.rn)
+        for file, duration in conn.execute(query):
+            out.setdefault(file, []).append(float(duration))
+    return out
+
+
+def stage_summary(conn: Connection) -> list[dict[str, Any]]:
+    """Per stage: executions, passing executions, distinct files, newest timestamp."""
+    from sqlalchemy import case, func, select
+
+    from testfleet.store.schema import executions as ex
+
+    query = select(
+        ex.c.stage,
+        func.count().label("executions"),
+        func.sum(case((ex.c.outcome.in_(PASSING), 1), else_=0)).label("passing"),
+        func.count(ex.c.file.distinct()).label("files"),
+        func.max(ex.c.ts).label("newest"),
+    ).group_by(ex.c.stage).order_by(ex.c.stage)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int:
+    from sqlalchemy import func, select
+
+    from testfleet.store.schema import executions as ex
+
+    query = select(func.count()).where(ex.c.ci_run_id == ci_run_id)
+    if stage is not None:
+        query = query.where(ex.c.stage == stage)
+    return int(conn.execute(query).scalar() or 0)

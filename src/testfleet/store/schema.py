@@ -1,0 +1,139 @@
+"""The history database schema: tables and the ordered list of migration steps.
+
+The database records which steps it has applied in ``schema_version`` (one row per
+step). ``testfleet db init`` / ``db upgrade`` apply the missing steps in order, each
+in its own transaction together with its ``schema_version`` row, under a lock
+(PostgreSQL advisory lock, SQLite ``BEGIN IMMEDIATE``), so two upgrades racing each
+other apply every step once. A database whose version is higher than the last step
+here was written by a newer testfleet and is refused with a clear error.
+
+Runtime code (planning, the runner, the metric gate) only reads and writes rows;
+only these steps need DDL rights. The embedded SQLite default is migrated
+automatically on first use, PostgreSQL only by ``testfleet db init`` / ``db upgrade``.
+
+How to add tables (e.g. the metric gate's)
+------------------------------------------
+1. Define the new ``Table`` objects below on ``metadata`` (unqualified names, no
+   schema: PostgreSQL users pick the schema with ``search_path``).
+2. Write a step function taking a ``Connection`` that creates exactly those tables
+   (``my_table.create(conn)``) and their indexes, or issues the ``ALTER``s it needs.
+3. APPEND ``Migration(<last version + 1>, "what it does", _step_fn)`` to
+   ``MIGRATIONS``. Versions are consecutive from 1.
+
+Never edit or reorder a step that has been released: databases in the field have
+already applied it. Change a released table with a new step instead. Keep steps
+portable between SQLite and PostgreSQL (tests run both); use ``Double`` for seconds
+and POSIX-epoch timestamps and ``String(n)`` with explicit lengths.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    inspect,
+    select,
+    text,
+)
+
+metadata = MetaData()
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("description", String(200), nullable=False),
+    Column("applied_at", Double, nullable=False),  # POSIX epoch seconds
+)
+
+# One row per execution of one test file in one stage (one row per attempt).
+executions = Table(
+    "executions",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("file", String(1024), nullable=False),
+    Column("stage", String(255), nullable=False),
+    Column("backend", String(64), nullable=False),
+    Column("duration", Double, nullable=False),  # seconds, finite, >= 0
+    Column("outcome", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("commit_sha", String(64), nullable=True),
+    Column("ci_run_id", String(255), nullable=True),
+    Column("ts", Double, nullable=False),  # when it ran: POSIX epoch seconds (UTC)
+    Column("recorded_at", Double, nullable=False),
+)
+_ix_stage_file_ts = Index("ix_executions_stage_file_ts", executions.c.stage,
+                          executions.c.file, executions.c.ts)
+_ix_run = Index("ix_executions_ci_run_id", executions.c.ci_run_id)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step. ``apply`` runs inside the step's transaction."""
+
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+def _v1_durations(conn: Connection) -> None:
+    schema_version.create(conn)
+    executions.create(conn)  # creates its indexes too
+
+
+def _v2_metric_gate(conn: Connection) -> None:
+    # The tables live with their queries in testfleet.store.metrics (frozen as of step 2).
+    from testfleet.store.metrics import create_tables
+
+    create_tables(conn)
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "schema_version and test executions (durations history)", _v1_durations),
+    Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
+    # Append new steps here; see the module docstring.
+]
+
+
+def latest_version() -> int:
+    """The schema version this testfleet writes and expects."""
+    _check_steps()
+    return MIGRATIONS[-1].version
+
+
+def _check_steps() -> None:
+    versions = [m.version for m in MIGRATIONS]
+    if versions != list(range(1, len(versions) + 1)):
+        raise RuntimeError(f"schema MIGRATIONS must be numbered 1..N in order, got {versions}")
+
+
+def current_version(conn: Connection) -> int | None:
+    """The highest applied step, or ``None`` when the database has no testfleet schema."""
+    if not inspect(conn).has_table("schema_version"):
+        return None
+    value = conn.execute(select(schema_version.c.version).order_by(
+        schema_version.c.version.desc()).limit(1)).scalar()
+    return int(value) if value is not None else 0
+
+
+def lock_for_migration(conn: Connection) -> None:
+    """Serialise concurrent upgrades (the SQLite transaction is already IMMEDIATE)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(7340402119)"))
+
+
+def apply_step(conn: Connection, step: Migration) -> None:
+    step.apply(conn)
+    conn.execute(schema_version.insert().values(
+        version=step.version, description=step.description, applied_at=time.time()))
