@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from testfleet.config import Config, Project
 from testfleet.gate.spec import GateSpec, parse_gate_call
 from testfleet.registry.model import GateCall
 
@@ -20,3 +22,9 @@ def spec(**kwargs: Any) -> GateSpec:
     assert not findings, findings
     assert result is not None
     return result
+
+
+def make_project(root: Path, config: Config | None = None) -> Project:
+    """A project without a config file, for store and hook tests."""
+    return Project(root=root, config_path=root / "testfleet.toml", config=config or Config(),
+                   raw_config_text="")

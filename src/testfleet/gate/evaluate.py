@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from testfleet.gate.records import MetricSeries, RecordSet
 from testfleet.gate.spec import STEP_LAST, GateSpec
@@ -29,9 +29,12 @@ Status = Literal["PASS", "FAIL", "INACTIVE", "ERROR"]
 _RANK = {"ERROR": 3, "FAIL": 2, "PASS": 1, "INACTIVE": 0}
 
 
-@dataclass(frozen=True, order=True)
-class Coordinate:
-    """The stored identity of one gated value (within one run identity)."""
+class Coordinate(NamedTuple):
+    """The stored identity of one gated value (within one run identity).
+
+    A plain tuple on purpose: the store takes and returns these as tuples
+    without depending on the gate package.
+    """
 
     metric_key: str
     steps_key: str
