@@ -1,0 +1,142 @@
+"""``testfleet check``: validate the configuration and every registration, all at once.
+
+Findings come from several producers (collection here; gate specs and check
+rules from their own modules). Each producer is a function
+``(project, registry) -> list[Finding]``; add one to :data:`PRODUCERS` and its
+findings are merged, sorted and shown with everything else.
+
+Exit status: 0 clean (warnings allowed), 1 on any error, 2 on usage errors
+(no configuration found, bad options).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from testfleet.config import Project, find_config, load_project
+from testfleet.errors import ConfigError
+from testfleet.findings import Finding
+from testfleet.registry.model import Registry
+
+FindingProducer = Callable[[Project, Registry], list[Finding]]
+
+# Extra validators, run after collection (e.g. gate specs, disabled-test rules).
+PRODUCERS: list[FindingProducer] = []
+
+JSON_SCHEMA_VERSION = 1
+
+
+def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, list[Finding]]:
+    """Collect thoroughly and run every producer; a producer that crashes is a finding too."""
+    from testfleet.registry import collect
+
+    registry = collect(project, use_cache=use_cache, thorough=True)
+    findings = list(registry.findings)
+    for producer in PRODUCERS:
+        try:
+            findings.extend(producer(project, registry))
+        except Exception as exc:  # one broken validator must not hide the rest
+            name = getattr(producer, "__qualname__", repr(producer))
+            findings.append(Finding("", 0, 0, "error", "internal",
+                                    f"validator {name} failed: {type(exc).__name__}: {exc}"))
+    return registry, sorted(set(findings))
+
+
+@click.command("check")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
+@click.pass_context
+def command(ctx: click.Context, fmt: str, no_cache: bool) -> int:
+    """Validate config and every registration; report all problems at once.
+
+    Exits 0 when there are no errors (warnings allowed), 1 on errors.
+    Under GitHub Actions (GITHUB_ACTIONS=true) it also prints workflow
+    annotations so that each problem shows on its file and line.
+    """
+    app = ctx.find_root().obj
+    registry: Registry | None = None
+    try:
+        project = load_project(app.directory, app.config_file)
+    except ConfigError as exc:
+        if not exc.findings:
+            raise
+        findings = sorted(exc.findings)
+        found = app.config_file or find_config(app.directory)
+        root = found.parent if found is not None else app.directory
+    else:
+        registry, findings = run_check(project, use_cache=not no_cache)
+        root = project.root
+    _emit(findings, registry, fmt, root)
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path) -> None:
+    n_err = sum(1 for f in findings if f.severity == "error")
+    n_warn = len(findings) - n_err
+    if fmt == "json":
+        doc = {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "ok": n_err == 0,
+            "errors": n_err,
+            "warnings": n_warn,
+            "files": len(registry.files) if registry else 0,
+            "registrations": len(registry.registrations) if registry else 0,
+            "findings": [f.to_json() for f in findings],
+        }
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(render_text(findings, registry), nl=False)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        prefix = _workspace_prefix(root)
+        for f in findings:
+            shown = Finding(prefix + f.file if f.file else f.file, f.line, f.col, f.severity,
+                            f.code, f.message, f.key)
+            # stdout carries the JSON document in json mode; the runner reads both streams.
+            click.echo(shown.github_annotation(), err=fmt == "json")
+
+
+def render_text(findings: list[Finding], registry: Registry | None) -> str:
+    """Findings grouped by file, then one summary line."""
+    lines: list[str] = []
+    current: str | None = None
+    for f in findings:
+        if f.file != current:
+            current = f.file
+            lines.append(click.style(_printable(f.file or "(project)"), bold=True))
+        where = f"{f.line}:{f.col}" if f.line and f.col else (str(f.line) if f.line else "-")
+        sev = click.style(f.severity, fg="red" if f.severity == "error" else "yellow")
+        key = f" [{_printable(f.key)}]" if f.key else ""
+        lines.append(f"  {where:>7}  {sev}  {_printable(f.message)}{key} ({f.code})")
+    n_err = sum(1 for f in findings if f.severity == "error")
+    n_warn = len(findings) - n_err
+    scope = (f"{len(registry.files)} files, {len(registry.registrations)} registrations, "
+             f"{len(registry.gates)} gates" if registry else "configuration")
+    verdict = "FAILED" if n_err else "ok"
+    lines.append(f"testfleet check: {verdict}: {n_err} error{'s' * (n_err != 1)}, "
+                 f"{n_warn} warning{'s' * (n_warn != 1)} ({scope})")
+    return "\n".join(lines) + "\n"
+
+
+def _printable(value: str) -> str:
+    """Control characters from a hostile file name or message must not reach the terminal raw."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
+
+
+def _workspace_prefix(root: Path) -> str:
+    """Annotations need paths relative to the checkout, not to a project inside it."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return ""
+    try:
+        rel = root.resolve().relative_to(Path(workspace).resolve()).as_posix()
+    except (ValueError, OSError):
+        return ""
+    return "" if rel in ("", ".") else rel + "/"

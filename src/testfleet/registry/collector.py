@@ -1,0 +1,186 @@
+"""Collection: discover, scan (or reuse the cache), validate, and check the tree as a whole.
+
+``collect`` is the fast path that ``list`` and ``plan`` use. ``thorough=True``
+(what ``check`` uses) adds a full syntax check of every file (cached by content
+hash) and a walk of the whole project for test files outside every root.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from testfleet.config import Project
+from testfleet.findings import Finding
+from testfleet.registry import cache, scan
+from testfleet.registry.discover import StatKey, discover, strays
+from testfleet.registry.model import GateCall, Registration, Registry
+from testfleet.registry.rules import Rules, build_rules
+from testfleet.registry.validate import FileResult, validate_file
+
+
+def collect(project: Project, *, use_cache: bool = True, thorough: bool = False) -> Registry:
+    """Every registration, gate call and finding of the project's tree, in one pass.
+
+    Registrations are sorted by (file, backend), findings by location, ``files``
+    lists every discovered test file (repo-relative, forward slashes).
+    """
+    config = project.config
+    rules = build_rules(config)
+    root = project.root
+    found = discover(root, config.roots, rules, config.exclude, config.cache_dir)
+    cache_path = root / config.cache_dir / cache.NAME
+    key = cache.cache_key(root, project.config_path, project.raw_config_text)
+    old: dict[str, Any] = cache.load(cache_path, key) if use_cache else {}
+    new: dict[str, Any] = {}
+    changed = False
+    pattern = scan.marker_pattern(rules.markers)
+    needles = scan.needles_for(rules.markers)
+    root_str = str(root)
+    now = time.time_ns()
+
+    registry = Registry(findings=list(found.findings), files=sorted(found.files))
+    for rel in registry.files:
+        st = found.files[rel]
+        result: FileResult | None = None
+        entry = old.get(rel)
+        if entry is not None:
+            result = _reuse(root_str, rel, st, entry)
+        if result is None:
+            changed = True
+            try:
+                with open(f"{root_str}/{rel}", "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                registry.findings.append(Finding(rel, 0, 0, "error", "read-error",
+                                                 f"cannot read file: {exc.strerror or exc}"))
+                continue
+            result = validate_file(rel, scan.scan_source(data, pattern, needles), rules)
+            racy = cache.content_digest(data) if cache.is_racy(st[1], now) else None
+            entry = [*st, racy, _encode(result)]
+        new[rel] = entry
+        registry.registrations.extend(result.registrations)
+        registry.gates.extend(result.gates)
+        registry.findings.extend(result.findings)
+    if use_cache and (changed or len(new) != len(old)):
+        cache.save(cache_path, key, new)
+
+    registry.findings.extend(_unused_stages(project, rules, registry.registrations))
+    if thorough:
+        from testfleet.registry.syntax import syntax_findings
+
+        registry.findings.extend(syntax_findings(project, registry, use_cache=use_cache))
+        registry.findings.extend(strays(root, config.roots, rules, config.exclude, config.cache_dir))
+    registry.registrations.sort(key=lambda r: (r.file, r.backend))
+    registry.gates.sort(key=lambda g: (g.file, g.line))
+    registry.findings.sort()
+    return registry
+
+
+def _reuse(root: str, rel: str, st: StatKey, entry: Any) -> FileResult | None:
+    """The cached result if the entry is well-formed and the file is unchanged."""
+    try:
+        if not isinstance(entry, list) or len(entry) != 7 or tuple(entry[:5]) != st:
+            return None
+        racy = entry[5]
+        if racy is not None:
+            with open(f"{root}/{rel}", "rb") as fh:
+                if cache.content_digest(fh.read()) != racy:
+                    return None
+        return _decode(rel, entry[6])
+    except (OSError, TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+def _encode(result: FileResult) -> dict[str, Any]:
+    return {
+        "r": [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled,
+               r.implicit] for r in result.registrations],
+        "g": [[g.line, g.col, src, g.positional, list(g.non_literal)]
+              for g, src in zip(result.gates, result.gate_sources, strict=True)],
+        "f": [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
+    }
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError("not a string")
+    return v
+
+
+def _int(v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError("not an int")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("not a bool")
+    return v
+
+
+def _decode(rel: str, payload: Any) -> FileResult:
+    """Rebuild a file's result, checking every type: a cache is data, never trusted."""
+    out = FileResult()
+    for backend, suite, est, line, col, labels, nightly, disabled, implicit in payload["r"]:
+        if not isinstance(est, (int, float)) or isinstance(est, bool) or not isinstance(labels, list):
+            raise TypeError("bad registration")
+        out.registrations.append(Registration(
+            file=rel, backend=_str(backend), suite=_str(suite), est_time=float(est), line=_int(line),
+            col=_int(col), labels=tuple(_str(x) for x in labels), nightly=_bool(nightly),
+            disabled=None if disabled is None else _str(disabled), implicit=_bool(implicit),
+        ))
+    for line, col, sources, positional, non_literal in payload["g"]:
+        if not isinstance(sources, dict) or not isinstance(non_literal, list):
+            raise TypeError("bad gate")
+        kwargs = {_str(k): ast.literal_eval(_str(v)) for k, v in sources.items()}
+        out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=kwargs,
+                                  positional=_int(positional),
+                                  non_literal=tuple(_str(x) for x in non_literal)))
+        out.gate_sources.append(sources)
+    for line, col, severity, code, message in payload["f"]:
+        if severity not in ("error", "warning"):
+            raise ValueError("bad severity")
+        out.findings.append(Finding(rel, _int(line), _int(col), severity, _str(code), _str(message)))
+    return out
+
+
+def _unused_stages(project: Project, rules: Rules, registrations: list[Registration]) -> list[Finding]:
+    used = {r.suite for r in registrations}
+    name = _config_name(project)
+    out = []
+    for stage in sorted(rules.stages):
+        if stage in used:
+            continue
+        out.append(Finding(
+            name, _stage_line(project.raw_config_text, stage), 0, "warning", "unused-stage",
+            f"stage {stage!r} is configured but no test registers for it; register tests with "
+            f"suite={stage!r} or remove the stage", key=f"stages.{stage}",
+        ))
+    return out
+
+
+def _config_name(project: Project) -> str:
+    try:
+        return project.config_path.relative_to(project.root).as_posix()
+    except ValueError:
+        return project.config_path.name
+
+
+def _stage_line(text: str, stage: str) -> int:
+    """Best effort: the line of ``[...stages.<name>]`` in the config text, else 0."""
+    name = re.escape(stage)
+    quoted = rf"(?:{name}|\"{name}\"|'{name}')"
+    m = re.search(rf"^[ \t]*\[[ \t]*(?:tool\.testfleet\.)?stages\.{quoted}[ \t]*\]", text, re.MULTILINE)
+    if m is None:
+        m = re.search(rf"^[ \t]*{quoted}[ \t]*=", text, re.MULTILINE)
+    return text.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def registry_path(project: Project) -> Path:
+    """Where collection keeps its cache (for tools and tests that need to find it)."""
+    return project.root / project.config.cache_dir / cache.NAME

@@ -1,0 +1,186 @@
+"""Find the test files under the configured roots, never following a symlink.
+
+Walks with ``os.scandir`` (file types come from the directory entry, one ``lstat``
+per matching file for the cache key). Directories named ``.*`` and
+``__pycache__`` are not descended into. Excludes are gitignore-style patterns
+(``pathspec``), matched against repo-relative paths; an excluded directory is
+not walked at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testfleet.findings import Finding
+from testfleet.registry.rules import Rules, matches
+
+StatKey = tuple[int, int, int, int, int]
+SKIP_DIRS = frozenset({"__pycache__"})
+STRAY_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
+
+
+@dataclass
+class Discovery:
+    """The discovered files (repo-relative posix -> stat key) and what went wrong."""
+
+    files: dict[str, StatKey] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """Anything that changes when a file's content may have changed."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def excluder(patterns: list[str]) -> Callable[[str], bool]:
+    """A predicate for gitignore-style excludes; pathspec is imported only if needed."""
+    if not patterns:
+        return lambda _rel: False
+    import pathspec
+
+    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return spec.match_file
+
+
+def discover(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str) -> Discovery:
+    out = Discovery()
+    is_excluded = excluder(exclude)
+    root_str = str(root)
+    starts = list(dict.fromkeys([*roots, *(imp.path for imp in rules.implicit)]))
+    # An implicit directory under a root is walked as part of that root.
+    starts = [s for s in starts if not any(s != o and s.startswith(o + "/") for o in starts)]
+    for start in starts:
+        if is_excluded(start + "/"):
+            continue
+        problem = _symlinked_component(root, start)
+        if problem:
+            out.findings.append(Finding(start, 0, 0, "error", "symlink",
+                                        f"{problem} is a symlink; testfleet does not follow symlinks"))
+            continue
+        if not os.path.isdir(os.path.join(root_str, start)):
+            kind = "root" if start in roots else "implicit directory"
+            out.findings.append(Finding(start, 0, 0, "warning", "missing-root",
+                                        f"configured {kind} {start!r} does not exist"))
+            continue
+        _walk(root_str, start, rules, is_excluded, cache_dir, out)
+    return out
+
+
+def _symlinked_component(root: Path, rel: str) -> str | None:
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            return path.relative_to(root).as_posix()
+    return None
+
+
+def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool],
+          cache_dir: str, out: Discovery) -> None:
+    stack = [start]
+    pattern, pattern_text = rules.pattern, rules.pattern_text
+    simple = "/" not in pattern_text
+    implicit = rules.implicit
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel_dir))
+        except OSError as exc:
+            out.findings.append(Finding(rel_dir, 0, 0, "error", "read-error",
+                                        f"cannot list directory: {exc.strerror or exc}"))
+            continue
+        with it:
+            for entry in it:
+                name = entry.name
+                rel = f"{rel_dir}/{name}"
+                if entry.is_symlink():
+                    _symlink(entry, rel, rules, is_excluded, out)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if name.startswith(".") or name in SKIP_DIRS or rel == cache_dir:
+                        continue
+                    if is_excluded(rel + "/"):
+                        continue
+                    stack.append(rel)
+                    continue
+                if simple:
+                    hit = pattern.match(name) is not None
+                else:
+                    hit = matches(pattern, pattern_text, rel)
+                if not hit and implicit:
+                    hit = rules.implicit_for(rel) is not None
+                if not hit or is_excluded(rel):
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue  # a fifo or socket named like a test is not a test
+                try:
+                    out.files[rel] = stat_key(entry.stat(follow_symlinks=False))
+                except OSError as exc:
+                    out.findings.append(Finding(rel, 0, 0, "error", "read-error",
+                                                f"cannot stat file: {exc.strerror or exc}"))
+
+
+def _symlink(entry: os.DirEntry[str], rel: str, rules: Rules,
+             is_excluded: Callable[[str], bool], out: Discovery) -> None:
+    if is_excluded(rel) or is_excluded(rel + "/"):
+        return
+    try:
+        target = os.readlink(entry.path)
+    except OSError:
+        target = "?"
+    try:
+        is_dir = entry.is_dir()  # stats the target; never descends into it
+    except OSError:
+        is_dir = False
+    if is_dir:
+        out.findings.append(Finding(rel, 0, 0, "error", "symlink",
+                                    f"symlinked directory (-> {target!r}) is not followed; "
+                                    "move the tests into the tree or exclude this path"))
+    elif matches(rules.pattern, rules.pattern_text, rel) or rules.implicit_for(rel) is not None:
+        out.findings.append(Finding(rel, 0, 0, "error", "symlink",
+                                    f"symlinked test file (-> {target!r}) is not read; "
+                                    "replace the link with the file or exclude this path"))
+
+
+def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str) -> list[Finding]:
+    """Files matching the pattern outside every root: tests that CI would never run.
+
+    Walks the whole project except the roots, implicit directories, hidden and
+    tool directories (``.*``, ``__pycache__``, ``node_modules``, ``site-packages``,
+    ``venv``, ``build``, ``dist``, anything with a ``pyvenv.cfg``) and excluded paths.
+    Symlinks are not followed here either. Used by ``testfleet check`` only.
+    """
+    is_excluded = excluder(exclude)
+    covered = {*roots, *(imp.path for imp in rules.implicit), cache_dir}
+    found: list[Finding] = []
+    stack = [""]
+    root_str = str(root)
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root_str, rel_dir) if rel_dir else root_str)
+        except OSError:
+            continue
+        with it:
+            entries = list(it)
+        if rel_dir and any(e.name == "pyvenv.cfg" for e in entries):
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if (entry.name.startswith(".") or entry.name in STRAY_SKIP_DIRS or rel in covered
+                        or is_excluded(rel + "/")):
+                    continue
+                stack.append(rel)
+            elif matches(rules.pattern, rules.pattern_text, rel) and not is_excluded(rel):
+                found.append(Finding(
+                    rel, 0, 0, "warning", "outside-roots",
+                    f"test file outside every root ({', '.join(roots)}): CI will never run it; "
+                    "add its directory to 'roots', or to 'exclude' if it is not a CI test",
+                ))
+    return found

@@ -1,0 +1,112 @@
+"""What the configuration says a registration may be, precomputed once per collection."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from testfleet.config import GATE_MARKER, Config
+
+KEYWORDS = ("est_time", "suite", "labels", "nightly", "disabled")
+POSITIONAL = ("est_time", "suite")
+
+
+@dataclass(frozen=True)
+class StageRule:
+    name: str
+    backend: str
+    command: str
+    dormant: bool
+
+
+@dataclass(frozen=True)
+class ImplicitRule:
+    """An implicit directory: every matching file under ``path`` is registered."""
+
+    index: int
+    path: str
+    backend: str
+    suite: str
+    est_time: float
+    labels: tuple[str, ...]
+    pattern: re.Pattern[str]
+    pattern_text: str
+
+    def contains(self, rel: str) -> bool:
+        return rel.startswith(self.path + "/")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The config distilled into what collection consults for every file."""
+
+    marker_backend: dict[str, str]
+    markers: frozenset[str]
+    stages: dict[str, StageRule]
+    labels: tuple[str, ...]
+    labels_required: dict[str, bool]
+    gpu: dict[str, bool]
+    implicit: tuple[ImplicitRule, ...]
+    pattern: re.Pattern[str]
+    pattern_text: str
+    python_main_check: bool
+
+    def implicit_for(self, rel: str) -> ImplicitRule | None:
+        """The deepest implicit directory holding ``rel`` whose pattern matches it."""
+        best: ImplicitRule | None = None
+        for rule in self.implicit:
+            if rule.contains(rel) and (best is None or len(rule.path) > len(best.path)):
+                best = rule
+        if best is not None and not matches(best.pattern, best.pattern_text, rel):
+            return None
+        return best
+
+    def markers_of(self, backend: str) -> list[str]:
+        return sorted(m for m, b in self.marker_backend.items() if b == backend)
+
+    def stages_of(self, backend: str) -> list[str]:
+        return sorted(n for n, s in self.stages.items() if s.backend == backend)
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(fnmatch.translate(pattern))
+
+
+def matches(compiled: re.Pattern[str], pattern_text: str, rel: str) -> bool:
+    """A pattern with a '/' matches the repo-relative path, otherwise the file name."""
+    target = rel if "/" in pattern_text else rel.rsplit("/", 1)[-1]
+    return compiled.match(target) is not None
+
+
+def build_rules(config: Config) -> Rules:
+    specs = config.backend_specs()
+    marker_backend = config.marker_backends()
+    implicit = tuple(
+        ImplicitRule(
+            index=i,
+            path=imp.path,
+            backend=imp.backend,
+            suite=imp.suite,
+            est_time=float(imp.est_time),
+            labels=tuple(imp.labels),
+            pattern=compile_pattern(imp.pattern or config.pattern),
+            pattern_text=imp.pattern or config.pattern,
+        )
+        for i, imp in enumerate(config.implicit)
+    )
+    return Rules(
+        marker_backend=marker_backend,
+        markers=frozenset(marker_backend) | {GATE_MARKER},
+        stages={
+            name: StageRule(name, st.backend, st.command, st.dormant)
+            for name, st in config.stages.items()
+        },
+        labels=tuple(sorted(config.labels)),
+        labels_required={b: s.labels_required for b, s in specs.items()},
+        gpu={b: s.gpu for b, s in specs.items()},
+        implicit=implicit,
+        pattern=compile_pattern(config.pattern),
+        pattern_text=config.pattern,
+        python_main_check=config.check.python_main_check,
+    )

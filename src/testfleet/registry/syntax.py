@@ -1,0 +1,73 @@
+"""Full-file syntax validation for ``testfleet check``, cached by content hash.
+
+The fast collector parses only registration statements, so a syntax error
+elsewhere in a file does not stop ``list`` or ``plan`` (the file is still
+registered where it says). ``check`` compiles every discovered file (without
+running it) so such a file is reported before CI spends a runner on it. Results
+are cached by BLAKE2b of the file's bytes and keyed by the Python version,
+because what is valid syntax depends on it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from testfleet.config import Project
+from testfleet.findings import Finding
+from testfleet.registry import cache
+from testfleet.registry.model import Registry
+from testfleet.registry.scan import decode
+
+KIND = "testfleet-syntax-cache"
+NAME = "syntax-cache.json"
+
+
+def syntax_error(data: bytes, rel: str) -> tuple[int, int, str] | None:
+    """(line, col, message) of the first syntax error, or None; never executes anything."""
+    text, _ = decode(data)
+    if text is None:
+        return None  # collection already reports the encoding
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, rel, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return (exc.lineno or 0, exc.offset or 0, exc.msg or "invalid syntax")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return (0, 0, f"cannot be compiled: {exc}")
+    return None
+
+
+def syntax_findings(project: Project, registry: Registry, *, use_cache: bool = True) -> list[Finding]:
+    already = {f.file for f in registry.findings if f.code in ("syntax", "encoding", "read-error")}
+    path = project.root / project.config.cache_dir / NAME
+    key = cache.cache_key(project.root, project.root, "", KIND)
+    old: dict[str, Any] = cache.load(path, key, KIND) if use_cache else {}
+    new: dict[str, Any] = {}
+    out: list[Finding] = []
+    for rel in registry.files:
+        if rel in already:
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        digest = cache.content_digest(data)
+        cached = old.get(digest, False)
+        if cached is None or _well_formed(cached):
+            result = None if cached is None else (cached[0], cached[1], cached[2])
+        else:
+            result = syntax_error(data, rel)
+        new[digest] = None if result is None else list(result)
+        if result is not None:
+            line, col, msg = result
+            out.append(Finding(rel, line, col, "error", "syntax", f"syntax error: {msg}"))
+    if use_cache and new != old:
+        cache.save(path, key, new, KIND)
+    return out
+
+
+def _well_formed(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 3 and isinstance(value[0], int)
+            and isinstance(value[1], int) and isinstance(value[2], str))

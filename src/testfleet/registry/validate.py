@@ -1,0 +1,322 @@
+"""Turn one file's scan into registrations, gate calls and findings.
+
+Pure functions of (path, scan, rules): the result of a file depends on nothing
+else, which is what lets :mod:`testfleet.registry.cache` store it per file.
+Every problem of a call is reported, not only the first, each with the line and
+column of the argument at fault and what would be valid.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from testfleet.config import GATE_MARKER
+from testfleet.findings import Finding
+from testfleet.registry import scan as sc
+from testfleet.registry.model import GateCall, Registration
+from testfleet.registry.rules import KEYWORDS, POSITIONAL, Rules
+
+_MISSING = object()
+
+
+@dataclass
+class FileResult:
+    """Everything collection learns from one file."""
+
+    registrations: list[Registration] = field(default_factory=list)
+    gates: list[GateCall] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    # Source text of each gate kwarg, so the cache can rebuild GateCall exactly.
+    gate_sources: list[dict[str, str]] = field(default_factory=list)
+
+
+class _Sink:
+    """Collects one file's findings; calling it records one."""
+
+    def __init__(self, rel: str, findings: list[Finding]) -> None:
+        self.rel = rel
+        self.findings = findings
+
+    def __call__(self, line: int, col: int, code: str, message: str, severity: str = "error") -> None:
+        self.findings.append(Finding(self.rel, line, col, severity, code, message))  # type: ignore[arg-type]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "error")
+
+
+def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
+    """Registrations, gates and findings for one discovered file."""
+    out = FileResult()
+    err = _Sink(rel, out.findings)
+
+    if scanned.decode_error is not None:
+        err(0, 0, "encoding", f"file is not UTF-8 ({scanned.decode_error}); testfleet reads test files as UTF-8")
+        return out
+    for line, col, message in scanned.syntax_errors:
+        err(line, col, "syntax", message)
+
+    implicit = rules.implicit_for(rel)
+    called_backends: set[str] = set()
+    first_line: dict[str, tuple[int, str]] = {}
+    explicit: list[Registration] = []
+    for call in scanned.calls:
+        if call.name == GATE_MARKER:
+            gate, sources = _gate(rel, call)
+            out.gates.append(gate)
+            out.gate_sources.append(sources)
+            continue
+        backend = rules.marker_backend[call.name]
+        called_backends.add(backend)
+        if backend in first_line:
+            prev_line, prev_name = first_line[backend]
+            err(call.line, call.col, "duplicate-backend",
+                f"second {backend} registration in this file ({call.name} here, {prev_name} at line "
+                f"{prev_line}); a file registers at most once per backend")
+            continue
+        first_line[backend] = (call.line, call.name)
+        if implicit is not None and backend != implicit.backend:
+            err(call.line, call.col, "backend-in-implicit",
+                f"{call.name}(...) in {implicit.path!r}, an implicit {implicit.backend} directory "
+                f"(every file there runs on {implicit.backend} in {implicit.suite!r}); move this "
+                f"{backend} test out of {implicit.path!r}")
+            continue
+        reg = _registration(rel, call, backend, rules, err)
+        if reg is not None:
+            explicit.append(reg)
+
+    _explain_unread(scanned, rules, called_backends, out.gates, err)
+
+    out.registrations.extend(explicit)
+    if implicit is not None and implicit.backend not in called_backends:
+        out.registrations.append(Registration(
+            file=rel, backend=implicit.backend, suite=implicit.suite, est_time=implicit.est_time,
+            labels=implicit.labels, implicit=True,
+        ))
+    if not out.registrations and not called_backends and not any(
+        f.severity == "error" for f in out.findings
+    ):
+        markers = ", ".join(sorted(m for m in rules.markers if m != GATE_MARKER))
+        where = (f"; implicit directories: {', '.join(r.path for r in rules.implicit)}"
+                 if rules.implicit else "")
+        err(0, 0, "unregistered",
+            "test file has no registration: add a top-level call such as "
+            "register_cpu_ci(est_time=..., suite=...) (markers: " + markers + "), move it into an "
+            "implicit directory, or add it to 'exclude'" + where)
+    _python_main(rel, scanned, rules, out)
+    out.registrations.sort(key=lambda r: r.backend)
+    return out
+
+
+def _python_main(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) -> None:
+    """A ``python FILE`` stage passes a file with no main block without running a test."""
+    if not rules.python_main_check or scanned.has_main_call:
+        return
+    for reg in out.registrations:
+        stage = rules.stages.get(reg.suite)
+        if stage is not None and stage.command == "python":
+            out.findings.append(Finding(
+                rel, reg.line, reg.col, "warning", "no-main-call",
+                f"stage {reg.suite!r} runs files as `python FILE`, but this file has no "
+                "`if __name__ == \"__main__\":` block that calls anything: it would exit 0 "
+                "without running a test",
+            ))
+            return
+
+
+def _explain_unread(scanned: sc.FileScan, rules: Rules, called: set[str],
+                    gates: list[GateCall], err: _Sink) -> None:
+    """A marker named in code without a top-level call for its backend: say why."""
+    by_backend: dict[str, list[sc.Occurrence]] = {}
+    for occ in scanned.others:
+        key = GATE_MARKER if occ.name == GATE_MARKER else rules.marker_backend[occ.name]
+        by_backend.setdefault(key, []).append(occ)
+    for key, occs in sorted(by_backend.items()):
+        reported = False
+        for occ in occs:
+            if occ.kind == sc.MENTION:
+                continue
+            reported = True
+            err(occ.line, occ.col, "marker-not-read", _unread_message(occ))
+        has_call = bool(gates) if key == GATE_MARKER else key in called
+        if not reported and not has_call:
+            occ = occs[0]
+            err(occ.line, occ.col, "marker-not-called",
+                f"{occ.name} is named here but this file has no top-level {occ.name}(...) call; "
+                "add the call at module level or remove the unused name")
+
+
+def _unread_message(occ: sc.Occurrence) -> str:
+    tail = "testfleet reads only top-level statements `name(...)` and would ignore this"
+    if occ.kind == sc.INDENTED_CALL:
+        return f"{occ.name}(...) is called inside {occ.detail}, not at module level; {tail}"
+    if occ.kind == sc.ATTRIBUTE_CALL:
+        return (f"attribute call {occ.detail}(...); {tail}: import the name "
+                f"(from ... import {occ.name}) and call {occ.name}(...)")
+    if occ.kind == sc.ALIASED_IMPORT:
+        return (f"{occ.name} is imported as {occ.detail!r}; markers are recognised by their own "
+                f"name, so calls to {occ.detail}(...) would be ignored: import it without 'as'")
+    return (f"{occ.name}(...) is part of a larger statement or expression ({occ.detail!r}); "
+            f"{tail}: write it as a statement of its own at module level")
+
+
+def _literal(call: sc.MarkerCall, node: ast.AST, what: str, err: _Sink) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        err(getattr(node, "lineno", call.line), getattr(node, "col_offset", 0) + 1, "non-literal",
+            f"{what} of {call.name} must be a literal, got `{call.segment(node)[:60]}`: testfleet "
+            "reads registrations without running the file")
+        return _MISSING
+
+
+def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err: _Sink) -> Registration | None:
+    node = call.node
+    before = err.errors
+    values: dict[str, Any] = {}
+    where: dict[str, ast.AST] = {}
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            err(arg.lineno, arg.col_offset + 1, "starred-argument",
+                f"*{call.segment(arg.value)[:40]} in {call.name}(...): arguments must be written out "
+                "as literals")
+            continue
+        if i >= len(POSITIONAL):
+            err(arg.lineno, arg.col_offset + 1, "too-many-positional",
+                f"{call.name}(...) takes at most 2 positional arguments (est_time, suite); "
+                "labels, nightly and disabled are keyword-only")
+            continue
+        values[POSITIONAL[i]] = _literal(call, arg, f"argument {POSITIONAL[i]!r}", err)
+        where[POSITIONAL[i]] = arg
+    for kw in node.keywords:
+        if kw.arg is None:
+            err(kw.lineno, kw.col_offset + 1, "starred-argument",
+                f"**{call.segment(kw.value)[:40]} in {call.name}(...): arguments must be written out "
+                "as literals")
+            continue
+        if kw.arg not in KEYWORDS:
+            err(kw.lineno, kw.col_offset + 1, "unknown-keyword",
+                f"unknown keyword {kw.arg!r}{did_you_mean(kw.arg, KEYWORDS)}; valid: {', '.join(KEYWORDS)}")
+            continue
+        if kw.arg in where:
+            how = "twice" if not any(a is where[kw.arg] for a in node.args) else "positionally and as keyword"
+            err(kw.lineno, kw.col_offset + 1, "duplicate-keyword", f"{kw.arg!r} is given {how}")
+            continue
+        values[kw.arg] = _literal(call, kw.value, f"argument {kw.arg!r}", err)
+        where[kw.arg] = kw.value
+    for name in POSITIONAL:
+        if name not in where and not _any_starred(node):
+            err(call.line, call.col, "missing-argument",
+                f"{call.name}(...) is missing {name!r} (signature: {call.name}(est_time, suite, *, "
+                "labels=None, nightly=False, disabled=None))")
+
+    def at(name: str) -> tuple[int, int]:
+        n = where[name]
+        return n.lineno, n.col_offset + 1  # type: ignore[attr-defined]
+
+    est = values.get("est_time", _MISSING)
+    if est is not _MISSING:
+        if isinstance(est, bool) or not isinstance(est, (int, float)):
+            err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {est!r}")
+        elif not math.isfinite(est) or est <= 0:
+            err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {est!r}")
+    suite = values.get("suite", _MISSING)
+    if suite is not _MISSING:
+        if not isinstance(suite, str):
+            err(*at("suite"), "wrong-type", f"suite must be a string naming a stage, got {suite!r}")
+        else:
+            _check_suite(suite, backend, call.name, rules, at("suite"), err)
+    labels = values.get("labels")
+    label_tuple: tuple[str, ...] = ()
+    if labels is not _MISSING and labels is not None:
+        if not isinstance(labels, (list, tuple)):
+            err(*at("labels"), "wrong-type", f"labels must be a list of strings or None, got {labels!r}")
+        else:
+            label_tuple = _check_labels(labels, where["labels"], rules, err)
+    if (labels is None or (isinstance(labels, (list, tuple)) and not labels)) and rules.labels_required.get(backend):
+        line, col = at("labels") if "labels" in where else (call.line, call.col)
+        err(line, col, "labels-required",
+            f"{backend} registrations need at least one label (labels=[...]); valid labels: "
+            f"{_label_list(rules)}")
+    nightly = values.get("nightly", False)
+    if nightly is not _MISSING and not isinstance(nightly, bool):
+        err(*at("nightly"), "wrong-type", f"nightly must be True or False, got {nightly!r}")
+    disabled = values.get("disabled")
+    if disabled is not _MISSING and disabled is not None:
+        if not isinstance(disabled, str):
+            err(*at("disabled"), "wrong-type",
+                f"disabled must be a reason string or None, got {disabled!r}")
+        elif not disabled.strip():
+            err(*at("disabled"), "empty-disabled",
+                "disabled needs a non-empty reason (say why and how it comes back), or remove it")
+    if err.errors != before:
+        return None
+    return Registration(
+        file=rel, backend=backend, suite=suite, est_time=float(est), line=call.line, col=call.col,
+        labels=label_tuple, nightly=bool(nightly), disabled=disabled, implicit=False,
+    )
+
+
+def _any_starred(node: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+
+
+def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[int, int], err: _Sink) -> None:
+    stage = rules.stages.get(suite)
+    own = rules.stages_of(backend)
+    valid = f"valid {backend} stages: {', '.join(own)}" if own else (
+        f"no stage is configured for backend {backend!r} (add one with backend = {backend!r})")
+    if stage is None:
+        hint = did_you_mean(suite, own) or did_you_mean(suite, sorted(rules.stages))
+        err(*at, "unknown-suite", f"suite {suite!r} is not a configured stage{hint}; {valid}")
+    elif stage.backend != backend:
+        err(*at, "suite-backend",
+            f"suite {suite!r} is a {stage.backend} stage, but {marker} registers for {backend}; {valid}")
+
+
+def _label_list(rules: Rules) -> str:
+    return ", ".join(rules.labels) if rules.labels else "(none configured: add [tool.testfleet.labels])"
+
+
+def _check_labels(labels: list[Any] | tuple[Any, ...], node: ast.AST, rules: Rules, err: _Sink) -> tuple[str, ...]:
+    elts = getattr(node, "elts", None) or [node] * len(labels)
+    seen: list[str] = []
+    for value, elt in zip(labels, elts, strict=False):
+        line, col = getattr(elt, "lineno", 0), getattr(elt, "col_offset", 0) + 1
+        if not isinstance(value, str):
+            err(line, col, "wrong-type", f"label {value!r} is not a string")
+            continue
+        if value not in rules.labels:
+            err(line, col, "unknown-label",
+                f"unknown label {value!r}{did_you_mean(value, rules.labels)}; valid labels: {_label_list(rules)}")
+            continue
+        if value in seen:
+            err(line, col, "duplicate-label", f"label {value!r} is listed twice", "warning")
+            continue
+        seen.append(value)
+    return tuple(seen)
+
+
+def _gate(rel: str, call: sc.MarkerCall) -> tuple[GateCall, dict[str, str]]:
+    kwargs: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    non_literal: list[str] = []
+    for kw in call.node.keywords:
+        name = kw.arg if kw.arg is not None else "**"
+        try:
+            kwargs[name] = ast.literal_eval(kw.value)
+            sources[name] = call.segment(kw.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            non_literal.append(name)
+    gate = GateCall(file=rel, line=call.line, col=call.col, kwargs=kwargs,
+                    positional=len(call.node.args), non_literal=tuple(non_literal))
+    return gate, sources
