@@ -35,3 +35,58 @@ def make_spec(tmp_path: Path) -> Callable[..., JobSpec]:
         return JobSpec(job_id, settings, tuple(items), root, tmp_path / "records", options, "run-1")
 
     return build
+
+
+PROJECT_TOML = """\
+roots = ["tests"]
+
+[stages.s-py]
+backend = "cpu"
+command = "python"
+shards = 1
+timeout_floor = {floor}
+timeout_factor = 1.0
+grace_seconds = {grace}
+
+[stages.s-pytest]
+backend = "cpu"
+command = "pytest"
+shards = 2
+
+[runner]
+max_attempts = 1
+"""
+
+
+@pytest.fixture
+def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
+    """A project with a config and test files, and a sealed plan file for them.
+
+    Returns (project root, plan path, job ids). Each file is registered on stage ``s-py``
+    (command python) with estimate 0.1 s, in the given order.
+    """
+
+    def build(files: dict[str, str], *, floor: float = 5.0, grace: float = 0.5,
+              stage: str = "s-py") -> tuple[Path, Path, list[str]]:
+        from testfleet.config import load_project
+        from testfleet.planning import make_plan
+        from testfleet.planning.model import plan_bytes
+        from testfleet.planning.request import PlanRequest
+        from testfleet.registry.model import Registration
+
+        root = tmp_path / "proj"
+        (root / "tests").mkdir(parents=True, exist_ok=True)
+        (root / "testfleet.toml").write_text(PROJECT_TOML.format(floor=floor, grace=grace))
+        regs = []
+        for i, (name, body) in enumerate(files.items()):
+            path = root / "tests" / name
+            path.write_text(textwrap.dedent(body))
+            # decreasing estimates keep the planned order equal to the given order
+            regs.append(Registration(f"tests/{name}", "cpu", stage, 100.0 - i))
+        project = load_project(root)
+        plan = make_plan(project, regs, PlanRequest())
+        plan_path = tmp_path / "plan.json"
+        plan_path.write_bytes(plan_bytes(plan))
+        return root, plan_path, [j.id for j in plan.jobs]
+
+    return build

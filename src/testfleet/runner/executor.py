@@ -157,7 +157,7 @@ def execute(
             if not result.outcome.ok and spec.options.fast_fail and index + 1 < len(spec.items):
                 stop_reason = f"fast-fail: {item.file} {result.outcome.label}"
                 break
-            hooks.checkpoint(_partial(spec, results, started, t0))
+            hooks.checkpoint(partial_result(spec, results, started, t0))
     for item in spec.items[len(results):]:
         results.append(FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.NOT_RUN,
                                   message=f"not run ({stop_reason})"))
@@ -167,7 +167,7 @@ def execute(
     return job
 
 
-def _partial(spec: JobSpec, done: list[FileResult], started: float, t0: float) -> JobResult:
+def partial_result(spec: JobSpec, done: list[FileResult], started: float, t0: float) -> JobResult:
     """A snapshot for a checkpoint: files not finished yet count as errors, so a JUnit file
     left behind by a runner killed with ``kill -9`` is red, never green."""
     pending = [FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.ERROR,

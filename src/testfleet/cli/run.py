@@ -1,0 +1,216 @@
+"""``testfleet run``: execute one job of a plan (or a stage shard, or one file) for real.
+
+    testfleet run --plan plan.json --job stage-a-cpu-2-of-4 --junit junit.xml
+    testfleet run --stage stage-a-cpu [--shard 2/4] [trigger flags]
+    testfleet run --file tests/unit/test_x.py [--stage S]
+    testfleet run ... --dry-run
+
+Exit status: 0 every file passed (FLAKY counts), 1 a file failed or timed out,
+2 usage/plan errors, 130/143 when interrupted by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
+from testfleet.errors import UsageError
+
+OUTPUTS = ("auto", "plain", "github", "terminal")
+
+
+@click.command("run")
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="FILE", help="A plan written by `testfleet plan --format json`.")
+@click.option("--job", "job_id", default=None, metavar="ID", help="The plan job to run (with --plan).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="With --stage: run shard I of N (planned in-process). Default: all shards.")
+@trigger_options
+@click.option("--max-attempts", type=click.IntRange(1, 10), default=None, metavar="N",
+              help="Attempts per file; only failures matching [runner] retriable_patterns and "
+                   "no fatal pattern are retried; timeouts never. Default: [runner] max_attempts.")
+@click.option("--continue-on-error", is_flag=True,
+              help="Run every file even after a failure (default: stop at the first failure, "
+                   "unless the cadence bypasses fast-fail).")
+@click.option("--junit", "junit", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="PATH", help="Write JUnit XML here (atomically; also after an interruption).")
+@click.option("--database", default=None, metavar="URL", envvar="TESTFLEET_DATABASE_URL",
+              help="History database (sqlite path or postgresql:// URL) that records every "
+                   "execution. Env: TESTFLEET_DATABASE_URL.")
+@click.option("--no-history", is_flag=True, help="Do not record executions in the history database.")
+@click.option("--records", type=click.Path(path_type=Path, file_okay=False), default=None,
+              metavar="DIR", help="Where per-file, per-attempt record directories go "
+                                  "(default: <cache_dir>/runs/<run id>).")
+@click.option("--output", "output", type=click.Choice(OUTPUTS), default="auto", show_default=True,
+              help="Live output style: GitHub Actions groups, a terminal progress display, or "
+                   "a plain log (auto picks).")
+@click.option("--dry-run", is_flag=True, help="Print what would run (files, estimates, timeouts) "
+                                              "and exit.")
+@click.pass_context
+def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shard: str | None,
+            trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
+            junit: Path | None, database: str | None, no_history: bool, records: Path | None,
+            output: str, dry_run: bool) -> int:
+    """Run one job of a plan (or a stage shard, or registered files): one process per file,
+    timeouts that kill the whole process tree, classified retries, fast-fail, live output,
+    JUnit, GitHub step summary, history and metric gate."""
+    from testfleet.runner.jobs import build_spec, select_plan_job
+    from testfleet.runner.settings import run_options
+
+    project = project_from(ctx)
+    base: Path = ctx.find_root().obj.directory
+    opts = trigger_options
+    if plan_path is not None:
+        if _trigger_given(opts) or shard is not None:
+            raise UsageError("--plan runs a job exactly as planned; trigger flags, --stage, "
+                             "--file and --shard do not apply")
+        if not job_id:
+            raise UsageError("--plan needs --job ID (the plan's job ids are in its 'jobs')")
+        from testfleet.planning.model import load_plan
+
+        path = plan_path if plan_path.is_absolute() else base / plan_path
+        sel = select_plan_job(load_plan(path), job_id)
+    else:
+        if job_id is not None:
+            raise UsageError("--job needs --plan")
+        if not opts.stages and not opts.files:
+            raise UsageError("say what to run: --plan FILE --job ID, --stage S [--shard I/N] "
+                             "or --file PATH")
+        if len(opts.stages) > 1:
+            raise UsageError("run one stage at a time (got --stage "
+                             + ", --stage ".join(opts.stages) + ")")
+        sel = _plan_in_process(project, base, opts, shard, database)
+    policy = sel.policy
+    options = run_options(project.config, max_attempts=max_attempts,
+                          continue_on_error=continue_on_error,
+                          bypass_fastfail=bool(policy.get("bypass_fastfail", False)))
+    spec = build_spec(project, sel, options,
+                      records=None if records is None else (records if records.is_absolute()
+                                                            else base / records))
+    if dry_run:
+        _print_dry_run(spec)
+        return 0
+    junit_path = None if junit is None else (junit if junit.is_absolute() else base / junit)
+    return _execute(project, spec, junit_path=junit_path, database=database,
+                    history=not no_history, write_baseline=bool(policy.get("write_baseline")),
+                    output=output)
+
+
+def _trigger_given(opts: TriggerOptions) -> bool:
+    return any(getattr(opts, name) for name in (
+        "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
+        "diff_base", "files", "stages", "include_disabled", "github"))
+
+
+def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str | None,
+                     database: str | None) -> Any:
+    from testfleet.planning import make_plan
+    from testfleet.runner.jobs import parse_shard, select_file_jobs, select_stage_jobs
+
+    if shard is not None and (opts.files or not opts.stages):
+        raise UsageError("--shard needs --stage (and not --file)")
+    wanted = parse_shard(shard) if shard is not None else None
+    request = build_request(project, base, opts)
+    registry = _collect(project)
+    plan = make_plan(project, registry, request, _estimates(project, registry, database))
+    stage = opts.stages[0] if opts.stages else None
+    if opts.files:
+        return select_file_jobs(plan, stage)
+    assert stage is not None
+    return select_stage_jobs(plan, stage, wanted)
+
+
+def _collect(project: Any) -> Any:
+    from testfleet import registry as registry_pkg
+
+    collect = getattr(registry_pkg, "collect", None)
+    if collect is None:  # pragma: no cover - only while the collector is being built
+        raise UsageError("this installation cannot collect registrations; use --plan")
+    registry = collect(project)
+    errors = [f for f in registry.findings if f.severity == "error"]
+    if errors:
+        shown = "\n".join("  " + f.render() for f in errors[:20])
+        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise UsageError(f"the registrations have {len(errors)} error(s) "
+                         f"(see `testfleet check`):\n{shown}{more}", errors)
+    return registry
+
+
+def _estimates(project: Any, registry: Any, database: str | None) -> Any:
+    """Measured durations when the history has them (same source as `testfleet plan`)."""
+    try:
+        from testfleet.planning.estimates import load_estimates  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        return load_estimates(project, registry, database=database)
+    except Exception as exc:  # history is an optimisation for local runs, never a blocker
+        click.echo(f"testfleet: warning: durations history not used: {exc}", err=True)
+        return None
+
+
+def _print_dry_run(spec: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from testfleet.runner.executor import command_argv
+    from testfleet.runner.summary import fmt_seconds
+
+    s = spec.settings
+    table = Table(title=f"testfleet run {spec.job_id} (dry run): stage {s.stage} ({s.backend}), "
+                        f"{len(spec.items)} files, max {spec.options.max_attempts} attempt(s), "
+                        f"fast-fail {'on' if spec.options.fast_fail else 'off'}",
+                  title_justify="left")
+    for col in ("#", "file", "estimate", "timeout", "command"):
+        table.add_column(col, overflow="fold")
+    for i, item in enumerate(spec.items, 1):
+        argv = command_argv(s.command, item.file)
+        table.add_row(str(i), item.file, fmt_seconds(item.estimate),
+                      fmt_seconds(s.timeout_for(item.estimate)),
+                      " ".join(["python", *argv[1:]]))
+    Console(width=max(100, Console().width)).print(table)
+
+
+def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
+             history: bool, write_baseline: bool, output: str) -> int:
+    from testfleet.runner.executor import execute, partial_result
+    from testfleet.runner.hooks import RunHooks
+    from testfleet.runner.interrupt import Interrupt
+    from testfleet.runner.live import make_reporter
+    from testfleet.runner.summary import append_step_summary
+
+    reporter = make_reporter(
+        github=None if output == "auto" else output == "github",
+        terminal=None if output == "auto" else output == "terminal",
+    )
+    hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
+                     junit=junit_path, write_baseline=write_baseline)
+    interrupt = Interrupt()
+    try:
+        with interrupt.handling():
+            # A red placeholder first: a runner killed before its first checkpoint must not
+            # leave an old (or no) JUnit file that reads as green.
+            hooks.write_junit(partial_result(spec, [], time.time(), time.monotonic()))
+            job = execute(spec, reporter=reporter, interrupt=interrupt, hooks=hooks)
+            hooks.write_junit(job)
+            try:
+                append_step_summary(job)
+            except OSError as exc:
+                reporter.warning(f"cannot write $GITHUB_STEP_SUMMARY: {exc}")
+            hooks.close()
+    finally:
+        interrupt.close()
+    sys.stdout.flush()
+    if job.interrupted_by is not None:
+        click.echo(f"testfleet: interrupted by signal {job.interrupted_by}; partial results "
+                   "written", err=True)
+    return job.exit_code
+
+
+

@@ -1,0 +1,167 @@
+"""The job loop's side effects, each fail-soft: history, metric gate, JUnit checkpoints.
+
+A database that is down, a gate that raises, a JUnit path that cannot be written: each
+prints a warning and never changes a verdict or stops the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from testfleet.config import Project
+from testfleet.runner.executor import GateVerdict
+from testfleet.runner.model import Attempt, JobResult, JobSpec, Outcome, RunItem
+
+Warn = Callable[[str], None]
+CHECKPOINT_EVERY = 2.0  # seconds between JUnit checkpoints (the final write is always done)
+
+
+def current_commit(root: Path, environ: dict[str, str] | None = None) -> str | None:
+    """``GITHUB_SHA`` when set, else ``git rev-parse HEAD`` when git and a repo exist."""
+    env = os.environ if environ is None else environ
+    sha = env.get("GITHUB_SHA", "").strip()
+    if sha:
+        return sha
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = out.stdout.strip()
+    return value if out.returncode == 0 and value else None
+
+
+def history_outcome(attempt: Attempt) -> str:
+    """The history's vocabulary: a pass on a retry is FLAKY, an interrupted attempt ERROR."""
+    if attempt.outcome is Outcome.PASSED and attempt.number > 1:
+        return "FLAKY"
+    if attempt.outcome is Outcome.INTERRUPTED:
+        return "ERROR"
+    return attempt.outcome.name
+
+
+class RunHooks:
+    """History recording + metric gate + JUnit checkpoints for one ``testfleet run``."""
+
+    def __init__(self, project: Project | None, *, warn: Warn, database: str | None = None,
+                 record_history: bool = True, gate: bool = True, junit: Path | None = None,
+                 write_baseline: bool = False, environ: dict[str, str] | None = None) -> None:
+        env = dict(os.environ if environ is None else environ)
+        self.project = project
+        self.warn = warn
+        self.database = database
+        self.junit = junit
+        self.write_baseline = write_baseline
+        self.ci_run_id = env.get("GITHUB_RUN_ID") or None
+        self.commit = current_commit(project.root, env) if project is not None else None
+        self._store: Any = None
+        self._store_cm: Any = None
+        self._history = record_history and project is not None
+        self._gate = gate and project is not None
+        self._last_checkpoint = 0.0
+
+    # -- history ---------------------------------------------------------------------------
+
+    def _open_store(self) -> Any:
+        if self._store is not None or not self._history:
+            return self._store
+        try:
+            from testfleet.store import open_store
+
+            opened = open_store(self.project, self.database)
+            if hasattr(opened, "__enter__"):
+                self._store_cm = opened
+                opened = opened.__enter__()
+            self._store = opened
+        except Exception as exc:
+            self._disable_history(exc)
+        return self._store
+
+    def _disable_history(self, exc: BaseException) -> None:
+        self._history = False
+        self._store = None
+        self.warn(f"history database unavailable, durations of this run are not recorded: {exc}")
+
+    def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
+        store = self._open_store()
+        if store is None:
+            return
+        try:
+            from testfleet.store.durations import Execution
+
+            row = Execution(
+                file=item.file, stage=spec.settings.stage, backend=spec.settings.backend,
+                duration=round(attempt.duration, 3), outcome=history_outcome(attempt),
+                attempt=attempt.number, commit=self.commit, ci_run_id=self.ci_run_id,
+                timestamp=time.time(),
+            )
+            store.record_executions([row])
+        except Exception as exc:
+            self._disable_history(exc)
+
+    def close(self) -> None:
+        if self._store_cm is not None:
+            with contextlib.suppress(Exception):
+                self._store_cm.__exit__(None, None, None)
+        elif self._store is not None and hasattr(self._store, "close"):
+            with contextlib.suppress(Exception):
+                self._store.close()
+        self._store = self._store_cm = None
+
+    # -- gate ------------------------------------------------------------------------------
+
+    def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None:
+        if not self._gate or attempt.record_dir is None:
+            return None
+        try:
+            from testfleet.gate.hook import gate_file
+        except ModuleNotFoundError as exc:
+            if exc.name in ("testfleet.gate.hook", "testfleet.gate"):
+                self._gate = False  # this installation has no gate: nothing to evaluate
+                return None
+            self.warn(f"metric gate could not be loaded, {item.file} not gated: {exc}")
+            return None
+        except Exception as exc:
+            self.warn(f"metric gate could not be loaded, {item.file} not gated: {exc}")
+            return None
+        try:
+            res = gate_file(
+                self.project, file=item.file, backend=spec.settings.backend,
+                suite=spec.settings.stage, record_dir=attempt.record_dir,
+                write_baseline=self.write_baseline, run_id=spec.run_id,
+                ci_run_id=self.ci_run_id, commit=self.commit, database=self.database,
+            )
+        except Exception as exc:
+            self.warn(f"metric gate failed with an internal error on {item.file} "
+                      f"(verdict unchanged): {type(exc).__name__}: {exc}")
+            return None
+        return GateVerdict(bool(res.fails_test), [str(x) for x in res.lines])
+
+    # -- JUnit -----------------------------------------------------------------------------
+
+    def checkpoint(self, partial: JobResult) -> None:
+        if self.junit is None:
+            return
+        now = time.monotonic()
+        if now - self._last_checkpoint < CHECKPOINT_EVERY:
+            return
+        self._last_checkpoint = now
+        self.write_junit(partial)
+
+    def write_junit(self, job: JobResult) -> bool:
+        if self.junit is None:
+            return False
+        from testfleet.runner.junit import write_junit
+
+        try:
+            write_junit(job, self.junit)
+        except OSError as exc:
+            self.warn(f"cannot write JUnit file {self.junit}: {exc}")
+            return False
+        return True

@@ -1,0 +1,117 @@
+"""From a plan (file or in-process) to the one :class:`JobSpec` this runner executes.
+
+A plan whose schema, digest or job id does not match is an error (exit 2), never an
+empty green run; a stage or shard that does not exist in the plan is one too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testfleet.config import Project
+from testfleet.errors import UsageError
+from testfleet.runner.model import JobSpec, RunItem, RunOptions
+from testfleet.runner.settings import stage_settings
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Selected:
+    """The plan jobs to run as one (several shards of a stage when no --shard was given)."""
+
+    job_id: str
+    stage: str
+    backend: str
+    command: str
+    env: dict[str, str]
+    items: tuple[RunItem, ...]
+    policy: dict[str, Any]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` with ``1 <= I <= N``."""
+    m = _SHARD.match(text)
+    if not m:
+        raise UsageError(f"--shard {text!r}: expected I/N, e.g. 2/4")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or not 1 <= i <= n:
+        raise UsageError(f"--shard {text!r}: need 1 <= I <= N")
+    return i, n
+
+
+def _items(job: Any) -> list[RunItem]:
+    return [RunItem(t.file, float(t.estimate), t.source) for t in job.tests]
+
+
+def select_plan_job(plan: Any, job_id: str) -> Selected:
+    """Exactly the job named ``job_id`` of a loaded plan."""
+    job = plan.job(job_id)  # raises UsageError naming the plan's jobs
+    if not job.tests:
+        raise UsageError(f"plan job {job_id!r} has no files; refusing an empty run")
+    return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
+                    tuple(_items(job)), dict(plan.policy))
+
+
+def select_stage_jobs(plan: Any, stage: str, shard: tuple[int, int] | None) -> Selected:
+    """One stage of an in-process plan: one shard of it, or all its shards in order."""
+    jobs = [j for j in plan.jobs if j.stage == stage]
+    if not jobs:
+        summary = next((s for s in plan.stages if s.name == stage), None)
+        why = f"{summary.status}" + (f": {summary.reason}" if summary.reason else "") if summary else "not planned"
+        raise UsageError(f"nothing to run for stage {stage!r} under this trigger ({why})")
+    jobs.sort(key=lambda j: j.shard)
+    if shard is not None:
+        i, n = shard
+        if jobs[0].shards != n:
+            raise UsageError(f"stage {stage!r} is planned as {jobs[0].shards} shard(s), not {n}; "
+                             f"use --shard I/{jobs[0].shards}")
+        jobs = [j for j in jobs if j.shard == i]
+        job = jobs[0]
+        return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
+                        tuple(_items(job)), dict(plan.policy))
+    first = jobs[0]
+    items = [it for j in jobs for it in _items(j)]
+    job_id = first.id if len(jobs) == 1 else f"{stage}-all-{len(jobs)}"
+    return Selected(job_id, stage, first.backend, first.command, dict(first.env), tuple(items),
+                    dict(plan.policy))
+
+
+def select_file_jobs(plan: Any, stage: str | None) -> Selected:
+    """An explicit ``--file`` request: the jobs it produced, which must be one stage."""
+    stages = sorted({j.stage for j in plan.jobs})
+    if stage is None:
+        if len(stages) > 1:
+            raise UsageError("the requested file(s) run in several stages "
+                             f"({', '.join(stages)}); choose one with --stage")
+        stage = stages[0]
+    return select_stage_jobs(plan, stage, None)
+
+
+def make_run_id(job_id: str, environ: Mapping[str, str] | None = None) -> str:
+    """``<GITHUB_RUN_ID>.<attempt>-<job>`` under CI, else a timestamped local id."""
+    env = os.environ if environ is None else environ
+    ci = env.get("GITHUB_RUN_ID")
+    base = (f"{ci}.{env.get('GITHUB_RUN_ATTEMPT', '1')}" if ci
+            else time.strftime("local-%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2))
+    raw = f"{base}-{job_id}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", raw)[:200]
+
+
+def build_spec(project: Project, sel: Selected, options: RunOptions, *,
+               records: Path | None = None, run_id: str | None = None) -> JobSpec:
+    settings = stage_settings(project.config, sel.stage, backend=sel.backend,
+                              command=sel.command if sel.command in ("pytest", "python") else None,  # type: ignore[arg-type]
+                              env=sel.env)
+    rid = run_id or make_run_id(sel.job_id)
+    records_dir = records if records is not None else (
+        project.root / project.config.cache_dir / "runs" / rid)
+    return JobSpec(sel.job_id, settings, sel.items, project.root, records_dir, options, rid)
+

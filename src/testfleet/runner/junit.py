@@ -1,0 +1,98 @@
+"""JUnit XML for a job: one ``testsuite`` per job, one ``testcase`` per file.
+
+FAILED -> ``<failure>``; TIMEOUT, ERROR and INTERRUPTED -> ``<error>``; NOT RUN ->
+``<skipped>`` (with why), each carrying the tail of the output. Written to a temporary
+file in the same directory and renamed, so a reader (or a runner killed mid-write)
+never sees half a document; the job loop also writes a checkpoint after every file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from testfleet.runner.model import FileResult, JobResult, Outcome
+from testfleet.runner.textclean import clean
+
+
+def build_xml(job: JobResult) -> bytes:
+    """The document as bytes (pure; junitparser imported here to keep start-up lean)."""
+    from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+    spec = job.spec
+    suite = TestSuite(spec.job_id)
+    suite.add_property("stage", spec.settings.stage)
+    suite.add_property("backend", spec.settings.backend)
+    suite.add_property("command", spec.settings.command)
+    suite.add_property("run_id", spec.run_id)
+    suite.add_property("complete", "false" if _incomplete(job) else "true")
+    if job.interrupted_by is not None:
+        suite.add_property("interrupted_by_signal", str(job.interrupted_by))
+    for res in job.results:
+        case = TestCase(res.item.file, classname=spec.settings.stage, time=round(res.duration, 3))
+        text = clean(res.tail)
+        message = clean(_message(res))
+        if res.outcome is Outcome.FAILED:
+            element = Failure(message, "gate" if res.gate_failed else "failure")
+            element.text = text
+            case.result = [element]
+        elif res.outcome in (Outcome.TIMEOUT, Outcome.ERROR, Outcome.INTERRUPTED):
+            element = Error(message, res.outcome.value)
+            element.text = text
+            case.result = [element]
+        elif res.outcome is Outcome.NOT_RUN:
+            case.result = [Skipped(message)]
+        if res.outcome.ok:
+            notes = [message] if res.outcome is Outcome.FLAKY else []
+            notes += [clean(line) for line in res.gate_lines]
+            body = "\n".join(notes)
+            if text:
+                body = (body + "\n\n" if body else "") + text
+            if body:
+                case.system_out = body
+        suite.add_testcase(case)
+    suite.time = round(job.duration, 3)
+    xml = JUnitXml(f"testfleet {spec.run_id}")
+    xml.add_testsuite(suite)
+    xml.update_statistics()
+    return _to_bytes(xml)
+
+
+def _incomplete(job: JobResult) -> bool:
+    return job.interrupted_by is not None or any(
+        r.outcome is Outcome.ERROR and not r.attempts for r in job.results
+    )
+
+
+def _message(res: FileResult) -> str:
+    base = f"{res.outcome.label}: {res.message}" if res.message else res.outcome.label
+    if len(res.attempts) > 1:
+        base += f" ({len(res.attempts)} attempts)"
+    return base
+
+
+def _to_bytes(xml: Any) -> bytes:
+    buf = io.BytesIO()
+    xml.write(buf)  # junitparser adds the XML declaration and encodes UTF-8
+    return buf.getvalue()
+
+
+def write_junit(job: JobResult, path: Path) -> None:
+    """Write atomically: temp file in the target directory, fsync, rename."""
+    data = build_xml(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

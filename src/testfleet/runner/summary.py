@@ -1,0 +1,136 @@
+"""Human summaries of a finished job: a terminal table and GitHub's step-summary Markdown."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from testfleet.runner.model import FileResult, JobResult, Outcome
+from testfleet.runner.textclean import clean, last_lines
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+STYLE = {
+    Outcome.PASSED: "green", Outcome.FLAKY: "yellow", Outcome.FAILED: "bold red",
+    Outcome.TIMEOUT: "bold red", Outcome.ERROR: "bold red", Outcome.INTERRUPTED: "magenta",
+    Outcome.NOT_RUN: "dim",
+}
+ICON = {
+    Outcome.PASSED: "✅", Outcome.FLAKY: "⚠️", Outcome.FAILED: "❌", Outcome.TIMEOUT: "⏱️",
+    Outcome.ERROR: "💥", Outcome.INTERRUPTED: "🛑", Outcome.NOT_RUN: "⏭️",
+}
+TAIL_LINES = 60
+
+
+def fmt_seconds(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f}s"
+    minutes, sec = divmod(round(s), 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def counts_line(job: JobResult) -> str:
+    parts = [f"{job.count(o)} {o.value}" for o in Outcome if job.count(o)]
+    return ", ".join(parts) or "no files"
+
+
+def verdict(job: JobResult) -> str:
+    if job.interrupted_by is not None:
+        return "INTERRUPTED"
+    return "PASSED" if job.exit_code == 0 else "FAILED"
+
+
+def summary_table(job: JobResult) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"testfleet run {job.spec.job_id}: {verdict(job)} ({counts_line(job)})",
+                  title_justify="left")
+    for name, justify in (("file", "left"), ("outcome", "left"), ("attempts", "right"),
+                          ("duration", "right"), ("estimate", "right"), ("note", "left")):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for res in job.results:
+        table.add_row(
+            res.item.file,
+            f"[{STYLE[res.outcome]}]{res.outcome.label}[/]",
+            str(len(res.attempts)) if res.attempts else "-",
+            fmt_seconds(res.duration) if res.attempts else "-",
+            fmt_seconds(res.item.estimate),
+            _escape_rich(res.message),
+        )
+    table.caption = (f"total {fmt_seconds(sum(r.duration for r in job.results))} "
+                     f"(wall {fmt_seconds(job.duration)}) vs estimate {fmt_seconds(job.estimate)}")
+    return table
+
+
+def _escape_rich(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
+
+
+def md_escape(text: str) -> str:
+    """Escape text for a Markdown table cell: hostile file names must not break the table."""
+    return _MD_SPECIAL.sub(r"\\\1", clean(text).replace("\n", " "))
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def step_summary_markdown(job: JobResult) -> str:
+    spec = job.spec
+    icon = "✅" if job.exit_code == 0 else ("🛑" if job.interrupted_by is not None else "❌")
+    lines = [
+        f"### {icon} testfleet run `{md_escape(spec.job_id)}`: {verdict(job)}",
+        "",
+        f"Stage **{md_escape(spec.settings.stage)}** ({md_escape(spec.settings.backend)}, "
+        f"`{spec.settings.command}`), {len(job.results)} files: {counts_line(job)}. "
+        f"Took {fmt_seconds(job.duration)} vs estimate {fmt_seconds(job.estimate)}.",
+        "",
+        "| file | outcome | attempts | duration | estimate | note |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for res in job.results:
+        lines.append(
+            f"| {md_escape(res.item.file)} | {ICON[res.outcome]} {res.outcome.label} | "
+            f"{len(res.attempts) or '-'} | {fmt_seconds(res.duration) if res.attempts else '-'} | "
+            f"{fmt_seconds(res.item.estimate)} | {md_escape(res.message)} |"
+        )
+    for res in job.results:
+        if res.outcome.ok or res.outcome is Outcome.NOT_RUN:
+            continue
+        lines += _details(res)
+    gate = [(r.item.file, line) for r in job.results for line in r.gate_lines]
+    if gate:
+        lines += ["", "**Metric gate**", ""]
+        lines += [f"- {md_escape(f)}: {md_escape(line)}" for f, line in gate]
+    return "\n".join(lines) + "\n"
+
+
+def _details(res: FileResult) -> list[str]:
+    tail = last_lines(clean(res.tail), TAIL_LINES)
+    fence = _fence(tail)
+    return ["", f"<details><summary>{md_escape(res.item.file)}: {res.outcome.label}, "
+            f"{md_escape(res.message)}</summary>", "", f"{fence}text", tail, fence, "", "</details>"]
+
+
+def append_step_summary(job: JobResult, environ: dict[str, str] | None = None) -> Path | None:
+    """Append to ``$GITHUB_STEP_SUMMARY`` when it is set; return the path written."""
+    env = os.environ if environ is None else environ
+    target = env.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(step_summary_markdown(job))
+    return path

@@ -1,0 +1,208 @@
+"""``testfleet run`` end to end, as a real process: exit codes, JUnit, summary, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import psutil
+import pytest
+
+PASS = "print('ok')\n"
+FAIL = "import sys\nprint('boom')\nsys.exit(3)\n"
+
+
+def run_cli(root: Path, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run", *args],
+                          capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def junit_cases(path: Path) -> dict[str, str]:
+    """testcase name -> 'passed' | 'failure' | 'error' | 'skipped' (parsing proves validity)."""
+    tree = ET.parse(path)
+    out = {}
+    for case in tree.iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        out[case.get("name")] = kinds[0] if kinds else "passed"
+    return out
+
+
+def test_passing_job_exit_0_junit_summary_history(cli_project, tmp_path: Path) -> None:
+    root, plan, [job] = cli_project({"test_a.py": PASS, "test_b.py": PASS})
+    summary = tmp_path / "summary.md"
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "out/junit.xml",
+                  env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_ID": "777",
+                       "GITHUB_SHA": "abc123"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert junit_cases(root / "out" / "junit.xml") == {"tests/test_a.py": "passed",
+                                                       "tests/test_b.py": "passed"}
+    md = summary.read_text()
+    assert "PASSED" in md and "tests/test\\_a.py" in md
+    db = sqlite3.connect(root / ".testfleet" / "history.db")
+    rows = db.execute("select file, outcome, attempt, commit_sha, ci_run_id from executions "
+                      "order by id").fetchall()
+    assert rows == [("tests/test_a.py", "PASSED", 1, "abc123", "777"),
+                    ("tests/test_b.py", "PASSED", 1, "abc123", "777")]
+
+
+def test_failing_job_fast_fails_and_reports_not_run(cli_project) -> None:
+    root, plan, [job] = cli_project({"test_a.py": FAIL, "test_b.py": PASS})
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history")
+    assert res.returncode == 1
+    assert junit_cases(root / "j.xml") == {"tests/test_a.py": "failure", "tests/test_b.py": "skipped"}
+    assert "NOT RUN" in res.stdout
+    tree = ET.parse(root / "j.xml")
+    failure = next(tree.iter("failure"))
+    assert "boom" in (failure.text or "")
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history",
+                  "--continue-on-error")
+    assert res.returncode == 1
+    assert junit_cases(root / "j.xml") == {"tests/test_a.py": "failure", "tests/test_b.py": "passed"}
+
+
+def test_github_actions_output_is_grouped_and_fenced(cli_project) -> None:
+    body = "print('::add-mask::secret')\nprint('::error::injected')\n"
+    root, plan, [job] = cli_project({"test_a.py": body, "test_b.py": FAIL})
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--no-history",
+                  env={"GITHUB_ACTIONS": "true"})
+    lines = res.stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("::group::[1/2]")))
+    token = lines[start + 1].removeprefix("::stop-commands::")
+    assert len(token) == 32
+    assert lines[start + 2] == "::add-mask::secret"
+    assert lines[start + 4] == f"::{token}::" and lines[start + 5] == "::endgroup::"
+    assert any(line.startswith("::error file=tests/test_b.py,title=testfleet%3A FAILED::")
+               for line in lines)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(digest="sha256:" + "0" * 64), "digest"),
+    (lambda d: d.update(schema="testfleet.plan/99"), "schema"),
+])
+def test_tampered_plan_is_exit_2(cli_project, tmp_path: Path, mutate, message: str) -> None:
+    root, plan, [job] = cli_project({"test_a.py": PASS})
+    data = json.loads(plan.read_text())
+    mutate(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    res = run_cli(root, "--plan", str(bad), "--job", job, "--junit", "j.xml")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert message in res.stderr
+    assert not (root / "j.xml").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--job", "nope"], "has no job 'nope'"),
+    ([], "--plan needs --job"),
+    (["--job", "x", "--stage", "s-py"], "do not apply"),
+])
+def test_plan_usage_errors_are_exit_2(cli_project, args: list[str], message: str) -> None:
+    root, plan, _ = cli_project({"test_a.py": PASS})
+    res = run_cli(root, "--plan", str(plan), *args)
+    assert res.returncode == 2
+    assert message in res.stderr
+
+
+def test_nothing_to_run_is_exit_2(cli_project) -> None:
+    root, _, _ = cli_project({"test_a.py": PASS})
+    res = run_cli(root)
+    assert res.returncode == 2
+    assert "say what to run" in res.stderr
+    res = run_cli(root, "--job", "x")
+    assert res.returncode == 2
+
+
+def test_dry_run_executes_nothing(cli_project) -> None:
+    root, plan, [job] = cli_project({"test_a.py": "open('ran', 'w').close()\n"})
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--dry-run")
+    assert res.returncode == 0
+    assert "tests/test_a.py" in res.stdout and "dry run" in res.stdout
+    assert not (root / "ran").exists()
+
+
+def test_database_error_warns_and_keeps_verdict(cli_project, tmp_path: Path) -> None:
+    root, plan, [job] = cli_project({"test_a.py": PASS})
+    bad = tmp_path / "not-a-dir" / "x"
+    (tmp_path / "not-a-dir").write_text("a file, so the database cannot be created below it")
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--database", str(bad))
+    assert res.returncode == 0, res.stderr
+    assert "warning" in res.stderr and "history" in res.stderr
+
+
+SLOW_WITH_CHILD = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+open(sys.argv[0] + ".pids", "w").write(f"{os.getpid()} {child.pid}")
+print("running", flush=True)
+time.sleep(3600)
+"""
+
+
+def _wait_for(path: Path, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    time.sleep(0.1)
+
+
+def _dead(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _spawn(root: Path, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    return subprocess.Popen([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_mid_file_writes_partial_junit(cli_project, sig: int, code: int) -> None:
+    root, plan, [job] = cli_project({"test_a.py": PASS, "test_b.py": SLOW_WITH_CHILD,
+                                     "test_c.py": PASS}, floor=60.0, grace=2.0)
+    proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
+    pids_file = root / "tests" / "test_b.py.pids"
+    _wait_for(pids_file)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, out + err
+    assert junit_cases(root / "j.xml") == {"tests/test_a.py": "passed", "tests/test_b.py": "error",
+                                           "tests/test_c.py": "skipped"}
+    for pid in map(int, pids_file.read_text().split()):
+        assert _dead(pid), pid
+
+
+def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
+    root, plan, [job] = cli_project({"test_a.py": PASS, "test_b.py": SLOW_WITH_CHILD},
+                                    floor=60.0)
+    proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
+    pids_file = root / "tests" / "test_b.py.pids"
+    _wait_for(pids_file)
+    proc.kill()
+    proc.communicate(timeout=30)
+    test_pid, child_pid = map(int, pids_file.read_text().split())
+    deadline = time.monotonic() + 5
+    while not _dead(test_pid) and time.monotonic() < deadline:  # PR_SET_PDEATHSIG
+        time.sleep(0.05)
+    assert _dead(test_pid)
+    psutil.Process(child_pid).kill() if not _dead(child_pid) else None
+    db = sqlite3.connect(root / ".testfleet" / "history.db")
+    assert db.execute("pragma integrity_check").fetchone() == ("ok",)
+    rows = db.execute("select file, outcome from executions").fetchall()
+    assert rows == [("tests/test_a.py", "PASSED")]
+    cases = junit_cases(root / "j.xml")
+    assert cases["tests/test_b.py"] == "error"  # the placeholder is red, never green
