@@ -40,12 +40,13 @@ class LineAge:
     line: int = 0  # the line of the ``disabled=`` keyword, when located
 
     def days(self, now: dt.datetime) -> int | None:
-        """Whole days since the change; 0 for uncommitted edits; ``None`` when unknown."""
+        """Calendar days (UTC) since the change; 0 for uncommitted edits; ``None`` when unknown."""
         if self.status == "uncommitted":
             return 0
         if self.changed is None:
             return None
-        return max(0, (now - self.changed).days)
+        utc = dt.timezone.utc
+        return max(0, (now.astimezone(utc).date() - self.changed.astimezone(utc).date()).days)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ bytes. Consumers should check ``schema`` and may ignore keys they do not know.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from testfleet.report.model import SCHEMA, GroupRow, LedgerEntry, Report, StageRow
@@ -45,7 +46,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
             "trends": [{"file": t.file, "metric": t.metric, "step": t.step, "label": t.label,
                         "reference": t.reference,
                         "band": list(t.band) if t.band else None,
-                        "points": [{"when": p.when, "value": p.value, "trusted": p.trusted,
+                        "points": [{"when": p.when, "value": _finite(p.value), "trusted": p.trusted,
                                     "run": p.run} for p in t.points]} for t in h.trends],
         },
         "plan": None,
@@ -70,7 +71,13 @@ def to_json_data(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(to_json_data(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(to_json_data(report), indent=2, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no NaN or Infinity: a non-finite metric value is written as null."""
+    return x if math.isfinite(x) else None
 
 
 def _stage(s: StageRow) -> dict[str, Any]:

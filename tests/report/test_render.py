@@ -1,0 +1,156 @@
+"""All four formats say the same thing, and hostile content stays inert in each."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+from report_helpers import NOW, config, fleet, reg
+
+from testfleet.report.collect import build_report
+from testfleet.report.model import SCHEMA, HistorySection, TrendPoint, TrendSeries
+from testfleet.report.planview import plan_section
+from testfleet.report.render_html import render_html
+from testfleet.report.render_json import render_json
+from testfleet.report.render_markdown import code, md, render_markdown
+from testfleet.report.render_text import render_text
+
+HOSTILE = ('<script>alert("x")</script> | `rm -rf` **bold** [link](javascript:alert(1)) '
+           "@everyone \"quoted\" 'single' &amp; " + "A" * 5000)
+
+
+def _report(**kw):
+    regs = [*fleet(), reg("tests/evil.py", disabled=HOSTILE)]
+    cfg = config(stages={
+        "cpu-a": {"backend": "cpu"}, "gpu-h200": {"backend": "cuda"},
+        "gpu-mi300x": {"backend": "rocm", "disabled": HOSTILE + " see #2230"}})
+    return build_report(project="fleet<&>", config=cfg, registrations=regs, now=NOW, **kw)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+
+def test_json_is_versioned_sorted_and_complete() -> None:
+    text = render_json(_report())
+    data = json.loads(text)
+    assert data["schema"] == SCHEMA == "testfleet.report/1"
+    assert text == render_json(_report())  # deterministic
+    assert json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n" == text
+    assert [h["name"] for h in data["holes"]] == ["rocm", "gpu-mi300x"]
+    assert data["dormant"][0]["name"] == "gpu-mi300x"
+    assert data["dormant"][0]["references"][0]["text"] == "#2230"
+    ledger = {(e["file"], e["backend"]): e for e in data["ledger"]}
+    assert ledger[("tests/evil.py", "cpu")]["reason"] == HOSTILE  # JSON keeps the exact text
+    assert ledger[("tests/e2e/test_x.py", "cuda")]["references"] == []
+    assert data["totals"]["total"] == 7 and data["plan"] is None
+    assert {s["name"]: s["counts"]["active"] for s in data["stages"]}["gpu-h200"] == 1
+
+
+def test_markdown_escapes_hostile_values() -> None:
+    out = render_markdown(_report())
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "@everyone" not in out  # no mention
+    assert "](javascript" not in out
+    for line in out.splitlines():
+        if line.startswith("| ") and "evil.py" in line:
+            # the cell's pipe is escaped: the row keeps its 7 columns
+            assert len(re.findall(r"(?<!\\)\|", line)) == 8
+            assert len(line) < 2000  # long values are cut
+    assert md("a|b") == "a\\|b" and md("x\ny") == "x y"
+    assert code("a`b|c") == "`a\u02cbb\\|c`"
+
+
+def test_html_escapes_hostile_values_and_has_no_external_assets() -> None:
+    out = render_html(_report())
+    parser = _Tags()
+    parser.feed(out)
+    assert "script" not in parser.tags
+    assert "alert(&quot;x&quot;)" in out
+    assert not any(name.startswith("on") for name, _ in parser.attrs)
+    hrefs = [v for k, v in parser.attrs if k in ("href", "src")]
+    assert all(v and v.startswith(("http://", "https://")) for v in hrefs)
+    assert "javascript:" not in " ".join(v or "" for v in hrefs)
+    lowered = out.lower()
+    for needle in ("<link", "<img", "<iframe", "<script", "@import", "url("):
+        assert needle not in lowered
+    assert "Content-Security-Policy" in out and "default-src 'none'" in out
+
+
+def test_text_names_holes_dormant_and_ledger() -> None:
+    out = render_text(_report(), width=160)
+    assert "COVERAGE HOLES (2)" in out
+    assert "gpu-mi300x" in out and "Dormant stages" in out
+    assert "tests/e2e/test_x.py:3" in out and "none" in out
+    assert "<script>" in out  # plain text keeps the text; rich markup is not interpreted
+    assert "\x1b[" not in out  # no colour unless asked
+    assert "\x1b[" in render_text(_report(), width=160, color=True)
+
+
+def _plan_data():
+    return {
+        "schema": "testfleet.plan/1",
+        "policy": {"cadence": "regular"},
+        "jobs": [
+            {"id": "gpu-h200-1", "stage": "gpu-h200", "shard": 1, "shards": 2, "estimate": 900,
+             "tests": [{"file": "a.py", "estimate": 600, "source": "history"},
+                       {"file": "b.py", "estimate": 300, "source": "est_time"}]},
+            {"id": "gpu-h200-2", "stage": "gpu-h200", "shard": 2, "shards": 2, "estimate": 700,
+             "tests": [{"file": "c<x>.py", "estimate": 700, "source": "est_time"}]},
+        ],
+        "stages": [
+            {"name": "gpu-h200", "backend": "cuda", "status": "scheduled", "reason": "",
+             "makespan": 900, "lower_bound": 800, "ratio": 1.125},
+            {"name": "gpu-mi300x", "backend": "rocm", "status": "dormant",
+             "reason": "MI300X runners fail", "makespan": 0, "lower_bound": 0, "ratio": 1.0},
+        ],
+        "warnings": ["coverage hole: gpu-mi300x"],
+        "digest": "sha256:x",
+    }
+
+
+def test_plan_timelines_in_every_format() -> None:
+    plan = plan_section(_plan_data(), "plan.json")
+    r = _report(plan=plan)
+    t = {x.stage: x for x in plan.timelines}
+    assert [b.estimate for b in t["gpu-h200"].shards] == [900, 700]
+    assert t["gpu-h200"].ratio == 1.125 and t["gpu-mi300x"].shards == ()
+    html = render_html(r)
+    assert "shard timeline of gpu-h200" in html and "c&lt;x&gt;.py" in html
+    assert "MI300X runners fail" in html
+    data = json.loads(render_json(r))
+    assert data["plan"]["stages"][0]["shards"][1]["tests"][0]["file"] == "c<x>.py"
+    assert "Plan shard balance" in render_markdown(r)
+    assert "makespan 15m" in render_text(r, width=160)
+
+
+def test_history_sections_render() -> None:
+    from testfleet.report.model import DriftRow, GateRow
+
+    hist = HistorySection(
+        True, drift=(DriftRow("tests/e2e/test_m.py", "gpu-h200", 900, 2000, 5, 2000 / 900),),
+        gates=(GateRow("tests/e2e/test_m.py", "cuda", "gpu-h200", "train/<loss>", 3, "FAIL",
+                       "2026-05-30", 12, 2),),
+        trends=(TrendSeries("tests/e2e/test_m.py", "train/<loss>", -1, (
+            TrendPoint("2026-05-01", 1.0, True), TrendPoint("2026-05-02", 1.1, True),
+            TrendPoint("2026-05-03", 3.0, False), TrendPoint("2026-05-04", float("nan"), False)),
+            reference=1.05, band=(0.9, 1.2)),))
+    r = _report(history=hist)
+    html = render_html(r)
+    assert "Duration drift" in html and "2.22" in html and "train/&lt;loss&gt;" in html
+    assert "<polyline" in html and "band [0.9, 1.2]" in html
+    assert "untrusted" in html
+    md_out = render_markdown(r)
+    assert "Metric gates" in md_out and "FAIL" in md_out
+    data = json.loads(render_json(r))
+    assert data["history"]["gates"][0]["untrusted_runs"] == 2
+    assert data["history"]["trends"][0]["points"][3]["value"] is None  # NaN is not JSON
+    assert "Metric gates" in render_text(r, width=160)
