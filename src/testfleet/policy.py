@@ -196,7 +196,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
         if raw in pconf.scope_labels:
             scope = pconf.scope_labels[raw]
             scopes.append((scope.rank, raw, scope.exclude_labels))
-        elif raw in workflow:
+        elif raw in workflow or raw in (pconf.authorize_labels or ()):
             continue
         elif raw.startswith(pconf.label_prefix):
             name = raw[len(pconf.label_prefix):]

@@ -79,7 +79,7 @@ def render_github(plan: Plan) -> str:
 
 # -- markdown ---------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~@$])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~@$])")
 
 
 def md(text: object) -> str:

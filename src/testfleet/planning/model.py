@@ -210,10 +210,11 @@ def content_digest(content: dict[str, Any]) -> str:
 
 
 def seal(plan: Plan) -> Plan:
-    """Return the plan with its digest set."""
-    from dataclasses import replace
-
-    return replace(plan, digest=content_digest(plan.content()))
+    """Return the plan with its digest set, normalised through its JSON form, so the
+    value in memory equals what :func:`load_plan` reads back (rounded floats included)."""
+    data = plan.to_json()
+    data["digest"] = content_digest(data)
+    return _parse_plan(data)
 
 
 def plan_bytes(plan: Plan) -> bytes:

@@ -1,0 +1,220 @@
+"""`testfleet plan` end to end on the example project, including hostile input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from testfleet.cli.main import main
+from testfleet.planning.model import load_plan
+
+MI300X = "stage-c-4-gpu-mi300x"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return int(info.value.code or 0), out, err
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """GitHub's own reading of $GITHUB_OUTPUT: name=value or name<<DELIM ... DELIM."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            body = []
+            while lines[i] != delim:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            out[name] = "\n".join(body)
+        else:
+            name, value = line.split("=", 1)
+            out[name] = value
+    return out
+
+
+def test_fork_pr_without_labels_shows_dormant_mi300x(example_project: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--event", "pull_request",
+                       "--fork", "--format", "json")
+    assert code == 0
+    plan = json.loads(out)
+    stage = next(s for s in plan["stages"] if s["name"] == MI300X)
+    assert stage["status"] == "dormant"
+    assert stage["reason"].startswith("MI300X runners fail at start-up")
+    assert stage["hole"] is True
+    assert not [j for j in plan["jobs"] if j["stage"] == MI300X]
+    mi = [s for s in plan["skipped"] if s["suite"] == MI300X]
+    assert mi and {s["reason"] for s in mi} == {"disabled", "stage-dormant"}
+    assert any("coverage hole" in w and MI300X in w for w in plan["warnings"])
+    # table and markdown say it too
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--fork")
+    assert code == 0 and "dormant" in out and "MI300X runners fail at start-up" in out
+    assert "coverage hole" in out
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--fork", "--format", "markdown")
+    assert "Coverage holes" in out and MI300X in out
+
+
+def test_every_registration_accounted(example_project: Path, capsys) -> None:
+    from testfleet.config import load_project
+    from testfleet.registry import collect
+
+    registry = collect(load_project(example_project))
+    _code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-all",
+                       "--format", "json")
+    plan = json.loads(out)
+    seen = [(t["file"], j["stage"]) for j in plan["jobs"] for t in j["tests"]]
+    seen += [(s["file"], s["suite"]) for s in plan["skipped"]]
+    assert sorted(seen) == sorted((r.file, r.suite) for r in registry.registrations)
+
+
+def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    out_file = tmp_path / "gh_output"
+    out_file.write_text("earlier=1\n")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels",
+                       "run-ci-megatron,nightly", "--labels", "run-ci-x\nhas_jobs=false",
+                       "--labels", "run-ci-${{ secrets.TOKEN }}", "--format", "github",
+                       "--plan-file", str(tmp_path / "plan.json"))
+    assert code == 0
+    assert "::warning title=testfleet plan::" in out
+    outputs = parse_github_output(out_file.read_text())
+    assert outputs["earlier"] == "1"  # appended, not overwritten
+    assert outputs["has_jobs"] == "true"
+    assert outputs["cadence"] == "nightly"
+    assert outputs["bypass_fastfail"] == "true"
+    assert outputs["write_baseline"] == "false"
+    assert set(outputs) == {"earlier", "matrix", "has_jobs", "cadence", "bypass_fastfail",
+                            "write_baseline", "coverage_holes", "digest", "waves",
+                            "matrix_0", "has_jobs_0", "matrix_1", "has_jobs_1"}
+    matrix = json.loads(outputs["matrix"])["include"]
+    plan = load_plan(tmp_path / "plan.json")
+    assert [m["id"] for m in matrix] == [j.id for j in plan.jobs]
+    assert outputs["digest"] == plan.digest
+    assert int(outputs["waves"]) == 2
+    wave1 = json.loads(outputs["matrix_1"])["include"]
+    assert wave1 and all(m["wave"] == 1 for m in wave1)
+    assert {"id", "stage", "runs_on", "container", "command", "shard", "shards"} <= set(matrix[0])
+
+
+def test_output_file_and_byte_identity(example_project: Path, capsys, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for target in (a, b):
+        code, out, _ = run(capsys, "-C", str(example_project), "plan", "--schedule",
+                           "0 15 * * 6", "--format", "json", "--output", str(target))
+        assert code == 0 and out == ""
+    assert a.read_bytes() == b.read_bytes()
+    assert load_plan(a).policy["cadence"] == "weekly"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--file", "../../etc/passwd"], "escapes the repository"),
+    (["--file", "/etc/passwd"], "escapes the repository"),
+    (["--file", "pyproject.toml"], "outside the test roots"),
+    (["--file", "tests/manual/test_profile_by_hand.py"], "not a registered test file"),
+    (["--file", "tests/fast/test_nope.py"], "no such file"),
+    (["--file", "tests/e2e/megatron/amd/test_amd_r3_mtp.py"], "--include-disabled"),
+    (["--file", "tests/fast/test_kl.py", "--labels", "run-ci-all"], "conflicting flags"),
+    (["--changed-files", "x", "--diff-base", "main"], "conflicting flags"),
+    (["--github", "--labels", "run-ci-all"], "conflicting flags"),
+    (["--schedule", "1 2 3 4 5"], "maps to no cadence"),
+    (["--cadence", "hourly"], "unknown cadence"),
+    (["--event", "push", "--labels", "run-ci-all"], "labels come only with pull_request"),
+    (["--event", "push", "--fork"], "--fork applies only"),
+    (["--diff-base", "--output=/tmp/x"], "not a usable git revision"),
+    (["--stage", "stage-c-4-gpu-h20"], "did you mean"),
+    (["--include-disabled"], "--include-disabled applies only"),
+    (["--file", "tests/fast/test_kl.py\n"], "not a usable path"),
+])
+def test_bad_input_is_a_clear_error(example_project: Path, capsys, args: list[str],
+                                    message: str) -> None:
+    code, _out, err = run(capsys, "-C", str(example_project), "plan", *args)
+    assert code == 2
+    assert message in err
+    assert err.startswith("testfleet: error:")
+
+
+def test_symlinked_file_is_refused(example_project: Path, capsys) -> None:
+    link = example_project / "tests" / "fast" / "test_link.py"
+    os.symlink(example_project / "tests" / "fast" / "test_kl.py", link)
+    code, _, err = run(capsys, "-C", str(example_project), "plan", "--file",
+                       "tests/fast/test_link.py")
+    assert code == 2 and "is a symlink" in err
+
+
+def test_file_request(example_project: Path, capsys) -> None:
+    code, out, _ = run(capsys, "-C", str(example_project / "tests"), "plan", "--file",
+                       "e2e/megatron/amd/test_amd_r3_mtp.py", "--include-disabled",
+                       "--format", "json")
+    # the file's only registration is on the dormant stage: nothing can run -> clear error
+    assert code == 2
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--file",
+                       "tests/unit/test_long_horizon_cpu.py", "--format", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert [t["file"] for j in plan["jobs"] for t in j["tests"]] == [
+        "tests/unit/test_long_horizon_cpu.py"]
+
+
+def test_unreadable_diff_falls_back(example_project: Path, capsys, tmp_path: Path) -> None:
+    code, out, err = run(capsys, "-C", str(example_project), "plan", "--labels",
+                         "run-ci-megatron", "--changed-files", str(tmp_path / "missing"),
+                         "--format", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert any("no stage pruned" in w for w in plan["warnings"])
+    assert "no stage pruned" in err
+    assert any(j["stage"] == "stage-c-4-gpu-h200" for j in plan["jobs"])
+
+
+def test_docs_only_change_prunes_gpu(example_project: Path, capsys, tmp_path: Path) -> None:
+    diff = tmp_path / "diff"
+    diff.write_bytes(b"M\0docs/guide.md\0M\0README.md\0")
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "bypass-fastfail",
+                       "--changed-files", str(diff), "--format", "json")
+    plan = json.loads(out)
+    assert code == 0
+    assert {j["stage"] for j in plan["jobs"]} == {"stage-a-cpu", "stage-b-cpu"}
+
+
+def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {
+        "labels": [{"name": "run-ci-fsdp"}],
+        "head": {"repo": {"full_name": "someone/fork"}},
+        "base": {"repo": {"full_name": "org/repo"}}}}))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["policy"]["fork"] and plan["policy"]["authorized"]
+    assert plan["policy"]["include_labels"] == ["fsdp"]
+    event.write_text("{broken")
+    code, _, err = run(capsys, "-C", str(example_project), "plan", "--github")
+    assert code == 2 and "not valid JSON" in err
+
+
+def test_registry_errors_block_planning(example_project: Path, capsys) -> None:
+    bad = example_project / "tests" / "unit" / "test_bad_reg.py"
+    bad.write_text('from testfleet import register_cuda_ci\n'
+                   'register_cuda_ci(est_time=10, suite="no-such-stage", labels=["megatron"])\n')
+    code, _, err = run(capsys, "-C", str(example_project), "plan")
+    assert code == 1
+    assert "registration error" in err and "test_bad_reg.py" in err
