@@ -1,0 +1,278 @@
+"""``testfleet durations``: seed history from JUnit, compare literals with what was
+measured, and correct literals that drifted."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.errors import UsageError
+
+if TYPE_CHECKING:
+    from testfleet.config import Project
+    from testfleet.planning.estimates import EstimateRow
+    from testfleet.registry.model import Registration
+
+DATABASE_OPTION = click.option(
+    "--database", "database", metavar="URL", default=None,
+    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
+         "then the config's 'database', then <cache_dir>/history.db.",
+)
+
+
+@click.group("durations")
+def command() -> None:
+    """Import, show and correct test durations."""
+
+
+def _registrations(project: Project) -> list[Registration]:
+    from testfleet.registry import collect
+
+    registry = collect(project)
+    errors = [f for f in registry.findings if f.severity == "error"]
+    if errors:
+        shown = "\n".join("  " + f.render() for f in errors[:10])
+        raise UsageError(f"the tree has {len(errors)} registration error(s); fix them first "
+                         f"('testfleet check' lists them all):\n{shown}")
+    return list(registry.registrations)
+
+
+def _check_stage(project: Project, stage: str | None) -> None:
+    if stage is not None and stage not in project.config.stages:
+        import difflib
+
+        close = difflib.get_close_matches(stage, list(project.config.stages), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"--stage {stage!r} is not a configured stage{hint} "
+                         f"(valid: {', '.join(sorted(project.config.stages))})")
+
+
+# -- import --------------------------------------------------------------------------
+
+
+@command.command("import")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--stage", required=True, help="The stage these results ran in.")
+@click.option("--commit", default=None, help="Commit the results belong to.")
+@click.option("--run-id", default=None,
+              help="CI run id to record (default: a hash of the file, which also prevents "
+                   "importing the same file twice).")
+@click.option("--force", is_flag=True, help="Import even if this run id is already recorded.")
+@click.option("--dry-run", is_flag=True, help="Show what would be imported, store nothing.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any testcase matches no registered file.")
+@DATABASE_OPTION
+@click.pass_context
+def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: str | None,
+               run_id: str | None, force: bool, dry_run: bool, strict: bool,
+               database: str | None) -> int:
+    """Seed history from JUnit XML files a project already archives.
+
+    Each testcase maps to a registered file by its 'file' attribute or its
+    'classname' (tests.e2e.foo.TestX -> tests/e2e/foo.py); a file's cases are summed
+    into one execution. Unmatched cases are listed. Files are validated completely
+    before anything is stored.
+    """
+    from testfleet.store import open_store
+    from testfleet.store.junit_import import FileMatcher, read_cases, run_id_for, to_executions
+
+    project = project_from(ctx)
+    _check_stage(project, stage)
+    if run_id is not None and len(files) > 1:
+        raise UsageError("--run-id applies to one file; import several files without it "
+                         "(each gets its own id) or one at a time")
+    base = ctx.find_root().obj.directory
+    registered: dict[str, set[str]] = {}
+    for reg in _registrations(project):
+        registered.setdefault(reg.file, set()).add(reg.suite)
+    matcher = FileMatcher(registered, project.root)
+    backend = project.config.stages[stage].backend
+    now = time.time()
+    batches = []
+    for path in files:
+        full = path if path.is_absolute() else base / path
+        cases = read_cases(full)
+        rid = run_id or run_id_for(full.read_bytes())
+        result = to_executions(cases, matcher, stage=stage, backend=backend, commit=commit,
+                               ci_run_id=rid, default_time=now)
+        batches.append((path, rid, result))
+
+    unmatched = 0
+    stored = 0
+    store = None if dry_run else open_store(project, database)
+    try:
+        for path, rid, result in batches:
+            for line in result.unmatched:
+                click.echo(f"testfleet: warning: {path}: unmatched testcase {line}", err=True)
+            unmatched += len(result.unmatched)
+            head = (f"{path}: {result.cases} testcase(s), {result.matched_cases} matched, "
+                    f"{len(result.unmatched)} unmatched -> {len(result.executions)} file execution(s)")
+            if store is not None and not force and store.run_executions(rid, stage):
+                click.echo(f"{head}; already imported as {rid}, skipped (use --force to import again)")
+                continue
+            if store is not None:
+                store.record_executions(result.executions)
+                stored += len(result.executions)
+            click.echo(f"{head}{' (dry run)' if dry_run else ''} [{stage}, run {rid}]")
+            if dry_run:
+                for e in result.executions:
+                    click.echo(f"  {e.file}: {e.duration:.1f}s {e.outcome}")
+    finally:
+        if store is not None:
+            store.close()
+    if not dry_run:
+        click.echo(f"recorded {stored} execution(s) for {stage}")
+    return 1 if strict and unmatched else 0
+
+
+# -- show / suggest ------------------------------------------------------------------
+
+
+def _rows(project: Project, stage: str | None, database: str | None) -> tuple[list[EstimateRow], list[str]]:
+    from testfleet.planning.estimates import estimate_rows
+
+    _check_stage(project, stage)
+    rows, warnings = estimate_rows(project, _registrations(project), url=database,
+                                   stages=None if stage is None else [stage])
+    rows.sort(key=lambda r: (r.stage, r.file))
+    return rows, warnings
+
+
+def _fmt(value: float | None, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:,.0f}{suffix}" if value >= 100 else f"{value:.1f}{suffix}"
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "file": row.file, "stage": row.stage, "backend": row.backend, "est_time": row.literal,
+        "history": row.history, "samples": row.samples, "estimate": row.estimate,
+        "source": row.source, "drift": row.drift, "implicit": row.implicit,
+    }
+    out.update(extra or {})
+    return out
+
+
+@command.command("show")
+@click.option("--stage", default=None, help="Only this stage.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@DATABASE_OPTION
+@click.pass_context
+def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | None) -> int:
+    """Per file and stage: literal est_time, history estimate, samples and drift."""
+    project = project_from(ctx)
+    rows, warnings = _rows(project, stage, database)
+    for w in warnings:
+        click.echo(f"testfleet: warning: {w}", err=True)
+    settings = project.config.durations
+    if fmt == "json":
+        click.echo(json.dumps({
+            "schema": "testfleet.durations/1", "statistic": settings.statistic,
+            "window": settings.window, "min_samples": settings.min_samples,
+            "rows": [_row_json(r) for r in rows], "warnings": warnings,
+        }, indent=2))
+        return 0
+    if not rows:
+        click.echo("no registrations" + (f" in {stage}" if stage else ""))
+        return 0
+    table = [[r.stage, r.file, _fmt(r.literal), _fmt(r.history), str(r.samples),
+              "-" if r.drift is None else f"{r.drift:.2f}x", r.source] for r in rows]
+    click.echo(_table(["stage", "file", "est_time", settings.statistic, "samples", "drift", "used"],
+                      table, right={2, 3, 4, 5}))
+    with_history = sum(1 for r in rows if r.history is not None)
+    click.echo(f"\n{with_history}/{len(rows)} registration(s) estimated from history "
+               f"({settings.statistic} of the last {settings.window} passing runs, "
+               f"at least {settings.min_samples} sample(s))")
+    return 0
+
+
+@command.command("suggest")
+@click.option("--stage", default=None, help="Only this stage.")
+@click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=None,
+              help="Flag literals off by more than this factor (default: durations.drift_factor).")
+@click.option("--write", is_flag=True,
+              help="Rewrite the est_time literals in the test files (only those bytes change).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@DATABASE_OPTION
+@click.pass_context
+def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, write: bool,
+                fmt: str, database: str | None) -> int:
+    """List registrations whose literal est_time is off from history by more than a factor.
+
+    Exit status 1 when there are drifted literals and --write was not given (so CI can
+    flag them), 0 otherwise.
+    """
+    from testfleet.planning.literals import format_seconds
+
+    project = project_from(ctx)
+    rows, warnings = _rows(project, stage, database)
+    for w in warnings:
+        click.echo(f"testfleet: warning: {w}", err=True)
+    limit = factor or project.config.durations.drift_factor
+    drifted = [r for r in rows if r.drift is not None and (r.drift > limit or r.drift < 1 / limit)]
+    outcomes: dict[tuple[str, str], str] = {}
+    if write:
+        outcomes = _write(project, drifted)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "schema": "testfleet.durations-suggest/1", "factor": limit,
+            "suggestions": [_row_json(r, {"suggested": int(format_seconds(r.estimate)),
+                                          "written": outcomes.get((r.file, r.stage))})
+                            for r in drifted],
+            "warnings": warnings,
+        }, indent=2))
+    elif not drifted:
+        click.echo(f"no literal is off by more than {limit:g}x from history")
+    else:
+        table = [[r.stage, r.file, _fmt(r.literal), format_seconds(r.estimate),
+                  f"{r.drift:.2f}x", str(r.samples)]
+                 + ([outcomes.get((r.file, r.stage), "")] if write else [])
+                 for r in drifted if r.drift is not None]
+        headers = ["stage", "file", "est_time", "suggested", "drift", "samples"]
+        click.echo(_table(headers + (["written"] if write else []), table, right={2, 3, 4, 5}))
+    if write:
+        failed = sum(1 for v in outcomes.values() if not v.startswith("updated"))
+        return 1 if failed else 0
+    return 1 if drifted else 0
+
+
+def _write(project: Project, rows: list[EstimateRow]) -> dict[tuple[str, str], str]:
+    """Rewrite each drifted literal; per row, what happened."""
+    from testfleet.planning.literals import LiteralNotFound, rewrite_est_time, write_in_place
+
+    markers_by_backend: dict[str, set[str]] = {}
+    for marker, backend in project.config.marker_backends().items():
+        markers_by_backend.setdefault(backend, set()).add(marker)
+    out: dict[tuple[str, str], str] = {}
+    for row in rows:
+        key = (row.file, row.stage)
+        if row.implicit:
+            out[key] = "skipped: implicit registration (change est_time of its [[implicit]] entry)"
+            continue
+        path = project.root / row.file
+        try:
+            source = path.read_bytes()
+            new, edit = rewrite_est_time(source, markers_by_backend.get(row.backend, set()),
+                                         row.stage, row.estimate, row.line)
+            write_in_place(path, new)
+        except (LiteralNotFound, OSError) as exc:
+            out[key] = f"skipped: {exc}"
+            continue
+        out[key] = f"updated line {edit.line}: {edit.old} -> {edit.new}"
+    return out

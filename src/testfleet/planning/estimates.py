@@ -1,0 +1,161 @@
+"""Per (file, stage) duration estimates: measured history where there is enough of
+it, the file's literal ``est_time`` otherwise.
+
+The statistic is robust on purpose (median by default, p90 configurable) over the
+last ``durations.window`` *passing* executions in that stage: one slow outlier or a
+timeout must not move a shard, and a file's H200 time never stands in for its MI300X
+time. History is read through a read-only store open that never creates or migrates
+anything; when the database is missing, locked, corrupt or of a newer schema,
+estimates fall back to the literals and the returned warnings say so — a plan never
+fails because history is unavailable.
+
+The computation (:func:`compute`) is pure; only :func:`load_history` touches the
+database, and SQLAlchemy is imported only when there is a database to read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from testfleet.registry.model import Registration
+
+if TYPE_CHECKING:
+    from testfleet.config import DurationsConfig, Project
+
+Key = tuple[str, str]  # (file, stage)
+History = Mapping[str, Mapping[str, Sequence[float]]]  # stage -> file -> durations, newest first
+
+
+@dataclass(frozen=True)
+class EstimateRow:
+    """What planning knows about one registration's duration, and why."""
+
+    file: str
+    stage: str
+    backend: str
+    literal: float
+    history: float | None  # the statistic over the samples, when there are enough
+    samples: int  # passing executions in the window
+    line: int
+    implicit: bool
+
+    @property
+    def estimate(self) -> float:
+        return self.history if self.history is not None else self.literal
+
+    @property
+    def source(self) -> str:
+        return "history" if self.history is not None else "est_time"
+
+    @property
+    def drift(self) -> float | None:
+        """history / literal (2.0 = twice as slow as declared), when both exist."""
+        if self.history is None or self.literal <= 0:
+            return None
+        return self.history / self.literal
+
+
+def statistic(samples: Sequence[float], kind: str) -> float:
+    """``median`` or ``p90`` (linear interpolation between order statistics)."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    q = {"median": 0.5, "p90": 0.9}.get(kind)
+    if q is None:
+        raise ValueError(f"unknown statistic {kind!r}; valid: median, p90")
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def compute(registrations: Iterable[Registration], history: History,
+            settings: DurationsConfig, stages: Iterable[str] | None = None) -> list[EstimateRow]:
+    """One row per registration; history counts only for ``stages`` (all when None)
+    and only with at least ``settings.min_samples`` samples."""
+    allowed = None if stages is None else set(stages)
+    rows = []
+    for reg in registrations:
+        samples: Sequence[float] = ()
+        if allowed is None or reg.suite in allowed:
+            samples = list(history.get(reg.suite, {}).get(reg.file, ()))[: settings.window]
+        value = (statistic(samples, settings.statistic)
+                 if samples and len(samples) >= settings.min_samples else None)
+        rows.append(EstimateRow(
+            file=reg.file, stage=reg.suite, backend=reg.backend, literal=float(reg.est_time),
+            history=value, samples=len(samples), line=reg.line, implicit=reg.implicit,
+        ))
+    return rows
+
+
+def load_history(project: Project, stages: Iterable[str], files: Iterable[str] | None = None,
+                 *, url: str | None = None) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
+    """Durations per stage and file from the history database, or ``({}, warnings)``
+    saying why there are none. Never raises for an unavailable database."""
+    from testfleet.store.engine import resolve_target
+    from testfleet.store.errors import StoreError
+
+    fallback = "all estimates are est_time literals"
+    try:
+        target = resolve_target(project, url)
+    except StoreError as exc:
+        return {}, [f"history database not usable ({exc}); {fallback}"]
+    if target.path is not None and not target.path.exists():
+        return {}, [f"no history database at {target.display} yet; {fallback}"]
+    window = project.config.durations.window
+    wanted = None if files is None else sorted(set(files))
+    try:
+        from testfleet.store import open_store
+
+        with open_store(project, url, readonly=True, busy_timeout=5.0) as store:
+            return {stage: store.durations(stage, wanted, window) for stage in sorted(set(stages))}, []
+    except StoreError as exc:
+        return {}, [f"history unavailable: {exc}; {fallback}"]
+    except Exception as exc:  # the promise: history trouble never fails a plan
+        return {}, [f"history unavailable ({type(exc).__name__}: {exc}); {fallback}"]
+
+
+def _registrations(value: Any) -> list[Registration]:
+    """Accept a ``Registry`` or any iterable of registrations."""
+    regs = getattr(value, "registrations", value)
+    return list(regs)
+
+
+def estimates_for(
+    project: Project,
+    registrations: Iterable[Registration] | Any,
+    *,
+    url: str | None = None,
+    stages: Iterable[str] | None = None,
+) -> tuple[dict[Key, tuple[float, str]], list[str]]:
+    """``(file, stage) -> (seconds, "history" | "est_time")`` for every registration,
+    and warnings (e.g. the database was missing or locked and literals were used).
+
+    ``stages`` limits which stages read history; the others get their literals.
+    """
+    regs = _registrations(registrations)
+    allowed = None if stages is None else set(stages)
+    wanted = sorted({r.suite for r in regs if allowed is None or r.suite in allowed})
+    history: dict[str, dict[str, list[float]]] = {}
+    warnings: list[str] = []
+    if wanted:
+        files = {r.file for r in regs if r.suite in wanted}
+        history, warnings = load_history(project, wanted, files, url=url)
+    rows = compute(regs, history, project.config.durations, wanted)
+    return {(row.file, row.stage): (row.estimate, row.source) for row in rows}, warnings
+
+
+def estimate_rows(project: Project, registrations: Iterable[Registration] | Any, *,
+                  url: str | None = None, stages: Iterable[str] | None = None,
+                  ) -> tuple[list[EstimateRow], list[str]]:
+    """Like :func:`estimates_for`, with samples and drift (for ``durations show``)."""
+    regs = _registrations(registrations)
+    if stages is not None:
+        keep = set(stages)
+        regs = [r for r in regs if r.suite in keep]
+    wanted = sorted({r.suite for r in regs})
+    history, warnings = load_history(project, wanted, {r.file for r in regs}, url=url) if wanted else ({}, [])
+    return compute(regs, history, project.config.durations), warnings

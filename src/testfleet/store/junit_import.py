@@ -1,0 +1,203 @@
+"""Turn archived JUnit XML into execution rows for one stage.
+
+``testcase`` elements map to registered files by their ``file`` attribute (pytest's
+xunit1 family) or by ``classname`` (``tests.e2e.foo.TestX`` -> ``tests/e2e/foo.py``,
+also when the classname is relative to a sub-directory, as long as the match is
+unique). Cases of one file are summed into one execution; its outcome is the worst
+of its cases. Cases that match no registered file of the stage are returned, never
+silently dropped. Bad input is refused as a whole with every problem listed: XML
+that is not well-formed, a document that is not JUnit, a DTD or entity declaration
+(never needed, and the door to entity-expansion attacks), a negative or non-finite
+``time``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from testfleet.errors import UsageError
+from testfleet.store.durations import Execution
+
+MAX_BYTES = 256 * 1024 * 1024
+_RANK = {"PASSED": 0, "NOT_RUN": -1, "FAILED": 2, "ERROR": 3}
+
+
+@dataclass(frozen=True)
+class Case:
+    classname: str
+    name: str
+    file: str | None
+    time: float
+    outcome: str  # PASSED | FAILED | ERROR | NOT_RUN (skipped)
+    timestamp: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.classname}::{self.name}" if self.classname else self.name
+
+
+@dataclass
+class ImportResult:
+    executions: list[Execution] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)  # "case: why"
+    cases: int = 0
+    matched_cases: int = 0
+
+
+def read_cases(path: Path) -> list[Case]:
+    """Every testcase in a JUnit file; raises :class:`UsageError` on bad input."""
+    from junitparser import Error, Failure, Skipped, TestCase
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise UsageError(f"{path}: {size} bytes is more than the {MAX_BYTES} a JUnit file may have")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    head = data[:4096].lower()
+    if b"<!doctype" in head or b"<!entity" in data.lower():
+        raise UsageError(f"{path}: DTD or entity declarations are not accepted in JUnit XML")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise UsageError(f"{path}: not well-formed XML ({exc})") from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise UsageError(f"{path}: not a JUnit report: root element is <{root.tag}>, "
+                         "expected <testsuites> or <testsuite>")
+    problems: list[str] = []
+    cases: list[Case] = []
+    seen: set[int] = set()
+
+    def take(elem: ET.Element, stamp: float | None) -> None:
+        seen.add(id(elem))
+        case = TestCase.fromelem(elem)
+        classname = elem.get("classname", "") or ""
+        name = elem.get("name", "") or ""
+        raw = elem.get("time")
+        label = f"{classname}::{name}" if classname else name or "<unnamed testcase>"
+        seconds = 0.0
+        if raw is not None and raw.strip():
+            try:
+                seconds = float(raw.replace(",", ""))
+            except ValueError:
+                problems.append(f"testcase {label}: time {raw!r} is not a number")
+            else:
+                if not math.isfinite(seconds) or seconds < 0:
+                    problems.append(f"testcase {label}: time {raw!r} must be finite and >= 0")
+        results = case.result
+        if any(isinstance(r, Error) for r in results):
+            outcome = "ERROR"
+        elif any(isinstance(r, Failure) for r in results):
+            outcome = "FAILED"
+        elif results and all(isinstance(r, Skipped) for r in results):
+            outcome = "NOT_RUN"
+        else:
+            outcome = "PASSED"
+        cases.append(Case(classname, name, elem.get("file"), seconds, outcome, stamp))
+
+    for suite in root.iter("testsuite"):
+        stamp = _timestamp(suite.get("timestamp"))
+        for elem in suite.findall("testcase"):
+            take(elem, stamp)
+    for elem in root.iter("testcase"):
+        if id(elem) not in seen:
+            take(elem, None)
+    if problems:
+        shown = "\n  ".join(problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise UsageError(f"{path}: {len(problems)} invalid testcase time(s), nothing imported:\n"
+                         f"  {shown}{more}")
+    return cases
+
+
+def _timestamp(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return stamp.timestamp()
+
+
+def run_id_for(data: bytes) -> str:
+    """A stable run id for an import, so the same file is not imported twice."""
+    return "junit:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+class FileMatcher:
+    """Maps JUnit ``file``/``classname`` values to registered, repo-relative files."""
+
+    def __init__(self, files: Mapping[str, set[str]], root: Path) -> None:
+        self.files = files  # file -> stages it is registered in
+        self.root = root
+        self._by_suffix: dict[str, list[str]] = defaultdict(list)
+        for f in files:
+            parts = PurePosixPath(f).parts
+            for i in range(len(parts)):
+                self._by_suffix["/".join(parts[i:])].append(f)
+
+    def _lookup(self, candidate: str) -> str | None:
+        if candidate in self.files:
+            return candidate
+        hits = self._by_suffix.get(candidate, [])
+        return hits[0] if len(hits) == 1 else None
+
+    def match(self, case: Case) -> str | None:
+        if case.file:
+            path = case.file.replace("\\", "/")
+            if path.startswith("/"):
+                try:
+                    path = Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+                except ValueError:
+                    path = path.lstrip("/")
+            while path.startswith("./"):
+                path = path[2:]
+            hit = self._lookup(path)
+            if hit:
+                return hit
+        parts = [p for p in case.classname.split(".") if p]
+        for i in range(len(parts), 0, -1):
+            hit = self._lookup("/".join(parts[:i]) + ".py")
+            if hit:
+                return hit
+        return None
+
+
+def to_executions(cases: list[Case], matcher: FileMatcher, *, stage: str, backend: str,
+                  commit: str | None, ci_run_id: str, default_time: float) -> ImportResult:
+    """One execution per matched file (case times summed, worst outcome wins)."""
+    result = ImportResult(cases=len(cases))
+    per_file: dict[str, list[Case]] = defaultdict(list)
+    for case in cases:
+        file = matcher.match(case)
+        if file is None:
+            result.unmatched.append(f"{case.label}: no registered file matches "
+                                    f"(file={case.file!r}, classname={case.classname!r})")
+        elif stage not in matcher.files[file]:
+            where = ", ".join(sorted(matcher.files[file]))
+            result.unmatched.append(f"{case.label}: {file} is registered for {where}, not {stage}")
+        else:
+            per_file[file].append(case)
+            result.matched_cases += 1
+    for file in sorted(per_file):
+        group = per_file[file]
+        outcome = max((c.outcome for c in group), key=lambda o: _RANK[o])
+        stamps = [c.timestamp for c in group if c.timestamp is not None]
+        result.executions.append(Execution(
+            file=file, stage=stage, backend=backend,
+            duration=math.fsum(c.time for c in group), outcome=outcome, attempt=1,
+            commit=commit, ci_run_id=ci_run_id,
+            timestamp=min(stamps) if stamps else default_time,
+        ))
+    return result
