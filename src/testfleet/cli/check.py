@@ -28,6 +28,16 @@ FindingProducer = Callable[[Project, Registry], list[Finding]]
 # Extra validators, run after collection (e.g. gate specs, disabled-test rules).
 PRODUCERS: list[FindingProducer] = []
 
+
+def _report_rules(project: Project, registry: Registry) -> list[Finding]:
+    """[tool.testfleet.check] rules (disabled references and ages, dormant stages, holes)."""
+    from testfleet.report.rules import check_rules  # lazy: only 'check' pays for it
+
+    return check_rules(project, registry)
+
+
+PRODUCERS.append(_report_rules)
+
 JSON_SCHEMA_VERSION = 1
 
 

@@ -48,3 +48,8 @@ def cause(c: str) -> str:
         "no-registrations": "no registrations",
         "nothing-scheduled": "nothing scheduled",
     }.get(c, c)
+
+
+def lost(n: int) -> str:
+    """What a hole costs: ``1 enabled registration does not run``."""
+    return f"{plural(n, 'enabled registration')} {'does' if n == 1 else 'do'} not run"

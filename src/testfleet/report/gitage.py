@@ -92,14 +92,15 @@ def repo_info(root: Path) -> RepoInfo:
     return RepoInfo(True, shallow=len(lines) > 1 and lines[1] == "true")
 
 
-def disabled_ages(root: Path, registrations: Iterable[Registration]) -> tuple[dict[Registration, LineAge], RepoInfo]:
+def disabled_ages(root: Path, registrations: Iterable[Registration], *,
+                  use_git: bool = True) -> tuple[dict[Registration, LineAge], RepoInfo]:
     """The age of every disabled registration's ``disabled=`` line, one ``git blame`` per file.
 
     Each age carries the line of the keyword (``LineAge.line``) even when git cannot
-    date it, so findings point at the reason itself.
+    date it (or ``use_git`` is false), so findings point at the reason itself.
     """
     regs = [r for r in registrations if r.disabled is not None]
-    info = repo_info(root)
+    info = repo_info(root) if use_git else RepoInfo(False, note="git not consulted")
     by_file: dict[str, list[Registration]] = defaultdict(list)
     for reg in regs:
         by_file[reg.file].append(reg)

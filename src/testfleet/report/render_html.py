@@ -142,7 +142,7 @@ def _holes(report: Report) -> str:
     rows = "".join(
         f'<div class="hole"><span class="what">✖ {esc(h.kind)} <span class="mono">{esc(h.name)}</span>'
         f'</span><span class="why"><b>{esc(fmt.cause(h.cause))}</b> — {esc(h.detail)}'
-        f"{f' · <b>{h.lost}</b> enabled registrations do not run' if h.lost else ''}</span></div>"
+        f"{' · <b>' + esc(fmt.lost(h.lost)) + '</b>' if h.lost else ''}</span></div>"
         for h in report.holes)
     return (f'<section class="holes" id="holes"><h2>⚠ Coverage holes '
             f'<span class="count">({len(report.holes)})</span></h2>{rows}</section>')

@@ -55,7 +55,7 @@ def render_markdown(report: Report) -> str:
     if report.holes:
         out += [f"### 🚨 Coverage holes ({len(report.holes)})", ""]
         for h in report.holes:
-            lost = f" — {h.lost} enabled registrations do not run" if h.lost else ""
+            lost = f" — {fmt.lost(h.lost)}" if h.lost else ""
             out.append(f"- **{h.kind} {code(h.name)}** — {md(fmt.cause(h.cause))}: {md(h.detail)}{lost}")
         out.append("")
     else:

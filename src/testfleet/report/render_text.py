@@ -33,7 +33,7 @@ def renderables(report: Report) -> list[object]:
     parts.append(Group(title, Text(report.headline())))
     if report.holes:
         lines = [Text.assemble((f"✖ {h.kind} {h.name}", "bold red"), f" — {fmt.cause(h.cause)}: ",
-                               h.detail, (f"  ({h.lost} would run)" if h.lost else ""))
+                               h.detail, (f" ({fmt.lost(h.lost)})" if h.lost else ""))
                  for h in report.holes]
         parts.append(Panel(Group(*lines), title=f"COVERAGE HOLES ({len(report.holes)})",
                            border_style="red", title_align="left"))

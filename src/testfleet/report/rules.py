@@ -20,6 +20,7 @@ import re
 from testfleet.config import Config, Project
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
+from testfleet.report import fmt
 from testfleet.report.gitage import RepoInfo
 from testfleet.report.model import Report
 
@@ -27,20 +28,17 @@ from testfleet.report.model import Report
 def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None = None) -> list[Finding]:
     """All rule findings for the project; git is consulted only when ``max_disabled_days`` is set."""
     from testfleet.report.collect import build_report
-    from testfleet.report.gitage import LineAge, disabled_ages
+    from testfleet.report.gitage import disabled_ages
 
     cfg = project.config
     now = now or dt.datetime.now(dt.timezone.utc)
     regs = registry.registrations
-    info = None
-    if cfg.check.max_disabled_days is not None:
-        ages, info = disabled_ages(project.root, regs)
-    else:
-        ages = {r: LineAge("unknown", note="not needed") for r in regs if r.disabled is not None}
+    needs_git = cfg.check.max_disabled_days is not None
+    ages, info = disabled_ages(project.root, regs, use_git=needs_git)
     report = build_report(project=project.root.name, config=cfg, registrations=regs,
                           now=now, ages=ages)
     findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)
-    if info is not None:
+    if needs_git:
         findings += git_findings(project, report, info)
     return findings
 
@@ -100,7 +98,7 @@ def evaluate_rules(report: Report, cfg: Config, config_file: str = "pyproject.to
                 where = (config_file, config_line(config_text, hole.name), f"{prefix}stages.{hole.name}")
             else:
                 where = (config_file, 0, "")
-            lost = f"; {hole.lost} enabled registrations do not run" if hole.lost else ""
+            lost = f"; {fmt.lost(hole.lost)}" if hole.lost else ""
             out.append(Finding(where[0], where[1], 0, rules.coverage_holes, "coverage-hole",
                                f"coverage hole: {hole.kind} {hole.name} has no registration that "
                                f"can run ({hole.cause}: {_short(hole.detail, 160)}){lost}",
