@@ -57,9 +57,13 @@ def _annotation(message: str) -> str:
                                    "(or, for --format github, instead of $GITHUB_OUTPUT).")
 @click.option("--plan-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               metavar="PATH", help="Also write the plan JSON to PATH, whatever --format is.")
+@click.option("--database", default=None, metavar="URL",
+              help="History database for duration estimates (postgresql://... or a SQLite "
+                   "path); default: TESTFLEET_DATABASE_URL, the config's 'database', then "
+                   "<cache_dir>/history.db. Unavailable history falls back to est_time.")
 @click.pass_context
 def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
-            plan_file: Path | None) -> int:
+            plan_file: Path | None, database: str | None) -> int:
     """Resolve a CI trigger into a plan: jobs per stage and shard, and for every
     registration not in a job the one reason why.
 
@@ -89,10 +93,19 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
             errors,
         )
 
-    # Measured durations: the durations engineer wires history in here, e.g.
-    # estimates = estimates_for(project, registry, database). None = literal est_time.
-    estimates = None
+    # Measured durations (median/p90 of recent passing runs per file and stage); when
+    # history is unavailable the literals are used and the plan's warnings say so.
+    from testfleet.planning.estimates import estimates_for
+
+    estimates, history_warnings = estimates_for(project, registry, url=database)
     plan = make_plan(project, registry, request, estimates)
+    if history_warnings:
+        import dataclasses
+
+        from testfleet.planning.model import seal
+
+        extra = tuple(w for w in history_warnings if w not in plan.warnings)
+        plan = seal(dataclasses.replace(plan, warnings=plan.warnings + extra))
 
     if plan_file is not None:
         write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan))
