@@ -118,8 +118,8 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
     wanted = parse_shard(shard) if shard is not None else None
     request = build_request(project, base, opts)
     registry = _collect(project)
-    plan = make_plan(project, registry, request, _estimates(project, registry, database))
     stage = opts.stages[0] if opts.stages else None
+    plan = make_plan(project, registry, request, _estimates(project, registry, stage, database))
     if opts.files:
         return select_file_jobs(plan, stage)
     assert stage is not None
@@ -127,11 +127,8 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
 
 
 def _collect(project: Any) -> Any:
-    from testfleet import registry as registry_pkg
+    from testfleet.registry import collect
 
-    collect = getattr(registry_pkg, "collect", None)
-    if collect is None:  # pragma: no cover - only while the collector is being built
-        raise UsageError("this installation cannot collect registrations; use --plan")
     registry = collect(project)
     errors = [f for f in registry.findings if f.severity == "error"]
     if errors:
@@ -142,17 +139,15 @@ def _collect(project: Any) -> Any:
     return registry
 
 
-def _estimates(project: Any, registry: Any, database: str | None) -> Any:
+def _estimates(project: Any, registry: Any, stage: str | None, database: str | None) -> Any:
     """Measured durations when the history has them (same source as `testfleet plan`)."""
-    try:
-        from testfleet.planning.estimates import load_estimates  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    try:
-        return load_estimates(project, registry, database=database)
-    except Exception as exc:  # history is an optimisation for local runs, never a blocker
-        click.echo(f"testfleet: warning: durations history not used: {exc}", err=True)
-        return None
+    from testfleet.planning.estimates import estimates_for
+
+    estimates, warnings = estimates_for(project, registry, url=database,
+                                        stages=[stage] if stage else None)
+    for warning in warnings:
+        click.echo(f"testfleet: note: {warning}", err=True)
+    return estimates
 
 
 def _print_dry_run(spec: Any) -> None:
@@ -174,7 +169,10 @@ def _print_dry_run(spec: Any) -> None:
         table.add_row(str(i), item.file, fmt_seconds(item.estimate),
                       fmt_seconds(s.timeout_for(item.estimate)),
                       " ".join(["python", *argv[1:]]))
-    Console(width=max(100, Console().width)).print(table)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    console.print(table)
 
 
 def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,

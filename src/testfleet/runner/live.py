@@ -87,7 +87,7 @@ class LogReporter:
 
     def file_finished(self, index: int, result: FileResult) -> None:
         for line in result.gate_lines:
-            self._line(f"    gate: {line}")
+            self._line(f"    {line}")
         if self.github and not result.outcome.ok:
             self._line(f"::error file={gh_escape_property(result.item.file)},"
                        f"title={gh_escape_property('testfleet: ' + result.outcome.label)}::"
@@ -220,7 +220,7 @@ class TerminalReporter:
         from rich.markup import escape
 
         for line in result.gate_lines:
-            self.progress.console.print(f"    gate: {escape(line)}")
+            self.progress.console.print(f"    {escape(line)}")
         done = index + 1
         self.progress.update(self.job_task, completed=done, info=f"{done}/{self.total} files")
 

@@ -1,0 +1,92 @@
+"""Reporters render real runs; an in-process interrupt stops the run cleanly."""
+
+from __future__ import annotations
+
+import io
+import signal
+import threading
+import time
+
+from rich.console import Console
+
+from testfleet.runner.executor import execute
+from testfleet.runner.interrupt import Interrupt
+from testfleet.runner.live import LogReporter, TerminalReporter, make_reporter
+from testfleet.runner.model import Outcome
+from testfleet.runner.reporting import NullReporter
+
+FLAKY = """
+import os, sys
+marker = sys.argv[0] + ".ran"
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    print("\\x1b[31mAssertionError: latency 12ms above 10ms\\x1b[0m")
+    sys.exit(1)
+print("second attempt fine", end="")
+"""
+
+
+def test_terminal_reporter_renders_progress_output_and_summary(make_spec) -> None:
+    spec = make_spec({"test_flaky.py": FLAKY, "test_b.py": "raise SystemExit(2)\n",
+                      "test_c.py": "print(3)\n"}, max_attempts=2)
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    job = execute(spec, reporter=TerminalReporter(console))
+    text = buf.getvalue()
+    assert [r.outcome for r in job.results] == [Outcome.FLAKY, Outcome.FAILED, Outcome.NOT_RUN]
+    assert "AssertionError: latency 12ms above 10ms" in text
+    assert "second attempt fine" in text
+    assert "retrying:" in text
+    assert "NOT RUN" in text and "FLAKY" in text
+
+
+def test_log_reporter_plain(make_spec) -> None:
+    spec = make_spec({"test_a.py": "print('no newline at end', end='')\n"})
+    out, err = io.BytesIO(), io.StringIO()
+    execute(spec, reporter=LogReporter(out=out, err=err))
+    text = out.getvalue().decode()
+    assert "==> [1/1] test_a.py" in text
+    assert "no newline at end\n<== test_a.py: PASSED" in text
+    assert "testfleet run job-1: PASSED (1 passed)" in text
+
+
+def test_make_reporter_picks_by_environment(monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    rep = make_reporter()
+    assert isinstance(rep, LogReporter) and rep.github
+    assert isinstance(make_reporter(github=False, terminal=False), LogReporter)
+
+
+def test_interrupt_forwards_and_stops(make_spec) -> None:
+    body = """
+    import signal, sys, time
+    def bye(signum, frame):
+        print("got", signal.Signals(signum).name, flush=True)
+        sys.exit(7)
+    signal.signal(signal.SIGINT, bye)
+    print("ready", flush=True)
+    time.sleep(60)
+    """
+    spec = make_spec({"test_a.py": "print(1)\n", "test_b.py": body, "test_c.py": "print(3)\n"},
+                     floor=60.0, grace=5.0)
+    interrupt = Interrupt()
+    ready = threading.Event()
+
+    class Watch(NullReporter):
+        def output(self, data: bytes) -> None:
+            if b"ready" in data:
+                ready.set()
+
+    def fire() -> None:
+        ready.wait(20)
+        interrupt.trigger(signal.SIGINT)
+
+    threading.Thread(target=fire, daemon=True).start()
+    t0 = time.monotonic()
+    job = execute(spec, reporter=Watch(), interrupt=interrupt)
+    interrupt.close()
+    assert time.monotonic() - t0 < 5.0  # the test exited on the forwarded SIGINT, no grace wait
+    assert [r.outcome for r in job.results] == [Outcome.PASSED, Outcome.INTERRUPTED, Outcome.NOT_RUN]
+    assert "got SIGINT" in job.results[1].tail
+    assert job.exit_code == 130
+    assert "runner received SIGINT" in job.results[2].message
