@@ -224,9 +224,9 @@ def judge(sel: Selected, history: Sequence[float] | None, window: int) -> Verdic
     rel_dev = abs_dev / abs(reference) if reference != 0 else None
     problems = list(hard)
     if value < lower:
-        problems.append(f"below the corridor [{lower:.6g}, {upper:.6g}]")
+        problems.append("below the corridor")
     elif value > upper:
-        problems.append(f"above the corridor [{lower:.6g}, {upper:.6g}]")
+        problems.append("above the corridor")
     status: Status = "FAIL" if problems else "PASS"
     return Verdict(spec, sel.step, status, sel.actual_step, value, reference, lower, upper,
                    abs_dev, rel_dev, n, "; ".join(problems))

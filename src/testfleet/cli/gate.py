@@ -1,0 +1,202 @@
+"""``testfleet gate``: evaluate records against history, show history, untrust runs.
+
+- ``gate evaluate --test FILE --record PATH [--write-baseline]``: what the runner
+  does after a passing file, by hand (records produced by any tool). Exit 0 when the
+  run is trusted (every coordinate PASS or INACTIVE), 1 when it is not, 2 on bad input.
+- ``gate history --test FILE [--metric KEY] [--format table|json]``: stored values.
+- ``gate untrust (--run-id ID | --ci-run-id N | --commit SHA)``: take runs out of
+  every baseline (a bad merge that slipped through, a broken runner image).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.errors import UsageError
+
+DATABASE_OPTION = click.option(
+    "--database", "database", metavar="URL", default=None,
+    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
+         "then the config's 'database', then <cache_dir>/history.db.",
+)
+
+
+@click.group("gate")
+def command() -> None:
+    """Evaluate metric records, show metric history, mark runs untrusted."""
+
+
+def _test_path(project: Any, test: str) -> str:
+    """``--test`` as the repo-relative posix path the history is keyed by."""
+    path = Path(test)
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, project.root / path]
+    for cand in candidates:
+        try:
+            rel = cand.resolve().relative_to(project.root.resolve())
+        except ValueError:
+            continue
+        if cand.is_file():
+            return rel.as_posix()
+    raise UsageError(f"--test {test}: no such test file inside the project {project.root}")
+
+
+def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]:
+    """(backend, suite) of the file; ``--suite`` picks one when it registers several."""
+    stages = project.config.stages
+    if suite is not None:
+        if suite not in stages:
+            raise UsageError(f"--suite {suite}: unknown stage; valid: {', '.join(sorted(stages))}")
+        return stages[suite].backend, suite
+    from testfleet.registry import collect
+
+    registry = collect(project)
+    found = sorted({(r.backend, r.suite) for r in registry.registrations if r.file == file})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"{file} has no registration; pass --suite STAGE to name its stage")
+    raise UsageError(f"{file} is registered on several stages "
+                     f"({', '.join(s for _, s in found)}); pass --suite STAGE")
+
+
+@command.command("evaluate")
+@click.option("--test", "test", required=True, metavar="FILE", help="The test file that logged.")
+@click.option("--record", "record", required=True, metavar="PATH",
+              type=click.Path(path_type=Path),
+              help="A record directory (every *.jsonl in it) or one record file.")
+@click.option("--write-baseline", is_flag=True,
+              help="Store this run, trusted iff every coordinate is PASS or INACTIVE.")
+@click.option("--suite", default=None, metavar="STAGE",
+              help="The stage whose history to use (default: the file's only registration).")
+@click.option("--run-id", default=None, metavar="ID", help="Run id to store (default: random).")
+@click.option("--ci-run-id", default=None, metavar="N", envvar="GITHUB_RUN_ID",
+              help="CI run id to store (default: $GITHUB_RUN_ID).")
+@click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA",
+              help="Commit to store (default: $GITHUB_SHA).")
+@DATABASE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.pass_context
+def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bool,
+                 suite: str | None, run_id: str | None, ci_run_id: str | None,
+                 commit: str | None, database: str | None, fmt: str) -> int:
+    """Evaluate one test's records against its trusted history.
+
+    Exit status: 0 trusted (PASS / INACTIVE), 1 FAIL or ERROR, 2 bad input.
+    """
+    from testfleet.gate.declarations import gate_calls_in_file
+    from testfleet.gate.hook import evaluate_run
+    from testfleet.gate.records import read_records
+
+    project = project_from(ctx)
+    file = _test_path(project, test)
+    if not record.exists():
+        raise UsageError(f"--record {record}: no such file or directory")
+    calls, problems = gate_calls_in_file(project.root, file)
+    if not calls and not problems:
+        raise UsageError(f"{file} declares no register_ci_gate(...): nothing to evaluate")
+    backend, stage = _registration(project, file, suite)
+    result = evaluate_run(
+        project, calls=calls, problems=problems, records=read_records(record), file=file,
+        backend=backend, suite=stage, write_baseline=write_baseline,
+        run_id=run_id or f"manual-{uuid.uuid4().hex[:12]}", ci_run_id=ci_run_id or None,
+        commit=commit or None, database=database,
+    )
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        for line in result.lines:
+            click.echo(line)
+    if result.findings:
+        return 1
+    return 0 if result.trusted else 1
+
+
+@command.command("history")
+@click.option("--test", "test", required=True, metavar="FILE")
+@click.option("--metric", "metric", default=None, metavar="KEY", help="Only this metric key.")
+@click.option("--runs", default=20, show_default=True, type=click.IntRange(1, 100000),
+              help="How many of the newest gated runs to show.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@DATABASE_OPTION
+@click.pass_context
+def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fmt: str,
+                database: str | None) -> int:
+    """Stored values of a test's gated runs, newest first (trusted and untrusted)."""
+    from testfleet.store.core import open_store
+    from testfleet.store.metrics import MetricStore
+
+    project = project_from(ctx)
+    file = _test_path(project, test)
+    with open_store(project, database) as store:
+        rows = MetricStore(store).history(file, metric_key=metric, runs=runs)
+    if fmt == "json":
+        click.echo(json.dumps({"schema_version": 1, "test": file, "metric": metric,
+                               "values": [r.to_json() for r in rows]}, indent=2, sort_keys=True))
+        return 0
+    if not rows:
+        click.echo(f"no gated runs stored for {file}" + (f" and metric {metric!r}" if metric else ""))
+        return 0
+    _history_table(file, rows)
+    return 0
+
+
+def _history_table(file: str, rows: list[Any]) -> None:
+    from datetime import datetime, timezone
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(f"metric history of {file}"), show_lines=False)
+    for col in ("run", "recorded (UTC)", "commit", "stage", "trusted", "metric", "steps",
+                "step", "value"):
+        table.add_column(col, justify="right" if col in ("step", "value") else "left")
+    for r in rows:
+        when = datetime.fromtimestamp(r.recorded_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        key = r.metric_key if len(r.metric_key) <= 60 else r.metric_key[:57] + "..."
+        step = f"last ({r.actual_step})" if r.step == -1 else str(r.step)
+        trusted = "yes" if r.trusted else ("no" + (f" ({r.untrusted_by})" if r.untrusted_by else ""))
+        # Text(...) everywhere: stored strings are data, never rich markup.
+        table.add_row(Text(r.run_id), Text(when), Text((r.commit or "-")[:12]),
+                      Text(f"{r.suite}{' ' + r.env_key if r.env_key else ''}"), Text(trusted),
+                      Text(key), Text(r.steps_key), Text(step), Text(f"{r.value:.6g}"))
+    Console(soft_wrap=False).print(table)
+
+
+@command.command("untrust")
+@click.option("--run-id", default=None, metavar="ID", help="A testfleet run id.")
+@click.option("--ci-run-id", default=None, metavar="N", help="A CI run id (all its gated files).")
+@click.option("--commit", default=None, metavar="SHA",
+              help="A commit (full SHA, or a prefix of at least 7 hex digits).")
+@DATABASE_OPTION
+@click.pass_context
+def untrust_cmd(ctx: click.Context, run_id: str | None, ci_run_id: str | None,
+                commit: str | None, database: str | None) -> int:
+    """Take runs out of every baseline; prints how many runs changed."""
+    from testfleet.store.core import open_store
+    from testfleet.store.metrics import MetricStore
+
+    given = [(n, v) for n, v in (("--run-id", run_id), ("--ci-run-id", ci_run_id),
+                                 ("--commit", commit)) if v is not None]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --run-id, --ci-run-id, --commit")
+    name, value = given[0]
+    if not value.strip():
+        raise UsageError(f"{name} must not be empty")
+    project = project_from(ctx)
+    with open_store(project, database) as store:
+        try:
+            changed = MetricStore(store).mark_untrusted(run_id=run_id, ci_run_id=ci_run_id,
+                                                        commit=commit)
+        except ValueError as exc:
+            raise UsageError(f"{name}: {exc}") from None
+    click.echo(f"{changed} gated run{'s' if changed != 1 else ''} marked untrusted ({name} {value})")
+    return 0
