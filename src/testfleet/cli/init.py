@@ -1,0 +1,270 @@
+"""``testfleet init``: scaffold a configuration and the CI workflow that consumes the plan.
+
+Every file is decided before anything is written: an existing configuration or
+workflow is never overwritten without ``--force``, and when one planned write
+is refused nothing is written at all. ``--from-existing`` adopts a tree that
+already uses ``register_*_ci(...)`` markers (see :mod:`testfleet.integrations.adopt`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from testfleet.errors import ConfigError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]\[]+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+@dataclass(frozen=True)
+class Write:
+    """One file ``init`` will write, with a word for the report."""
+
+    path: Path
+    text: str
+    what: str
+
+
+def _table_name(header: str) -> str:
+    return re.sub(r"\s+", "", header).replace('"', "").replace("'", "")
+
+
+def strip_testfleet_section(text: str) -> str:
+    """``pyproject.toml`` text without its ``[tool.testfleet*]`` tables.
+
+    Raises :class:`UsageError` when the section is written in a form this cannot
+    remove line by line (dotted keys under ``[tool]``), rather than guessing.
+    """
+    out: list[str] = []
+    dropping = False
+    for line in text.splitlines(keepends=True):
+        m = _HEADER.match(line)
+        if m:
+            name = _table_name(m.group(1))
+            dropping = name == "tool.testfleet" or name.startswith("tool.testfleet.")
+            if dropping:  # comments written right above the section belong to it
+                while out and out[-1].lstrip().startswith("#"):
+                    out.pop()
+        if not dropping:
+            out.append(line)
+    result = "".join(out)
+    try:
+        data = tomllib.loads(result)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"cannot remove [tool.testfleet] from pyproject.toml safely: {exc}") from None
+    if "testfleet" in data.get("tool", {}):
+        raise UsageError("pyproject.toml defines tool.testfleet in a form 'init --force' cannot "
+                         "replace (dotted keys under [tool]); remove it by hand and re-run")
+    return result.rstrip("\n") + "\n" if result.strip() else ""
+
+
+def _existing_config(root: Path, explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit if explicit.is_file() and _has_section(explicit) else None
+    for name in ("testfleet.toml", "pyproject.toml"):
+        path = root / name
+        if path.is_file() and _has_section(path):
+            return path
+    return None
+
+
+def _has_section(path: Path) -> bool:
+    if path.name != "pyproject.toml":
+        return True
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    return isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _config_write(root: Path, explicit: Path | None, data: dict[str, Any], use_toml: bool,
+                  force: bool, comment: str) -> Write:
+    from testfleet.integrations.adopt import render_toml
+
+    pyproject = root / "pyproject.toml"
+    if explicit is not None:
+        target = explicit
+    elif use_toml or not pyproject.is_file():
+        target = root / "testfleet.toml"
+    else:
+        target = pyproject
+    if target.name == "pyproject.toml":
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if force and current:
+            current = strip_testfleet_section(current)
+        section = render_toml(data, "tool.testfleet", comment)
+        text = (current.rstrip("\n") + "\n\n" if current.strip() else "") + section
+        return Write(target, text, f"[tool.testfleet] in {target.name}")
+    return Write(target, render_toml(data, "", comment), target.name)
+
+
+def _validate(data: dict[str, Any], file: str) -> Any:
+    from testfleet.config import validate_config
+
+    try:
+        return validate_config(data, file)
+    except ConfigError as exc:  # a bug in derivation, or a tree we could not represent
+        raise ConfigError(f"the derived configuration is not valid: {exc}", exc.findings) from None
+
+
+@click.command("init")
+@click.option("--github", "github", is_flag=True,
+              help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan).")
+@click.option("--from-existing", "from_existing", is_flag=True,
+              help="Derive stages, backends and labels from the tree's register_*_ci(...) calls.")
+@click.option("--force", is_flag=True, help="Replace an existing config section and workflow.")
+@click.option("--toml", "use_toml", is_flag=True,
+              help="Write testfleet.toml even when pyproject.toml exists.")
+@click.option("--root", "roots", multiple=True, metavar="DIR",
+              help="Test root to scan (repeatable; default: detected).")
+@click.option("--install", "install", default=None, metavar="CMD",
+              help="Command that installs testfleet in CI jobs (default: pip install testfleet).")
+@click.option("--python", "python_version", default="3.12", show_default=True, metavar="VERSION",
+              help="Python version for hosted jobs.")
+@click.option("--push-branch", "push_branches", multiple=True, metavar="BRANCH",
+              help="Also run on pushes to BRANCH (repeatable).")
+@click.option("--no-diff-pruning", "no_pruning", is_flag=True,
+              help="Do not pass the PR's diff to the planner (no pruning of unaffected stages).")
+@click.option("--database-secret", "database_secret", default=None, metavar="NAME",
+              help="Secret holding TESTFLEET_DATABASE_URL for the test jobs.")
+@click.option("--dry-run", is_flag=True, help="Print what would be written; write nothing.")
+@click.pass_context
+def command(ctx: click.Context, github: bool, from_existing: bool, force: bool, use_toml: bool,
+            roots: tuple[str, ...], install: str | None, python_version: str,
+            push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
+            dry_run: bool) -> int:
+    """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github, the CI workflow.
+
+    Without a configuration, one is written: adopted from the tree's marker calls
+    when it has any (as --from-existing), else a single implicit CPU stage. An
+    existing configuration is kept (and used for the workflow) unless --force.
+    """
+    from testfleet.integrations import adopt
+    from testfleet.integrations.github_workflow import (
+        WORKFLOW_PATH,
+        WorkflowOptions,
+        render_workflow,
+    )
+
+    app = ctx.find_root().obj
+    root: Path = app.directory
+    explicit: Path | None = app.config_file
+    if database_secret is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database_secret):
+        raise UsageError(f"--database-secret {database_secret!r}: not a valid secret name")
+    for branch in push_branches:
+        if not branch.strip() or any(ord(c) < 32 for c in branch):
+            raise UsageError(f"--push-branch {branch!r}: not a valid branch name")
+    for r in roots:
+        if r.startswith("/") or ".." in Path(r).parts or not (root / r).is_dir():
+            raise UsageError(f"--root {r}: not a directory inside {root}")
+
+    writes: list[Write] = []
+    messages: list[str] = []
+    existing = _existing_config(root, explicit)
+    config = None
+    adoption = None
+    if existing is not None and not force:
+        if from_existing:
+            raise UsageError(f"{existing} already has a testfleet configuration; "
+                             "use --force to replace it with one derived from the tree")
+        from testfleet.config import load_project
+
+        config = load_project(root, existing).config
+        messages.append(f"kept the existing configuration in {existing.name}")
+    else:
+        result = adopt.scan(root, list(roots) if roots else None)
+        if result.calls or from_existing:
+            if not result.calls:
+                raise UsageError(
+                    "--from-existing: no register_<backend>_ci(...) calls found under "
+                    f"{', '.join(result.roots)}; use --root DIR to point at the tests")
+            adoption = adopt.derive(result)
+            data = adoption.data
+            comment = (f"Adopted by 'testfleet init --from-existing' from {adoption.registrations} "
+                       "registrations.\nReview runs_on (your runner labels), shards and needs.")
+            if not from_existing:
+                messages.append(f"found {adoption.registrations} register_*_ci calls; "
+                                "derived the configuration from them (as --from-existing)")
+        else:
+            data = adopt.scaffold(root)
+            comment = ("Scaffolded by 'testfleet init': every test file under "
+                       f"{data['roots'][0]}/ is a CPU test.\nAdd stages and register GPU tests "
+                       "with register_cuda_ci / register_rocm_ci.")
+        write = _config_write(root, explicit, data, use_toml, force, comment)
+        config = _validate(data, write.path.name)
+        if write.path.name == "pyproject.toml" and write.path.is_file():
+            # the whole file must still parse and hold exactly our section
+            try:
+                tomllib.loads(write.text)
+            except tomllib.TOMLDecodeError as exc:
+                raise UsageError(f"pyproject.toml would not parse after adding the section: {exc}") from None
+        writes.append(write)
+
+    if github:
+        wf_path = root / WORKFLOW_PATH
+        if wf_path.exists() and not force:
+            raise UsageError(f"{WORKFLOW_PATH} already exists; use --force to replace it")
+        opts = WorkflowOptions(
+            install=install or WorkflowOptions().install,
+            python_version=python_version,
+            push_branches=tuple(push_branches),
+            diff_pruning=not no_pruning,
+            database_secret=database_secret,
+        )
+        writes.append(Write(wf_path, render_workflow(config, opts), WORKFLOW_PATH))
+
+    if dry_run:
+        for w in writes:
+            click.echo(f"--- {w.path.relative_to(root) if w.path.is_relative_to(root) else w.path}")
+            click.echo(w.text, nl=False)
+        return 0
+    for w in writes:
+        _atomic_write(w.path, w.text)
+        messages.append(f"wrote {w.what}")
+    for m in messages:
+        click.echo(m)
+    status = 0
+    if adoption is not None:
+        for note in adoption.notes:
+            click.echo(f"note: {note}")
+        for f in adoption.findings:
+            click.echo(f.render(), err=True)
+        if any(f.severity == "error" for f in adoption.findings):
+            click.echo(f"{sum(f.severity == 'error' for f in adoption.findings)} registration(s) "
+                       "could not be adopted as written; fix them, then run 'testfleet check'",
+                       err=True)
+            status = 1
+    if not writes:
+        click.echo("nothing to write (use --github for the workflow, --force to replace the config)")
+    else:
+        click.echo("next: testfleet check && testfleet plan")
+    return status

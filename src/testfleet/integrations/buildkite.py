@@ -1,0 +1,189 @@
+"""Emit a plan as a Buildkite pipeline: one command step per job of the plan.
+
+Buildkite is the distributed engine here exactly as GitHub Actions is: a
+bootstrap step writes the plan once, uploads it as an artifact and uploads this
+pipeline; every step downloads that same plan file and runs its own job from it,
+so no shard recomputes a different split. Each step checks that the plan it
+downloaded is the one the pipeline was emitted from (by digest) before running.
+
+Mapping:
+
+* ``key``: the job id (characters Buildkite does not allow in keys become ``_``);
+* ``agents``: from the stage's ``runs_on`` -- ``key=value`` entries are agent tag
+  rules as written, a bare label ``L`` becomes ``L=true``, and GitHub-only labels
+  (``self-hosted``, ``ubuntu-latest``, ...) are dropped, so a CPU stage runs on
+  the default queue;
+* ``depends_on``: every job of the stages in the job's ``needs``; a needed stage
+  with no jobs under this trigger is replaced by everything it would itself have
+  waited for (all jobs of earlier waves), so ordering never silently disappears;
+* ``allow_dependency_failure``: when the policy bypasses fast-fail;
+* ``plugins``: the Docker plugin when the stage has a ``container`` (with GPUs for
+  ``cuda`` and the ROCm devices for ``rocm``);
+* ``artifact_paths``: the JUnit file; ``retry``: only when the agent was lost.
+
+Buildkite interpolates ``$VAR`` when a pipeline is uploaded; every string this
+module emits has ``$`` escaped so that variables expand at run time only, and
+nothing from the plan can reach the upload-time environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from testfleet.planning.model import Job, Plan
+
+DOCKER_PLUGIN = "docker#v5.12.0"
+JUNIT_DIR = "testfleet-junit"
+PLAN_FILE = "plan.json"
+
+_KEY_BAD = re.compile(r"[^A-Za-z0-9_:-]")
+_HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|\d[\w.]*)(-[\w.]+)*$")
+_GITHUB_ONLY = {"self-hosted", "linux", "x64", "arm64", "windows", "macos"}
+
+
+@dataclass(frozen=True)
+class BuildkiteOptions:
+    """Choices a project may make about its pipeline."""
+
+    plan_file: str = PLAN_FILE
+    docker_plugin: str = DOCKER_PLUGIN
+    agent_lost_retries: int = 2
+
+
+def escape(value: str) -> str:
+    """Defer ``$`` interpolation from pipeline upload to run time."""
+    return value.replace("$", "$$")
+
+
+def step_key(job_id: str, taken: set[str]) -> str:
+    """A Buildkite step key for ``job_id``: allowed characters, unique, <= 100 chars."""
+    base = _KEY_BAD.sub("_", job_id)[:90] or "job"
+    if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", base):
+        base = "job-" + base[:80]
+    key, n = base, 2
+    while key in taken:
+        key = f"{base}-{n}"
+        n += 1
+    taken.add(key)
+    return key
+
+
+def agents_for(runs_on: Sequence[str]) -> dict[str, str]:
+    """Agent targeting rules for a stage's ``runs_on`` (see the module docstring)."""
+    agents: dict[str, str] = {}
+    for label in runs_on:
+        if "=" in label:
+            k, _, v = label.partition("=")
+            if k.strip():
+                agents[k.strip()] = v.strip()
+            continue
+        if label in _GITHUB_ONLY or _HOSTED.match(label):
+            continue
+        agents[label] = "true"
+    return agents
+
+
+def _plugins(job: Job, opts: BuildkiteOptions) -> list[dict[str, Any]]:
+    if not job.container:
+        return []
+    config: dict[str, Any] = {
+        "image": job.container,
+        "propagate-environment": True,
+        "mount-buildkite-agent": True,
+    }
+    if job.backend == "cuda":
+        config["gpus"] = "all"
+    elif job.backend == "rocm":
+        config["devices"] = ["/dev/kfd", "/dev/dri"]
+    return [{opts.docker_plugin: config}]
+
+
+def _command(plan: Plan, opts: BuildkiteOptions) -> list[str]:
+    plan_file = shlex.quote(opts.plan_file)
+    digest = plan.digest or plan.to_json()["digest"]
+    mismatch = (f"echo 'testfleet: {opts.plan_file} is not the plan this pipeline was emitted from "
+                f"({digest})' >&2; exit 2")
+    return [
+        f"buildkite-agent artifact download {plan_file} .",
+        f"grep -qF {shlex.quote(digest)} {plan_file} || {{ {mismatch}; }}",
+        f"mkdir -p {JUNIT_DIR}",
+        f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
+        f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"',
+    ]
+
+
+def _dependencies(plan: Plan, job: Job, keys: dict[str, str]) -> list[str]:
+    by_stage: dict[str, list[Job]] = {}
+    for other in plan.jobs:
+        by_stage.setdefault(other.stage, []).append(other)
+    stage_wave = {s.name: s.wave for s in plan.stages}
+    deps: set[str] = set()
+    for need in job.needs:
+        if by_stage.get(need):
+            deps.update(keys[j.id] for j in by_stage[need])
+        else:
+            limit = stage_wave.get(need, job.wave)
+            deps.update(keys[j.id] for j in plan.jobs if j.wave < limit)
+    return sorted(deps)
+
+
+def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, Any]:
+    """The pipeline as data (what :func:`emit` serialises)."""
+    opts = options or BuildkiteOptions()
+    taken: set[str] = set()
+    keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
+    bypass = bool(plan.policy.get("bypass_fastfail", False))
+    command = _command(plan, opts)
+    steps: list[dict[str, Any]] = []
+    for job in plan.jobs:
+        step: dict[str, Any] = {
+            "label": f"{job.stage} {job.shard}/{job.shards}",
+            "key": keys[job.id],
+            "commands": command,
+            "env": {"TESTFLEET_JOB_ID": job.id,
+                    **{k: v for k, v in sorted(job.env.items())}},
+            "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
+        }
+        agents = agents_for(job.runs_on)
+        if agents:
+            step["agents"] = agents
+        deps = _dependencies(plan, job, keys)
+        if deps:
+            step["depends_on"] = deps
+            if bypass:
+                step["allow_dependency_failure"] = True
+        plugins = _plugins(job, opts)
+        if plugins:
+            step["plugins"] = plugins
+        if opts.agent_lost_retries:
+            step["retry"] = {"automatic": [
+                {"exit_status": -1, "limit": opts.agent_lost_retries},
+                {"signal_reason": "agent_stop", "limit": opts.agent_lost_retries},
+            ]}
+        steps.append(step)
+    if not steps:
+        # Nothing to run: a wait step is valid and asks for no agent.
+        steps.append({"wait": None})
+    return {"env": {"TESTFLEET_PLAN_DIGEST": plan.digest or plan.to_json()["digest"]},
+            "steps": _escape_all(steps)}
+
+
+def _escape_all(value: Any) -> Any:
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, list):
+        return [_escape_all(v) for v in value]
+    if isinstance(value, dict):
+        return {escape(k): _escape_all(v) for k, v in value.items()}
+    return value
+
+
+def emit(plan: Plan, options: BuildkiteOptions | None = None) -> str:
+    """The pipeline as JSON text (JSON is YAML, so ``buildkite-agent pipeline upload``
+    reads it as it is); deterministic for a given plan."""
+    return json.dumps(pipeline(plan, options), indent=2, ensure_ascii=False) + "\n"
