@@ -38,6 +38,16 @@ def _report_rules(project: Project, registry: Registry) -> list[Finding]:
 
 PRODUCERS.append(_report_rules)
 
+
+def _gate_specs(project: Project, registry: Registry) -> list[Finding]:
+    """register_ci_gate declarations: arguments, steps, constraints, duplicates."""
+    from testfleet.gate.spec import parse_gate_specs
+
+    return parse_gate_specs(project, registry.gates)[1]
+
+
+PRODUCERS.append(_gate_specs)
+
 JSON_SCHEMA_VERSION = 1
 
 
