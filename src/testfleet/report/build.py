@@ -44,7 +44,8 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     if history:
         from testfleet.report.history import load_history
 
-        hist = load_history(project, regs, database)
+        hist = load_history(project, regs, database,
+                            gate_files=sorted({g.file for g in registry.gates}))
     else:
         hist = HistorySection(False, "history not requested (--no-history)")
     notes = []

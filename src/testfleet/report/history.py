@@ -11,14 +11,15 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from testfleet.config import Config, Project
 from testfleet.registry.model import Registration
-from testfleet.report.model import DriftRow, HistorySection
+from testfleet.report.model import DriftRow, GateRow, HistorySection, TrendSeries
 
 
 def load_history(project: Project, registrations: Sequence[Registration],
-                 url: str | None = None) -> HistorySection:
+                 url: str | None = None, gate_files: Sequence[str] = ()) -> HistorySection:
     """Read durations (and metric history when the store has it); notes instead of errors."""
     cfg = project.config
     try:
@@ -33,7 +34,7 @@ def load_history(project: Project, registrations: Sequence[Registration],
     try:
         with store:
             measured = _durations(store, registrations, cfg.durations.window)
-            gates, trends, gate_note = _metrics(store, project, registrations)
+            gates, trends, gate_note = _metrics(store, project, gate_files)
             if gate_note:
                 notes.append(gate_note)
     except StoreError as exc:
@@ -45,14 +46,14 @@ def load_history(project: Project, registrations: Sequence[Registration],
                           drift_factor=cfg.durations.drift_factor, gates=gates, trends=trends)
 
 
-def _durations(store: object, regs: Sequence[Registration], window: int) -> dict[tuple[str, str], list[float]]:
+def _durations(store: Any, regs: Sequence[Registration], window: int) -> dict[tuple[str, str], list[float]]:
     by_stage: dict[str, set[str]] = defaultdict(set)
     for reg in regs:
         if reg.disabled is None:
             by_stage[reg.suite].add(reg.file)
     out: dict[tuple[str, str], list[float]] = {}
     for stage, files in sorted(by_stage.items()):
-        for file, values in store.durations(stage, sorted(files), window).items():  # type: ignore[attr-defined]
+        for file, values in store.durations(stage, sorted(files), window).items():
             out[(stage, file)] = list(values)
     return out
 
@@ -87,8 +88,17 @@ def drift_rows(regs: Sequence[Registration], measured: Mapping[tuple[str, str], 
     return rows
 
 
-def _metrics(store: object, project: Project, regs: Sequence[Registration]):  # type: ignore[no-untyped-def]
-    """Gate rows and trend series, when the store has metric history (gate issue)."""
+def _metrics(store: Any, project: Project, gate_files: Sequence[str]
+             ) -> tuple[tuple[GateRow, ...], tuple[TrendSeries, ...], str]:
+    """Gate rows and trend series; a database without the gate tables yet is a note."""
+    if not gate_files:
+        return (), (), ""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from testfleet.report.gates import gate_history
 
-    return gate_history(store, project, regs)
+    try:
+        return gate_history(store, project, gate_files)
+    except SQLAlchemyError as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return (), (), f"metric history unreadable ({first}); run 'testfleet db upgrade'"
