@@ -26,8 +26,21 @@ from typing import Any
 
 from testfleet.config import BUILTIN_BACKENDS, NAME_RE
 from testfleet.findings import Finding
+from testfleet.registry.scan import (
+    ALIASED_IMPORT,
+    ATTRIBUTE_CALL,
+    EMBEDDED_CALL,
+    INDENTED_CALL,
+    MarkerCall,
+    scan_source,
+)
 
 MARKER_RE = re.compile(r"^register_([A-Za-z0-9]+)_ci$")
+#: Any ``register_<backend>_ci`` name: before a config exists, every backend is possible.
+MARKER_SCAN = re.compile(r"register_(?:[A-Za-z0-9]+_ci|ci_gate)(?!\w)")
+GATE = "register_ci_gate"
+NEEDLES = (b"register_",)
+_PYTEST_TESTS = re.compile(r"^(?:async[ \t]+)?def[ \t]+test|^class[ \t]+Test", re.MULTILINE)
 ALIASES = {"amd": "rocm"}
 _NAME = re.compile(NAME_RE)
 _SKIP_DIRS = {
@@ -99,28 +112,12 @@ def detect_roots(root: Path) -> list[str]:
         if top in roots:
             continue
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            data = path.read_bytes()
         except OSError:
             continue
-        if "register_" in text and _has_marker_call(text):
+        if b"register_" in data and scan_source(data, MARKER_SCAN, NEEDLES).calls:
             roots.add(top)
     return sorted(roots) or ["tests"]
-
-
-def _has_marker_call(text: str) -> bool:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return any(_marker_name(node) for node in tree.body)
-
-
-def _marker_name(node: ast.stmt) -> str | None:
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        func = node.value.func
-        if isinstance(func, ast.Name) and MARKER_RE.match(func.id):
-            return func.id
-    return None
 
 
 def backend_of(marker: str) -> str:
@@ -130,21 +127,6 @@ def backend_of(marker: str) -> str:
     return ALIASES.get(name, name)
 
 
-def _is_script(tree: ast.Module) -> bool:
-    """A file that runs as ``python FILE``: a ``__main__`` guard and no pytest tests."""
-    has_main = any(
-        isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
-        and isinstance(n.test.left, ast.Name) and n.test.left.id == "__name__"
-        for n in tree.body
-    )
-    has_tests = any(
-        (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test"))
-        or (isinstance(n, ast.ClassDef) and n.name.startswith("Test"))
-        for n in tree.body
-    )
-    return has_main and not has_tests
-
-
 def _literal(node: ast.expr) -> tuple[bool, Any]:
     try:
         return True, ast.literal_eval(node)
@@ -152,10 +134,9 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return False, None
 
 
-def _parse_call(rel: str, node: ast.Expr, marker: str, findings: list[Finding]) -> FoundCall | None:
-    call = node.value
-    assert isinstance(call, ast.Call)
-    where = (rel, node.lineno, node.col_offset + 1)
+def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding]) -> FoundCall | None:
+    call, marker = call_at.node, call_at.name
+    where = (rel, call_at.line, call_at.col)
 
     def bad(message: str) -> None:
         findings.append(Finding(*where, "error", "adopt-call", f"{marker}(...): {message}"))
@@ -203,27 +184,31 @@ def _parse_call(rel: str, node: ast.Expr, marker: str, findings: list[Finding]) 
     if disabled is not None and (not isinstance(disabled, str) or not disabled.strip()):
         bad("disabled must be a non-empty reason string or None")
         return None
-    return FoundCall(rel, node.lineno, node.col_offset + 1, marker, backend_of(marker), suite,
+    return FoundCall(rel, call_at.line, call_at.col, marker, backend_of(marker), suite,
                      float(est), tuple(labels), nightly, disabled)
 
 
-def _other_uses(rel: str, tree: ast.Module, top_level: set[int], findings: list[Finding]) -> None:
-    """Marker names used in ways the registry will not read (attribute, nested, aliased)."""
-    for node in ast.walk(tree):
-        name = None
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and MARKER_RE.match(func.attr):
-                name = func.attr + " (attribute call)"
-            elif isinstance(func, ast.Name) and MARKER_RE.match(func.id) and id(node) not in top_level:
-                name = func.id + " (not a top-level statement)"
-        elif isinstance(node, ast.alias) and node.asname and MARKER_RE.match(node.name):
-            name = f"{node.name} imported as {node.asname}"
-        if name:
-            findings.append(Finding(rel, getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1,
-                                    "error", "adopt-unread",
-                                    f"{name}: testfleet reads only top-level calls by their own "
-                                    "name; this registration will not be seen"))
+_UNREAD = {
+    INDENTED_CALL: "called inside {detail}, not as a top-level statement",
+    ATTRIBUTE_CALL: "called as an attribute ({detail})",
+    ALIASED_IMPORT: "imported under another name ({detail})",
+    EMBEDDED_CALL: "called inside a larger expression ({detail})",
+}
+
+
+def _check_gate(rel: str, call: MarkerCall, findings: list[Finding]) -> None:
+    """A gate that leaves ``steps``/``constraint`` to a config default needs one that
+    no tree can supply by itself: say so rather than invent thresholds."""
+    given = {k.arg for k in call.node.keywords if k.arg}
+    missing = [k for k in ("steps", "constraint") if k not in given]
+    if not missing:
+        return
+    key = next((k.value for k in call.node.keywords if k.arg == "metric_key"), None)
+    metric = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "?"
+    findings.append(Finding(
+        rel, call.line, call.col, "error", "adopt-gate-default",
+        f"register_ci_gate(metric_key={metric!r}) omits {' and '.join(missing)}: add them to the "
+        f'call or add [tool.testfleet.gate.defaults."{metric}"] with steps and constraint'))
 
 
 def scan(root: Path, roots: list[str] | None = None) -> Scan:
@@ -249,40 +234,39 @@ def scan(root: Path, roots: list[str] | None = None) -> Scan:
 
 
 def _scan_file(rel: str, path: Path, result: Scan) -> None:
+    """One file, read with the registry's own statement parser (so adoption sees
+    exactly the calls ``testfleet check`` will see)."""
     try:
-        raw = path.read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
         result.findings.append(Finding(rel, 0, 0, "error", "adopt-read", f"cannot read: {exc}"))
         return
-    if b"register_" not in raw and not fnmatch.fnmatch(path.name, "test*.py"):
+    fs = scan_source(data, MARKER_SCAN, NEEDLES)
+    if fs.decode_error is not None:
+        if b"register_" in data:
+            result.findings.append(Finding(rel, 0, 0, "error", "adopt-encoding",
+                                           f"not UTF-8: {fs.decode_error}"))
         return
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        if b"register_" in raw:
-            result.findings.append(Finding(rel, 0, 0, "error", "adopt-encoding", "not UTF-8"))
-        return
-    try:
-        tree = ast.parse(text, filename=rel)
-    except (SyntaxError, ValueError) as exc:
-        if "register_" in text:
-            result.findings.append(Finding(rel, getattr(exc, "lineno", 0) or 0, 0, "error",
-                                           "adopt-syntax", f"does not parse: {exc}"))
-        return
-    result.python_style[rel] = _is_script(tree)
-    if "register_" not in text:
-        return
-    top_level: set[int] = set()
-    for node in tree.body:
-        marker = _marker_name(node)
-        if marker is None:
+    if fs.has_main_call:
+        text = data.decode("utf-8", errors="replace")
+        result.python_style[rel] = not _PYTEST_TESTS.search(text)
+    for line, col, message in fs.syntax_errors:
+        result.findings.append(Finding(rel, line, col, "error", "adopt-syntax", message))
+    for call in fs.calls:
+        if call.name == GATE:
+            _check_gate(rel, call, result.findings)
             continue
-        assert isinstance(node, ast.Expr)
-        top_level.add(id(node.value))
-        found = _parse_call(rel, node, marker, result.findings)
+        found = _parse_call(rel, call, result.findings)
         if found is not None:
             result.calls.append(found)
-    _other_uses(rel, tree, top_level, result.findings)
+    for occ in fs.others:
+        template = _UNREAD.get(occ.kind)
+        if template is None:
+            continue
+        result.findings.append(Finding(
+            rel, occ.line, occ.col, "error", "adopt-unread",
+            f"{occ.name} {template.format(detail=occ.detail or '?')}: testfleet reads only "
+            "top-level calls by their own name, so this registration will not be seen"))
 
 
 def existing_crons(root: Path) -> list[str]:

@@ -175,16 +175,19 @@ def _triggers(config: Config, opts: WorkflowOptions) -> list[str]:
 
 
 def _plan_job(config: Config, opts: WorkflowOptions, waves: int) -> list[str]:
-    outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline"]
+    outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest"]
     for i in range(waves):
         outputs += [f"matrix_{i}", f"has_jobs_{i}"]
     plan_script = f"""
 set -euo pipefail
-args=(--github --format github --output plan.json)
+case "$GITHUB_EVENT_NAME" in
+  pull_request|pull_request_target|push|schedule|workflow_dispatch) args=(--github) ;;
+  *) args=(--event workflow_call) ;;  # called by a workflow of another event
+esac
 if [ -n "${{CADENCE:-}}" ]; then args+=(--cadence "$CADENCE"); fi
-if [ "${{MATCH_ALL_LABELS:-}}" = "true" ]; then args+=(--match-all-labels); fi
 {'if [ "$GITHUB_EVENT_NAME" = "pull_request" ]; then args+=(--diff-base HEAD^1); fi' if opts.diff_pruning else ''}
-testfleet plan "${{args[@]}}"
+testfleet plan "${{args[@]}}" --format github --plan-file plan.json
+testfleet plan "${{args[@]}}" --format markdown >> "$GITHUB_STEP_SUMMARY"
 """
     guard_script = f"""
 if [ "${{WAVES:-0}}" -gt {waves} ]; then
@@ -218,7 +221,6 @@ fi
         "        id: plan",
         "        env:",
         "          CADENCE: ${{ inputs.cadence }}",
-        "          MATCH_ALL_LABELS: ${{ inputs.match_all_labels }}",
         "        run: |",
         *[ln for ln in _block(plan_script, 10) if ln.strip()],
         "      - name: Check the workflow covers every wave",
@@ -226,14 +228,12 @@ fi
         "          WAVES: ${{ steps.plan.outputs.waves }}",
         "        run: |",
         *_block(guard_script, 10),
-        "      - name: Summary",
-        "        run: |",
-        "          testfleet plan --github --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
         f"      - uses: {_uses('actions/upload-artifact')}",
         "        with:",
         f"          name: {PLAN_ARTIFACT}",
         "          path: plan.json",
         "          if-no-files-found: error",
+        "          overwrite: true",
         f"          retention-days: {opts.artifact_retention_days}",
     ]
     return lines
@@ -241,6 +241,10 @@ fi
 
 RUN_SCRIPT = f"""
 set -euo pipefail
+if ! grep -qF "$TESTFLEET_PLAN_DIGEST" plan.json; then
+  echo "::error title=testfleet::plan.json is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
+  exit 2
+fi
 mkdir -p {JUNIT_DIR}
 testfleet run --plan plan.json --job "$TESTFLEET_JOB_ID" --junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"
 """
@@ -296,6 +300,7 @@ def _wave_job(config: Config, opts: WorkflowOptions, wave: int) -> list[str]:
         *([] if env else ["        env:"]),
         *env[1:],
         "          TESTFLEET_JOB_ID: ${{ matrix.id }}",
+        "          TESTFLEET_PLAN_DIGEST: ${{ needs.plan.outputs.digest }}",
         "        run: |",
         *[ln for ln in _block(RUN_SCRIPT, 10) if ln.strip()],
         f"      - uses: {_uses('actions/upload-artifact')}",

@@ -47,6 +47,7 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         "bypass_fastfail": flag(policy.get("bypass_fastfail")),
         "write_baseline": flag(policy.get("write_baseline")),
         "coverage_holes": str(len(plan.holes)),
+        "coverage_hole_stages": json.dumps([s.name for s in plan.holes], separators=(",", ":")),
         "digest": plan.digest,
         "waves": str(plan.waves),
     }
@@ -203,9 +204,17 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     return buf.getvalue()
 
 
+def render_buildkite(plan: Plan) -> str:
+    """A Buildkite pipeline, one step per job (see :mod:`testfleet.integrations.buildkite`)."""
+    from testfleet.integrations.buildkite import emit
+
+    return emit(plan)
+
+
 FORMATS: dict[str, Callable[[Plan], str]] = {
     "table": render_table,
     "json": render_json,
     "markdown": render_markdown,
     "github": render_github,
+    "buildkite": render_buildkite,
 }
