@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from testfleet.config import DurationsConfig, Project
 
 Key = tuple[str, str]  # (file, stage)
+# How long a plan waits for a history database another process has locked before it
+# falls back to literals: long enough for a runner's write, short for a CI plan step.
+BUSY_TIMEOUT = 5.0
 History = Mapping[str, Mapping[str, Sequence[float]]]  # stage -> file -> durations, newest first
 
 
@@ -110,7 +113,7 @@ def load_history(project: Project, stages: Iterable[str], files: Iterable[str] |
     try:
         from testfleet.store import open_store
 
-        with open_store(project, url, readonly=True, busy_timeout=5.0) as store:
+        with open_store(project, url, readonly=True, busy_timeout=BUSY_TIMEOUT) as store:
             return {stage: store.durations(stage, wanted, window) for stage in sorted(set(stages))}, []
     except StoreError as exc:
         return {}, [f"history unavailable: {exc}; {fallback}"]

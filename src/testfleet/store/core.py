@@ -195,7 +195,7 @@ class Store:
 
 
 def connect(project: Project, url: str | None = None, *, busy_timeout: float = 10.0,
-            create_file: bool = False) -> Store:
+            create_file: bool = False, readonly: bool = False) -> Store:
     """A :class:`Store` without any schema check (for ``testfleet db``)."""
     target = resolve_target(project, url)
     if target.path is not None:
@@ -210,7 +210,7 @@ def connect(project: Project, url: str | None = None, *, busy_timeout: float = 1
             except OSError as exc:
                 raise StoreUnavailable(f"cannot create {target.path.parent}: {exc}") from None
     try:
-        engine = create_engine_for(target, busy_timeout=busy_timeout)
+        engine = create_engine_for(target, busy_timeout=busy_timeout, wal=not readonly)
     except ImportError as exc:
         raise StoreUnavailable(
             f"cannot use {target.display}: {exc}; install testfleet[postgres] for PostgreSQL"
@@ -233,7 +233,7 @@ def open_store(project: Project, url: str | None = None, *, readonly: bool = Fal
     """
     target = resolve_target(project, url)
     auto = target.dialect == "sqlite" and not readonly
-    store = connect(project, url, busy_timeout=busy_timeout, create_file=auto)
+    store = connect(project, url, busy_timeout=busy_timeout, create_file=auto, readonly=readonly)
     try:
         store.check_schema(auto_migrate=auto, allow_older=readonly)
     except BaseException:

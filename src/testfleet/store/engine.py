@@ -112,8 +112,9 @@ def _rel(project: Project, path: Path) -> str:
         return str(path)
 
 
-def create_engine_for(target: Target, *, busy_timeout: float = 10.0) -> Engine:
-    """An engine with the connection settings each dialect needs."""
+def create_engine_for(target: Target, *, busy_timeout: float = 10.0, wal: bool = True) -> Engine:
+    """An engine with the connection settings each dialect needs (``wal=False`` for
+    read-only use: switching the journal mode writes to the file)."""
     from sqlalchemy import create_engine, event
 
     if target.dialect == "sqlite":
@@ -135,7 +136,7 @@ def create_engine_for(target: Target, *, busy_timeout: float = 10.0) -> Engine:
                 # stored in the file; only switch when needed, and leave a read-only
                 # file in whatever mode it has.
                 mode = cursor.execute("PRAGMA journal_mode").fetchone()
-                if mode is not None and str(mode[0]).lower() != "wal":
+                if wal and mode is not None and str(mode[0]).lower() != "wal":
                     try:
                         cursor.execute("PRAGMA journal_mode = WAL")
                     except sqlite3.OperationalError as exc:

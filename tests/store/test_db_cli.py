@@ -1,0 +1,65 @@
+"""``testfleet db init|upgrade|status`` on both engines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testfleet.store.schema import latest_version
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], project):  # type: ignore[no-untyped-def]
+    from testfleet.cli.main import main
+
+    def go(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            main(["-C", str(project.root), *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return go
+
+
+def test_sqlite_lifecycle(run, project) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("db", "status")
+    assert code == 1 and "state:    missing" in out
+    code, _, err = run("db", "upgrade")
+    assert code == 2 and "does not exist" in err
+    code, out, _ = run("db", "init")
+    assert code == 0 and f"schema version {latest_version()}" in out
+    assert (Path(project.root) / ".testfleet" / "history.db").is_file()
+    code, out, _ = run("db", "init")
+    assert code == 0 and "already initialised" in out
+    code, out, _ = run("db", "upgrade")
+    assert code == 0 and "up to date" in out
+    code, out, _ = run("db", "status", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["state"] == "ready" and doc["schema_version"] == latest_version()
+
+
+def test_pg_lifecycle_and_masked_password(run, pg_url: str) -> None:  # type: ignore[no-untyped-def]
+    password = pg_url.split(":")[2].split("@")[0]
+    code, out, _ = run("db", "status", "--database", pg_url)
+    assert code == 1 and "uninitialised" in out and password not in out
+    code, _, err = run("db", "upgrade", "--database", pg_url)
+    assert code == 2 and "run 'testfleet db init' first" in err
+    code, out, _ = run("db", "init", "--database", pg_url)
+    assert code == 0 and "initialised" in out and password not in out
+    code, out, _ = run("db", "status", "--database", pg_url)
+    assert code == 0 and "state:    ready" in out
+
+
+def test_pg_runtime_role_gets_a_clear_ddl_error(run, pg_url_rw: str) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run("db", "init", "--database", pg_url_rw)
+    assert code == 2 and "permission denied" in err and "Traceback" not in err
+
+
+def test_bad_url(run) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run("db", "init", "--database", "mysql://x/y")
+    assert code == 2 and "unsupported database URL scheme" in err
