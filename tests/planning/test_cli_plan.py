@@ -99,13 +99,14 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
     assert outputs["bypass_fastfail"] == "true"
     assert outputs["write_baseline"] == "false"
     assert set(outputs) == {"earlier", "matrix", "has_jobs", "cadence", "bypass_fastfail",
-                            "write_baseline", "coverage_holes", "digest", "waves",
+                            "write_baseline", "coverage_holes", "coverage_hole_stages", "digest", "waves",
                             "matrix_0", "has_jobs_0", "matrix_1", "has_jobs_1"}
     matrix = json.loads(outputs["matrix"])["include"]
     plan = load_plan(tmp_path / "plan.json")
     assert [m["id"] for m in matrix] == [j.id for j in plan.jobs]
     assert outputs["digest"] == plan.digest
     assert int(outputs["waves"]) == 2
+    assert json.loads(outputs["coverage_hole_stages"]) == ["stage-c-4-gpu-mi300x"]
     wave1 = json.loads(outputs["matrix_1"])["include"]
     assert wave1 and all(m["wave"] == 1 for m in wave1)
     assert {"id", "stage", "runs_on", "container", "command", "shard", "shards"} <= set(matrix[0])
