@@ -47,7 +47,7 @@ def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tup
     registry = collect(project, use_cache=not no_cache)
     rows = [r for r in registry.registrations if _keep(r, stages, backends, labels, disabled)]
     if fmt == "json":
-        click.echo(json.dumps([r.to_json() for r in rows], indent=1))
+        click.echo(to_json(rows), nl=False)
     elif fmt == "csv":
         click.echo(to_csv(rows), nl=False)
     else:
@@ -86,6 +86,20 @@ def _keep(r: Registration, stages: tuple[str, ...], backends: tuple[str, ...],
     if labels and not set(labels) & set(r.labels):
         return False
     return not (disabled and r.disabled is None)
+
+
+def to_json(rows: list[Registration]) -> str:
+    """A JSON array with one registration object per line (grep- and diff-friendly).
+
+    ``json.dumps(indent=...)`` falls back to the pure-Python encoder, several
+    times slower on 10,000 rows. The compact C encoder is used instead and a
+    newline put between objects: ``}, {"file"`` cannot occur inside a JSON
+    string (its quote would be escaped), so the split is exact.
+    """
+    if not rows:
+        return "[]\n"
+    text = json.dumps([r.to_json() for r in rows], ensure_ascii=False)
+    return "[\n" + text[1:-1].replace('}, {"file"', '},\n{"file"') + "\n]\n"
 
 
 def _cell(value: object) -> str:

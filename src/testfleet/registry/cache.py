@@ -1,20 +1,25 @@
-"""The on-disk collection cache: per-file results, never trusted blindly.
+"""The on-disk collection caches: per-file results, never trusted blindly.
 
-Layout of ``<root>/<cache_dir>/registry-cache.json`` (schema 1)::
+Every cache file is one JSON header line followed by a body::
 
-    {"kind": "testfleet-registry-cache", "schema": 1, "key": "<hex>", "digest": "<hex>"}\\n
-    {"<file>": [size, mtime_ns, ctime_ns, ino, dev, racy_digest|null, payload], ...}
+    {"kind": "...", "schema": 1, "key": "<hex>", "crc": <crc32 of body>, "size": <len(body)>, ...}\n
+    <body>
 
-``key`` hashes the cache schema, the testfleet and Python versions, the project
-root, the config file's path and its raw text, so any config change drops the
-whole cache. An entry is used only when the file's ``lstat`` key (size,
-mtime_ns, ctime_ns, inode, device) is unchanged; an entry whose mtime was
-within :data:`RACY_NS` of the write also carries a content digest that must
-match (the "racy clean" problem: an edit inside one timestamp tick). ``digest``
-is the BLAKE2b of the body, so a truncated, corrupt or foreign file is ignored.
-Writes go to a temporary file in the same directory and ``os.replace`` it, so a
-concurrent reader sees the old or the new file, never half of one. JSON, not
-pickle: loading a cache must never be able to run code.
+``key`` hashes the cache kind and schema, the testfleet and Python versions,
+the project root, the config file's path and its raw text, so any config change
+drops the whole cache. The CRC and size catch a truncated or corrupt file; a
+header of another kind, schema or key (a foreign cache, e.g. restored from
+another checkout) is ignored. Writes go to a temporary file in the same
+directory and ``os.replace`` it, so a concurrent reader sees the old or the new
+file, never half of one. Bodies are JSON or plain arrays of integers, never
+pickle: loading a cache must not be able to run code.
+
+The registry cache body is a table (see :func:`encode_table`): the file paths,
+their ``lstat`` keys (NUL-separated paths) (size, mtime_ns, ctime_ns, inode, device) as int64s, and a
+JSON list of per-file results. An entry is used only when the file's key is
+unchanged; an entry whose mtime was within :data:`RACY_NS` of the run also
+carries a content digest that must match (the "racy clean" problem: an edit
+inside one timestamp tick leaves size and mtime unchanged).
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
+import zlib
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +38,9 @@ from testfleet import __version__
 
 SCHEMA = 1
 KIND = "testfleet-registry-cache"
-NAME = "registry-cache.json"
+NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000
+_MASK = (1 << 63) - 1
 
 
 def cache_key(root: Path, config_path: Path, raw_config_text: str, kind: str = KIND) -> str:
@@ -49,49 +56,108 @@ def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def load(path: Path, key: str, kind: str = KIND) -> dict[str, Any]:
-    """The cache body, or ``{}`` for a missing, foreign, stale or damaged file."""
+def signed(value: int) -> int:
+    """Inode and device numbers are unsigned 64-bit; the table stores int64."""
+    return value & _MASK
+
+
+def load_blob(path: Path, key: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
+    """(header, body) when the file is ours, whole and current; otherwise None."""
     try:
         if path.is_symlink():
-            return {}
+            return None
         raw = path.read_bytes()
     except OSError:
-        return {}
+        return None
     head, sep, body = raw.partition(b"\n")
     if not sep:
-        return {}
+        return None
     try:
         header = json.loads(head)
-        if (not isinstance(header, dict) or header.get("kind") != kind
-                or header.get("schema") != SCHEMA or header.get("key") != key
-                or header.get("digest") != content_digest(body)):
-            return {}
-        data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    if (not isinstance(header, dict) or header.get("kind") != kind or header.get("schema") != SCHEMA
+            or header.get("key") != key or header.get("size") != len(body)
+            or header.get("crc") != zlib.crc32(body)):
+        return None
+    return header, body
 
 
-def save(path: Path, key: str, entries: dict[str, Any], kind: str = KIND) -> bool:
-    """Write atomically; a cache that cannot be written is only a slower next run."""
+def save_blob(path: Path, key: str, kind: str, body: bytes, extra: dict[str, Any] | None = None) -> bool:
+    """Write atomically; a cache that cannot be written only makes the next run slower."""
     directory = path.parent
     try:
         if not _usable_dir(directory):
             return False
-        body = json.dumps(entries, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-        header = json.dumps({"kind": kind, "schema": SCHEMA, "key": key, "digest": content_digest(body)})
+        header = {"kind": kind, "schema": SCHEMA, "key": key, "crc": zlib.crc32(body), "size": len(body),
+                  **(extra or {})}
+        import tempfile  # only when writing: keep the warm path's imports small
+
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(header.encode() + b"\n" + body)
+                fh.write(json.dumps(header).encode() + b"\n" + body)
             os.replace(tmp, path)
         except BaseException:
             with _suppress():
                 os.unlink(tmp)
             raise
-    except (OSError, ValueError, UnicodeEncodeError):
+    except (OSError, ValueError):
         return False
     return True
+
+
+def load(path: Path, key: str, kind: str) -> dict[str, Any]:
+    """A JSON-object cache body, or ``{}`` for a missing, foreign, stale or damaged file."""
+    blob = load_blob(path, key, kind)
+    if blob is None:
+        return {}
+    try:
+        data = json.loads(blob[1])
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save(path: Path, key: str, entries: dict[str, Any], kind: str) -> bool:
+    try:
+        body = json.dumps(entries, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return False
+    return save_blob(path, key, kind, body)
+
+
+Table = tuple[list[str], "array[int]", list[Any]]
+
+
+def encode_table(paths: list[str], stats: list[tuple[int, ...]], elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
+    """Body and header fields for the registry table (5 int64 per path)."""
+    p = "\0".join(paths).encode("utf-8", "surrogatepass")
+    a = array("q")
+    for st in stats:
+        a.extend(st)
+    e = json.dumps(elements, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    extra = {"n": len(paths), "paths": len(p), "stats": len(a) * a.itemsize, "byteorder": sys.byteorder}
+    return p + a.tobytes() + e, extra
+
+
+def decode_table(header: dict[str, Any], body: bytes) -> Table | None:
+    try:
+        n, lp, ls = header["n"], header["paths"], header["stats"]
+        if (header.get("byteorder") != sys.byteorder or not all(isinstance(x, int) for x in (n, lp, ls))
+                or ls != n * 5 * 8 or lp + ls > len(body)):
+            return None
+        paths = body[:lp].decode("utf-8", "surrogatepass").split("\0") if n else []
+        stats = array("q")
+        if stats.itemsize != 8:
+            return None
+        stats.frombytes(body[lp:lp + ls])
+        elements = json.loads(body[lp + ls:])
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if len(paths) != n or not isinstance(elements, list) or len(elements) != n:
+        return None
+    return paths, stats, elements
 
 
 def _usable_dir(directory: Path) -> bool:

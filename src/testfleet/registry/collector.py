@@ -34,8 +34,10 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
     found = discover(root, config.roots, rules, config.exclude, config.cache_dir)
     cache_path = root / config.cache_dir / cache.NAME
     key = cache.cache_key(root, project.config_path, project.raw_config_text)
-    old: dict[str, Any] = cache.load(cache_path, key) if use_cache else {}
-    new: dict[str, Any] = {}
+    table = _load_table(cache_path, key) if use_cache else None
+    index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
+    new_stats: list[StatKey] = []
+    new_elements: list[Any] = []
     changed = False
     pattern = scan.marker_pattern(rules.markers)
     needles = scan.needles_for(rules.markers)
@@ -43,12 +45,29 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
     now = time.time_ns()
 
     registry = Registry(findings=list(found.findings), files=sorted(found.files))
+    kept: list[str] = []
     for rel in registry.files:
         st = found.files[rel]
         result: FileResult | None = None
-        entry = old.get(rel)
-        if entry is not None:
-            result = _reuse(root_str, rel, st, entry)
+        element: Any = None
+        i = index.get(rel)
+        if i is not None and table is not None:
+            j = 5 * i
+            if tuple(table[1][j:j + 5]) == st:
+                element = table[2][i]
+                if element == 0 and type(element) is int:
+                    # Fast path for the commonest file: an unchanged plain implicit one.
+                    rule = rules.implicit_for(rel)
+                    if rule is not None:
+                        registry.registrations.append(Registration(
+                            file=rel, backend=rule.backend, suite=rule.suite, est_time=rule.est_time,
+                            labels=rule.labels, implicit=True,
+                        ))
+                        kept.append(rel)
+                        new_stats.append(st)
+                        new_elements.append(0)
+                        continue
+                result = _reuse(root_str, rel, rules, element)
         if result is None:
             changed = True
             try:
@@ -60,13 +79,16 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
                 continue
             result = validate_file(rel, scan.scan_source(data, pattern, needles), rules)
             racy = cache.content_digest(data) if cache.is_racy(st[1], now) else None
-            entry = [*st, racy, _encode(result)]
-        new[rel] = entry
+            element = _encode(result, racy)
+        kept.append(rel)
+        new_stats.append(st)
+        new_elements.append(element)
         registry.registrations.extend(result.registrations)
         registry.gates.extend(result.gates)
         registry.findings.extend(result.findings)
-    if use_cache and (changed or len(new) != len(old)):
-        cache.save(cache_path, key, new)
+    if use_cache and (changed or table is None or len(kept) != len(table[0])):
+        body, extra = cache.encode_table(kept, new_stats, new_elements)
+        cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
     registry.findings.extend(_unused_stages(project, rules, registry.registrations))
     if thorough:
@@ -74,35 +96,65 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
 
         registry.findings.extend(syntax_findings(project, registry, use_cache=use_cache))
         registry.findings.extend(strays(root, config.roots, rules, config.exclude, config.cache_dir))
-    registry.registrations.sort(key=lambda r: (r.file, r.backend))
+    registry.registrations.sort(key=_reg_order)
     registry.gates.sort(key=lambda g: (g.file, g.line))
     registry.findings.sort()
     return registry
 
 
-def _reuse(root: str, rel: str, st: StatKey, entry: Any) -> FileResult | None:
-    """The cached result if the entry is well-formed and the file is unchanged."""
+def _reg_order(r: Registration) -> tuple[str, str]:
+    return (r.file, r.backend)
+
+
+def _load_table(path: Path, key: str) -> cache.Table | None:
+    blob = cache.load_blob(path, key, cache.KIND)
+    return cache.decode_table(*blob) if blob is not None else None
+
+
+def _reuse(root: str, rel: str, rules: Rules, element: Any) -> FileResult | None:
+    """The cached result if the element is well-formed (and, if racy, the content matches).
+
+    ``0`` stands for the commonest file of all: one implicit registration and
+    nothing else to say; it is rebuilt from the (unchanged) config.
+    """
     try:
-        if not isinstance(entry, list) or len(entry) != 7 or tuple(entry[:5]) != st:
+        if element == 0 and type(element) is int:
+            rule = rules.implicit_for(rel)
+            if rule is None:
+                return None
+            return FileResult(registrations=[Registration(
+                file=rel, backend=rule.backend, suite=rule.suite, est_time=rule.est_time,
+                labels=rule.labels, implicit=True,
+            )])
+        if not isinstance(element, list) or len(element) != 2:
             return None
-        racy = entry[5]
+        racy, payload = element
         if racy is not None:
             with open(f"{root}/{rel}", "rb") as fh:
                 if cache.content_digest(fh.read()) != racy:
                     return None
-        return _decode(rel, entry[6])
+        if payload == 0 and type(payload) is int:
+            return _reuse(root, rel, rules, 0)
+        return _decode(rel, payload)
     except (OSError, TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
         return None
 
 
-def _encode(result: FileResult) -> dict[str, Any]:
-    return {
+def _encode(result: FileResult, racy: str | None) -> Any:
+    if _plain_implicit(result):
+        return 0 if racy is None else [racy, 0]
+    return [racy, {
         "r": [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled,
                r.implicit] for r in result.registrations],
         "g": [[g.line, g.col, src, g.positional, list(g.non_literal)]
               for g, src in zip(result.gates, result.gate_sources, strict=True)],
         "f": [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
-    }
+    }]
+
+
+def _plain_implicit(result: FileResult) -> bool:
+    return (not result.gates and not result.findings and len(result.registrations) == 1
+            and result.registrations[0].implicit)
 
 
 def _str(v: Any) -> str:

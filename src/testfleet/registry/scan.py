@@ -21,6 +21,7 @@ validation is :mod:`testfleet.registry.syntax`'s job (``check`` only).
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -42,6 +43,7 @@ _MAIN = re.compile(
     re.MULTILINE,
 )
 _NEXT_TOP = re.compile(r"^[^\s#]", re.MULTILINE)
+_CALLISH = re.compile(r"[\w)\]]\s*\(")
 
 # Occurrence kinds that are not a top-level call (the validator explains each).
 INDENTED_CALL = "indented-call"
@@ -89,9 +91,14 @@ class FileScan:
 
 
 def marker_pattern(names: frozenset[str] | set[str]) -> re.Pattern[str]:
-    """A regex matching any marker name as a whole identifier."""
-    alternation = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
-    return re.compile(rf"(?<![\w])(?:{alternation})(?!\w)")
+    """A regex matching any marker name (callers reject a word character just before).
+
+    It starts with the names' common literal prefix (``register_``) so that the
+    regex engine can skip through text at C speed; a lookbehind would defeat that.
+    """
+    prefix = os.path.commonprefix(sorted(names))  # noqa: RUF071 - character prefix wanted
+    rest = sorted((re.escape(n[len(prefix):]) for n in names), key=len, reverse=True)
+    return re.compile(rf"{re.escape(prefix)}(?:{'|'.join(rest)})(?!\w)")
 
 
 def may_hold_marker(data: bytes, needles: tuple[bytes, ...]) -> bool:
@@ -135,7 +142,10 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
         result.has_main_call = _main_calls_something(text)
     if not has_marker:
         return result
-    occurrences = [(m.start(), m.end(), m.group()) for m in pattern.finditer(text)]
+    occurrences = [
+        (m.start(), m.end(), m.group()) for m in pattern.finditer(text)
+        if not m.start() or not _is_word(text[m.start() - 1])
+    ]
     if not occurrences:
         return result
     for (start, end, name), (masked, depth) in zip(occurrences, _contexts(text, occurrences), strict=True):
@@ -143,6 +153,10 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
             continue
         _classify(text, start, end, name, depth, result)
     return result
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[bool, int]]:
@@ -218,9 +232,10 @@ def _top_level_call(text: str, start: int, paren: int, name: str, line: int, res
         eol = len(text)
     source = text[start:eol]
     try:
-        tree = ast.parse(source)
+        # Leading newlines give every node its real line number at no real cost.
+        tree = ast.parse("\n" * (line - 1) + source)
     except SyntaxError as exc:
-        err_line = line + (exc.lineno or 1) - 1
+        err_line = exc.lineno or line
         msg = exc.msg or "invalid syntax"
         result.syntax_errors.append((err_line, exc.offset or 1, f"invalid syntax in {name}(...): {msg}"))
         return
@@ -231,8 +246,6 @@ def _top_level_call(text: str, start: int, paren: int, name: str, line: int, res
         and isinstance(first.value.func, ast.Name)
         and first.value.func.id == name
     ):
-        if line != 1:
-            ast.increment_lineno(first, line - 1)
         result.calls.append(MarkerCall(name, line, 1, first.value, source))
         return
     snippet = source.split("\n", 1)[0].strip()[:80]
@@ -284,17 +297,20 @@ def _enclosing_header(text: str, line_start: int, indent: int) -> str:
 
 
 def _main_calls_something(text: str) -> bool:
-    """True when an ``if __name__ == "__main__":`` block at module level calls anything."""
+    """True when an ``if __name__ == "__main__":`` block at module level calls anything.
+
+    A regex over the block (comment lines dropped) rather than a parse: the
+    question is only whether anything there looks like a call.
+    """
     for m in _MAIN.finditer(text):
-        nxt = _NEXT_TOP.search(text, text.find("\n", m.end()) + 1 if "\n" in text[m.end():] else len(text))
-        block = text[m.start(): nxt.start() if nxt else len(text)]
-        try:
-            tree = ast.parse(block)
-        except SyntaxError:
-            # A block we cannot cut out cleanly (e.g. a string spanning column 0):
-            # do not warn on a guess.
-            return True
-        if any(isinstance(node, ast.Call) for node in ast.walk(tree)):
+        colon = text.find(":", m.end())
+        if colon < 0:
+            continue
+        eol = text.find("\n", colon)
+        nxt = _NEXT_TOP.search(text, eol + 1) if eol >= 0 else None
+        block = text[colon + 1: nxt.start() if nxt else len(text)]
+        code = "\n".join(ln for ln in block.split("\n") if not ln.lstrip().startswith("#"))
+        if _CALLISH.search(code):
             return True
     return False
 
