@@ -34,7 +34,10 @@ Item = tuple[str, float]
 # case bounded (2,000 files x 32 shards plans in a few tens of milliseconds) without
 # making the result depend on how fast the machine is.
 _SEARCH_BUDGET = 400_000
-_KK_MAX_WORK = 40_000  # n * shards above which differencing is skipped
+_KK_MAX_WORK = 20_000  # n * shards above which differencing is skipped
+# Differencing is skipped when local search is already this close to the lower bound:
+# it could gain at most this fraction of the makespan and costs the most time.
+_KK_SKIP_GAP = 1e-5
 _REL_EPS = 1e-12
 
 
@@ -137,7 +140,7 @@ def _best_assignment(sizes: list[float], k: int) -> list[int]:
     lpt = _lpt(sizes, k)
     best = _improve(sizes, k, lpt, bound)
     best_span = _makespan(sizes, k, best)
-    if best_span > bound * (1 + 1e-9) and n * k <= _KK_MAX_WORK:
+    if best_span > bound * (1 + _KK_SKIP_GAP) and n * k <= _KK_MAX_WORK:
         kk = _improve(sizes, k, _karmarkar_karp(sizes, k), bound)
         kk_span = _makespan(sizes, k, kk)
         if kk_span < best_span:
