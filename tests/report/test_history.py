@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from report_helpers import config, reg
+from report_helpers import H200, LOSS, config, reg, seed_history
 
 from testfleet.config import load_project
 from testfleet.report.build import gather
@@ -15,8 +15,6 @@ from testfleet.report.history import drift_rows, statistic
 from testfleet.report.render_html import render_html
 from testfleet.report.render_json import render_json
 
-LOSS = "tests/unit/test_train_curve_loss.py"
-H200 = "tests/e2e/megatron/test_qwen3_8B_dense.py"  # est_time=1100 on stage-c-4-gpu-h200
 T0 = dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc).timestamp()
 
 
@@ -59,31 +57,8 @@ def test_corridor_and_summary_verdicts() -> None:
     assert rows[0].last_verdict == "FAIL"
 
 
-def _seed(project_root: Path) -> None:
-    from testfleet.store import open_store
-    from testfleet.store.durations import Execution
-    from testfleet.store.metrics import GateRun, MetricStore, StoredValue
-
-    project = load_project(project_root)
-    with open_store(project) as store:
-        store.record_executions([
-            Execution(H200, "stage-c-4-gpu-h200", "cuda", 3300.0 + i, timestamp=T0 + i)
-            for i in range(4)])
-        ms = MetricStore(store)
-        steps_key, ckey = '"last"', json.dumps(
-            {"abs_floor_down": 0.001, "abs_floor_up": 0.001, "rel_down": 0.5, "rel_up": 0.1},
-            sort_keys=True, separators=(",", ":"))
-        values = [0.30, 0.31, 0.29, 0.30, 0.45, 0.30, 0.305]
-        for i, v in enumerate(values):
-            run = GateRun(f"run-{i}", LOSS, "cpu", "stage-b-cpu", ci_run_id=f"ci-{i}",
-                          recorded_at=T0 + 86400 * i)
-            ms.write_run(run, [StoredValue("train/loss", steps_key, ckey, -1, v, 39)],
-                         trusted=i != 4)
-        ms.mark_untrusted(run_id="run-6")
-
-
 def test_report_with_history(example_project: Path) -> None:
-    _seed(example_project)
+    seed_history(example_project)
     project = load_project(example_project)
     report = gather(project, now=dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc))
     h = report.history

@@ -154,3 +154,10 @@ def test_history_sections_render() -> None:
     assert data["history"]["gates"][0]["untrusted_runs"] == 2
     assert data["history"]["trends"][0]["points"][3]["value"] is None  # NaN is not JSON
     assert "Metric gates" in render_text(r, width=160)
+
+
+def test_text_does_not_interpret_rich_markup() -> None:
+    regs = [reg("a.py"), reg("b.py", disabled="[red]boom[/red] [link=https://x]y[/link] see #1")]
+    r = build_report(project="p", config=config(), registrations=regs, now=NOW)
+    out = render_text(r, width=200)
+    assert "[red]boom[/red]" in out and "[link=https://x]y[/link]" in out

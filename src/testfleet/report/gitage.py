@@ -85,7 +85,9 @@ def repo_info(root: Path) -> RepoInfo:
     try:
         out = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository")
     except _GitFailed as exc:
-        return RepoInfo(False, note=f"not a git repository ({exc.short()})")
+        if "not a git repository" in exc.stderr.lower():
+            return RepoInfo(False, note="not a git repository")
+        return RepoInfo(False, note=f"git failed: {exc.short()}")
     lines = out.split()
     if not lines or lines[0] != "true":
         return RepoInfo(False, note="not inside a git work tree")

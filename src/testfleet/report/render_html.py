@@ -83,6 +83,7 @@ white-space:nowrap}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 .charts figure{margin:0} figcaption{font-size:12px;color:var(--muted);max-width:360px;
 overflow-wrap:anywhere}
+svg.chart.wide{width:100%;max-width:1060px;height:auto}
 svg text.t{font-size:10.5px;fill:var(--muted)} svg text.v{font-size:10.5px;fill:var(--ink)}
 .stage-tl{margin:10px 0 16px} .stage-tl h3{font-size:14px;margin:0 0 4px}
 .stage-tl .m{color:var(--muted);font-weight:400;font-size:12.5px}
@@ -341,8 +342,8 @@ def render_html(report: Report) -> str:
         f'<p class="headline">{esc(report.headline())}</p>'
         f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
         f'<section>{_groups("Backends", report.backends, "backends")}</section>'
-        f"{'<section>' + labels + '</section>' if labels else ''}"
-        f"{_ledger(report)}{_plan(report)}{_history(report)}{_findings(report)}{notes}"
+        f"{_ledger(report)}{_plan(report)}{_history(report)}"
+        f"{'<section>' + labels + '</section>' if labels else ''}{_findings(report)}{notes}"
         f"<footer>testfleet report · schema {esc('testfleet.report/1')}</footer>"
         "</main></body></html>\n"
     )

@@ -18,8 +18,8 @@ CAT_COLORS = {"enabled": "#2f9e66", "label-gated": "#3b82c4", "nightly-only": "#
               "disabled": "#d0574a"}
 FILE_SHADES = ("#3b82c4", "#5b9bd5", "#2f6fa8", "#7fb2e3")
 AGE_BINS: tuple[tuple[str, int, int], ...] = (
-    ("< 1 week", 0, 7), ("1\u20134 weeks", 7, 30), ("1\u20133 months", 30, 90),
-    ("3\u20136 months", 90, 182), ("6\u201312 months", 182, 365), ("> 1 year", 365, 10**9),
+    ("< 1 wk", 0, 7), ("1\u20134 wk", 7, 30), ("1\u20133 mo", 30, 90),
+    ("3\u20136 mo", 90, 182), ("6\u201312 mo", 182, 365), ("> 1 yr", 365, 10**9),
 )
 
 
@@ -96,13 +96,15 @@ def nice_ticks(hi: float, count: int = 5) -> list[float]:
 
 
 def _time_ticks(hi: float) -> list[float]:
-    for unit in (60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0):
+    """Ticks at round durations (seconds, minutes, hours), at most nine of them."""
+    for unit in (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0,
+                 3600.0, 7200.0, 14400.0, 28800.0, 86400.0):
         if hi / unit <= 8:
             return [i * unit for i in range(int(hi // unit) + 1)]
     return nice_ticks(hi)
 
 
-def shard_timeline(t: StageTimeline, width: int = 760, row_h: int = 22) -> str:
+def shard_timeline(t: StageTimeline, width: int = 1060, row_h: int = 22) -> str:
     """Each shard as a horizontal bar of its files, against the lower bound and makespan."""
     label_w, pad_r, top, bottom = 64, 16, 8, 26
     scale_hi = max(t.makespan, t.lower_bound, 1.0) * 1.04
@@ -112,7 +114,8 @@ def shard_timeline(t: StageTimeline, width: int = 760, row_h: int = 22) -> str:
     def x(sec: float) -> float:
         return label_w + plot_w * sec / scale_hi
 
-    out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+    out = [f'<svg class="chart wide" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" preserveAspectRatio="xMinYMin meet" '
            f'role="img" aria-label="shard timeline of {esc(t.stage)}">']
     for tick in _time_ticks(scale_hi):
         out.append(f'<line x1="{_n(x(tick))}" y1="{top}" x2="{_n(x(tick))}" '

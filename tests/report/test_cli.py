@@ -1,0 +1,122 @@
+"""``testfleet report`` end to end on a copy of the example project."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testfleet.report.model import SCHEMA
+
+DORMANT = "stage-c-4-gpu-mi300x"
+REASON = "MI300X runners fail at start-up; restore when #2230's follow-up closes"
+
+
+def tf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "testfleet.cli.main", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def plan_file(example_project: Path) -> Path:
+    out = example_project / "plan.json"
+    r = tf("plan", "--cadence", "nightly", "--format", "json", "--output", str(out),
+           cwd=example_project)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_text_report(example_project: Path) -> None:
+    r = tf("report", "--width", "160", cwd=example_project)
+    assert r.returncode == 0, r.stderr
+    assert "COVERAGE HOLES (2)" in r.stdout
+    assert DORMANT in r.stdout and "#2230" in r.stdout
+    assert "Disable due to failure" in r.stdout
+    assert "ages unknown" in r.stdout  # a copy outside git
+    assert "\x1b[" not in r.stdout
+
+
+def test_json_report_with_plan(example_project: Path, plan_file: Path) -> None:
+    out = example_project / "report.json"
+    r = tf("report", "--format", "json", "--plan", "plan.json", "--output", "report.json",
+           cwd=example_project)
+    assert r.returncode == 0, r.stderr
+    assert "wrote json report" in r.stderr and r.stdout == ""
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["schema"] == SCHEMA
+    assert [h["name"] for h in data["holes"]] == ["rocm", DORMANT]
+    assert data["dormant"] == [{
+        "name": DORMANT, "backend": "rocm", "reason": REASON,
+        "references": [{"kind": "issue", "number": 2230, "repo": None, "text": "#2230", "url": None}],
+        "registrations": 9, "would_run": 1}]
+    ledger = {e["file"]: e for e in data["ledger"] if e["backend"] == "rocm"}
+    amd = ledger["tests/e2e/megatron/amd/test_amd_r3_mtp.py"]
+    assert amd["references"] == [] and amd["age"]["days"] is None
+    offload = ledger["tests/e2e/megatron/test_qwen3_4B_offload_disk_stream.py"]
+    assert offload["expiry"]["date"] == "2026-09-01" and offload["reason_line"] == 8
+    stages = {s["stage"]: s for s in data["plan"]["stages"]}
+    assert stages[DORMANT]["status"] == "dormant" and stages[DORMANT]["shards"] == []
+    h200 = stages["stage-c-4-gpu-h200"]
+    assert h200["shards"] and h200["makespan"] >= h200["lower_bound"] > 0
+    planned = {t["file"] for s in data["plan"]["stages"] for b in s["shards"] for t in b["tests"]}
+    assert "tests/fast/test_topk.py" in planned
+    assert data["history"]["available"] is False
+
+
+def test_markdown_and_html_to_stdout(example_project: Path) -> None:
+    md = tf("report", "--format", "markdown", cwd=example_project)
+    assert md.returncode == 0, md.stderr
+    assert md.stdout.startswith("## testfleet report")
+    assert "🚨 Coverage holes (2)" in md.stdout and DORMANT in md.stdout
+    html = tf("report", "--format", "html", "--output", "-", cwd=example_project)
+    assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--plan", "missing.json"], "does not exist"),
+        (["--plan", "bad.json"], "not valid JSON"),
+        (["--plan", "foreign.json"], "plan"),
+        (["--output", "no/such/dir/r.html"], "does not exist"),
+        (["--output", "tests"], "is a directory"),
+        (["--format", "pdf"], "pdf"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(example_project: Path, args: list[str], message: str) -> None:
+    (example_project / "bad.json").write_text("{not json", encoding="utf-8")
+    (example_project / "foreign.json").write_text('{"schema": "other/1"}', encoding="utf-8")
+    r = tf("report", *args, cwd=example_project)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_tampered_plan_is_refused(example_project: Path, plan_file: Path) -> None:
+    data = json.loads(plan_file.read_text(encoding="utf-8"))
+    data["jobs"][0]["estimate"] = 1
+    plan_file.write_text(json.dumps(data), encoding="utf-8")
+    r = tf("report", "--plan", str(plan_file), cwd=example_project)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_check_enforces_report_rules(example_project: Path) -> None:
+    r = tf("check", cwd=example_project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "coverage-hole" in r.stdout and "disabled-expired" in r.stdout
+    cfg = example_project / "pyproject.toml"
+    cfg.write_text(cfg.read_text(encoding="utf-8") + (
+        "\n[tool.testfleet.check]\ndisabled_requires_reference = true\n"
+        'coverage_holes = "error"\nmax_disabled_days = 30\n'), encoding="utf-8")
+    r = tf("check", "--format", "json", cwd=example_project)
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    codes = {(f["code"], f["file"], f["line"]) for f in doc["findings"]}
+    assert ("disabled-no-reference", "tests/e2e/megatron/amd/test_amd_r3_mtp.py", 3) in codes
+    assert ("disabled-no-reference", "tests/e2e/megatron/test_qwen3_4B_offload_disk_stream.py", 8) in codes
+    assert any(c[0] == "coverage-hole" for c in codes)
+    assert any(c[0] == "disabled-age-unknown" for c in codes)  # not a git repository
+    holes = [f for f in doc["findings"] if f["code"] == "coverage-hole"]
+    assert {f["severity"] for f in holes} == {"error"}
