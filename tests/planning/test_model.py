@@ -27,6 +27,9 @@ def test_byte_identical_for_identical_inputs() -> None:
                              PlanRequest(Trigger(event="schedule", schedule="0 15 * * 6"))))
     assert a == b
     assert a.endswith(b"\n") and a.count(b"\n") == 1
+    # the fast path (digest spliced into cached content bytes) is the canonical form
+    assert a == json.dumps(_plan().to_json(), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False).encode() + b"\n"
 
 
 def test_round_trip(tmp_path: Path) -> None:

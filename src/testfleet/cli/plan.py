@@ -98,14 +98,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     from testfleet.planning.estimates import estimates_for
 
     estimates, history_warnings = estimates_for(project, registry, url=database)
-    plan = make_plan(project, registry, request, estimates)
-    if history_warnings:
-        import dataclasses
-
-        from testfleet.planning.model import seal
-
-        extra = tuple(w for w in history_warnings if w not in plan.warnings)
-        plan = seal(dataclasses.replace(plan, warnings=plan.warnings + extra))
+    plan = make_plan(project, registry, request, estimates, warnings=history_warnings)
 
     if plan_file is not None:
         write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan))

@@ -158,6 +158,9 @@ class Plan:
     warnings: tuple[str, ...]
     trigger: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
+    #: canonical bytes of ``content()``, kept by :func:`seal` so writing the plan does
+    #: not encode it twice; not an init field, so ``replace()`` never carries it over.
+    _content_bytes: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- derived views ---------------------------------------------------
     @property
@@ -210,15 +213,31 @@ def content_digest(content: dict[str, Any]) -> str:
 
 
 def seal(plan: Plan) -> Plan:
-    """Return the plan with its digest set, normalised through its JSON form, so the
-    value in memory equals what :func:`load_plan` reads back (rounded floats included)."""
-    data = plan.to_json()
-    data["digest"] = content_digest(data)
-    return _parse_plan(data)
+    """Return the plan with its digest set.
+
+    The planner rounds every float when it builds the plan (see :func:`rounded`),
+    so the sealed value equals what :func:`load_plan` reads back.
+    """
+    from dataclasses import replace
+
+    body = _canonical(plan.content())
+    sealed = replace(plan, digest="sha256:" + hashlib.sha256(body).hexdigest())
+    object.__setattr__(sealed, "_content_bytes", body)
+    return sealed
+
+
+def rounded(x: float, digits: int = 3) -> float:
+    """The planner's rounding: the same as the JSON form's, applied up front."""
+    return _r(x, digits)
 
 
 def plan_bytes(plan: Plan) -> bytes:
     """The one on-disk form: canonical JSON (sorted keys, compact) plus a newline."""
+    body = plan._content_bytes
+    if body is not None and plan.digest:
+        # "digest" sorts first among the top-level keys, so the canonical form of the
+        # sealed plan is the content's canonical form with the digest spliced in front.
+        return b'{"digest":' + _canonical(plan.digest) + b"," + body[1:] + b"\n"
     return _canonical(plan.to_json()) + b"\n"
 
 

@@ -24,6 +24,7 @@ from testfleet.planning.model import (
     Plan,
     PlannedTest,
     StageSummary,
+    rounded,
     seal,
 )
 from testfleet.planning.request import PlanRequest
@@ -57,10 +58,10 @@ def stage_waves(config: Config) -> dict[str, int]:
 
 def _estimate(reg: Registration, estimates: Estimates | None) -> tuple[float, str]:
     if estimates is None:
-        return float(reg.est_time), "est_time"
+        return rounded(reg.est_time), "est_time"
     got = estimates.get((reg.file, reg.suite))
     if got is None:
-        return float(reg.est_time), "est_time"
+        return rounded(reg.est_time), "est_time"
     seconds, source = got
     if source not in SOURCES or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or seconds < 0:
@@ -68,7 +69,7 @@ def _estimate(reg: Registration, estimates: Estimates | None) -> tuple[float, st
             f"estimate for {reg.file} on {reg.suite} is invalid: {got!r} "
             f"(want (seconds >= 0, one of {', '.join(SOURCES)}))"
         )
-    return float(seconds), source
+    return rounded(seconds), source
 
 
 def _shard_count(name: str, config: Config, seconds: list[float],
@@ -104,12 +105,15 @@ def make_plan(
     registry: Registry | Sequence[Registration],
     request: PlanRequest,
     estimates: Estimates | None = None,
+    warnings: Sequence[str] = (),
 ) -> Plan:
     """Plan one trigger. ``estimates`` maps (file, stage) -> (seconds, source); when
-    a pair is missing the registration's literal ``est_time`` is used."""
+    a pair is missing the registration's literal ``est_time`` is used. ``warnings``
+    from the caller (e.g. about the history database) are added to the plan's."""
     config = project.config
     registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
-    policy, warnings = resolve_policy(config, request.trigger)
+    policy, policy_warnings = resolve_policy(config, request.trigger)
+    warnings = [*policy_warnings, *warnings]
     validate_request(config, registrations, request)
 
     stages_of_file: dict[str, set[str]] = defaultdict(set)
@@ -154,7 +158,7 @@ def make_plan(
                 shards=len(groups),
                 wave=waves[name],
                 needs=tuple(stage.needs),
-                estimate=sum(sec for _, sec in group),
+                estimate=rounded(sum(sec for _, sec in group)),
                 tests=tuple(PlannedTest(f, sec, source_of[f]) for f, sec in group),
                 env=dict(stage.env),
             ))
@@ -174,9 +178,10 @@ def make_plan(
         counts.update({r: skip_counts[name].get(r, 0) for r in REASONS})
         summaries.append(StageSummary(
             name=name, backend=stage.backend, status=status, reason=reason, wave=waves[name],
-            counts=counts, shards=len(groups), makespan=makespan, lower_bound=lower,
-            ratio=makespan / lower if lower > 0 else 1.0,
-            history_share=(sum(1 for t in tests if t.source == "history") / len(tests))
+            counts=counts, shards=len(groups), makespan=rounded(makespan),
+            lower_bound=rounded(lower),
+            ratio=rounded(makespan / lower, 4) if lower > 0 else 1.0,
+            history_share=rounded(sum(1 for t in tests if t.source == "history") / len(tests), 4)
             if tests else 0.0,
             hole=cause is not None,
         ))
