@@ -1,0 +1,107 @@
+"""Helpers for the CI-engine tests: recorded GitHub payloads, the CLI in-process,
+GitHub's own reading of ``$GITHUB_OUTPUT``, and the linters the workflow must pass."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testfleet.cli.main import main
+
+EVENTS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
+CASES: dict[str, dict[str, Any]] = json.loads((EVENTS_DIR / "cases.json").read_text())
+MI300X = "stage-c-4-gpu-mi300x"
+
+
+def tool(name: str) -> str:
+    """A linter the tests need; missing is a failure (the test extra installs it), never a skip."""
+    path = shutil.which(name)
+    assert path, f"{name} is not installed: pip install -e '.[test]'"
+    return path
+
+
+def parse_github_output(text: str) -> list[tuple[str, str]]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` lines and
+    ``name<<DELIM`` ... ``DELIM`` blocks; returns every (name, value) in order, so a
+    test can see a name that was written twice."""
+    out: list[tuple[str, str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delim:
+                body.append(lines[i])
+                i += 1
+            assert i < len(lines), f"heredoc {name} never closed"
+            i += 1
+            out.append((name, "\n".join(body)))
+        else:
+            assert "=" in line, f"malformed output line {line!r}"
+            name, value = line.split("=", 1)
+            out.append((name, value))
+    return out
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``testfleet`` in-process; no traceback may ever reach the user."""
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+@pytest.fixture
+def github_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, Path]]:
+    """Point the GITHUB_* variables at a recorded payload, as a runner would."""
+
+    def use(case: str) -> dict[str, Path]:
+        meta = CASES[case]
+        files = {"output": tmp_path / f"{case}.output", "summary": tmp_path / f"{case}.summary"}
+        for p in files.values():
+            p.write_text("")
+        for key in list(os.environ):
+            if key.startswith("GITHUB_"):
+                monkeypatch.delenv(key)
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_EVENT_NAME", meta["event_name"])
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(EVENTS_DIR / case))
+        monkeypatch.setenv("GITHUB_OUTPUT", str(files["output"]))
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(files["summary"]))
+        return files
+
+    return use
+
+
+@pytest.fixture
+def trusted_fleet(example_project: Path) -> Path:
+    """The example project with its ``trusted_only`` MI300X stage switched back on,
+    so that authorization (not dormancy) decides what a fork PR gets."""
+    pyproject = example_project / "pyproject.toml"
+    text = pyproject.read_text()
+    new = re.sub(r'(?m)^disabled = "MI300X[^\n]*\n', "", text)
+    assert new != text
+    pyproject.write_text(new)
+    return example_project
+
+
+def run_tool(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=120,
+                          check=False)
