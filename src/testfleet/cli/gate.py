@@ -155,20 +155,25 @@ def _history_table(file: str, rows: list[Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(f"metric history of {file}"), show_lines=False)
-    for col in ("run", "recorded (UTC)", "commit", "stage", "trusted", "metric", "steps",
-                "step", "value"):
-        table.add_column(col, justify="right" if col in ("step", "value") else "left")
+    console = Console(soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(soft_wrap=False, width=240)  # a pipe or file: never squeeze columns
+    table = Table(title=Text(f"metric history of {file}"), title_justify="left")
+    for col in ("run", "recorded (UTC)", "commit", "stage", "trusted", "metric", "steps", "step",
+                "value"):
+        table.add_column(col, justify="right" if col in ("step", "value") else "left",
+                         no_wrap=col not in ("metric", "trusted"))
     for r in rows:
         when = datetime.fromtimestamp(r.recorded_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
         key = r.metric_key if len(r.metric_key) <= 60 else r.metric_key[:57] + "..."
         step = f"last ({r.actual_step})" if r.step == -1 else str(r.step)
         trusted = "yes" if r.trusted else ("no" + (f" ({r.untrusted_by})" if r.untrusted_by else ""))
+        stage = f"{r.suite}{' ' + r.env_key if r.env_key else ''}"
         # Text(...) everywhere: stored strings are data, never rich markup.
-        table.add_row(Text(r.run_id), Text(when), Text((r.commit or "-")[:12]),
-                      Text(f"{r.suite}{' ' + r.env_key if r.env_key else ''}"), Text(trusted),
-                      Text(key), Text(r.steps_key), Text(step), Text(f"{r.value:.6g}"))
-    Console(soft_wrap=False).print(table)
+        table.add_row(Text(r.run_id), Text(when), Text((r.commit or "-")[:12]), Text(stage),
+                      Text(trusted), Text(key), Text(r.steps_key), Text(step),
+                      Text(f"{r.value:.6g}"))
+    console.print(table)
 
 
 @command.command("untrust")

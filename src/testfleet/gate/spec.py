@@ -20,6 +20,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,11 +62,11 @@ class GateSpec:
     reason: str | None = None
     defaults_from: tuple[str, ...] = field(default=())
 
-    @property
+    @cached_property
     def steps_key(self) -> str:
         return canonical_json(self.steps if isinstance(self.steps, str) else list(self.steps))
 
-    @property
+    @cached_property
     def constraint_key(self) -> str:
         return canonical_json({k: float(v) for k, v in self.constraint.items()})
 
