@@ -44,7 +44,7 @@ def excluder(patterns: list[str]) -> Callable[[str], bool]:
 
     import pathspec
 
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
     regexes = [getattr(p, "regex", None) for p in spec.patterns if getattr(p, "include", None) is not None]
     if all(p.include for p in spec.patterns if p.include is not None) and all(
         r is not None for r in regexes
