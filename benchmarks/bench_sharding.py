@@ -142,7 +142,7 @@ def main() -> int:
     print("|---:|---:|---:|---:|---:|---:|:---:|---:|---:|")
     for c in cells:
         print(f"| {c['n']} | {c['shards']} | {c['lpt_ratio_median']:.4f} | {c['ratio_median']:.5f} | "
-              f"{c['ratio_max']:.4f} | {c['strong_ratio_max']:.4f} | "
+              f"{c['ratio_max']:.5f} | {c['strong_ratio_max']:.5f} | "
               f"{c['better']} / {c['tie']} / {c['worse']} | {c['ms_median']:.2f} | {c['ms_max']:.2f} |")
     print(f"\nall {len(rows)} bimodal instances: median ours/LB = {statistics.median(all_ratios):.6f} "
           f"(LPT {statistics.median(all_lpt):.6f}); p95 ours/LB = "

@@ -34,7 +34,7 @@ Item = tuple[str, float]
 # case bounded (2,000 files x 32 shards plans in a few tens of milliseconds) without
 # making the result depend on how fast the machine is.
 _SEARCH_BUDGET = 400_000
-_KK_MAX_WORK = 20_000  # n * shards above which differencing is skipped
+_KK_MAX_WORK = 5_000  # n * shards above which differencing is skipped
 # Differencing is skipped when local search is already this close to the lower bound:
 # it could gain at most this fraction of the makespan and costs the most time.
 _KK_SKIP_GAP = 1e-5
