@@ -1,0 +1,200 @@
+"""`testfleet plan --format buildkite`: valid against Buildkite's pipeline schema
+(as shipped in check-jsonschema), one step per job, and faithful to the plan."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testfleet.config import load_project
+from testfleet.integrations.buildkite import agents_for, emit, escape, pipeline, step_key
+from testfleet.planning import make_plan
+from testfleet.planning.model import Job, Plan, PlannedTest, StageSummary, seal
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Trigger
+from testfleet.registry import collect
+
+from .conftest import run_cli, run_tool, tool
+
+TRIGGERS = {
+    "push": Trigger(event="push"),
+    "pr-megatron": Trigger(event="pull_request", labels=("run-ci-megatron",)),
+    "nightly": Trigger(event="schedule", schedule="0 15 * * 0-5"),
+    "weekly": Trigger(event="schedule", schedule="0 15 * * 6"),
+}
+
+
+def plan_for(project_dir: Path, trigger: Trigger) -> Plan:
+    project = load_project(project_dir)
+    return make_plan(project, collect(project), PlanRequest(trigger=trigger))
+
+
+@functools.cache
+def _validator() -> Any:
+    """Buildkite's pipeline schema exactly as check-jsonschema ships it (in-process:
+    one check-jsonschema start-up costs a second; the CLI test runs the real tool)."""
+    from importlib.resources import files
+
+    import jsonschema
+
+    schema = json.loads(files("check_jsonschema.builtin_schemas.vendor")
+                        .joinpath("buildkite.json").read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def validate(tmp_path: Path, text: str, *, cli: bool = False) -> None:
+    errors = [e.message for e in _validator().iter_errors(json.loads(text))]
+    assert not errors, errors
+    if cli:
+        path = tmp_path / "pipeline.json"
+        path.write_text(text)
+        result = run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.buildkite",
+                          str(path))
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def job(job_id: str, stage: str, *, wave: int = 0, needs: tuple[str, ...] = (),
+        backend: str = "cpu", runs_on: tuple[str, ...] = ("ubuntu-latest",),
+        container: str | None = None, shard: int = 1, shards: int = 1) -> Job:
+    return Job(job_id, stage, backend, runs_on, container, "pytest", shard, shards, wave, needs,
+               10.0, (PlannedTest(f"tests/{job_id}.py", 10.0),))
+
+
+def stage(name: str, wave: int, status: str = "scheduled") -> StageSummary:
+    return StageSummary(name, "cpu", status, "", wave, {})
+
+
+@pytest.mark.parametrize("trigger", sorted(TRIGGERS))
+def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_project: Path,
+                                                        tmp_path: Path) -> None:
+    plan = plan_for(example_project, TRIGGERS[trigger])
+    text = emit(plan)
+    validate(tmp_path, text)
+    data = json.loads(text)
+    steps = data["steps"]
+    assert len(steps) == len(plan.jobs) > 0
+    keys = [s["key"] for s in steps]
+    assert len(set(keys)) == len(keys)
+    by_key = {s["key"]: s for s in steps}
+    for j in plan.jobs:
+        step = by_key[j.id]  # example ids are already valid keys
+        assert step["env"]["TESTFLEET_JOB_ID"] == j.id
+        assert step["label"] == f"{j.stage} {j.shard}/{j.shards}"
+        assert any("testfleet run --plan plan.json --job" in c for c in step["commands"])
+        assert any(plan.digest in c for c in step["commands"])
+        assert step["artifact_paths"] == ["testfleet-junit/*.xml"]
+        needed = {k.id for k in plan.jobs if k.stage in j.needs}
+        assert set(step.get("depends_on", [])) == needed
+        assert step.get("allow_dependency_failure", False) == (
+            bool(needed) and plan.policy["bypass_fastfail"])
+        if j.container:
+            (plugin,) = step["plugins"]
+            (config,) = plugin.values()
+            assert config["image"] == j.container
+            assert config.get("gpus") == ("all" if j.backend == "cuda" else None)
+        if j.backend == "cuda":
+            assert step["agents"] == {lbl: "true" for lbl in j.runs_on if lbl != "self-hosted"}
+        else:
+            assert "agents" not in step  # ubuntu-latest: the default queue
+    assert emit(plan) == text
+
+
+def test_cli_writes_pipeline_and_plan_in_one_run(example_project: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    plan_file = tmp_path / "plan.json"
+    code, out, err = run_cli(capsys, "-C", str(example_project), "plan", "--schedule",
+                             "0 15 * * 0-5", "--format", "buildkite", "--plan-file", str(plan_file))
+    assert code == 0, err
+    validate(tmp_path, out, cli=True)
+    digest = json.loads(plan_file.read_text())["digest"]
+    assert json.loads(out)["env"]["TESTFLEET_PLAN_DIGEST"] == digest
+    assert all(any(digest in c for c in s["commands"]) for s in json.loads(out)["steps"])
+
+
+def test_a_needed_stage_without_jobs_still_orders_later_waves(tmp_path: Path) -> None:
+    """gpu needs 'unit' which has no jobs under this trigger: gpu waits for every job of
+    the waves before 'unit' would have finished (here: wave 0's 'lint')."""
+    plan = seal(Plan(
+        policy={"bypass_fastfail": False},
+        jobs=(job("lint-1", "lint"), job("gpu-1", "gpu", wave=1, needs=("unit",)),
+              job("soak-1", "soak", wave=2, needs=("gpu",))),
+        stages=(stage("lint", 0), stage("unit", 1, "empty"), stage("gpu", 1), stage("soak", 2)),
+        skipped=(), warnings=()))
+    steps = {s["key"]: s for s in pipeline(plan)["steps"]}
+    assert steps["gpu-1"]["depends_on"] == ["lint-1"]
+    assert steps["soak-1"]["depends_on"] == ["gpu-1"]
+    assert "depends_on" not in steps["lint-1"]
+    assert "allow_dependency_failure" not in steps["gpu-1"]
+    validate(tmp_path, emit(plan))
+
+
+def test_hostile_strings_cannot_interpolate_at_upload(tmp_path: Path) -> None:
+    plan = seal(Plan(
+        policy={"bypass_fastfail": True},
+        jobs=(job("a.b/c d", "st.age", runs_on=("self-hosted", "queue=gpu-$BUILDKITE_AGENT_TOKEN"),
+                  container="img:${SECRET}", backend="rocm"),
+              job("a_b_c_d", "st.age", shard=2, shards=2)),
+        stages=(stage("st.age", 0),), skipped=(), warnings=()))
+    text = emit(plan)
+    validate(tmp_path, text)
+    data = json.loads(text)
+    keys = [s["key"] for s in data["steps"]]
+    assert keys == ["a_b_c_d", "a_b_c_d-2"]
+    first = data["steps"][0]
+    assert first["agents"] == {"queue": "gpu-$$BUILDKITE_AGENT_TOKEN"}
+    (plugin,) = first["plugins"]
+    assert plugin["docker#v5.12.0"]["image"] == "img:$${SECRET}"
+    assert plugin["docker#v5.12.0"]["devices"] == ["/dev/kfd", "/dev/dri"]
+    assert first["env"]["TESTFLEET_JOB_ID"] == "a.b/c d"
+    # every '$' that reaches Buildkite is doubled: nothing expands at upload time
+    for s in _strings(data):
+        assert "$" not in s.replace("$$", "")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [*value.keys(), *(x for v in value.values() for x in _strings(v))]
+    if isinstance(value, list):
+        return [x for v in value for x in _strings(v)]
+    return []
+
+
+def test_empty_plan_is_a_valid_pipeline_that_asks_for_no_agent(tmp_path: Path) -> None:
+    plan = seal(Plan(policy={}, jobs=(), stages=(stage("unit", 0, "empty"),), skipped=(),
+                     warnings=()))
+    data = pipeline(plan)
+    assert data["steps"] == [{"wait": None}]
+    validate(tmp_path, emit(plan))
+
+
+@pytest.mark.parametrize(("runs_on", "agents"), [
+    (["ubuntu-latest"], {}),
+    (["ubuntu-22.04", "self-hosted", "linux", "x64"], {}),
+    (["self-hosted", "nvidia", "h200"], {"nvidia": "true", "h200": "true"}),
+    (["queue=gpu", "gpu=h100 "], {"queue": "gpu", "gpu": "h100"}),
+    (["=bad"], {}),
+])
+def test_agents_from_runs_on(runs_on: list[str], agents: dict[str, str]) -> None:
+    assert agents_for(runs_on) == agents
+
+
+def test_step_keys_are_valid_and_unique() -> None:
+    taken: set[str] = set()
+    assert step_key("stage-a-cpu-1", taken) == "stage-a-cpu-1"
+    assert step_key("stage-a-cpu-1", taken) == "stage-a-cpu-1-2"
+    uuid = "123e4567-e89b-12d3-a456-426614174000"
+    assert step_key(uuid, taken).startswith("job-")
+    assert len(step_key("x" * 500, taken)) <= 100
+    assert escape("a$b$$c") == "a$$b$$$$c"
+
+
+def test_the_schema_check_is_not_vacuous() -> None:
+    bad = {"steps": [{"key": "has space", "command": "true", "agents": 3}]}
+    assert list(_validator().iter_errors(bad))
