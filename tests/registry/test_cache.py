@@ -1,0 +1,229 @@
+"""The collection cache: reused when valid, ignored and rebuilt when anything is off."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from testfleet.config import load_project
+from testfleet.registry import cache, collect
+from testfleet.registry import scan as sc
+from testfleet.registry.collector import registry_path
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every file the collector actually scans (i.e. did not take from the cache)."""
+    seen: list[str] = []
+    real = sc.scan_source
+
+    def spy(data: bytes, pattern, needles):  # type: ignore[no-untyped-def]
+        seen.append(data[:60].decode(errors="replace"))
+        return real(data, pattern, needles)
+
+    monkeypatch.setattr(sc, "scan_source", spy)
+    return seen
+
+
+def summary(registry) -> tuple:
+    return (registry.registrations, registry.gates, sorted(registry.findings), registry.files)
+
+
+def test_warm_run_reuses_and_matches_cold(tree, scans) -> None:
+    project = tree({"tests/unit/test_bad.py": "from testfleet import register_cpu_ci\nregister_cpu_ci(0, 'x')\n"})
+    cold = collect(project)
+    n = len(scans)
+    assert n == 4 and registry_path(project).is_file()
+    warm = collect(project)
+    assert len(scans) == n  # nothing re-scanned
+    assert summary(warm) == summary(cold) == summary(collect(project, use_cache=False))
+
+
+def test_changed_file_is_rescanned(tree, scans) -> None:
+    project = tree()
+    collect(project)
+    target = project.root / "tests/unit/test_good.py"
+    text = target.read_text().replace("est_time=10", "est_time=20")
+    st = target.stat()
+    target.write_text(text)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime: ctime/digest still catch it
+    scans.clear()
+    registry = collect(project)
+    assert len(scans) == 1
+    assert next(r for r in registry.registrations if r.file.endswith("test_good.py")).est_time == 20.0
+
+
+def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tree()
+    collect(project)  # files were just written: every entry is racy and carries a digest
+    target = project.root / "tests/unit/test_good.py"
+    key = cache.cache_key(project.root, project.config_path, project.raw_config_text)
+    header, body = cache.load_blob(registry_path(project), key, cache.KIND)
+    paths, stats, elements = cache.decode_table(header, body)
+    i = paths.index("tests/unit/test_good.py")
+    assert isinstance(elements[i], list) and isinstance(elements[i][0], str)
+    # Simulate an edit the stat key cannot see: rewrite the table with the new file's key.
+    target.write_text(target.read_text().replace("est_time=10", "est_time=30"))
+    st = target.stat()
+    new_stats = [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))]
+    new_stats[i] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino & cache._MASK, st.st_dev & cache._MASK)
+    body, extra = cache.encode_table(paths, new_stats, elements)
+    cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
+    registry = collect(project)
+    assert next(r for r in registry.registrations if r.file.endswith("test_good.py")).est_time == 30.0
+
+
+def test_config_change_invalidates_everything(tree, scans) -> None:
+    project = tree()
+    collect(project)
+    (project.root / "testfleet.toml").write_text(project.raw_config_text + "\n# a comment\n")
+    scans.clear()
+    collect(load_project(project.root))
+    assert len(scans) == 3
+
+
+def test_deleted_and_added_files(tree) -> None:
+    project = tree()
+    collect(project)
+    (project.root / "tests/unit/test_good.py").unlink()
+    (project.root / "tests/fast/test_new.py").write_text("def test():\n    pass\n")
+    registry = collect(project)
+    assert registry.files == ["tests/fast/test_new.py", "tests/fast/test_quick.py", "tests/gpu/test_good_gpu.py"]
+    assert summary(registry) == summary(collect(project, use_cache=False))
+
+
+def damage_cases(raw: bytes) -> dict[str, bytes]:
+    head, _, body = raw.partition(b"\n")
+    header = json.loads(head)
+    flipped = bytearray(body)
+    flipped[len(flipped) // 2] ^= 0xFF
+    foreign = dict(header, key="0" * 64)
+    wrong_kind = dict(header, kind="something-else")
+    return {
+        "garbage": b"\x00\xffnot a cache at all",
+        "empty": b"",
+        "truncated": raw[: len(raw) // 2],
+        "header-only": head + b"\n",
+        "no-newline": head,
+        "bit-flip": head + b"\n" + bytes(flipped),
+        "foreign-key": json.dumps(foreign).encode() + b"\n" + body,
+        "other-kind": json.dumps(wrong_kind).encode() + b"\n" + body,
+        "header-not-object": b"[1, 2]\n" + body,
+        "json-bomb": b"[" * 100000 + b"\n",
+    }
+
+
+@pytest.mark.parametrize("case", ["garbage", "empty", "truncated", "header-only", "no-newline", "bit-flip",
+                                  "foreign-key", "other-kind", "header-not-object", "json-bomb"])
+def test_damaged_cache_is_ignored_and_rebuilt(case: str, tree, scans) -> None:
+    project = tree()
+    expected = summary(collect(project))
+    path = registry_path(project)
+    path.write_bytes(damage_cases(path.read_bytes())[case])
+    scans.clear()
+    assert summary(collect(project)) == expected
+    assert len(scans) == 3  # nothing was trusted
+    scans.clear()
+    collect(project)
+    assert scans == []  # and it was rebuilt
+
+
+def forge(project, elements_for: dict[str, object]) -> None:
+    """A cache with a valid header and CRC whose per-file elements are hostile."""
+    key = cache.cache_key(project.root, project.config_path, project.raw_config_text)
+    header, body = cache.load_blob(registry_path(project), key, cache.KIND)
+    paths, stats, elements = cache.decode_table(header, body)
+    for rel, value in elements_for.items():
+        elements[paths.index(rel)] = value
+    body, extra = cache.encode_table(paths, [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))], elements)
+    cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
+
+
+@pytest.mark.parametrize("element", [
+    "string", None, [None], [None, {"r": [[1, 2, 3]]}], [None, {"r": [], "g": [], "f": [[1, 1, "fatal", "x", "y"]]}],
+    [None, {"r": [["cpu", "s", True, 1, 1, [], False, None, False]], "g": [], "f": []}],
+    [None, {"r": [], "g": [[1, 1, {"k": "__import__('os')"}, 0, []]], "f": []}],
+    [123, 0], 1, 0.0, False,
+])
+def test_well_formed_but_wrong_entries_are_not_trusted(element: object, tree, scans) -> None:
+    project = tree()
+    expected = summary(collect(project, use_cache=False))
+    collect(project)
+    forge(project, {"tests/unit/test_good.py": element})
+    scans.clear()
+    assert summary(collect(project)) == expected
+    assert len(scans) == 1
+
+
+def test_concurrent_collectors_leave_a_valid_cache(tree) -> None:
+    project = tree({f"tests/fast/test_f{i}.py": "def test():\n    pass\n" for i in range(40)})
+    code = (
+        "import sys; from pathlib import Path; from testfleet.config import load_project;"
+        "from testfleet.registry import collect;"
+        "r = collect(load_project(Path(sys.argv[1]))); print(len(r.registrations))"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(project.root)], stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert len(set(outs)) == 1
+    assert summary(collect(project)) == summary(collect(project, use_cache=False))
+    leftovers = [p.name for p in registry_path(project).parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_symlinked_cache_dir_is_not_written_through(tree, tmp_path: Path) -> None:
+    project = tree()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, project.root / ".testfleet")
+    collect(project)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_unwritable_cache_location_still_collects(tree) -> None:
+    project = tree()
+    (project.root / ".testfleet").write_text("a file where the cache directory should be")
+    registry = collect(project)
+    assert len(registry.registrations) == 4
+
+
+def test_cache_dir_gets_a_gitignore(tree) -> None:
+    project = tree()
+    collect(project)
+    assert (project.root / ".testfleet" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_header_records_a_crc_of_the_body(tree) -> None:
+    project = tree()
+    collect(project)
+    head, _, body = registry_path(project).read_bytes().partition(b"\n")
+    header = json.loads(head)
+    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == 1
+
+
+def test_no_cache_flag_writes_nothing(tree) -> None:
+    project = tree()
+    collect(project, use_cache=False)
+    assert not (project.root / ".testfleet").exists()
+
+
+def test_syntax_cache_is_keyed_by_content(tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    from testfleet.registry import syntax
+
+    project = tree({"tests/unit/test_s.py": "from testfleet import register_cpu_ci\n"
+                    "register_cpu_ci(5, 'stage-a-cpu')\ndef f(:\n"})
+    calls: list[str] = []
+    real = syntax.syntax_error
+    monkeypatch.setattr(syntax, "syntax_error", lambda data, rel: calls.append(rel) or real(data, rel))
+    first = [f for f in collect(project, thorough=True).findings if f.code == "syntax"]
+    assert len(calls) == 4 and [(f.file, f.line) for f in first] == [("tests/unit/test_s.py", 3)]
+    calls.clear()
+    second = [f for f in collect(project, thorough=True).findings if f.code == "syntax"]
+    assert calls == [] and second == first

@@ -1,0 +1,119 @@
+"""The fast scanner against what a full parse would say, on the tricky shapes."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from testfleet.config import BUILTIN_BACKENDS, GATE_MARKER
+from testfleet.registry import scan as sc
+
+NAMES = frozenset({m for spec in BUILTIN_BACKENDS.values() for m in spec["markers"]} | {GATE_MARKER})
+PATTERN = sc.marker_pattern(NAMES)
+NEEDLES = sc.needles_for(NAMES)
+
+
+def run(src: str | bytes) -> sc.FileScan:
+    return sc.scan_source(src.encode() if isinstance(src, str) else src, PATTERN, NEEDLES)
+
+
+def reference_calls(src: str) -> list[tuple[str, int]]:
+    """What a full ``ast.parse`` sees: top-level ``name(...)`` statements."""
+    out = []
+    for node in ast.parse(src).body:
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id in NAMES):
+            out.append((node.value.func.id, node.lineno))
+    return out
+
+
+AGREES = {
+    "plain": 'register_cpu_ci(5, "s")\n',
+    "docstring-mention": '"""Docs.\nregister_cuda_ci(5, "s", labels=["x"])\n"""\nregister_cpu_ci(5, "s")\n',
+    "comment": '# register_cuda_ci(5, "s")\nregister_cpu_ci(5, "s")\n',
+    "string-literal": 'X = "register_cuda_ci(5)"\nregister_cpu_ci(5, "s")\n',
+    "single-quoted-docstring": "'''\nregister_rocm_ci(1, 's')\n'''\nregister_cpu_ci(5, 's')\n",
+    "multiline-with-comments": 'register_cuda_ci(\n    est_time=5,  # (measured)\n    suite="s",  # ) tricky\n'
+                               '    labels=["a)", "b("],\n)\nregister_rocm_ci(1, "r", labels=("x",))\n',
+    "escaped-quotes": 'register_cpu_ci(5, "a\\"b)")\n',
+    "prefixed-strings": 'X = rb"register_cpu_ci("\nregister_cpu_ci(5, r"s")\n',
+    "semicolon-later": 'register_cpu_ci(5, "s"); x = 1\n',
+    "inside-brackets": 'ALL = [\nregister_cpu_ci,\n]\nregister_cuda_ci(1, "s", labels=["a"])\n',
+    "crlf": 'import os\r\nregister_cpu_ci(5,\r\n "s")\r\n',
+    "gate": 'register_ci_gate(metric_key="train/loss", steps=[1, 2])\n',
+    "similar-names": 'my_register_cpu_ci(5, "s")\nregister_cpu_ci_old(5)\nregister_cpu_ci(5, "s")\n',
+    "late-call-after-classes": 'class A:\n    """register_cpu_ci(\n    """\n    def f(self):\n        return (1,\n'
+                               '2)\n\n\nregister_cpu_ci(5, "s")\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGREES))
+def test_agrees_with_full_parse(name: str) -> None:
+    src = AGREES[name]
+    got = [(c.name, c.line) for c in run(src).calls]
+    assert got == reference_calls(src.replace("\r\n", "\n"))
+
+
+def test_nothing_to_do_without_needle() -> None:
+    result = run("import os\n\ndef test():\n    pass\n")
+    assert result.calls == [] and result.others == []
+
+
+def test_call_node_has_real_line_numbers_and_segment() -> None:
+    src = "import os\n\n\nregister_cuda_ci(\n    est_time=5,\n    suite='s',\n    labels=['a', 'b'],\n)\n"
+    call = run(src).calls[0]
+    assert call.line == 4
+    labels = next(k for k in call.node.keywords if k.arg == "labels")
+    assert labels.value.lineno == 7
+    assert call.segment(labels.value) == "['a', 'b']"
+
+
+def test_indented_call_names_its_block() -> None:
+    src = 'import x\n\nclass T:\n    def setup(self):\n        register_cpu_ci(5, "s")\n'
+    (occ,) = run(src).others
+    assert (occ.kind, occ.line, occ.col) == (sc.INDENTED_CALL, 5, 9)
+    assert "`def setup(self):` (line 4)" in occ.detail
+
+
+def test_attribute_alias_embedded_and_mentions() -> None:
+    src = (
+        "import testfleet as tf\n"
+        "from testfleet import register_cuda_ci as rc\n"
+        "from testfleet import (\n    register_rocm_ci,\n)\n"
+        'tf.register_cpu_ci(5, "s")\n'
+        'ok = register_rocm_ci(1, "x")\n'
+    )
+    kinds = [(o.kind, o.line) for o in run(src).others]
+    assert kinds == [(sc.ALIASED_IMPORT, 2), (sc.MENTION, 4), (sc.ATTRIBUTE_CALL, 6), (sc.EMBEDDED_CALL, 7)]
+
+
+def test_bom_and_non_utf8() -> None:
+    assert [c.name for c in run(b'\xef\xbb\xbfregister_cpu_ci(5, "s")\n').calls] == ["register_cpu_ci"]
+    bad = run(b'register_cpu_ci(5, "s")\n# \xff\n')
+    assert bad.decode_error is not None and "line 2" in bad.decode_error
+
+
+@pytest.mark.parametrize(("src", "expected"), [
+    ('if __name__ == "__main__":\n    main()\n', True),
+    ("if __name__ == '__main__': run(1)\n", True),
+    ('if "__main__" == __name__:\n    sys.exit(pytest.main([__file__]))\n', True),
+    ('if __name__ == "__main__":\n    pass\n', False),
+    ('if __name__ == "__main__":\n    # main()\n    pass\n', False),
+    ("def main():\n    pass\n", False),
+])
+def test_main_guard(src: str, expected: bool) -> None:
+    assert run(src).has_main_call is expected
+
+
+def test_unterminated_triple_quote_does_not_crash() -> None:
+    result = run('register_cpu_ci(5, "s")\nX = """never closed\nregister_cuda_ci(1)\n')
+    assert [c.name for c in result.calls] == ["register_cpu_ci"]
+    assert result.others == []
+
+
+def test_config_marker_without_common_prefix() -> None:
+    names = frozenset({"register_cpu_ci", "npu_ci"})
+    pattern, needles = sc.marker_pattern(names), sc.needles_for(names)
+    result = sc.scan_source(b'npu_ci(5, "s")\nregister_cpu_ci(1, "t")\n', pattern, needles)
+    assert [c.name for c in result.calls] == ["npu_ci", "register_cpu_ci"]
