@@ -96,7 +96,7 @@ def select(
         assert reason in REASONS, reason
         sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, reason, detail))
 
-    for reg in sorted(registrations):
+    for reg in sorted(registrations, key=lambda r: (r.file, r.backend, r.suite)):
         stage = config.stages.get(reg.suite)
         if stage is None or stage.backend != reg.backend:
             raise UsageError(

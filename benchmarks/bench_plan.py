@@ -1,0 +1,124 @@
+"""End-to-end speed of ``testfleet plan --format json`` on a generated 10,000-file tree.
+
+    python benchmarks/bench_plan.py                 # 10,000 files, 7 runs per case
+    python benchmarks/bench_plan.py --files 2000 --runs 3
+    python benchmarks/bench_plan.py --json out.json
+
+Each case runs the installed ``testfleet`` console script as a fresh process, the
+way CI runs it, with stdout to /dev/null. "Cold" deletes the project's cache
+directory (``.testfleet``: registry cache, history) before every run; "warm"
+keeps the registry cache from the previous run. Reported per case: median wall
+time and median CPU time (user + sys of the child). The reference measured in
+the same run is ``python -c pass`` (interpreter start-up); on a shared machine
+CPU time is the steadier figure, since wall time includes waiting for a core.
+The produced plan is loaded back with ``load_plan`` (schema and digest checked)
+so a broken plan cannot pass as a fast one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE))
+
+from gen_tree import generate  # noqa: E402
+from testfleet.planning.model import load_plan  # noqa: E402
+
+
+def testfleet_cmd() -> list[str]:
+    exe = shutil.which("testfleet")
+    return [exe] if exe else [sys.executable, "-m", "testfleet.cli.main"]
+
+
+def measure(cmd: list[str], cwd: Path, runs: int, cold: bool) -> dict[str, float]:
+    walls, cpus = [], []
+    for _ in range(runs):
+        if cold:
+            shutil.rmtree(cwd / ".testfleet", ignore_errors=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              check=False)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                             f"{proc.stderr.decode(errors='replace')}")
+        walls.append(wall)
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return {"wall_median": statistics.median(walls), "wall_min": min(walls),
+            "cpu_median": statistics.median(cpus), "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--root", type=Path, default=None, help="tree location (default: a temp dir)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+
+    tmp = None
+    if args.root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-plan-")
+        root = Path(tmp.name)
+    else:
+        root = args.root
+    try:
+        generate(root, args.files, args.seed)
+        tf = testfleet_cmd()
+        plan_json = [*tf, "plan", "--format", "json"]
+        cases = [
+            ("python -c pass (reference)", [sys.executable, "-c", "pass"], False),
+            ("testfleet plan --format json, cold cache", plan_json, True),
+            ("testfleet plan --format json, warm cache", plan_json, False),
+            ("testfleet plan --labels run-ci-all --format json, cold cache",
+             [*tf, "plan", "--labels", "run-ci-all", "--format", "json"], True),
+        ]
+        results = {}
+        for name, cmd, cold in cases:
+            results[name] = measure(cmd, root, args.runs, cold)
+
+        out = root / "plan.json"
+        subprocess.run([*tf, "plan", "--format", "json", "--output", str(out)], cwd=root,
+                       check=True, stderr=subprocess.DEVNULL)
+        plan = load_plan(out)
+        n_tests = sum(len(j.tests) for j in plan.jobs)
+        summary = {
+            "files": args.files, "seed": args.seed, "runs": args.runs,
+            "python": platform.python_version(), "cpus": os.cpu_count(),
+            "load_avg_1m": os.getloadavg()[0],
+            "plan": {"jobs": len(plan.jobs), "scheduled_tests": n_tests,
+                     "skipped": len(plan.skipped), "bytes": out.stat().st_size},
+            "cases": results,
+        }
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+    print(f"tree: {args.files} files (seed {args.seed}); plan: {summary['plan']}; "
+          f"python {summary['python']}, {summary['cpus']} cpus, load {summary['load_avg_1m']:.1f}")
+    print("| case | wall median (s) | wall min (s) | CPU median (s) |")
+    print("|---|---|---|---|")
+    for name, r in results.items():
+        print(f"| {name} | {r['wall_median']:.3f} | {r['wall_min']:.3f} | {r['cpu_median']:.3f} |")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
