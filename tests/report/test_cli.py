@@ -20,6 +20,11 @@ def tf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
+def _dormant_line(root: Path) -> int:
+    lines = (root / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.startswith('disabled = "MI300X'))
+
+
 @pytest.fixture
 def plan_file(example_project: Path) -> Path:
     out = example_project / "plan.json"
@@ -47,6 +52,16 @@ def test_json_report_with_plan(example_project: Path, plan_file: Path) -> None:
     assert "wrote json report" in r.stderr and r.stdout == ""
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["schema"] == SCHEMA
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("testfleet.report").joinpath(
+        "schema/report-1.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, schema)
+    assert data["config_file"] == "pyproject.toml"
+    assert {s["name"]: s["config_line"] for s in data["stages"]}[DORMANT] == _dormant_line(
+        example_project)
     assert [h["name"] for h in data["holes"]] == ["rocm", DORMANT]
     assert data["dormant"] == [{
         "name": DORMANT, "backend": "rocm", "reason": REASON,
@@ -70,9 +85,13 @@ def test_markdown_and_html_to_stdout(example_project: Path) -> None:
     md = tf("report", "--format", "markdown", cwd=example_project)
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("## testfleet report")
+    assert "restore: remove" not in md.stdout
     assert "🚨 Coverage holes (2)" in md.stdout and DORMANT in md.stdout
     html = tf("report", "--format", "html", "--output", "-", cwd=example_project)
     assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
+    line = _dormant_line(example_project)
+    assert ('restore: remove <span class="mono">disabled</span> at <span class="mono">'
+            f"pyproject.toml:{line}<") in html.stdout
 
 
 @pytest.mark.parametrize(
@@ -120,3 +139,36 @@ def test_check_enforces_report_rules(example_project: Path) -> None:
     assert any(c[0] == "disabled-age-unknown" for c in codes)  # not a git repository
     holes = [f for f in doc["findings"] if f["code"] == "coverage-hole"]
     assert {f["severity"] for f in holes} == {"error"}
+
+
+def test_ages_from_git_history(example_project: Path) -> None:
+    """The example committed in a repository with dated commits: real ages, oldest first."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_NOSYSTEM="1")
+
+    def git(*args: str, date: str | None = None) -> None:
+        e = dict(env, **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}))
+        subprocess.run(["git", *args], cwd=example_project, env=e, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "import", date="2025-01-15T10:00:00+00:00")
+    amd = example_project / "tests/e2e/megatron/amd/test_amd_r3_mtp.py"
+    amd.write_text(amd.read_text(encoding="utf-8").replace(
+        "Disable due to failure", "R3 MTP diverges on ROCm, see #2237"), encoding="utf-8")
+    git("commit", "-q", "-am", "re-justify", date="2026-11-20T10:00:00+00:00")
+    r = tf("report", "--format", "json", cwd=example_project)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["git"] == "full history"
+    ledger = {e["file"]: e for e in data["ledger"]}
+    fresh = ledger["tests/e2e/megatron/amd/test_amd_r3_mtp.py"]
+    old = ledger["tests/e2e/fsdp/test_fsdp2_mixed_precision.py"]
+    assert fresh["age"]["changed"] == "2026-11-20" and fresh["references"][0]["text"] == "#2237"
+    assert old["age"]["changed"] == "2025-01-15" and old["age"]["status"] == "committed"
+    assert old["age"]["days"] > fresh["age"]["days"]
+    ages = [e["age"]["days"] for e in data["ledger"] if not (e["expiry"] or {}).get("expired")]
+    assert ages == sorted(ages, reverse=True)

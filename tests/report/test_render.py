@@ -6,6 +6,7 @@ import json
 import re
 from html.parser import HTMLParser
 
+import pytest
 from report_helpers import NOW, config, fleet, reg
 
 from testfleet.report.collect import build_report
@@ -161,3 +162,27 @@ def test_text_does_not_interpret_rich_markup() -> None:
     r = build_report(project="p", config=config(), registrations=regs, now=NOW)
     out = render_text(r, width=200)
     assert "[red]boom[/red]" in out and "[link=https://x]y[/link]" in out
+
+
+def _schema():
+    from importlib import resources
+
+    return json.loads(resources.files("testfleet.report").joinpath("schema/report-1.schema.json")
+                      .read_text(encoding="utf-8"))
+
+
+def test_json_matches_the_published_schema() -> None:
+    import jsonschema
+
+    from testfleet.report.model import DriftRow, GateRow
+
+    hist = HistorySection(
+        True, drift=(DriftRow("a.py", "cpu-a", 10, 30, 3, 3.0),),
+        gates=(GateRow("a.py", "cpu", "cpu-a", "m", 1, None, None, 0, 0),),
+        trends=(TrendSeries("a.py", "m", -1, (TrendPoint("t", float("inf"), False),), None, None),))
+    for report in (_report(), _report(plan=plan_section(_plan_data(), "p.json"), history=hist)):
+        jsonschema.validate(json.loads(render_json(report)), _schema())
+    bad = json.loads(render_json(_report()))
+    bad["holes"][0]["kind"] = "galaxy"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, _schema())

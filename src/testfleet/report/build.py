@@ -54,7 +54,8 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
         notes.append(f"the registry has {n_err} error(s); the numbers above leave out what could "
                      "not be read — run 'testfleet check'")
     report = build_report(project=_name(project), config=project.config, registrations=regs,
-                          now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes)
+                          now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes,
+                          config_file=_config_name(project), config_text=project.raw_config_text)
     findings = evaluate_rules(report, project.config, _config_name(project),
                               project.raw_config_text)
     findings += git_findings(project, report, info)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from testfleet.config import Config
 from testfleet.registry.model import Registration
+from testfleet.report.configloc import config_line
 from testfleet.report.expiry import parse_expiry
 from testfleet.report.gitage import LineAge
 from testfleet.report.model import (
@@ -60,10 +61,12 @@ def build_report(
     plan: PlanSection | None = None,
     notes: Sequence[str] = (),
     findings: Sequence[str] = (),
+    config_file: str = "",
+    config_text: str = "",
 ) -> Report:
     """Everything the report shows, computed from its inputs only."""
-    patterns = tuple(getattr(config.check, "reference_patterns", ()) or ())
-    stages = _stage_rows(config, registrations, patterns)
+    patterns = tuple(config.check.reference_patterns)
+    stages = _stage_rows(config, registrations, patterns, config_text)
     dormant = {s.name for s in stages if s.status == "dormant"}
     backends = _group_rows(
         {s.backend for s in config.stages.values()} | {r.backend for r in registrations},
@@ -88,11 +91,12 @@ def build_report(
         plan=plan,
         notes=tuple(notes),
         findings=tuple(findings),
+        config_file=config_file,
     )
 
 
 def _stage_rows(config: Config, regs: Sequence[Registration],
-                patterns: tuple[str, ...]) -> tuple[StageRow, ...]:
+                patterns: tuple[str, ...], config_text: str = "") -> tuple[StageRow, ...]:
     by_suite: dict[str, list[Registration]] = defaultdict(list)
     for reg in regs:
         by_suite[reg.suite].append(reg)
@@ -105,6 +109,8 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
             counts=count(members), reason=stage.disabled,
             references=tuple(parse_references(stage.disabled, patterns)),
             trusted_only=stage.trusted_only, runs_on=tuple(stage.runs_on),
+            config_line=config_line(config_text, name,
+                                    "disabled" if stage.disabled is not None else None),
         ))
     # Registrations whose suite (or backend) does not match a configured stage are
     # registry errors; they still show, so nothing is silently dropped from the matrix.

@@ -71,6 +71,7 @@ class StageRow:
     references: tuple[Reference, ...] = ()
     trusted_only: bool = False
     runs_on: tuple[str, ...] = ()
+    config_line: int = 0  # line of the stage's ``disabled`` key (or header) in the config
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,7 @@ class Report:
     plan: PlanSection | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     findings: tuple[str, ...] = field(default_factory=tuple)  # check-rule findings, rendered
+    config_file: str = ""
 
     @property
     def dormant(self) -> tuple[StageRow, ...]:

@@ -10,7 +10,7 @@ escaped with :func:`html.escape`.
 from __future__ import annotations
 
 from testfleet.report import fmt, svg
-from testfleet.report.model import CATEGORIES, CATEGORY_HELP, GroupRow, Report
+from testfleet.report.model import CATEGORIES, CATEGORY_HELP, GroupRow, Report, StageRow
 from testfleet.report.references import Reference
 from testfleet.report.svg import esc
 
@@ -158,10 +158,19 @@ def _dormant(report: Report) -> str:
         f'<div class="reason">{esc(s.reason or "")}</div>'
         f'<div class="meta">backend {esc(s.backend)} · runs on {esc(", ".join(s.runs_on))} · '
         f"{fmt.plural(s.counts.total, 'registration')} held, {s.counts.active} would run · "
-        f"reference: {_refs(s.references)}</div></div>"
+        f"reference: {_refs(s.references)}{_restore(report, s)}</div></div>"
         for s in report.dormant)
     return (f'<section class="dormant" id="dormant"><h2>Dormant stages '
             f'<span class="count">({len(report.dormant)})</span></h2>{cards}</section>')
+
+
+def _restore(report: Report, s: StageRow) -> str:
+    """Where to switch the stage back on: one line of the configuration."""
+    if not report.config_file:
+        return ""
+    where = f"{report.config_file}:{s.config_line}" if s.config_line else report.config_file
+    return (f' · restore: remove <span class="mono">disabled</span> at '
+            f'<span class="mono">{esc(where)}</span>')
 
 
 def _legend() -> str:

@@ -18,6 +18,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "project": report.project,
+        "config_file": report.config_file,
         "generated": report.generated,
         "headline": report.headline(),
         "totals": report.totals.to_json(),
@@ -83,7 +84,7 @@ def _finite(x: float) -> float | None:
 def _stage(s: StageRow) -> dict[str, Any]:
     return {"name": s.name, "backend": s.backend, "status": s.status, "reason": s.reason,
             "references": [r.to_json() for r in s.references], "trusted_only": s.trusted_only,
-            "runs_on": list(s.runs_on), "counts": s.counts.to_json()}
+            "runs_on": list(s.runs_on), "counts": s.counts.to_json(), "config_line": s.config_line}
 
 
 def _group(g: GroupRow) -> dict[str, Any]:

@@ -15,12 +15,12 @@ disabled test is.
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 from testfleet.config import Config, Project
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
 from testfleet.report import fmt
+from testfleet.report.configloc import config_line
 from testfleet.report.gitage import RepoInfo
 from testfleet.report.model import Report
 
@@ -104,28 +104,6 @@ def evaluate_rules(report: Report, cfg: Config, config_file: str = "pyproject.to
                                f"can run ({hole.cause}: {_short(hole.detail, 160)}){lost}",
                                where[2]))
     return out
-
-
-def config_line(text: str, stage: str, key: str | None = None) -> int:
-    """The line of ``[...stages.<stage>]`` (or of ``key`` inside it) in the config text; 0 if not found."""
-    if not text:
-        return 0
-    name = re.escape(stage)
-    header = re.compile(
-        r"^\s*\[\s*(?:tool\s*\.\s*testfleet\s*\.\s*)?stages\s*\.\s*(?:" + name + r'|"' + name + r'"|\'' + name + r"')\s*\]")
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if header.match(line):
-            if key is None:
-                return i + 1
-            key_re = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
-            for j in range(i + 1, len(lines)):
-                if lines[j].lstrip().startswith("["):
-                    break
-                if key_re.match(lines[j]):
-                    return j + 1
-            return i + 1
-    return 0
 
 
 def _config_name(project: Project) -> str:
