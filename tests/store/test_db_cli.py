@@ -63,3 +63,30 @@ def test_pg_runtime_role_gets_a_clear_ddl_error(run, pg_url_rw: str) -> None:  #
 def test_bad_url(run) -> None:  # type: ignore[no-untyped-def]
     code, _, err = run("db", "init", "--database", "mysql://x/y")
     assert code == 2 and "unsupported database URL scheme" in err
+
+
+def test_pg_grant_gives_a_runtime_role_rows_only(run, project, pg_database) -> None:  # type: ignore[no-untyped-def]
+    import psycopg
+
+    from testfleet.store import PermissionDenied, open_store
+    from testfleet.store.durations import Execution
+
+    rw_user = pg_database.url_rw.split("://")[1].split(":")[0]
+    # Undo the fixture's default privileges, as on a server nobody prepared.
+    with psycopg.connect(pg_database.url, autocommit=True) as admin:
+        admin.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{pg_database.schema}" '
+                      f'REVOKE ALL ON TABLES FROM "{rw_user}"')
+        admin.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{pg_database.schema}" '
+                      f'REVOKE ALL ON SEQUENCES FROM "{rw_user}"')
+    assert run("db", "init", "--database", pg_database.url)[0] == 0
+    row = Execution("tests/a.py", "stage-a-cpu", "cpu", 3.0)
+    with pytest.raises(PermissionDenied):
+        open_store(project, pg_database.url_rw)
+    code, out, err = run("db", "grant", rw_user, "--database", pg_database.url)
+    assert code == 0, err
+    assert f"to {rw_user}" in out
+    with open_store(project, pg_database.url_rw) as store:
+        store.record_executions([row])
+        assert store.durations("stage-a-cpu", None, 5) == {"tests/a.py": [3.0]}
+    code, _, err = run("db", "grant", rw_user)
+    assert code == 2 and "for PostgreSQL" in err

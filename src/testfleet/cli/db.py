@@ -83,6 +83,46 @@ def upgrade_cmd(ctx: click.Context, database: str | None, dry_run: bool) -> int:
         return 0
 
 
+@command.command("grant")
+@click.argument("role")
+@DATABASE_OPTION
+@click.pass_context
+def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
+    """PostgreSQL: let ROLE read and write rows (never change the schema).
+
+    Grants SELECT/INSERT/UPDATE/DELETE on every table of the current schema, use of
+    its sequences, and the same by default on tables later steps create, so runners
+    and gates can use ROLE. Run it with the role that ran 'db init'.
+    """
+    from sqlalchemy import text
+
+    from testfleet.store import StoreError, connect, resolve_target
+
+    project = project_from(ctx)
+    if resolve_target(project, database).dialect != "postgresql":
+        raise StoreError("'db grant' is for PostgreSQL; a SQLite database is governed by "
+                         "its file permissions")
+    with connect(project, database) as store:
+        if store.schema_version() is None:
+            raise StoreError(f"history database {store.target.display} has no testfleet schema; "
+                             "run 'testfleet db init' first")
+        with store.write() as conn:
+            quote = conn.dialect.identifier_preparer.quote
+            who = quote(role)
+            schema = quote(conn.execute(text("SELECT current_schema()")).scalar_one())
+            for statement in (
+                f"GRANT USAGE ON SCHEMA {schema} TO {who}",
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {who}",
+                f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {who}",
+                f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} "
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {who}",
+                f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT USAGE, SELECT ON SEQUENCES TO {who}",
+            ):
+                conn.execute(text(statement))
+        click.echo(f"granted row read/write on {store.target.display} (schema {schema}) to {role}")
+        return 0
+
+
 @command.command("status")
 @DATABASE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
