@@ -332,10 +332,16 @@ def _excludes(candidates: list[str], registered: set[str]) -> list[str]:
 
 def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Adoption:
     """Turn a scan into configuration data that makes the tree's calls valid as written."""
-    findings = list(scan_result.findings)
     notes: list[str] = []
     calls = scan_result.calls
 
+    registered = scan_result.registered_files
+    pattern = _pattern_for(registered) if registered else "test_*.py"
+    # A file the registry will not discover (a helper that defines the markers,
+    # a module outside the pattern) cannot break 'testfleet check'.
+    findings = [f for f in scan_result.findings
+                if f.code in ("adopt-root", "adopt-symlink")
+                or fnmatch.fnmatch(f.file.rsplit("/", 1)[-1], pattern)]
     # one registration per (file, backend), as the registry requires
     seen: dict[tuple[str, str], FoundCall] = {}
     for c in calls:
@@ -347,8 +353,6 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
         else:
             seen[key] = c
 
-    registered = scan_result.registered_files
-    pattern = _pattern_for(registered) if registered else "test_*.py"
     candidates = [f for f in scan_result.test_files
                   if fnmatch.fnmatch(f.rsplit("/", 1)[-1], pattern)]
     data: dict[str, Any] = {"roots": list(scan_result.roots), "pattern": pattern}
