@@ -115,7 +115,8 @@ def show(value: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…'"
 
 
-def _bad_label(raw: str) -> str | None:
+def label_problem(raw: str) -> str | None:
+    """Why a raw PR label is unusable (and ignored), or None."""
     if not raw.strip():
         return "is empty"
     if len(raw) > MAX_LABEL_CHARS:
@@ -182,7 +183,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
 
     raw_ok: list[str] = []
     for raw in trigger.labels:
-        problem = _bad_label(raw)
+        problem = label_problem(raw)
         if problem:
             warnings.append(f"PR label {show(raw)} ignored: it {problem}")
         else:

@@ -105,6 +105,7 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
     plan = load_plan(tmp_path / "plan.json")
     assert [m["id"] for m in matrix] == [j.id for j in plan.jobs]
     assert outputs["digest"] == plan.digest
+    assert plan.trigger["labels"] == ["run-ci-megatron", "nightly", "run-ci-${{ secrets.TOKEN }}"]
     assert int(outputs["waves"]) == 2
     assert json.loads(outputs["coverage_hole_stages"]) == ["stage-c-4-gpu-mi300x"]
     wave1 = json.loads(outputs["matrix_1"])["include"]

@@ -29,7 +29,7 @@ from testfleet.planning.model import (
 )
 from testfleet.planning.request import PlanRequest
 from testfleet.planning.select import select, validate_request
-from testfleet.policy import resolve_policy
+from testfleet.policy import label_problem, resolve_policy
 from testfleet.registry.model import Registration, Registry
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
@@ -207,6 +207,8 @@ def make_plan(
         policy=policy.to_json(),
         trigger={
             **request.trigger.to_json(),
+            # ignored labels are reported (escaped, cut) in warnings, not stored raw
+            "labels": [raw for raw in request.trigger.labels if label_problem(raw) is None],
             "files": list(request.files),
             "stages": list(request.stages),
             "include_disabled": request.include_disabled,
