@@ -140,6 +140,9 @@ def _best_assignment(sizes: list[float], k: int) -> list[int]:
     lpt = _lpt(sizes, k)
     best = _improve(sizes, k, lpt, bound)
     best_span = _makespan(sizes, k, best)
+    lpt_span = _makespan(sizes, k, lpt)
+    if best_span > lpt_span:  # only float drift in the running loads could do this
+        best, best_span = lpt, lpt_span
     if best_span > bound * (1 + _KK_SKIP_GAP) and n * k <= _KK_MAX_WORK:
         kk = _improve(sizes, k, _karmarkar_karp(sizes, k), bound)
         kk_span = _makespan(sizes, k, kk)
