@@ -283,7 +283,7 @@ def test_init_exits_1_and_says_so_when_something_could_not_be_adopted(
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")
     assert code == 1
     assert "tests/test_nonliteral.py:3:1: error: register_cuda_ci(...): argument est_time" in err
-    assert "could not be adopted as written" in err
+    assert "marker call(s) could not be adopted as written" in err
     assert (root / "testfleet.toml").is_file()  # the part that could be adopted is written
 
 

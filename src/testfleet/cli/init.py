@@ -256,15 +256,15 @@ def command(ctx: click.Context, github: bool, from_existing: bool, force: bool, 
     if adoption is not None:
         for note in adoption.notes:
             click.echo(f"note: {note}")
+        errors = [f for f in adoption.findings if f.severity == "error"]
         for f in adoption.findings:
             click.echo(f.render(), err=True)
-        if any(f.severity == "error" for f in adoption.findings):
-            click.echo(f"{sum(f.severity == 'error' for f in adoption.findings)} registration(s) "
-                       "could not be adopted as written; fix them, then run 'testfleet check'",
-                       err=True)
+        if errors:
+            click.echo(f"testfleet init: {len(errors)} marker call(s) could not be adopted as "
+                       "written; fix them, then run 'testfleet check'", err=True)
             status = 1
     if not writes:
         click.echo("nothing to write (use --github for the workflow, --force to replace the config)")
-    else:
+    elif status == 0:
         click.echo("next: testfleet check && testfleet plan")
     return status

@@ -1,0 +1,188 @@
+"""`testfleet init`: what it writes, what it refuses to overwrite, and that nothing is
+half-written when it refuses."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from testfleet.cli.init import strip_testfleet_section
+from testfleet.config import load_project
+from testfleet.errors import UsageError
+from testfleet.integrations.github_workflow import WORKFLOW_PATH
+
+from .conftest import run_cli
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PYPROJECT = """\
+# my project
+[project]
+name = "plain"
+version = "1.0"
+
+[tool.ruff]
+line-length = 88
+"""
+
+
+def plain_tree(root: Path, pyproject: bool = True) -> Path:
+    (root / "tests" / "sub").mkdir(parents=True)
+    (root / "tests" / "test_a.py").write_text("def test_a():\n    assert 1 + 1 == 2\n")
+    (root / "tests" / "sub" / "test_b.py").write_text("def test_b():\n    pass\n")
+    if pyproject:
+        (root / "pyproject.toml").write_text(PYPROJECT)
+    return root
+
+
+def test_scaffold_into_pyproject_keeps_everything_else(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, out, _ = run_cli(capsys, "-C", str(root), "init", "--github")
+    assert code == 0
+    assert "wrote [tool.testfleet] in pyproject.toml" in out
+    assert f"wrote {WORKFLOW_PATH}" in out
+    text = (root / "pyproject.toml").read_text()
+    assert text.startswith(PYPROJECT)
+    assert tomllib.loads(text)["tool"]["ruff"] == {"line-length": 88}
+    assert (root / WORKFLOW_PATH).is_file()
+    code, out, err = run_cli(capsys, "-C", str(root), "check")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "-C", str(root), "list", "--format", "json")
+    assert code == 0 and "tests/sub/test_b.py" in out
+
+
+def test_without_pyproject_or_with_toml_flag_writes_testfleet_toml(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bare = plain_tree(tmp_path / "bare", pyproject=False)
+    assert run_cli(capsys, "-C", str(bare), "init")[0] == 0
+    assert load_project(bare).config_path.name == "testfleet.toml"
+    flagged = plain_tree(tmp_path / "flagged")
+    assert run_cli(capsys, "-C", str(flagged), "init", "--toml")[0] == 0
+    assert (flagged / "pyproject.toml").read_text() == PYPROJECT
+    assert load_project(flagged).config_path.name == "testfleet.toml"
+
+
+def test_a_tree_with_markers_is_adopted_without_the_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    (root / "tests" / "test_gpu.py").write_text(
+        "from testfleet import register_cuda_ci\n"
+        "register_cuda_ci(est_time=60, suite='gpu-a100', labels=['llm'])\n")
+    code, out, _ = run_cli(capsys, "-C", str(root), "init")
+    assert code == 0
+    assert "derived the configuration from them" in out
+    assert "gpu-a100" in load_project(root).config.stages
+
+
+def test_existing_config_is_kept_and_drives_the_workflow(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (example_project / "pyproject.toml").read_text()
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 0
+    assert "kept the existing configuration in pyproject.toml" in out
+    assert (example_project / "pyproject.toml").read_text() == before
+    workflow = (example_project / WORKFLOW_PATH).read_text()
+    assert "0 15 * * 6" in workflow and "wave-1:" in workflow
+
+
+def test_refusals_write_nothing(example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (example_project / "pyproject.toml").read_text()
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--from-existing")
+    assert code == 2 and "already has a testfleet configuration" in err
+    wf = example_project / WORKFLOW_PATH
+    wf.parent.mkdir(parents=True)
+    wf.write_text("name: mine\n")
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 2 and "already exists; use --force" in err
+    assert wf.read_text() == "name: mine\n"
+    assert (example_project / "pyproject.toml").read_text() == before
+
+
+def test_refused_workflow_also_stops_the_config(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    wf = root / WORKFLOW_PATH
+    wf.parent.mkdir(parents=True)
+    wf.write_text("name: mine\n")
+    code, _, _ = run_cli(capsys, "-C", str(root), "init", "--github")
+    assert code == 2
+    assert (root / "pyproject.toml").read_text() == PYPROJECT
+
+
+def test_force_replaces_config_section_and_workflow(example_project: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    pyproject = example_project / "pyproject.toml"
+    head = pyproject.read_text().split("[tool.testfleet]")[0]
+    code, _, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                         "--from-existing")
+    assert code == 1  # the example's grad_norm gate needs a config default (reported)
+    text = pyproject.read_text()
+    assert text.startswith(head.rstrip("\n"))
+    assert text.count("[tool.testfleet]") == 1
+    assert "stage-a-cpu" not in tomllib.loads(text)["tool"]["testfleet"]["stages"]
+    first = (example_project / WORKFLOW_PATH).read_text()
+    code, _, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                         "--from-existing")
+    assert pyproject.read_text() == text  # idempotent
+    assert (example_project / WORKFLOW_PATH).read_text() == first
+
+
+def test_dry_run_prints_and_writes_nothing(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, out, _ = run_cli(capsys, "-C", str(root), "init", "--github", "--dry-run")
+    assert code == 0
+    assert "--- pyproject.toml" in out and f"--- {WORKFLOW_PATH}" in out
+    assert (root / "pyproject.toml").read_text() == PYPROJECT
+    assert not (root / ".github").exists()
+
+
+def test_workflow_options_reach_the_workflow(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", "--install",
+                           "pip install -e .", "--push-branch", "main", "--no-diff-pruning",
+                           "--database-secret", "FLEET_DB", "--python", "3.11")
+    assert code == 0, err
+    text = (root / WORKFLOW_PATH).read_text()
+    assert "pip install -e ." in text and "secrets.FLEET_DB" in text
+    assert "--diff-base" not in text and '"3.11"' in text and "branches:" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--database-secret", "X; rm"], "not a valid secret name"),
+    (["--push-branch", "a\nb"], "not a valid branch name"),
+    (["--root", "../elsewhere"], "not a directory inside"),
+    (["--root", "nope"], "not a directory inside"),
+])
+def test_bad_arguments_are_usage_errors(args: list[str], message: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", *args)
+    assert code == 2 and message in err
+    assert (root / "pyproject.toml").read_text() == PYPROJECT
+
+
+def test_from_existing_without_markers_is_an_error(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, _, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")
+    assert code == 2 and "no register_<backend>_ci(...) calls found under tests" in err
+
+
+def test_strip_section_keeps_other_tables_and_refuses_dotted_keys() -> None:
+    text = (PYPROJECT + "\n# testfleet settings\n[tool.testfleet]\nroots = [\"t\"]\n\n"
+            "[[tool.testfleet.implicit]]\npath = \"t\"\n\n[ tool . testfleet . stages . a ]\n"
+            "backend = \"cpu\"\n\n[tool.other]\nx = 1\n")
+    out = strip_testfleet_section(text)
+    data = tomllib.loads(out)
+    assert "testfleet" not in data["tool"] and data["tool"]["other"] == {"x": 1}
+    assert "# testfleet settings" not in out and out.startswith(PYPROJECT)
+    with pytest.raises(UsageError, match="dotted keys"):
+        strip_testfleet_section('[tool]\ntestfleet.roots = ["t"]\n')
