@@ -26,6 +26,8 @@ def _git_env(date: str | None) -> dict[str, str]:
 def git_repo(tmp_path: Path) -> Callable[..., Path]:
     """``commit(files: dict[path, text], date)`` writes files and commits them at ``date``."""
     if shutil.which("git") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("git is not installed; .ci/run must install it")
         pytest.skip("git is not installed")
     root = tmp_path / "repo"
     root.mkdir()

@@ -172,3 +172,14 @@ def test_ages_from_git_history(example_project: Path) -> None:
     assert old["age"]["days"] > fresh["age"]["days"]
     ages = [e["age"]["days"] for e in data["ledger"] if not (e["expiry"] or {}).get("expired")]
     assert ages == sorted(ages, reverse=True)
+
+
+def test_registry_errors_are_a_note_not_a_crash(example_project: Path) -> None:
+    bad = example_project / "tests/unit/test_broken_marker.py"
+    bad.write_text('from testfleet import register_cpu_ci\n\nregister_cpu_ci(est_time="x", suite=1)\n',
+                   encoding="utf-8")
+    r = tf("report", "--format", "json", cwd=example_project)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert any("testfleet check" in n for n in data["notes"])
+    assert data["holes"][0]["name"] == "rocm"

@@ -35,6 +35,8 @@ def test_matrix_counts_per_stage_backend_and_label() -> None:
     assert m.status == "dormant" and m.reason and [x.text for x in m.references] == ["#2230"]
     assert (m.counts.active, m.counts.disabled) == (1, 1)
     assert r.totals.total == 6 and r.totals.active == 4
+    assert r.runnable == 3  # the enabled MI300X test sits in a dormant stage
+    assert r.headline().startswith("3 of 6 registrations can run, 2 coverage holes, 1 dormant stage")
     backends = {g.name: g for g in r.backends}
     assert backends["rocm"].scheduled == 0 and backends["cuda"].scheduled == 1
     labels = {g.name: g for g in r.labels}

@@ -230,13 +230,18 @@ class Report:
     config_file: str = ""
 
     @property
+    def runnable(self) -> int:
+        """Registrations some cadence can schedule: enabled and in a stage that is not dormant."""
+        return sum(g.scheduled for g in self.backends)
+
+    @property
     def dormant(self) -> tuple[StageRow, ...]:
         return tuple(s for s in self.stages if s.status == "dormant")
 
     def headline(self) -> str:
         """One sentence a person can act on."""
         t = self.totals
-        parts = [f"{t.active} of {t.total} registrations can run"]
+        parts = [f"{self.runnable} of {t.total} registrations can run"]
         if self.holes:
             parts.append(f"{len(self.holes)} coverage hole{'s' if len(self.holes) != 1 else ''}")
         if self.dormant:

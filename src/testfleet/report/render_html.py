@@ -125,7 +125,7 @@ def _kpis(report: Report) -> str:
     tiles = [
         ("bad" if report.holes else "good", str(len(report.holes)), "coverage holes"),
         ("warn" if report.dormant else "good", str(len(report.dormant)), "dormant stages"),
-        ("", f"{t.active}<span class='l'> / {t.total}</span>", "registrations can run"),
+        ("", f"{report.runnable}<span class='l'> / {t.total}</span>", "registrations can run"),
         ("warn" if report.ledger else "good", str(t.disabled), "disabled"),
         ("bad" if no_ref else "good", str(no_ref), "disabled without reference"),
         ("bad" if expired else "", str(expired), "past their expiry"),

@@ -22,6 +22,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
         "generated": report.generated,
         "headline": report.headline(),
         "totals": report.totals.to_json(),
+        "runnable": report.runnable,
         "holes": [{"kind": x.kind, "name": x.name, "cause": x.cause, "detail": x.detail,
                    "lost": x.lost} for x in report.holes],
         "stages": [_stage(s) for s in report.stages],
