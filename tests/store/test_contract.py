@@ -158,3 +158,22 @@ def test_migrate_is_idempotent(project: Project, store_url: str | None, engine_n
     with connect(project, owner_url) as store:
         assert store.migrate() == []
         assert store.schema_version() == latest_version()
+
+
+def test_prune_keeps_the_newest_per_file_and_outcome_class(project: Project,
+                                                            store_url: str | None) -> None:
+    rows = [ex("tests/a.py", float(i), 100.0 + i) for i in range(10)]
+    rows += [ex("tests/a.py", 500.0 + i, 200.0 + i, outcome="FAILED") for i in range(10)]
+    rows += [ex("tests/a.py", 7.0, 1.0, stage="stage-c-h200")]
+    rows += [ex("tests/b.py", 1.0, 50.0), ex("tests/b.py", 2.0, 60.0)]
+    with open_store(project, store_url) as store:
+        store.record_executions(rows)
+        assert store.prune_executions(3) == 7 + 7
+        assert store.durations("stage-a-cpu", None, 100) == {"tests/a.py": [9.0, 8.0, 7.0],
+                                                             "tests/b.py": [2.0, 1.0]}
+        assert store.durations("stage-c-h200", None, 100) == {"tests/a.py": [7.0]}
+        assert store.prune_executions(3, older_than=55.0) == 2  # h200's and b's oldest
+        assert store.durations("stage-a-cpu", None, 100)["tests/b.py"] == [2.0]
+        assert store.prune_executions(3) == 0
+        with pytest.raises(ValueError, match="keep"):
+            store.prune_executions(0)

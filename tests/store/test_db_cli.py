@@ -90,3 +90,18 @@ def test_pg_grant_gives_a_runtime_role_rows_only(run, project, pg_database) -> N
         assert store.durations("stage-a-cpu", None, 5) == {"tests/a.py": [3.0]}
     code, _, err = run("db", "grant", rw_user)
     assert code == 2 and "for PostgreSQL" in err
+
+
+def test_prune_command(run, project) -> None:  # type: ignore[no-untyped-def]
+    from testfleet.store import open_store
+    from testfleet.store.durations import Execution
+
+    with open_store(project) as store:
+        store.record_executions([Execution("tests/a.py", "stage-a-cpu", "cpu", float(i),
+                                           timestamp=float(i)) for i in range(60)])
+    code, out, _ = run("db", "prune")
+    assert code == 0 and "deleted 10 execution(s)" in out
+    code, out, _ = run("db", "prune", "--keep", "5", "--older-than", "1")
+    assert code == 0 and "deleted 50 execution(s)" in out  # all are from 1970
+    code, _, err = run("db", "prune", "--keep", "0")
+    assert code == 2 and "--keep" in err

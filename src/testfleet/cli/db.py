@@ -123,6 +123,29 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
         return 0
 
 
+@command.command("prune")
+@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Executions to keep per stage and file (passing and other outcomes "
+                   "counted separately).")
+@click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="DAYS", help="Also delete executions older than DAYS.")
+@DATABASE_OPTION
+@click.pass_context
+def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
+              database: str | None) -> int:
+    """Bound the durations history (estimates read only the newest few runs anyway)."""
+    import time
+
+    from testfleet.store import open_store
+
+    project = project_from(ctx)
+    cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
+    with open_store(project, database) as store:
+        deleted = store.prune_executions(keep, cutoff)
+        click.echo(f"deleted {deleted} execution(s) from {store.target.display}")
+    return 0
+
+
 @command.command("status")
 @DATABASE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -187,6 +187,13 @@ class Store:
         with self.read() as conn:
             return count_run(conn, ci_run_id, stage)
 
+    def prune_executions(self, keep: int, older_than: float | None = None) -> int:
+        """Bound history: see :func:`testfleet.store.durations.prune`."""
+        from testfleet.store.durations import prune
+
+        with self.write() as conn:
+            return prune(conn, keep, older_than)
+
     def stage_summary(self) -> list[dict[str, Any]]:
         from testfleet.store.durations import stage_summary
 

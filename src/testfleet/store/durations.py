@@ -172,3 +172,30 @@ def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int
     if stage is not None:
         query = query.where(ex.c.stage == stage)
     return int(conn.execute(query).scalar() or 0)
+
+
+def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
+    """Delete all but the newest ``keep`` executions per (stage, file) — counted
+    separately for passing and other outcomes, so failures never push out the samples
+    estimates use — and, when given, every execution before ``older_than`` (epoch).
+    Returns the number of rows deleted. Row operations only: no DDL rights needed."""
+    from sqlalchemy import case, delete, func, or_, select
+
+    from testfleet.store.schema import executions as ex
+
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
+    passing = case((ex.c.outcome.in_(PASSING), 1), else_=0)
+    rn = func.row_number().over(partition_by=(ex.c.stage, ex.c.file, passing),
+                                order_by=(ex.c.ts.desc(), ex.c.id.desc())).label("rn")
+    ranked = select(ex.c.id, ex.c.ts, rn).subquery()
+    doomed = select(ranked.c.id).where(
+        or_(ranked.c.rn > keep, *([ranked.c.ts < older_than] if older_than is not None else [])))
+    # Materialise the ids first: some engines refuse a DELETE whose subquery reads the
+    # same table through a window function.
+    ids = [row[0] for row in conn.execute(doomed)]
+    deleted = 0
+    for i in range(0, len(ids), _IN_CHUNK):
+        chunk = ids[i:i + _IN_CHUNK]
+        deleted += conn.execute(delete(ex).where(ex.c.id.in_(chunk))).rowcount or 0
+    return deleted
