@@ -126,7 +126,8 @@ def label_problem(raw: str) -> str | None:
     return None
 
 
-def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list[str]) -> str:
+def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list[str],
+                 warnings: list[str]) -> str:
     policy = config.policy
     cadences = policy.cadences
     if trigger.cadence is not None:
@@ -152,9 +153,12 @@ def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list
             )
         notes.append(f"schedule {cron!r} -> cadence {mapping[cron]}")
         return mapping[cron]
-    if trigger.is_pull_request and policy.nightly_label in labels and "nightly" in cadences:
-        notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
-        return "nightly"
+    if trigger.is_pull_request and policy.nightly_label in labels:
+        if "nightly" in cadences:
+            notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
+            return "nightly"
+        warnings.append(f"label {policy.nightly_label!r} ignored: no 'nightly' cadence is "
+                        "configured in [tool.testfleet.policy] cadences")
     return "regular"
 
 
@@ -215,7 +219,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
                 f"and is not a workflow label ({', '.join(sorted(workflow))})"
             )
 
-    cadence = _cadence_for(config, trigger, raw_set, notes)
+    cadence = _cadence_for(config, trigger, raw_set, notes, warnings)
     cconf = pconf.cadences[cadence]
     if cconf.include == "all":
         scopes.append((cconf.rank, f"cadence {cadence}", cconf.exclude_labels))

@@ -168,3 +168,10 @@ def test_policy_json_round_trip() -> None:
 
     policy, _ = resolve_policy(make_config(), Trigger(event=PR, labels=("run-ci-all", "nightly")))
     assert Policy.from_json(policy.to_json()) == policy
+
+
+def test_nightly_label_without_nightly_cadence_warns() -> None:
+    config = make_config(policy={"cadences": {"regular": {}, "weekly": {"include": "all"}}})
+    policy, warnings = resolve_policy(config, Trigger(event=PR, labels=("nightly",)))
+    assert policy.cadence == "regular"
+    assert any("no 'nightly' cadence" in w for w in warnings)
