@@ -7,6 +7,8 @@ from testfleet.report.model import LedgerEntry
 
 def duration(seconds: float) -> str:
     """``95`` -> ``1m35s``; ``5400`` -> ``1h30m``: short enough for a table cell."""
+    if seconds < 9.95:
+        return f"{seconds:.1f}s".replace(".0s", "s")
     s = round(seconds)
     if s < 60:
         return f"{s}s"

@@ -21,7 +21,7 @@ from typing import Any
 from testfleet.config import Project
 from testfleet.report.model import GateRow, TrendPoint, TrendSeries
 
-MAX_TRENDS = 24
+MAX_TRENDS = 36
 RUNS_PER_TEST = 60
 
 Coord = tuple[str, str, str, str, str, str, int]  # backend, suite, env, metric, steps, constraint, step

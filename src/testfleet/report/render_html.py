@@ -10,7 +10,14 @@ escaped with :func:`html.escape`.
 from __future__ import annotations
 
 from testfleet.report import fmt, svg
-from testfleet.report.model import CATEGORIES, CATEGORY_HELP, GroupRow, Report, StageRow
+from testfleet.report.model import (
+    CATEGORIES,
+    CATEGORY_HELP,
+    GroupRow,
+    Report,
+    StageRow,
+    TrendSeries,
+)
 from testfleet.report.references import Reference
 from testfleet.report.svg import esc
 
@@ -85,6 +92,7 @@ white-space:nowrap}
 overflow-wrap:anywhere}
 svg.chart.wide{width:100%;max-width:1060px;height:auto}
 svg text.t{font-size:10.5px;fill:var(--muted)} svg text.v{font-size:10.5px;fill:var(--ink)}
+.trend-h{font-size:14px;margin:12px 0 4px} .trend-h .m{color:var(--muted);font-weight:400;font-size:12.5px}
 .stage-tl{margin:10px 0 16px} .stage-tl h3{font-size:14px;margin:0 0 4px}
 .stage-tl .m{color:var(--muted);font-weight:400;font-size:12.5px}
 details summary{cursor:pointer;font-weight:600;margin:4px 0}
@@ -309,16 +317,23 @@ def _history(report: Report) -> str:
                      f'<th>last run</th><th class="num">runs</th><th class="num">untrusted</th>'
                      f"</tr></thead><tbody>{rows}</tbody></table></section>")
     if h.trends:
-        figs = "".join(
-            f"<figure>{svg.trend_chart(t)}<figcaption><span class=mono>{esc(t.metric)}</span> "
-            f"{'step ' + str(t.step) if t.step >= 0 else 'last step'} · {esc(t.file)}</figcaption></figure>"
-            for t in h.trends)
+        groups: dict[tuple[str, str], list[TrendSeries]] = {}
+        for t in h.trends:
+            groups.setdefault((t.file, t.metric), []).append(t)
+        blocks = []
+        for (file, metric), series in groups.items():
+            figs = "".join(
+                f"<figure>{svg.trend_chart(t)}<figcaption>"
+                f"{'step ' + str(t.step) if t.step >= 0 else 'last step'}"
+                f"{' · ' + esc(t.label) if t.label else ''}</figcaption></figure>" for t in series)
+            blocks.append(f'<h3 class="trend-h"><span class="mono">{esc(metric)}</span> '
+                          f'<span class="m">{esc(file)}</span></h3><div class="charts">{figs}</div>')
         legend = ('<div class="legend"><span><span class="sw" style="background:#3b82c4"></span>'
                   'trusted run</span><span><span class="sw" style="background:#d0574a"></span>'
                   'untrusted run (\u00d7)</span><span><span class="sw" style="background:#2f9e66;'
-                  'opacity:.35"></span>band around the reference (dashed)</span></div>')
-        parts.append(f'<section id="trends"><h2>Metric trends</h2><div class="charts">{figs}</div>'
-                     f"{legend}</section>")
+                  'opacity:.35"></span>band the next run is judged against, around the reference '
+                  "(dashed)</span></div>")
+        parts.append(f'<section id="trends"><h2>Metric trends</h2>{"".join(blocks)}{legend}</section>')
     if h.note:
         parts.append(f'<p class="note">History: {esc(h.note)}</p>')
     return "".join(parts)

@@ -150,7 +150,24 @@ def shard_timeline(t: StageTimeline, width: int = 1060, row_h: int = 22) -> str:
     return "".join(out)
 
 
-def trend_chart(s: TrendSeries, width: int = 360, height: int = 170) -> str:
+def _value_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
+    """Round values inside ``[lo, hi]`` (about ``count`` of them) for a y axis."""
+    span = hi - lo
+    if not (math.isfinite(span) and span > 0):
+        return [lo]
+    raw = span / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    ticks = []
+    v = first
+    while v <= hi + step * 1e-9 and len(ticks) < 12:
+        ticks.append(0.0 if abs(v) < step * 1e-9 else v)
+        v += step
+    return ticks
+
+
+def trend_chart(s: TrendSeries, width: int = 340, height: int = 160) -> str:
     """One coordinate's values over runs: trusted points, untrusted points and the band."""
     pad_l, pad_r, pad_t, pad_b = 52, 10, 10, 22
     values = [p.value for p in s.points if math.isfinite(p.value)]
@@ -174,8 +191,7 @@ def trend_chart(s: TrendSeries, width: int = 360, height: int = 170) -> str:
 
     out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'role="img" aria-label="trend of {esc(s.metric)} step {s.step}">']
-    for k in range(5):
-        v = lo + (hi - lo) * k / 4
+    for v in _value_ticks(lo, hi):
         out.append(f'<line x1="{pad_l}" y1="{_n(py(v))}" x2="{width - pad_r}" y2="{_n(py(v))}" '
                    f'stroke="var(--grid)"/>')
         out.append(f'<text x="{pad_l - 4}" y="{_n(py(v) + 3)}" text-anchor="end" class="t">'
