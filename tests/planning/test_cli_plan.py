@@ -173,9 +173,12 @@ def test_file_request(example_project: Path, capsys) -> None:
         "tests/unit/test_long_horizon_cpu.py"]
 
 
-def test_unreadable_diff_falls_back(example_project: Path, capsys, tmp_path: Path) -> None:
+@pytest.mark.parametrize("diff", ["missing", ".", "garbage"])
+def test_unreadable_diff_falls_back(example_project: Path, capsys, tmp_path: Path,
+                                    diff: str) -> None:
+    (tmp_path / "garbage").write_bytes(b"\x00\xff not a diff")
     code, out, err = run(capsys, "-C", str(example_project), "plan", "--labels",
-                         "run-ci-megatron", "--changed-files", str(tmp_path / "missing"),
+                         "run-ci-megatron", "--changed-files", str(tmp_path / diff),
                          "--format", "json")
     assert code == 0
     plan = json.loads(out)

@@ -72,9 +72,10 @@ def trigger_options(f: F) -> F:
         click.option("--fork", is_flag=True, help="The pull request comes from a fork."),
         click.option("--match-all-labels", is_flag=True,
                      help="Include every registered label (manual runs)."),
-        click.option("--changed-files", type=click.Path(path_type=Path, dir_okay=False),
-                     default=None, metavar="FILE",
-                     help="`git diff --name-status -z` output; prunes unaffected GPU stages."),
+        click.option("--changed-files", type=click.Path(path_type=Path), default=None,
+                     metavar="FILE",
+                     help="`git diff --name-status -z` output; prunes unaffected GPU stages. "
+                          "An unreadable or malformed file prunes nothing (with a warning)."),
         click.option("--diff-base", default=None, metavar="REF",
                      help="Compute the changed files as `git diff REF...HEAD`."),
         click.option("--file", "files", multiple=True, metavar="PATH",
