@@ -111,3 +111,20 @@ def test_a_single_record_file_can_be_read(tmp_path: Path) -> None:
     f = tmp_path / "curve.json"
     f.write_text('{"metric": "m", "series": [[0, 1.0]]}\n')
     assert read_records(f).series["m"].points == [(0, 1.0)]
+
+
+def test_sigkilled_writer_leaves_every_finished_line(record_dir: Path) -> None:
+    code = ("import sys, time; from testfleet import metrics\n"
+            "for s in range(1000): metrics.log('loss', 1.0 / (s + 1), step=s)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    env = {**os.environ, "TESTFLEET_RECORD_DIR": str(record_dir)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        proc.kill()  # SIGKILL: no atexit, no buffer flush at exit
+    finally:
+        proc.wait(timeout=30)
+    rs = read_records(record_dir)
+    assert [s for s, _ in rs.series["loss"].points] == list(range(1000))
+    assert not rs.warnings

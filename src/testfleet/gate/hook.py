@@ -53,6 +53,7 @@ class FileGateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": 1,
             "fails_test": self.fails_test, "trusted": self.trusted, "written": self.written,
             "history_available": self.history_available,
             "specs": [r.to_json() for r in self.results],

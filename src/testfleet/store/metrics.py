@@ -10,7 +10,8 @@ Tables (schema step 2; once released, change them only with a new step):
   commit), whose history (test, backend, suite, environment key) and ``trusted``.
 - ``gate_values``: one value per (series, run). ``trusted`` is copied from the run
   so that the baseline read is an index-only scan of the covering index
-  ``(series_id, trusted, run_pk, value)``: newest trusted first, per coordinate.
+  ``(series_id, trusted, run_pk DESC, value)``: newest trusted first, per coordinate,
+  reading only the ``window`` entries it needs.
 
 Every statement uses bound parameters; nothing user-supplied is ever spliced
 into SQL. Only :func:`create_tables` issues DDL (called from the migration step);
@@ -308,8 +309,9 @@ def read_baselines(
 
     PostgreSQL: a ``LATERAL`` subquery with ``LIMIT`` per coordinate, so each
     coordinate costs one descent of the covering index, reads only ``limit``
-    entries and comes back as one row. SQLite (in-process, no round trips): a
-    ``row_number()`` window over the same index. (More than
+    entries and comes back as one row. SQLite: a join bounded per coordinate by
+    its ``limit``-th newest trusted run, over the same index (see
+    :func:`_bounded_query`). (More than
     ``_IN_CHUNK`` coordinates are read in as many queries as chunks.) Coordinates
     without trusted history are absent from the result.
     """
@@ -317,28 +319,36 @@ def read_baselines(
         raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
     by_hash = {coord_hash(identity, tuple(c)): tuple(c) for c in coordinates}  # type: ignore[arg-type]
     out: dict[tuple[str, str, str, int], list[float]] = {}
-    read = _read_pg if conn.dialect.name == "postgresql" else _read_window
+    read = _read_pg if conn.dialect.name == "postgresql" else _read_bounded
+    # The test's own series first (a selective index), then the exact coordinates.
+    thash = path_hash(identity[0])
     for chunk in _chunks(list(by_hash), _IN_CHUNK):
-        for h, values in read(conn, chunk, limit):
+        for h, values in read(conn, thash, chunk, limit):
             out[by_hash[h]] = values
     return out
 
 
-def _window_query(hashes: Sequence[str], limit: int) -> Any:
-    from sqlalchemy import func, select, true
+def _bounded_query(thash: str, hashes: Sequence[str], limit: int) -> Any:
+    """SQLite: rows of each coordinate from its ``limit``-th newest trusted run on.
+
+    A correlated scalar subquery finds that run (one index seek, ``limit`` entries
+    walked); the join then reads exactly those index entries. A ``row_number()``
+    window would instead read and sort every trusted value of every coordinate.
+    """
+    from sqlalchemy import and_, func, select, true
 
     gs, gv = gate_series, gate_values
-    rn = func.row_number().over(partition_by=gv.c.series_id,
-                                order_by=gv.c.run_pk.desc()).label("rn")
-    ranked = (
-        select(gs.c.coord_hash, gv.c.series_id, gv.c.value, rn)
-        .select_from(gs.join(gv, gv.c.series_id == gs.c.id))
-        .where(gs.c.coord_hash.in_(hashes), gv.c.trusted == true())
-        .subquery()
-    )
-    return (select(ranked.c.coord_hash, ranked.c.value)
-            .where(ranked.c.rn <= limit)
-            .order_by(ranked.c.series_id, ranked.c.rn))
+    x = gate_values.alias("x")
+    kth = (select(x.c.run_pk)
+           .where(x.c.series_id == gs.c.id, x.c.trusted == true())
+           .order_by(x.c.run_pk.desc())
+           .limit(1).offset(limit - 1)
+           .scalar_subquery())
+    return (select(gs.c.coord_hash, gv.c.value)
+            .select_from(gs.join(gv, and_(gv.c.series_id == gs.c.id, gv.c.trusted == true())))
+            .where(gs.c.test_hash == thash, gs.c.coord_hash.in_(hashes),
+                   gv.c.run_pk >= func.coalesce(kth, 0))
+            .order_by(gs.c.id, gv.c.run_pk.desc()))
 
 
 # PostgreSQL: per coordinate, the newest ``limit`` trusted values as one array, read by a
@@ -357,25 +367,28 @@ CROSS JOIN LATERAL (
         LIMIT :limit
     ) x
 ) newest
-WHERE s.coord_hash = ANY(:hashes)
+WHERE s.test_hash = :test_hash AND s.coord_hash = ANY(:hashes)
 """
 
 
-def _read_pg(conn: Connection, hashes: Sequence[str], limit: int) -> Iterable[tuple[str, list[float]]]:
+def _read_pg(conn: Connection, thash: str, hashes: Sequence[str],
+             limit: int) -> Iterable[tuple[str, list[float]]]:
     from sqlalchemy import Integer as Int
     from sqlalchemy import bindparam, text
     from sqlalchemy.dialects.postgresql import ARRAY
 
     query = text(_PG_BASELINE_SQL).bindparams(
         bindparam("hashes", type_=ARRAY(String(64))), bindparam("limit", type_=Int))
-    for h, vals in conn.execute(query, {"hashes": list(hashes), "limit": limit}).all():
+    params = {"test_hash": thash, "hashes": list(hashes), "limit": limit}
+    for h, vals in conn.execute(query, params).all():
         if vals:
             yield h, [float(v) for v in vals]
 
 
-def _read_window(conn: Connection, hashes: Sequence[str], limit: int) -> Iterable[tuple[str, list[float]]]:
+def _read_bounded(conn: Connection, thash: str, hashes: Sequence[str],
+                  limit: int) -> Iterable[tuple[str, list[float]]]:
     grouped: dict[str, list[float]] = {}
-    for h, value in conn.execute(_window_query(hashes, limit)).all():
+    for h, value in conn.execute(_bounded_query(thash, hashes, limit)).all():
         grouped.setdefault(h, []).append(float(value))
     return grouped.items()
 
