@@ -84,6 +84,7 @@ def test_html_escapes_hostile_values_and_has_no_external_assets() -> None:
     for needle in ("<link", "<img", "<iframe", "<script", "@import", "url("):
         assert needle not in lowered
     assert "Content-Security-Policy" in out and "default-src 'none'" in out
+    assert 'class="more"' in out and "show all 5" in out  # runaway reasons fold away
 
 
 def test_text_names_holes_dormant_and_ledger() -> None:

@@ -96,6 +96,8 @@ svg text.t{font-size:10.5px;fill:var(--muted)} svg text.v{font-size:10.5px;fill:
 .stage-tl{margin:10px 0 16px} .stage-tl h3{font-size:14px;margin:0 0 4px}
 .stage-tl .m{color:var(--muted);font-weight:400;font-size:12.5px}
 details summary{cursor:pointer;font-weight:600;margin:4px 0}
+details.more{display:inline} details.more summary{display:inline;font-weight:400;color:var(--muted);
+font-size:12px}
 .note{color:var(--muted);font-size:12.5px}
 a{color:#3b82c4}
 footer{color:var(--muted);font-size:12px;text-align:center}
@@ -112,6 +114,18 @@ def _refs(refs: tuple[Reference, ...]) -> str:
         else:
             out.append(f'<span class="mono">{esc(r.text)}</span>')
     return ", ".join(out)
+
+
+LONG = 300
+
+
+def _long(text: str, limit: int = LONG) -> str:
+    """Escaped text; beyond ``limit`` characters the rest folds into a ``<details>``
+    (works without JavaScript), so one runaway reason cannot push the page away."""
+    if len(text) <= limit:
+        return esc(text)
+    return (f"{esc(text[:limit])}<details class=\"more\"><summary>\u2026 show all "
+            f"{len(text)} characters</summary>{esc(text[limit:])}</details>")
 
 
 def _path(path: str) -> str:
@@ -150,7 +164,7 @@ def _holes(report: Report) -> str:
                 'backend has registrations that can run.</section>')
     rows = "".join(
         f'<div class="hole"><span class="what">✖ {esc(h.kind)} <span class="mono">{esc(h.name)}</span>'
-        f'</span><span class="why"><b>{esc(fmt.cause(h.cause))}</b> — {esc(h.detail)}'
+        f'</span><span class="why"><b>{esc(fmt.cause(h.cause))}</b> — {_long(h.detail)}'
         f"{' · <b>' + esc(fmt.lost(h.lost)) + '</b>' if h.lost else ''}</span></div>"
         for h in report.holes)
     return (f'<section class="holes" id="holes"><h2>⚠ Coverage holes '
@@ -163,7 +177,7 @@ def _dormant(report: Report) -> str:
     cards = "".join(
         f'<div class="dcard"><div class="name">{esc(s.name)} '
         f'<span class="pill dormant">dormant</span></div>'
-        f'<div class="reason">{esc(s.reason or "")}</div>'
+        f'<div class="reason">{_long(s.reason or "")}</div>'
         f'<div class="meta">backend {esc(s.backend)} · runs on {esc(", ".join(s.runs_on))} · '
         f"{fmt.plural(s.counts.total, 'registration')} held, {s.counts.active} would run · "
         f"reference: {_refs(s.references)}{_restore(report, s)}</div></div>"
@@ -247,7 +261,7 @@ def _ledger(report: Report) -> str:
         rows.append(
             f'<tr><td class="file">{_path(e.file)}:{e.reason_line or e.line}</td>'
             f'<td>{esc(e.backend)}</td><td class="mono">{esc(e.suite)}{dormant}</td>'
-            f'<td class="reason">{esc(e.reason)}{shared}</td><td>{_refs(e.references)}</td>'
+            f'<td class="reason">{_long(e.reason)}{shared}</td><td>{_refs(e.references)}</td>'
             f'<td class="num" title="{age_title}">{esc(fmt.age(e))}</td><td>{exp_html}</td></tr>')
     return (f'<section id="ledger"><h2>Disabled ledger <span class="count">({len(report.ledger)})'
             f'</span></h2><div class="grid2" style="grid-template-columns:1fr auto;align-items:start">'
