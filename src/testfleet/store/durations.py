@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 OUTCOMES = ("PASSED", "FAILED", "TIMEOUT", "FLAKY", "ERROR", "NOT_RUN")
 PASSING = ("PASSED", "FLAKY")
+_PASSING_SQL = ", ".join(f"'{o}'" for o in PASSING)  # constants, not user input
 _IN_CHUNK = 500
 
 
@@ -118,32 +119,52 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
 
 def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
                       window: int) -> dict[str, list[float]]:
-    """Per file, the durations of the last ``window`` passing executions, newest first."""
-    from sqlalchemy import func, select
+    """Per file, the durations of the last ``window`` passing executions, newest first.
+
+    Cost grows with files x window, not with the size of the history: each file is an
+    index range scan on (stage, file, ts) that stops after ``window`` passing rows
+    (one ``LATERAL`` query per chunk of files on PostgreSQL, one small query per file
+    on the embedded SQLite, where a query costs no round trip).
+    """
+    from sqlalchemy import bindparam, select, text
 
     from testfleet.store.schema import executions as ex
 
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}")
-    wanted = None if files is None else sorted(set(files))
-    if wanted is not None and not wanted:
-        return {}
-    chunks: list[list[str] | None] = (
-        [None] if wanted is None else [wanted[i:i + _IN_CHUNK] for i in range(0, len(wanted), _IN_CHUNK)]
-    )
+    if files is None:
+        query = select(ex.c.file).where(ex.c.stage == stage).distinct()
+        wanted = sorted(row[0] for row in conn.execute(query))
+    else:
+        wanted = sorted(set(files))
     out: dict[str, list[float]] = {}
-    for chunk in chunks:
-        rn = func.row_number().over(partition_by=ex.c.file,
-                                    order_by=(ex.c.ts.desc(), ex.c.id.desc())).label("rn")
-        inner = select(ex.c.file, ex.c.duration, rn).where(
-            ex.c.stage == stage, ex.c.outcome.in_(PASSING))
-        if chunk is not None:
-            inner = inner.where(ex.c.file.in_(chunk))
-        sub = inner.subquery()
-        query = select(sub.c.file, sub.c.duration).where(sub.c.rn <= window).order_by(
-            sub.c.file, sub.c.rn)
-        for file, duration in conn.execute(query):
-            out.setdefault(file, []).append(float(duration))
+    if not wanted:
+        return out
+    if conn.dialect.name == "postgresql":
+        lateral = text(
+            "SELECT f.file, e.duration FROM unnest(CAST(:files AS text[])) AS f(file) "
+            "CROSS JOIN LATERAL (SELECT x.duration, x.ts, x.id FROM executions x "
+            f"WHERE x.stage = :stage AND x.file = f.file AND x.outcome IN ({_PASSING_SQL}) "
+            "ORDER BY x.ts DESC, x.id DESC LIMIT :k) AS e "
+            "ORDER BY f.file, e.ts DESC, e.id DESC"
+        )
+        for i in range(0, len(wanted), 5 * _IN_CHUNK):
+            params = {"files": wanted[i:i + 5 * _IN_CHUNK], "stage": stage, "k": window}
+            for file, duration in conn.execute(lateral, params):
+                out.setdefault(file, []).append(float(duration))
+        return out
+    per_file = (
+        select(ex.c.duration)
+        .where(ex.c.stage == bindparam("stage"), ex.c.file == bindparam("file"),
+               ex.c.outcome.in_(PASSING))
+        .order_by(ex.c.ts.desc(), ex.c.id.desc())
+        .limit(bindparam("k"))
+    )
+    for file in wanted:
+        values = [float(row[0]) for row in
+                  conn.execute(per_file, {"stage": stage, "file": file, "k": window})]
+        if values:
+            out[file] = values
     return out
 
 
