@@ -8,8 +8,6 @@ complete one. Filters combine with AND; a repeated filter option is an OR.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from collections.abc import Iterable
@@ -111,6 +109,9 @@ def _cell(value: object) -> str:
 
 
 def to_csv(rows: list[Registration]) -> str:
+    import csv
+    import io
+
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)

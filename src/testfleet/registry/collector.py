@@ -7,7 +7,6 @@ hash) and a walk of the whole project for test files outside every root.
 
 from __future__ import annotations
 
-import ast
 import re
 import time
 from pathlib import Path
@@ -15,11 +14,13 @@ from typing import Any
 
 from testfleet.config import Project
 from testfleet.findings import Finding
-from testfleet.registry import cache, scan
+from testfleet.registry import cache
 from testfleet.registry.discover import StatKey, discover, strays
 from testfleet.registry.model import GateCall, Registration, Registry
+from testfleet.registry.result import FileResult
 from testfleet.registry.rules import Rules, build_rules
-from testfleet.registry.validate import FileResult, validate_file
+
+_INF = float("inf")
 
 
 def collect(project: Project, *, use_cache: bool = True, thorough: bool = False) -> Registry:
@@ -39,8 +40,7 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
     new_stats: list[StatKey] = []
     new_elements: list[Any] = []
     changed = False
-    pattern = scan.marker_pattern(rules.markers)
-    needles = scan.needles_for(rules.markers)
+    scanner: _Scanner | None = None  # built on the first cache miss only
     root_str = str(root)
     now = time.time_ns()
 
@@ -77,7 +77,9 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
                 registry.findings.append(Finding(rel, 0, 0, "error", "read-error",
                                                  f"cannot read file: {exc.strerror or exc}"))
                 continue
-            result = validate_file(rel, scan.scan_source(data, pattern, needles), rules)
+            if scanner is None:
+                scanner = _Scanner(rules)
+            result = scanner(rel, data)
             racy = cache.content_digest(data) if cache.is_racy(st[1], now) else None
             element = _encode(result, racy)
         kept.append(rel)
@@ -100,6 +102,22 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
     registry.gates.sort(key=lambda g: (g.file, g.line))
     registry.findings.sort()
     return registry
+
+
+class _Scanner:
+    """Scan and validate one file. Imported lazily: a warm run never needs the parser."""
+
+    def __init__(self, rules: Rules) -> None:
+        from testfleet.registry import scan, validate
+
+        self.scan = scan
+        self.validate = validate.validate_file
+        self.rules = rules
+        self.pattern = scan.marker_pattern(rules.markers)
+        self.needles = scan.needles_for(rules.markers)
+
+    def __call__(self, rel: str, data: bytes) -> FileResult:
+        return self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
 
 
 def _reg_order(r: Registration) -> tuple[str, str]:
@@ -135,7 +153,7 @@ def _reuse(root: str, rel: str, rules: Rules, element: Any) -> FileResult | None
                     return None
         if payload == 0 and type(payload) is int:
             return _reuse(root, rel, rules, 0)
-        return _decode(rel, payload)
+        return _decode(rel, payload, rules)
     except (OSError, TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
         return None
 
@@ -169,32 +187,38 @@ def _int(v: Any) -> int:
     return v
 
 
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise TypeError("not a bool")
-    return v
+def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
+    """Rebuild a file's result, checking every type: a cache is data, never trusted.
 
-
-def _decode(rel: str, payload: Any) -> FileResult:
-    """Rebuild a file's result, checking every type: a cache is data, never trusted."""
+    Any surprise raises (TypeError/ValueError), which the caller turns into a miss.
+    """
     out = FileResult()
-    for backend, suite, est, line, col, labels, nightly, disabled, implicit in payload["r"]:
-        if not isinstance(est, (int, float)) or isinstance(est, bool) or not isinstance(labels, list):
+    regs, gates, finds = payload["r"], payload["g"], payload["f"]
+    if type(regs) is not list or type(gates) is not list or type(finds) is not list:
+        raise TypeError("bad payload")
+    append = out.registrations.append
+    for backend, suite, est, line, col, labels, nightly, disabled, implicit in regs:
+        if not (type(backend) is str and backend in rules.gpu and type(suite) is str and suite in rules.stages
+                and type(est) in (int, float) and 0 < est < _INF and type(line) is int and type(col) is int
+                and type(labels) is list and type(nightly) is bool and type(implicit) is bool
+                and (disabled is None or type(disabled) is str)):
             raise TypeError("bad registration")
-        out.registrations.append(Registration(
-            file=rel, backend=_str(backend), suite=_str(suite), est_time=float(est), line=_int(line),
-            col=_int(col), labels=tuple(_str(x) for x in labels), nightly=_bool(nightly),
-            disabled=None if disabled is None else _str(disabled), implicit=_bool(implicit),
-        ))
-    for line, col, sources, positional, non_literal in payload["g"]:
+        label_tuple = tuple(labels)
+        for label in label_tuple:
+            if type(label) is not str:
+                raise TypeError("bad label")
+        append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit))
+    for line, col, sources, positional, non_literal in gates:
         if not isinstance(sources, dict) or not isinstance(non_literal, list):
             raise TypeError("bad gate")
+        import ast
+
         kwargs = {_str(k): ast.literal_eval(_str(v)) for k, v in sources.items()}
         out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=kwargs,
                                   positional=_int(positional),
                                   non_literal=tuple(_str(x) for x in non_literal)))
         out.gate_sources.append(sources)
-    for line, col, severity, code, message in payload["f"]:
+    for line, col, severity, code, message in finds:
         if severity not in ("error", "warning"):
             raise ValueError("bad severity")
         out.findings.append(Finding(rel, _int(line), _int(col), severity, _str(code), _str(message)))

@@ -9,29 +9,17 @@ column of the argument at fault and what would be valid.
 from __future__ import annotations
 
 import ast
-import difflib
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from testfleet.config import GATE_MARKER
 from testfleet.findings import Finding
 from testfleet.registry import scan as sc
 from testfleet.registry.model import GateCall, Registration
+from testfleet.registry.result import FileResult
 from testfleet.registry.rules import KEYWORDS, POSITIONAL, Rules
 
 _MISSING = object()
-
-
-@dataclass
-class FileResult:
-    """Everything collection learns from one file."""
-
-    registrations: list[Registration] = field(default_factory=list)
-    gates: list[GateCall] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    # Source text of each gate kwarg, so the cache can rebuild GateCall exactly.
-    gate_sources: list[dict[str, str]] = field(default_factory=list)
 
 
 class _Sink:
@@ -50,6 +38,8 @@ class _Sink:
 
 
 def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    import difflib  # only when there is a mistake to explain
+
     close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
