@@ -68,9 +68,10 @@ def _labels(payload: dict[str, Any], where: str) -> tuple[str, ...]:
 def _is_fork(payload: dict[str, Any], where: str) -> bool:
     """Head repository differs from the base one. A deleted head repository (null)
     counts as a fork: we cannot show it is trusted."""
-    base = _at(payload, ["pull_request", "base", "repo", "full_name"], where, str, optional=True)
+    base: str | None = _at(payload, ["pull_request", "base", "repo", "full_name"], where, str,
+                           optional=True)
     if base is None:
-        base = _at(payload, ["repository", "full_name"], where, str)
+        base = str(_at(payload, ["repository", "full_name"], where, str))
     head_repo = _at(payload, ["pull_request", "head", "repo"], where, dict, optional=True)
     if head_repo is None:
         return True

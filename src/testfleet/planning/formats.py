@@ -14,7 +14,7 @@ import secrets
 from collections import Counter
 from collections.abc import Callable
 
-from testfleet.planning.model import REASONS, Plan, plan_bytes
+from testfleet.planning.model import REASONS, Job, Plan, plan_bytes
 
 # -- json -----------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ def github_outputs(plan: Plan) -> dict[str, str]:
     def flag(value: object) -> str:
         return "true" if value else "false"
 
-    def matrix(jobs: list) -> str:
+    def matrix(jobs: list[Job]) -> str:
         return json.dumps({"include": [j.matrix_entry() for j in jobs]}, sort_keys=True,
                           separators=(",", ":"))
 
@@ -143,8 +143,8 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
     if plan.skipped:
         lines += ["<details><summary>Skipped registrations</summary>", "",
                   "| file | stage | reason | detail |", "|---|---|---|---|"]
-        for s in plan.skipped[:max_skipped]:
-            lines.append(f"| {md(s.file)} | {md(s.suite)} | {s.reason} | {md(s.detail)} |")
+        for sk in plan.skipped[:max_skipped]:
+            lines.append(f"| {md(sk.file)} | {md(sk.suite)} | {sk.reason} | {md(sk.detail)} |")
         if len(plan.skipped) > max_skipped:
             lines.append(f"| … and {len(plan.skipped) - max_skipped} more | | | |")
         lines += ["", "</details>", ""]

@@ -188,12 +188,12 @@ def make_plan(
 
     warnings.extend(hole_warnings)
     by_backend: dict[str, list[StageSummary]] = defaultdict(list)
-    for s in summaries:
-        by_backend[s.backend].append(s)
-    for backend, group in sorted(by_backend.items()):
-        if all(s.hole for s in group):
+    for summary in summaries:
+        by_backend[summary.backend].append(summary)
+    for backend, members in sorted(by_backend.items()):
+        if all(m.hole for m in members):
             warnings.append(f"backend {backend} has no enabled coverage at all "
-                            f"({len(group)} stage(s), every one a coverage hole)")
+                            f"({len(members)} stage(s), every one a coverage hole)")
     if not jobs:
         if request.files:
             fates = "; ".join(f"{s.suite}: {s.reason} ({s.detail})" for s in sel.skipped
