@@ -63,6 +63,45 @@ def measure(cmd: list[str], cwd: Path, runs: int, cold: bool) -> dict[str, float
             "cpu_median": statistics.median(cpus), "runs": runs}
 
 
+PHASES = r"""
+import json, sys, time
+c = [time.process_time()]
+from pathlib import Path
+from testfleet.config import load_project
+from testfleet.registry import collect
+from testfleet.planning import make_plan
+from testfleet.planning.estimates import estimates_for
+from testfleet.planning.formats import render_json
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Trigger
+c.append(time.process_time())
+project = load_project(Path("."))
+c.append(time.process_time())
+registry = collect(project)
+c.append(time.process_time())
+estimates, warnings = estimates_for(project, registry)
+c.append(time.process_time())
+plan = make_plan(project, registry, PlanRequest(Trigger()), estimates, warnings=warnings)
+c.append(time.process_time())
+text = render_json(plan)
+c.append(time.process_time())
+names = ["imports", "load config", "collect", "estimates", "make_plan", "render json"]
+print(json.dumps({n: c[i + 1] - c[i] for i, n in enumerate(names)}))
+"""
+
+
+def phases(cwd: Path, runs: int) -> dict[str, float]:
+    """CPU seconds per phase of a cold plan, in-process (median over runs)."""
+    samples: dict[str, list[float]] = {}
+    for _ in range(runs):
+        shutil.rmtree(cwd / ".testfleet", ignore_errors=True)
+        out = subprocess.run([sys.executable, "-c", PHASES], cwd=cwd, capture_output=True,
+                             check=True, text=True).stdout
+        for name, sec in json.loads(out).items():
+            samples.setdefault(name, []).append(sec)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--files", type=int, default=10_000)
@@ -93,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         for name, cmd, cold in cases:
             results[name] = measure(cmd, root, args.runs, cold)
 
+        breakdown = phases(root, args.runs)
         out = root / "plan.json"
         subprocess.run([*tf, "plan", "--format", "json", "--output", str(out)], cwd=root,
                        check=True, stderr=subprocess.DEVNULL)
@@ -105,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
             "plan": {"jobs": len(plan.jobs), "scheduled_tests": n_tests,
                      "skipped": len(plan.skipped), "bytes": out.stat().st_size},
             "cases": results,
+            "cold_phases_cpu": breakdown,
         }
     finally:
         if tmp is not None:
@@ -116,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|")
     for name, r in results.items():
         print(f"| {name} | {r['wall_median']:.3f} | {r['wall_min']:.3f} | {r['cpu_median']:.3f} |")
+    print("cold plan, CPU seconds by phase (in-process median): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in breakdown.items()))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
