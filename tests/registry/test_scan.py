@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testfleet.config import BUILTIN_BACKENDS, GATE_MARKER
 from testfleet.registry import scan as sc
@@ -117,3 +119,32 @@ def test_config_marker_without_common_prefix() -> None:
     pattern, needles = sc.marker_pattern(names), sc.needles_for(names)
     result = sc.scan_source(b'npu_ci(5, "s")\nregister_cpu_ci(1, "t")\n', pattern, needles)
     assert [c.name for c in result.calls] == ["npu_ci", "register_cpu_ci"]
+
+
+# --- no input makes the scanner (or the validator behind it) raise ----------------------------
+
+
+FRAGMENTS = st.sampled_from([
+    "register_cpu_ci", "register_cuda_ci", "register_ci_gate", "(", ")", "[", "]", "{", "}", "'", '"', '"""',
+    "'''", "#", "\n", "\r\n", "    ", "\t", ",", "=", "est_time", "suite", "labels", "disabled", "1", "-1",
+    "'stage-a-cpu'", "x.", " as y", "if __name__ == '__main__':", "main()", "\\", "\x00", "é", "\ufeff", ";",
+    "def f():", "*", "**",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS, max_size=40))
+def test_scanner_and_validator_never_raise(parts: list[str]) -> None:
+    from testfleet.config import validate_config
+    from testfleet.registry.rules import build_rules
+    from testfleet.registry.validate import validate_file
+
+    rules = build_rules(validate_config({"stages": {"stage-a-cpu": {"backend": "cpu"}}}))
+    result = run("".join(parts))
+    validate_file("tests/test_x.py", result, rules)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    sc.scan_source(b"register_cpu_ci(" + data, PATTERN, NEEDLES)

@@ -239,6 +239,11 @@ def _top_level_call(text: str, start: int, paren: int, name: str, line: int, res
         msg = exc.msg or "invalid syntax"
         result.syntax_errors.append((err_line, exc.offset or 1, f"invalid syntax in {name}(...): {msg}"))
         return
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # Pathological input (absurd nesting, NUL bytes on older Pythons) is an error, not a crash.
+        why = type(exc).__name__
+        result.syntax_errors.append((line, 1, f"{name}(...) cannot be parsed ({why}): simplify the call"))
+        return
     first = tree.body[0] if tree.body else None
     if (
         isinstance(first, ast.Expr)

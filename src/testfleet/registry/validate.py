@@ -217,8 +217,8 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
     if est is not _MISSING:
         if isinstance(est, bool) or not isinstance(est, (int, float)):
             err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {est!r}")
-        elif not math.isfinite(est) or est <= 0:
-            err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {est!r}")
+        elif not _finite_positive(est):
+            err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {_short(est)}")
     suite = values.get("suite", _MISSING)
     if suite is not _MISSING:
         if not isinstance(suite, str):
@@ -254,6 +254,18 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
         file=rel, backend=backend, suite=suite, est_time=float(est), line=call.line, col=call.col,
         labels=label_tuple, nightly=bool(nightly), disabled=disabled, implicit=False,
     )
+
+
+def _short(value: object) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an int of {len(str(abs(value)))} digits"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _finite_positive(value: float) -> bool:
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _any_starred(node: ast.Call) -> bool:

@@ -1,0 +1,27 @@
+"""``testfleet list --format json`` stays lean: no table, database or report libraries at start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet"
+HEAVY = ("rich", "sqlalchemy", "psycopg", "junitparser", "psutil", "testfleet.store", "testfleet.runner")
+
+
+def imported_modules(*args: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "testfleet.cli.main", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def test_list_json_does_not_import_heavy_modules() -> None:
+    names = imported_modules("-C", str(EXAMPLE), "list", "--format", "json")
+    assert "testfleet.registry.collector" in names
+    assert not {n for n in names if n.split(".")[0] in HEAVY or n.startswith(HEAVY)}
