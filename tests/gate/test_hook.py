@@ -143,3 +143,21 @@ def test_environment_key_separates_baselines(example_project: Path, tmp_path: Pa
     assert statuses(gate(example_project, LOSS, records)) == ["PASS", "PASS"]
     monkeypatch.setenv("FLEET_GPU", "mi300x")
     assert statuses(gate(example_project, LOSS, records)) == ["INACTIVE", "INACTIVE"]
+
+
+def test_postgres_without_schema_degrades_to_a_warning(example_project: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       pg_database: object) -> None:
+    """A runner role that cannot create tables, on a database nobody initialised."""
+    monkeypatch.setenv("TESTFLEET_GATE_ENFORCE", "1")
+    records = produce(example_project, LOSS, tmp_path / "1", drift=5.0)  # breaks hard_max
+    res = gate(example_project, LOSS, records, database=pg_database.url_rw)  # type: ignore[attr-defined]
+    assert not res.fails_test and not res.written and not res.history_available
+    assert any("db init" in line for line in res.lines)
+
+
+def test_bad_enforce_variable_is_reported(example_project: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TESTFLEET_GATE_ENFORCE", "sometimes")
+    res = gate(example_project, LOSS, produce(example_project, LOSS, tmp_path / "1"), write=False)
+    assert any("TESTFLEET_GATE_ENFORCE='sometimes'" in line for line in res.lines)

@@ -169,3 +169,20 @@ def test_hostile_metric_keys_are_accepted_verbatim() -> None:
         s = spec(metric_key=key)
         assert s.metric_key == key
         assert len(s.label) < 200
+
+
+@pytest.mark.parametrize("env_keys", [[""], ["A=B"], ["GPU", "GPU"]])
+def test_config_env_keys_are_validated(env_keys: list[str]) -> None:
+    from testfleet.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        validate_config({"gate": {"env_keys": env_keys}})
+    assert "gate.env_keys" in str(info.value)
+
+
+def test_config_defaults_accept_valid_entries() -> None:
+    cfg = validate_config({"gate": {"window": 5, "defaults": {"train/loss": {
+        "steps": [0, 10], "constraint": {"rel_up": 0.1, "abs_floor_down": 0.5}}}}})
+    s, findings = parse_gate_call(call(metric_key="train/loss"), cfg.gate.defaults, window=5)
+    assert not findings and s is not None and s.steps == (0, 10)
+    assert s.constraint_key == '{"abs_floor_down":0.5,"rel_up":0.1}'
