@@ -1,0 +1,315 @@
+"""A whole CI run of the example project, played without GitHub.
+
+The workflow that ``testfleet init --github`` generates is parsed and its own
+``run:`` scripts are executed with bash, with the environment GitHub would give
+them: the ``plan`` job on a recorded pull-request payload, then each wave's matrix
+(gated as the workflow gates it), every CPU job in its own fresh checkout and its
+own process, exactly as the wave job runs it. GPU jobs cannot run here; they are
+checked to be planned and never executed. Then the JUnit files are merged and
+every registration's fate in the plan is compared with what actually happened,
+using an independent witness: a ``sitecustomize`` that logs every Python process
+started, so a test file counts as run only when a process really ran it.
+
+The Buildkite pipeline emitted from the same plan is played the same way for one
+job, with a stand-in ``buildkite-agent`` and Buildkite's upload-time ``$$`` rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
+PWNED = Path("/tmp/testfleet-pwned")
+
+SITECUSTOMIZE = '''
+import atexit, json, os, sys
+def _log():
+    path = os.environ.get("TESTFLEET_SIM_LOG")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, (json.dumps({"pid": os.getpid(), "argv": sys.argv, "cwd": os.getcwd()}) + "\\n").encode())
+        os.close(fd)
+atexit.register(_log)
+'''
+
+
+def git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "sim", "GIT_AUTHOR_EMAIL": "sim@example.invalid",
+           "GIT_COMMITTER_NAME": "sim", "GIT_COMMITTER_EMAIL": "sim@example.invalid"}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            body = []
+            while lines[i] != delim:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            value = "\n".join(body)
+        else:
+            name, value = line.split("=", 1)
+        assert name not in out, f"output {name} written twice"
+        out[name] = value
+    return out
+
+
+class Runner:
+    """Just enough of a GitHub runner: bash with the step's env, files for the
+    file commands, and the default variables a run script may read."""
+
+    def __init__(self, tmp: Path, event: str, payload: Path) -> None:
+        self.tmp = tmp
+        self.witness = tmp / "witness"
+        self.witness.mkdir(exist_ok=True)
+        (self.witness / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        self.log = tmp / "processes.jsonl"
+        self.base = {
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", str(tmp)),
+            "LANG": "C.UTF-8",
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(payload),
+            "PYTHONPATH": str(self.witness),
+            "TESTFLEET_SIM_LOG": str(self.log),
+        }
+
+    def step(self, script: str, cwd: Path, env: dict[str, str], name: str) -> tuple[int, str, dict[str, str]]:
+        output = self.tmp / f"{name}.output"
+        summary = self.tmp / f"{name}.summary"
+        output.write_text("")
+        full = {**self.base, **env, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)}
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", script],
+                              cwd=cwd, env=full, capture_output=True, text=True, timeout=600,
+                              check=False)
+        return proc.returncode, proc.stdout + proc.stderr, parse_outputs(output.read_text())
+
+
+def resolve(expr: str, contexts: dict[str, Any]) -> str:
+    """The few ``${{ a.b.c }}`` forms the generated env blocks use."""
+    m = re.fullmatch(r"\$\{\{ ([a-z_.0-9]+) \}\}", expr)
+    assert m, expr
+    value: Any = contexts
+    for part in m.group(1).split("."):
+        value = value.get(part, "") if isinstance(value, dict) else ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
+              name: str) -> tuple[bool, dict[str, str], str]:
+    """Run a job's own ``run:`` steps (install and actions are done by the harness)."""
+    outputs: dict[str, str] = {}
+    logs = ""
+    for i, step in enumerate(job["steps"]):
+        if "run" not in step or step.get("name") == "Install testfleet":
+            continue
+        env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
+        code, log, step_out = runner.step(step["run"], cwd, env, f"{name}-{i}")
+        logs += log
+        if "id" in step:
+            contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}
+            outputs.update(step_out)
+        if code != 0:
+            return False, outputs, logs
+    return True, outputs, logs
+
+
+@pytest.fixture
+def repo(example_project: Path) -> Path:
+    """The example as a repository whose HEAD is a PR commit on top of its base."""
+    git(example_project, "init", "-q", "-b", "main")
+    git(example_project, "add", "-A")
+    git(example_project, "commit", "-q", "-m", "base")
+    (example_project / "fleetlib" / "train.py").write_text(
+        (example_project / "fleetlib" / "train.py").read_text() + "\n# PR change\n")
+    git(example_project, "commit", "-q", "-am", "pr")
+    return example_project
+
+
+def workflow_for(project: Path) -> dict[str, Any]:
+    from testfleet.cli.main import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["-C", str(project), "init", "--github"])
+    assert info.value.code == 0
+    data = yaml.safe_load((project / ".github" / "workflows" / "testfleet.yml").read_text())
+    data["on"] = data.pop(True)
+    return data
+
+
+def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
+    from junitparser import JUnitXml
+
+    workflow = workflow_for(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add the workflow")
+    runner = Runner(tmp_path, "pull_request", EVENTS / "pr_same_repo.json")
+    contexts: dict[str, Any] = {"inputs": {}, "matrix": {}}
+
+    # -- the plan job, in its own checkout ---------------------------------
+    plan_ws = tmp_path / "plan-job"
+    git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
+    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan")
+    assert ok, logs
+    job_outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
+    plan = json.loads((plan_ws / "plan.json").read_text())  # the uploaded artifact
+    assert job_outputs["digest"] == plan["digest"]
+    assert plan["policy"]["include_labels"] == ["megatron"]
+    assert any("## testfleet plan" in p.read_text() for p in tmp_path.glob("plan-*.summary"))
+    contexts["needs"] = {"plan": {"outputs": job_outputs, "result": "success"}}
+
+    # -- the waves -----------------------------------------------------------
+    waves = int(job_outputs["waves"])
+    assert waves == 2 and f"wave-{waves - 1}" in workflow["jobs"]
+    results: dict[str, str] = {}
+    ran_jobs: list[str] = []
+    gpu_jobs: list[dict[str, Any]] = []
+    junit_files: list[Path] = []
+    for wave in range(waves):
+        job = workflow["jobs"][f"wave-{wave}"]
+        if job_outputs[f"has_jobs_{wave}"] != "true":
+            results[f"wave-{wave}"] = "skipped"  # asks for no runner
+            continue
+        matrix = json.loads(job_outputs[f"matrix_{wave}"])["include"]
+        assert matrix, "has_jobs says true, so the matrix has entries"
+        for entry in matrix:
+            if entry["backend"] != "cpu":
+                assert entry["runs_on"][0] == "self-hosted" and entry["container"]
+                gpu_jobs.append(entry)
+                continue
+            workspace = tmp_path / "jobs" / entry["id"]
+            git(tmp_path, "clone", "-q", str(repo), str(workspace))  # actions/checkout
+            shutil.copy(plan_ws / "plan.json", workspace / "plan.json")  # download-artifact
+            contexts["matrix"] = entry
+            ok, _, logs = run_steps(runner, job, workspace, contexts, entry["id"])
+            assert ok, logs  # every CPU job passes, so every later wave may run
+            ran_jobs.append(entry["id"])
+            junit_files += list((workspace / "testfleet-junit").glob("*.xml"))  # upload-artifact
+            summary = (tmp_path / f"{entry['id']}-{len(job['steps']) - 2}.summary")
+            assert entry["id"] in summary.read_text()  # the runner's step summary
+        results[f"wave-{wave}"] = "success"
+
+    # -- the summary job ------------------------------------------------------
+    summary_job = workflow["jobs"]["testfleet"]
+    contexts["needs"].update({k: {"result": v} for k, v in results.items()})
+    all_results = " ".join(["success", *results.values()])
+    code, log, _ = runner.step(summary_job["steps"][0]["run"], tmp_path, {"RESULTS": all_results}, "summary")
+    assert code == 0, log
+
+    # -- what happened, against the plan ----------------------------------
+    cpu_jobs = [j for j in plan["jobs"] if j["backend"] == "cpu"]
+    assert sorted(ran_jobs) == sorted(j["id"] for j in cpu_jobs)
+    assert sorted(e["id"] for e in gpu_jobs) == sorted(j["id"] for j in plan["jobs"]
+                                                       if j["backend"] != "cpu")
+    planned_cpu = Counter(t["file"] for j in cpu_jobs for t in j["tests"])
+    assert planned_cpu and max(planned_cpu.values()) == 1
+
+    merged = JUnitXml()
+    for path in sorted(junit_files):
+        for suite in JUnitXml.fromfile(str(path)):
+            merged.add_testsuite(suite)
+    cases = [case for suite in merged for case in suite]
+    reported = Counter(case.name for case in cases)
+    assert reported == planned_cpu  # each planned file reported exactly once
+    assert all(case.is_passed for case in cases), [c.name for c in cases if not c.is_passed]
+    assert len(junit_files) == len(cpu_jobs)
+
+    registered = {t["file"] for j in plan["jobs"] for t in j["tests"]} | {
+        s["file"] for s in plan["skipped"]}
+    started = Counter()
+    for line in runner.log.read_text().splitlines():
+        record = json.loads(line)
+        for arg in record["argv"]:
+            rel = os.path.relpath(os.path.join(record["cwd"], arg)) if arg.endswith(".py") else ""
+            for f in registered:
+                if rel.endswith(f) or arg == f:
+                    started[f] += 1
+    assert started == planned_cpu  # the witness: each planned file ran in exactly one process
+    skipped = {s["file"] for s in plan["skipped"]}
+    assert not skipped & set(started)  # no skipped file ran
+    gpu_files = {t["file"] for j in plan["jobs"] if j["backend"] != "cpu" for t in j["tests"]}
+    assert gpu_files and not gpu_files & set(started)
+
+    # every registration has exactly one fate
+    listed = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(repo), "list",
+                             "--format", "json"], capture_output=True, text=True, check=True,
+                            timeout=120)
+    regs = Counter((r["file"], r["backend"]) for r in json.loads(listed.stdout))
+    fates = Counter([(t["file"], j["backend"]) for j in plan["jobs"] for t in j["tests"]]
+                    + [(s["file"], s["backend"]) for s in plan["skipped"]])
+    assert fates == regs
+
+
+def test_hostile_payload_through_the_workflow_scripts(repo: Path, tmp_path: Path) -> None:
+    """The plan job's own scripts, fed the hostile fork PR and a hostile cadence input:
+    nothing executes, and what reaches the outputs is well-formed."""
+    PWNED.unlink(missing_ok=True)
+    workflow = workflow_for(repo)
+    runner = Runner(tmp_path, "pull_request", EVENTS / "pr_hostile.json")
+    plan_job = workflow["jobs"]["plan"]
+    contexts: dict[str, Any] = {"inputs": {"cadence": "$(touch /tmp/testfleet-pwned)`id`"}}
+    ok, _, logs = run_steps(runner, plan_job, repo, contexts, "hostile-cadence")
+    assert not ok and "unknown cadence" in logs
+    contexts = {"inputs": {}}
+    ok, outputs, logs = run_steps(runner, plan_job, repo, contexts, "hostile")
+    assert ok, logs
+    assert set(outputs) >= {"matrix", "waves", "digest", "has_jobs_0", "has_jobs_1"}
+    for value in outputs.values():
+        assert "${{" not in value and "$(" not in value and "\r" not in value
+    assert not PWNED.exists()
+
+
+def test_buildkite_pipeline_step_runs_its_job(repo: Path, tmp_path: Path) -> None:
+    """Emit the pipeline, upload it the way Buildkite does ($$ -> $), and run one CPU
+    step's commands in a fresh checkout with a stand-in buildkite-agent."""
+    from junitparser import JUnitXml
+
+    out = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(repo), "plan",
+                          "--labels", "run-ci-megatron", "--format", "buildkite", "--plan-file",
+                          str(tmp_path / "artifact-plan.json")],
+                         capture_output=True, text=True, check=True, timeout=120)
+    pipeline = json.loads(out.stdout)
+    plan = json.loads((tmp_path / "artifact-plan.json").read_text())
+    step = next(s for s in pipeline["steps"] if s["env"]["TESTFLEET_JOB_ID"].startswith("stage-b"))
+    agent = tmp_path / "bin" / "buildkite-agent"
+    agent.parent.mkdir()
+    agent.write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "artifact download plan.json" ] || exit 9\n'
+                     f'cp "{tmp_path / "artifact-plan.json"}" "$4/plan.json"\n')
+    agent.chmod(0o755)
+    workspace = tmp_path / "bk-job"
+    git(tmp_path, "clone", "-q", str(repo), str(workspace))
+    script = "\n".join(c.replace("$$", "$") for c in step["commands"])
+    env = {"PATH": f"{agent.parent}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}"
+                   f"{os.environ.get('PATH', '')}", "HOME": os.environ.get("HOME", str(tmp_path)),
+           **{k: v.replace("$$", "$") for k, v in step["env"].items()}}
+    proc = subprocess.run(["bash", "-e", "-c", script], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    job = next(j for j in plan["jobs"] if j["id"] == step["env"]["TESTFLEET_JOB_ID"])
+    (xml,) = (workspace / "testfleet-junit").glob("*.xml")
+    names = sorted(case.name for suite in JUnitXml.fromfile(str(xml)) for case in suite)
+    assert names == sorted(t["file"] for t in job["tests"])
