@@ -113,3 +113,25 @@ def test_parse_porcelain_tolerates_missing_dates() -> None:
     text = f"{sha} 1 1 1\nauthor x\nfilename f.py\n\tline\n"
     ages = parse_porcelain(text)
     assert ages[1].status == "unknown" and ages[1].commit == sha
+
+
+def test_disabled_span_multiline_value_comments_and_fallbacks() -> None:
+    src = (
+        "x = 1\n"
+        "register_rocm_ci(\n"
+        "    est_time=10,  # disabled=no\n"
+        '    suite="r",\n'
+        '    labels=["a"],\n'
+        "    disabled=(\n"
+        '        "OOM, see #2"\n'
+        '        " and more"\n'
+        "    ),\n"
+        "    nightly=True,\n"
+        ")\n"
+        'register_cuda_ci(1, "s", disabled="x")\n'
+        'register_cuda_ci(1, "s")\n'
+    )
+    assert disabled_span(src, _reg("f", 2)) == (6, 9)
+    assert disabled_span(src, _reg("f", 12)) == (12, 12)
+    assert disabled_span(src, _reg("f", 13)) == (13, 13)  # no keyword: the call line
+    assert disabled_span("(((\n", _reg("f", 1)) == (1, 1)

@@ -11,13 +11,14 @@ Files are read as text and parsed with :mod:`ast`; nothing is imported or execut
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import os
 import shutil
 import subprocess
+import tokenize
 from collections import defaultdict
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -61,22 +62,45 @@ class RepoInfo:
 def disabled_span(source: str, reg: Registration) -> tuple[int, int]:
     """The lines of the ``disabled=`` keyword of ``reg``'s marker call.
 
-    Falls back to the call's own line when the keyword cannot be located (a file
-    that no longer parses, a registration from an implicit directory).
+    Tokenizes from the call's first line only as far as its closing parenthesis
+    (a whole-file parse per disabled test would dominate on large trees). Falls
+    back to the call's own line when the keyword cannot be located (a file that no
+    longer tokenizes, a registration from an implicit directory).
     """
     fallback = (max(reg.line, 1), max(reg.line, 1))
     if reg.line <= 0:
         return fallback
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    lines = source.splitlines(keepends=True)
+    if reg.line > len(lines):
         return fallback
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno == reg.line:
-            for kw in node.keywords:
-                if kw.arg == "disabled":
-                    return kw.lineno, kw.end_lineno or kw.lineno
-    return fallback
+    first = reg.line
+    it = iter(lines[first - 1:])
+    depth = 0
+    kw: int | None = None
+    last = 0
+    prev: tokenize.TokenInfo | None = None
+    skip = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(it, "")):
+            op = tok.string if tok.type == tokenize.OP else ""
+            if op in ("(", "[", "{"):
+                depth += 1
+            elif op in (")", "]", "}"):
+                depth -= 1
+                if depth <= 0:
+                    break
+            elif depth == 1 and op == "," and kw is not None:
+                break
+            elif (depth == 1 and op == "=" and kw is None and prev is not None
+                  and prev.type == tokenize.NAME and prev.string == "disabled"):
+                kw = prev.start[0] + first - 1
+            if tok.type not in skip:
+                prev = tok
+                if kw is not None:
+                    last = tok.end[0] + first - 1
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return fallback
+    return (kw, max(kw, last)) if kw is not None else fallback
 
 
 def repo_info(root: Path) -> RepoInfo:
@@ -107,6 +131,7 @@ def disabled_ages(root: Path, registrations: Iterable[Registration], *,
     for reg in regs:
         by_file[reg.file].append(reg)
     ages: dict[Registration, LineAge] = {}
+    todo: list[tuple[str, dict[Registration, tuple[int, int]]]] = []
     for file, file_regs in sorted(by_file.items()):
         try:
             source = (root / file).read_text(encoding="utf-8")
@@ -116,21 +141,33 @@ def disabled_ages(root: Path, registrations: Iterable[Registration], *,
             continue
         n_lines = source.count("\n") + 1
         spans = {reg: _clamp(disabled_span(source, reg), n_lines) for reg in file_regs}
-        if not info.is_repo:
+        if info.is_repo:
+            todo.append((file, spans))
+        else:
             for reg, span in spans.items():
                 ages[reg] = LineAge("unknown", note=info.note, line=span[0])
-            continue
-        try:
-            blamed = blame_lines(root, file, set(spans.values()))
-        except _GitFailed as exc:
-            note = "not tracked by git" if "no such path" in exc.stderr.lower() else exc.short()
-            for reg, span in spans.items():
-                ages[reg] = LineAge("unknown", note=note, line=span[0])
-            continue
+    # One ``git blame`` per file; they are independent processes, so run a few at once.
+    workers = max(1, min(8, 2 * (os.cpu_count() or 1), len(todo)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda job: _blame_file(root, *job), todo))
+    for (_file, spans), blamed in zip(todo, results, strict=True):
         for reg, (a, b) in spans.items():
-            age = _newest([blamed[n] for n in range(a, b + 1) if n in blamed], info)
-            ages[reg] = replace(age, line=a)
+            if isinstance(blamed, _GitFailed):
+                note = ("not tracked by git" if "no such path" in blamed.stderr.lower()
+                        else blamed.short())
+                ages[reg] = LineAge("unknown", note=note, line=a)
+            else:
+                age = _newest([blamed[n] for n in range(a, b + 1) if n in blamed], info)
+                ages[reg] = replace(age, line=a)
     return ages, info
+
+
+def _blame_file(root: Path, file: str, spans: dict[Registration, tuple[int, int]]
+                ) -> dict[int, LineAge] | _GitFailed:
+    try:
+        return blame_lines(root, file, set(spans.values()))
+    except _GitFailed as exc:
+        return exc
 
 
 def blame_lines(root: Path, file: str, spans: set[tuple[int, int]]) -> dict[int, LineAge]:
