@@ -10,8 +10,10 @@ every registration's fate in the plan is compared with what actually happened,
 using an independent witness: a ``sitecustomize`` that logs every Python process
 started, so a test file counts as run only when a process really ran it.
 
-The Buildkite pipeline emitted from the same plan is played the same way for one
-job, with a stand-in ``buildkite-agent`` and Buildkite's upload-time ``$$`` rule.
+The Buildkite bootstrap that ``testfleet init --buildkite`` writes is played the
+same way: it plans from Buildkite's PR variables, uploads the plan and the per-job
+pipeline to a stand-in ``buildkite-agent`` (with Buildkite's upload-time ``$$``
+rule), and one step of that pipeline runs its job in a fresh checkout.
 """
 
 from __future__ import annotations
@@ -283,33 +285,99 @@ def test_hostile_payload_through_the_workflow_scripts(repo: Path, tmp_path: Path
     assert not PWNED.exists()
 
 
-def test_buildkite_pipeline_step_runs_its_job(repo: Path, tmp_path: Path) -> None:
-    """Emit the pipeline, upload it the way Buildkite does ($$ -> $), and run one CPU
-    step's commands in a fresh checkout with a stand-in buildkite-agent."""
+AGENT = """#!/bin/sh
+# A stand-in buildkite-agent: artifacts and uploaded pipelines live in $STORE.
+set -e
+case "$1 $2" in
+  "artifact upload") cp "$3" "$STORE/artifact-$(basename "$3")" ;;
+  "artifact download") cp "$STORE/artifact-$3" "$4/$3" ;;
+  "pipeline upload") cp "$3" "$STORE/uploaded-pipeline.json" ;;
+  *) echo "unexpected: $*" >&2; exit 9 ;;
+esac
+"""
+
+
+class Buildkite:
+    """Just enough of Buildkite: upload-time interpolation ($$ -> $) and an agent."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.store = tmp / "bk-store"
+        self.store.mkdir()
+        agent = tmp / "bk-bin" / "buildkite-agent"
+        agent.parent.mkdir()
+        agent.write_text(AGENT)
+        agent.chmod(0o755)
+        self.path = f"{agent.parent}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}" \
+                    f"{os.environ.get('PATH', '')}"
+
+    def run(self, commands: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        uploaded = commands.replace("$$", "$")
+        full = {"PATH": self.path, "HOME": os.environ.get("HOME", str(self.tmp)), "LANG": "C.UTF-8",
+                "STORE": str(self.store), "BUILDKITE": "true",
+                **{k: v.replace("$$", "$") for k, v in env.items()}}
+        return subprocess.run(["bash", "-c", uploaded], cwd=cwd, env=full, capture_output=True,
+                              text=True, timeout=300, check=False)
+
+
+BK_REPO = "git@github.com:fleet-org/fleet.git"
+
+
+@pytest.mark.parametrize(("head_repo", "fork"), [
+    ("git://github.com/octo-contrib/fleet.git", True),
+    ("https://github.com/Fleet-Org/fleet", False),
+])
+def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path: Path,
+                                                           head_repo: str, fork: bool) -> None:
+    """The generated .buildkite/pipeline.yml plans a PR from Buildkite's variables
+    (hostile labels included), uploads the plan and the per-job pipeline; one CPU
+    step of that pipeline then runs its job in a fresh checkout."""
     from junitparser import JUnitXml
 
-    out = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(repo), "plan",
-                          "--labels", "run-ci-megatron", "--format", "buildkite", "--plan-file",
-                          str(tmp_path / "artifact-plan.json")],
-                         capture_output=True, text=True, check=True, timeout=120)
-    pipeline = json.loads(out.stdout)
-    plan = json.loads((tmp_path / "artifact-plan.json").read_text())
+    from testfleet.cli.main import main
+
+    PWNED.unlink(missing_ok=True)
+    with pytest.raises(SystemExit) as info:
+        main(["-C", str(repo), "init", "--buildkite", "--install", "true"])
+    assert info.value.code == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add the bootstrap pipeline")
+    bootstrap = yaml.safe_load((repo / ".buildkite" / "pipeline.yml").read_text())
+    bk = Buildkite(tmp_path)
+    plan_ws = tmp_path / "bk-plan"
+    git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
+    labels = "run-ci-megatron,$(touch /tmp/testfleet-pwned),`id`"
+    proc = bk.run(bootstrap["steps"][0]["command"], plan_ws, {
+        "BUILDKITE_PULL_REQUEST": "412", "BUILDKITE_REPO": BK_REPO,
+        "BUILDKITE_PULL_REQUEST_REPO": head_repo, "BUILDKITE_PULL_REQUEST_LABELS": labels})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not PWNED.exists()
+    plan = json.loads((bk.store / "artifact-plan.json").read_text())
+    assert plan["policy"]["fork"] is fork
+    assert plan["policy"]["include_labels"] == ["megatron"]
+    pipeline = json.loads((bk.store / "uploaded-pipeline.json").read_text())
+    assert len(pipeline["steps"]) == len(plan["jobs"])
+
     step = next(s for s in pipeline["steps"] if s["env"]["TESTFLEET_JOB_ID"].startswith("stage-b"))
-    agent = tmp_path / "bin" / "buildkite-agent"
-    agent.parent.mkdir()
-    agent.write_text(f'#!/bin/sh\n[ "$1 $2 $3" = "artifact download plan.json" ] || exit 9\n'
-                     f'cp "{tmp_path / "artifact-plan.json"}" "$4/plan.json"\n')
-    agent.chmod(0o755)
     workspace = tmp_path / "bk-job"
     git(tmp_path, "clone", "-q", str(repo), str(workspace))
-    script = "\n".join(c.replace("$$", "$") for c in step["commands"])
-    env = {"PATH": f"{agent.parent}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}"
-                   f"{os.environ.get('PATH', '')}", "HOME": os.environ.get("HOME", str(tmp_path)),
-           **{k: v.replace("$$", "$") for k, v in step["env"].items()}}
-    proc = subprocess.run(["bash", "-e", "-c", script], cwd=workspace, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = bk.run("set -e\n" + "\n".join(step["commands"]), workspace, step["env"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     job = next(j for j in plan["jobs"] if j["id"] == step["env"]["TESTFLEET_JOB_ID"])
     (xml,) = (workspace / "testfleet-junit").glob("*.xml")
     names = sorted(case.name for suite in JUnitXml.fromfile(str(xml)) for case in suite)
     assert names == sorted(t["file"] for t in job["tests"])
+
+
+def test_buildkite_bootstrap_schedules_need_a_cadence(repo: Path, tmp_path: Path) -> None:
+    from testfleet.integrations.buildkite import bootstrap
+
+    command = yaml.safe_load(bootstrap(install="true"))["steps"][0]["command"]
+    bk = Buildkite(tmp_path)
+    proc = bk.run(command, repo, {"BUILDKITE_PULL_REQUEST": "false", "BUILDKITE_SOURCE": "schedule"})
+    assert proc.returncode == 2 and "TESTFLEET_CADENCE" in proc.stderr
+    proc = bk.run(command, repo, {"BUILDKITE_PULL_REQUEST": "false", "BUILDKITE_SOURCE": "schedule",
+                                  "TESTFLEET_CADENCE": "nightly"})
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((bk.store / "artifact-plan.json").read_text())
+    assert plan["policy"]["cadence"] == "nightly"

@@ -198,3 +198,18 @@ def test_step_keys_are_valid_and_unique() -> None:
 def test_the_schema_check_is_not_vacuous() -> None:
     bad = {"steps": [{"key": "has space", "command": "true", "agents": 3}]}
     assert list(_validator().iter_errors(bad))
+
+
+def test_bootstrap_pipeline_validates_and_leaves_variables_to_run_time(tmp_path: Path) -> None:
+    import yaml
+
+    from testfleet.integrations.buildkite import bootstrap
+
+    text = bootstrap(install="pip install 'testfleet==0.1.0'")
+    data = yaml.safe_load(text)
+    validate(tmp_path, json.dumps(data), cli=False)
+    (step,) = data["steps"]
+    command = step["command"]
+    assert command.splitlines()[:2] == ["set -euo pipefail", "pip install 'testfleet==0.1.0'"]
+    assert "$" not in command.replace("$$", "")
+    assert '--labels "$$labels"' in command and "--format buildkite --plan-file plan.json" in command

@@ -186,3 +186,13 @@ def test_strip_section_keeps_other_tables_and_refuses_dotted_keys() -> None:
     assert "# testfleet settings" not in out and out.startswith(PYPROJECT)
     with pytest.raises(UsageError, match="dotted keys"):
         strip_testfleet_section('[tool]\ntestfleet.roots = ["t"]\n')
+
+
+def test_buildkite_bootstrap_is_written_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, out, _ = run_cli(capsys, "-C", str(root), "init", "--buildkite", "--install", "uv pip install testfleet")
+    assert code == 0 and "wrote .buildkite/pipeline.yml" in out
+    assert "uv pip install testfleet" in (root / ".buildkite" / "pipeline.yml").read_text()
+    code, _, err = run_cli(capsys, "-C", str(root), "init", "--buildkite")
+    assert code == 2 and "already exists" in err
+    assert run_cli(capsys, "-C", str(root), "init", "--buildkite", "--force")[0] == 0

@@ -139,6 +139,8 @@ def _validate(data: dict[str, Any], file: str) -> Any:
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
               help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan).")
+@click.option("--buildkite", "buildkite", is_flag=True,
+              help="Also write .buildkite/pipeline.yml (plans, then uploads one step per job).")
 @click.option("--from-existing", "from_existing", is_flag=True,
               help="Derive stages, backends and labels from the tree's register_*_ci(...) calls.")
 @click.option("--force", is_flag=True, help="Replace an existing config section and workflow.")
@@ -158,11 +160,12 @@ def _validate(data: dict[str, Any], file: str) -> Any:
               help="Secret holding TESTFLEET_DATABASE_URL for the test jobs.")
 @click.option("--dry-run", is_flag=True, help="Print what would be written; write nothing.")
 @click.pass_context
-def command(ctx: click.Context, github: bool, from_existing: bool, force: bool, use_toml: bool,
+def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bool, force: bool, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
             dry_run: bool) -> int:
-    """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github, the CI workflow.
+    """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
+    the CI pipeline that consumes the plan.
 
     Without a configuration, one is written: adopted from the tree's marker calls
     when it has any (as --from-existing), else a single implicit CPU stage. An
@@ -242,6 +245,15 @@ def command(ctx: click.Context, github: bool, from_existing: bool, force: bool, 
         )
         writes.append(Write(wf_path, render_workflow(config, opts), WORKFLOW_PATH))
 
+    if buildkite:
+        from testfleet.integrations.buildkite import BOOTSTRAP_PATH, bootstrap
+
+        bk_path = root / BOOTSTRAP_PATH
+        if bk_path.exists() and not force:
+            raise UsageError(f"{BOOTSTRAP_PATH} already exists; use --force to replace it")
+        writes.append(Write(bk_path, bootstrap(install or WorkflowOptions().install),
+                            BOOTSTRAP_PATH))
+
     if dry_run:
         for w in writes:
             click.echo(f"--- {w.path.relative_to(root) if w.path.is_relative_to(root) else w.path}")
@@ -264,7 +276,8 @@ def command(ctx: click.Context, github: bool, from_existing: bool, force: bool, 
                        "written; fix them, then run 'testfleet check'", err=True)
             status = 1
     if not writes:
-        click.echo("nothing to write (use --github for the workflow, --force to replace the config)")
+        click.echo("nothing to write (use --github or --buildkite for CI, --force to replace "
+                   "the config)")
     elif status == 0:
         click.echo("next: testfleet check && testfleet plan")
     return status
