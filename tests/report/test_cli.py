@@ -85,7 +85,7 @@ def test_markdown_and_html_to_stdout(example_project: Path) -> None:
     md = tf("report", "--format", "markdown", cwd=example_project)
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("## testfleet report")
-    assert "restore: remove" not in md.stdout
+    assert f"`pyproject.toml:{_dormant_line(example_project)}`" in md.stdout
     assert "🚨 Coverage holes (2)" in md.stdout and DORMANT in md.stdout
     html = tf("report", "--format", "html", "--output", "-", cwd=example_project)
     assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from testfleet.report import fmt
-from testfleet.report.model import CATEGORIES, GroupRow, Report
+from testfleet.report.model import CATEGORIES, GroupRow, Report, StageRow
 from testfleet.report.references import describe
 
 MAX_CELL = 300
@@ -62,10 +62,12 @@ def render_markdown(report: Report) -> str:
         out += ["✅ No coverage holes: every stage and backend has tests that can run.", ""]
     if report.dormant:
         out += ["### 💤 Dormant stages", ""]
-        out += _table(["stage", "backend", "reason", "reference", "registrations", "would run"],
+        out += _table(["stage", "backend", "reason", "reference", "registrations", "would run",
+                       "switch back on at"],
                       [[code(s.name), md(s.backend), md(s.reason or ""), md(describe(s.references)),
-                        str(s.counts.total), str(s.counts.active)] for s in report.dormant],
-                      "llllrr")
+                        str(s.counts.total), str(s.counts.active), code(_where(report, s))]
+                       for s in report.dormant],
+                      "llllrrl")
         out.append("")
     out += ["### Coverage matrix", ""]
     rows = []
@@ -91,6 +93,10 @@ def render_markdown(report: Report) -> str:
         out += ["### Check rules", ""] + [f"- {md(f)}" for f in report.findings] + [""]
     out += [f"_{md(n)}_" for n in report.notes]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _where(report: Report, s: StageRow) -> str:
+    return f"{report.config_file}:{s.config_line}" if s.config_line else (report.config_file or "config")
 
 
 def _groups_md(title: str, rows: tuple[GroupRow, ...], open_: bool) -> str:

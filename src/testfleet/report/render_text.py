@@ -42,11 +42,15 @@ def renderables(report: Report) -> list[object]:
                           style="green"))
     if report.dormant:
         table = Table(title="Dormant stages", title_justify="left", expand=False)
-        for col in ("stage", "backend", "reason", "reference", "registrations", "would run"):
+        for col in ("stage", "backend", "reason", "reference", "registrations", "would run",
+                    "switch back on at"):
             table.add_column(col)
         for s in report.dormant:
+            where = (f"{report.config_file}:{s.config_line}" if s.config_line
+                     else report.config_file or "config")
             table.add_row(Text(s.name, style="yellow"), s.backend, Text(s.reason or ""),
-                          describe(s.references), str(s.counts.total), str(s.counts.active))
+                          describe(s.references), str(s.counts.total), str(s.counts.active),
+                          Text(where))
         parts.append(table)
     parts.append(_matrix(report))
     parts.append(_groups("Backends", report.backends))
