@@ -101,6 +101,7 @@ def evaluate_run(
     database: str | None,
     environ: dict[str, str] | None = None,
 ) -> FileGateResult:
+    """Evaluate already-read records for ``file`` (the CLI reads a record path of its choosing)."""
     cfg = project.config.gate
     specs, findings = parse_gate_specs(project, calls)
     out = FileGateResult(findings=[*problems, *findings])
@@ -116,35 +117,37 @@ def evaluate_run(
     coords = coordinates(selected)
     identity = RunIdentity(file, backend, suite, env_key(cfg.env_keys, environ))
     metric_store, baselines, note = _baselines(project, database, identity, coords, cfg.window)
-    if note:
-        out.lines.append(f"gate: warning: {note}")
-    out.history_available = baselines is not None
-    out.results = evaluate(selected, baselines, cfg.window)
-    out.trusted = run_trusted(out.results)
-    for result in out.results:
-        out.lines.extend(describe(result))
-        out.verdicts.extend(v.to_json() for v in result.verdicts)
+    try:
+        if note:
+            out.lines.append(f"gate: warning: {note}")
+        out.history_available = baselines is not None
+        out.results = evaluate(selected, baselines, cfg.window)
+        out.trusted = run_trusted(out.results)
+        for result in out.results:
+            out.lines.extend(describe(result))
+            out.verdicts.extend(v.to_json() for v in result.verdicts)
 
-    switch, switch_warning = enforce_switch(cfg.enforce, environ)
-    if switch_warning:
-        out.lines.append(f"gate: warning: {switch_warning}")
-    would_fail = fails_test(out.results, True)
-    out.fails_test = out.history_available and fails_test(out.results, switch)
-    if would_fail and not out.fails_test:
-        why = ("the history database is unavailable" if not out.history_available
-               else "enforcement is off ([tool.testfleet.gate] enforce or TESTFLEET_GATE_ENFORCE=1)")
-        out.lines.append(f"gate: an enforced gate did not pass, but the test outcome is "
-                         f"unchanged: {why}")
+        switch, switch_warning = enforce_switch(cfg.enforce, environ)
+        if switch_warning:
+            out.lines.append(f"gate: warning: {switch_warning}")
+        would_fail = fails_test(out.results, True)
+        out.fails_test = out.history_available and fails_test(out.results, switch)
+        if would_fail and not out.fails_test:
+            why = ("the history database is unavailable" if not out.history_available
+                   else "enforcement is off ([tool.testfleet.gate] enforce or TESTFLEET_GATE_ENFORCE=1)")
+            out.lines.append(f"gate: an enforced gate did not pass, but the test outcome is "
+                             f"unchanged: {why}")
 
-    if write_baseline and metric_store is not None:
-        out.written = _write(metric_store, out, identity, run_id, ci_run_id, commit)
-    state = "trusted" if out.trusted else "untrusted"
-    where = ("baseline written" if out.written
-             else "shadow run, nothing written" if not write_baseline
-             else "NOT written")
-    out.lines.append(f"gate: {file}: run {state}; {where}")
-    if metric_store is not None:
-        metric_store.store.close()
+        if write_baseline and metric_store is not None:
+            out.written = _write(metric_store, out, identity, run_id, ci_run_id, commit)
+        state = "trusted" if out.trusted else "untrusted"
+        where = ("baseline written" if out.written
+                 else "shadow run, nothing written" if not write_baseline
+                 else "NOT written")
+        out.lines.append(f"gate: {file}: run {state}; {where}")
+    finally:
+        if metric_store is not None:
+            metric_store.store.close()
     return out
 
 
