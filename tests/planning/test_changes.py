@@ -91,3 +91,29 @@ def test_git_changed_files(tmp_path: Path) -> None:
     assert (got.paths, got.error) == (("b.md",), None)
     bad = git_changed_files(tmp_path, "no-such-ref")
     assert bad.error and "git diff failed" in bad.error
+
+
+def test_within_project_rebases_paths() -> None:
+    from testfleet.planning.changes import within_project
+
+    got = within_project(ChangeSet(("svc/tests/e2e/test_a.py", "README.md", "lib/x.py")), "svc/")
+    assert got.paths == ("tests/e2e/test_a.py",)
+    assert got.outside == ("README.md", "lib/x.py")
+    assert within_project(ChangeSet(("a.py",)), "") == ChangeSet(("a.py",))
+    assert impact(ChangeSet(("tests/e2e/test_a.py",), outside=("README.md",)), STAGES,
+                  NO_IMPACT).stages == frozenset({"gpu-a"})
+    outside = impact(ChangeSet(("tests/e2e/test_a.py",), outside=("lib/x.py",)), STAGES, NO_IMPACT)
+    assert outside.everything and "outside the project" in outside.why
+    # a top-level file that happens to share a registered path is not the project's test
+    same_name = within_project(ChangeSet(("tests/e2e/test_a.py",)), "svc")
+    assert impact(same_name, STAGES, NO_IMPACT).everything
+
+
+def test_git_prefix(tmp_path: Path) -> None:
+    from testfleet.planning.changes import git_prefix
+
+    assert git_prefix(tmp_path) == ""  # not a repository
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "svc" / "a").mkdir(parents=True)
+    assert git_prefix(tmp_path / "svc" / "a") == "svc/a/"
+    assert git_prefix(tmp_path) == ""

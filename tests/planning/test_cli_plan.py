@@ -187,14 +187,25 @@ def test_unreadable_diff_falls_back(example_project: Path, capsys, tmp_path: Pat
     assert any(j["stage"] == "stage-c-4-gpu-h200" for j in plan["jobs"])
 
 
-def test_docs_only_change_prunes_gpu(example_project: Path, capsys, tmp_path: Path) -> None:
+def test_docs_only_change_prunes_a_prunable_stage(example_project: Path, capsys,
+                                                  tmp_path: Path) -> None:
+    config = example_project / "pyproject.toml"
+    text = config.read_text()
+    config.write_text(text.replace('command = "python"\nshards = 2\n',
+                                   'command = "python"\nshards = 2\nprune = true\n'))
     diff = tmp_path / "diff"
     diff.write_bytes(b"M\0docs/guide.md\0M\0README.md\0")
     code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "bypass-fastfail",
                        "--changed-files", str(diff), "--format", "json")
     plan = json.loads(out)
     assert code == 0
-    assert {j["stage"] for j in plan["jobs"]} == {"stage-a-cpu", "stage-b-cpu"}
+    assert {j["stage"] for j in plan["jobs"]} == {"stage-a-cpu"}  # CPU stage-a: no pruning
+    b = next(s for s in plan["stages"] if s["name"] == "stage-b-cpu")
+    assert b["status"] == "unaffected" and b["counts"]["stage-unaffected"] >= 1
+    # a requested label keeps its stage even when nothing it holds changed
+    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-rollout",
+                       "--changed-files", str(diff), "--format", "json")
+    assert "stage-b-cpu" in {j["stage"] for j in json.loads(out)["jobs"]}
 
 
 def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
@@ -223,3 +234,34 @@ def test_registry_errors_block_planning(example_project: Path, capsys) -> None:
     code, _, err = run(capsys, "-C", str(example_project), "plan")
     assert code == 1
     assert "registration error" in err and "test_bad_reg.py" in err
+
+
+def test_project_below_the_git_top_level(example_project: Path, capsys, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    top = tmp_path / "mono"
+    top.mkdir()
+    subprocess.run(["git", "init", "-q", str(top)], check=True)
+    project = top / "services" / "fleet"
+    shutil.copytree(example_project, project)
+    # let stage-b-cpu (which has unlabelled tests) be pruned, to see pruning happen
+    config = project / "pyproject.toml"
+    text = config.read_text()
+    assert 'command = "python"\nshards = 2\n' in text
+    config.write_text(text.replace('command = "python"\nshards = 2\n',
+                                   'command = "python"\nshards = 2\nprune = true\n'))
+    diff = tmp_path / "diff"
+    cases = [
+        (b"M\0services/fleet/docs/guide.md\0M\0README.md\0", {"stage-a-cpu"}),
+        (b"M\0services/fleet/tests/unit/test_weight_sync.py\0", {"stage-a-cpu", "stage-b-cpu"}),
+        (b"M\0services/fleet/docs/guide.md\0M\0libs/core/model.py\0",
+         {"stage-a-cpu", "stage-b-cpu"}),  # outside the project: prunes nothing
+        (b"M\0tests/unit/test_weight_sync.py\0", {"stage-a-cpu", "stage-b-cpu"}),
+    ]
+    for data, want in cases:
+        diff.write_bytes(data)
+        code, out, _ = run(capsys, "-C", str(project), "plan", "--labels", "bypass-fastfail",
+                           "--changed-files", str(diff), "--format", "json")
+        assert code == 0
+        assert {j["stage"] for j in json.loads(out)["jobs"]} == want, data

@@ -182,7 +182,12 @@ def resolve_file(project: Project, base: Path, raw: str) -> str:
 def build_request(project: Project, base: Path, opts: TriggerOptions,
                   env: Mapping[str, str] | None = None) -> Any:
     """Turn the flags into a ``PlanRequest``; reads the GitHub event and the diff."""
-    from testfleet.planning.changes import git_changed_files, read_changed_files
+    from testfleet.planning.changes import (
+        git_changed_files,
+        git_prefix,
+        read_changed_files,
+        within_project,
+    )
     from testfleet.planning.request import PlanRequest
 
     env = os.environ if env is None else env
@@ -216,6 +221,9 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
         changes = read_changed_files(path)
     elif opts.diff_base is not None:
         changes = git_changed_files(project.root, safe_ref(opts.diff_base))
+    if changes is not None and changes.error is None:
+        # git reports paths from the top of the work tree; a project may live below it
+        changes = within_project(changes, git_prefix(project.root))
 
     files = tuple(dict.fromkeys(resolve_file(project, base, f) for f in opts.files))
     return PlanRequest(

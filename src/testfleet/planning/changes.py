@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 #: ``git diff --name-status`` status letters; R and C carry a score and two paths.
@@ -31,6 +31,37 @@ class ChangeSet:
     paths: tuple[str, ...] = ()
     source: str = ""
     error: str | None = None
+    #: changed paths outside the project directory (a project inside a larger git
+    #: repository), relative to the repository's top level: they can be no-impact
+    #: or affect everything, never be one of the project's test files.
+    outside: tuple[str, ...] = ()
+
+
+def within_project(changes: ChangeSet, prefix: str) -> ChangeSet:
+    """Re-base top-level-relative diff paths onto a project living at ``prefix``
+    (``git rev-parse --show-prefix``, e.g. ``services/train/``) inside its repository."""
+    prefix = prefix.strip("/")
+    if not prefix or changes.error is not None:
+        return changes
+    inside, outside = [], list(changes.outside)
+    for path in changes.paths:
+        if path.startswith(prefix + "/"):
+            inside.append(path[len(prefix) + 1:])
+        else:
+            outside.append(path)
+    return replace(changes, paths=tuple(inside), outside=tuple(outside))
+
+
+def git_prefix(root: Path) -> str:
+    """Where ``root`` sits inside its git work tree ("" at the top, or when unknown)."""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-prefix"],
+                              capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if proc.returncode != 0:
+        return ""
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 @dataclass(frozen=True)
@@ -134,6 +165,10 @@ def impact(
             continue
         else:
             return Impact(True, frozenset(), f"{path!r} is not a registered test file nor no-impact")
-    if not changes.paths:
+    for path in changes.outside:
+        if not spec.match_file(path):
+            return Impact(True, frozenset(),
+                          f"{path!r} (outside the project directory) is not no-impact")
+    if not changes.paths and not changes.outside:
         return Impact(False, frozenset(), "no changed files")
     return Impact(False, frozenset(affected), "changed files touch only tests and no-impact paths")
