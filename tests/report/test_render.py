@@ -187,3 +187,15 @@ def test_json_matches_the_published_schema() -> None:
     bad["holes"][0]["kind"] = "galaxy"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, _schema())
+
+
+def test_markdown_row_cap_keeps_the_most_urgent_rows() -> None:
+    regs = [reg(f"tests/t{i:03d}.py", disabled=f"broken #{i}") for i in range(120)]
+    regs.append(reg("tests/expired.py", disabled="until 2026-01-01"))
+    r = build_report(project="p", config=config(), registrations=regs, now=NOW)
+    capped = render_markdown(r, max_rows=10)
+    assert "expired.py" in capped  # expired sorts first
+    assert "111 more disabled registrations" in capped
+    assert capped.count("| `tests/t") == 9
+    full = render_markdown(r, max_rows=0)
+    assert "more disabled" not in full and full.count("| `tests/t") == 120

@@ -8,11 +8,15 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from testfleet.cli._common import project_from
 from testfleet.errors import UsageError
+
+if TYPE_CHECKING:
+    from testfleet.report.model import Report
 
 FORMATS = ("text", "markdown", "json", "html")
 
@@ -30,11 +34,14 @@ FORMATS = ("text", "markdown", "json", "html")
               help="History database (default: TESTFLEET_DATABASE_URL, the config's "
                    "'database', then .testfleet/history.db).")
 @click.option("--no-history", is_flag=True, help="Do not read the history database.")
+@click.option("--max-rows", type=click.IntRange(0), default=50, show_default=True,
+              help="Markdown only: at most this many ledger and label rows (0 = all), so the "
+                   "report fits a PR comment; the most urgent rows come first.")
 @click.option("--width", type=click.IntRange(60, 400), default=None,
               help="Text width for --format text (default: the terminal's).")
 @click.pass_context
 def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path | None,
-            database: str | None, no_history: bool, width: int | None) -> int:
+            database: str | None, no_history: bool, max_rows: int, width: int | None) -> int:
     """Show the state of the fleet's coverage: holes first, then dormant stages, the
     coverage matrix, the disabled ledger, shard balance (--plan) and metric history."""
     from testfleet.report.build import gather
@@ -44,7 +51,7 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
         plan_path = Path.cwd() / plan_path
     report = gather(project, plan_path=plan_path, database=database, history=not no_history)
     to_stdout = output is None or str(output) == "-"
-    text = render(report, fmt, color=to_stdout and _color(),
+    text = render(report, fmt, color=to_stdout and _color(), max_rows=max_rows,
                   width=width or (shutil.get_terminal_size((120, 40)).columns if to_stdout else 120))
     if to_stdout:
         click.echo(text, nl=False)
@@ -55,7 +62,9 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
     return 0
 
 
-def render(report, fmt: str, *, color: bool = False, width: int = 120) -> str:  # type: ignore[no-untyped-def]
+def render(report: Report, fmt: str, *, color: bool = False, width: int = 120,
+           max_rows: int = 50) -> str:
+    """The report in one format; renderers are imported only when used."""
     if fmt == "json":
         from testfleet.report.render_json import render_json
 
@@ -63,7 +72,7 @@ def render(report, fmt: str, *, color: bool = False, width: int = 120) -> str:  
     if fmt == "markdown":
         from testfleet.report.render_markdown import render_markdown
 
-        return render_markdown(report)
+        return render_markdown(report, max_rows=max_rows)
     if fmt == "html":
         from testfleet.report.render_html import render_html
 

@@ -53,5 +53,5 @@ def cause(c: str) -> str:
 
 
 def lost(n: int) -> str:
-    """What a hole costs: ``1 enabled registration does not run``."""
-    return f"{plural(n, 'enabled registration')} {'does' if n == 1 else 'do'} not run"
+    """What a hole costs: ``1 registration that would run is held back``."""
+    return f"{plural(n, 'registration')} that would run {'is' if n == 1 else 'are'} held back"

@@ -49,7 +49,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = ""
     return lines
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, *, max_rows: int = 50) -> str:
+    """``max_rows`` bounds the ledger and label tables (0 = no bound), so the whole
+    text stays within a PR comment's 65,536 characters; the ledger is sorted by
+    urgency, so what is cut is the least urgent."""
     out: list[str] = [f"## testfleet report — {md(report.project)}", "",
                       f"**{md(report.headline())}**", ""]
     if report.holes:
@@ -84,8 +87,8 @@ def render_markdown(report: Report) -> str:
                   "lll" + "r" * (len(CATEGORIES) + 2))
     out += ["", _groups_md("Backends", report.backends, open_=True)]
     if report.labels:
-        out += [_groups_md("Labels", report.labels, open_=False)]
-    out += _ledger_md(report)
+        out += [_groups_md("Labels", report.labels, open_=False, max_rows=max_rows)]
+    out += _ledger_md(report, max_rows)
     if report.plan is not None:
         out += _plan_md(report)
     out += _history_md(report)
@@ -99,22 +102,27 @@ def _where(report: Report, s: StageRow) -> str:
     return f"{report.config_file}:{s.config_line}" if s.config_line else (report.config_file or "config")
 
 
-def _groups_md(title: str, rows: tuple[GroupRow, ...], open_: bool) -> str:
+def _groups_md(title: str, rows: tuple[GroupRow, ...], open_: bool, max_rows: int = 0) -> str:
+    more = ""
+    if max_rows and len(rows) > max_rows:
+        more = f"_{len(rows) - max_rows} more {title.lower()} in the JSON or HTML report._"
+        rows = rows[:max_rows]
     body = _table([title[:-1].lower(), *CATEGORIES, "scheduled", "stages"],
                   [[("🚨 " if g.scheduled == 0 and g.counts.total else "") + code(g.name),
                     *[str(g.counts.get(c)) for c in CATEGORIES], str(g.scheduled),
                     md(", ".join(g.stages))] for g in rows], "l" + "r" * (len(CATEGORIES) + 1) + "l")
     return "\n".join([f"<details{' open' if open_ else ''}><summary><b>{title}</b></summary>", "",
-                      *body, "", "</details>", ""])
+                      *body, "", *([more, ""] if more else []), "</details>", ""])
 
 
-def _ledger_md(report: Report) -> list[str]:
+def _ledger_md(report: Report, max_rows: int = 0) -> list[str]:
     if not report.ledger:
         return ["### Disabled ledger", "", "Nothing is disabled.", ""]
     out = [f"### Disabled ledger ({len(report.ledger)})", "",
            f"Ages from git ({md(report.git)}): when the `disabled=` line last changed.", ""]
     rows = []
-    for e in report.ledger:
+    shown = report.ledger[:max_rows] if max_rows else report.ledger
+    for e in shown:
         reason = md(e.reason)
         if e.shared_reason > 1:
             reason += f" ⚠ *same reason \u00d7{e.shared_reason}*"
@@ -124,6 +132,9 @@ def _ledger_md(report: Report) -> list[str]:
                      md(describe(e.references)) if e.references else "**none**", md(fmt.age(e)),
                      f"**{md(expiry)}**" if e.expired else md(expiry)])
     out += _table(["file", "backend", "suite", "reason", "reference", "age", "expiry"], rows)
+    if len(shown) < len(report.ledger):
+        out += ["", f"_{len(report.ledger) - len(shown)} more disabled registrations (less urgent: "
+                    "newer, no expiry) in the JSON or HTML report._"]
     return [*out, ""]
 
 
