@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -53,7 +53,8 @@ class Hooks(Protocol):
 
     def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None: ...
 
-    def checkpoint(self, partial: JobResult) -> None: ...
+    def checkpoint(self, partial: Callable[[], JobResult]) -> None:
+        """``partial`` builds the snapshot; called only when a checkpoint is due."""
 
 
 class NoHooks:
@@ -63,7 +64,7 @@ class NoHooks:
     def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None:
         return None
 
-    def checkpoint(self, partial: JobResult) -> None:
+    def checkpoint(self, partial: Callable[[], JobResult]) -> None:
         pass
 
 
@@ -157,7 +158,7 @@ def execute(
             if not result.outcome.ok and spec.options.fast_fail and index + 1 < len(spec.items):
                 stop_reason = f"fast-fail: {item.file} {result.outcome.label}"
                 break
-            hooks.checkpoint(partial_result(spec, results, started, t0))
+            hooks.checkpoint(lambda: partial_result(spec, results, started, t0))
     for item in spec.items[len(results):]:
         results.append(FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.NOT_RUN,
                                   message=f"not run ({stop_reason})"))

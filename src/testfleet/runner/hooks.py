@@ -145,14 +145,14 @@ class RunHooks:
 
     # -- JUnit -----------------------------------------------------------------------------
 
-    def checkpoint(self, partial: JobResult) -> None:
+    def checkpoint(self, partial: Callable[[], JobResult]) -> None:
         if self.junit is None:
             return
         now = time.monotonic()
         if now - self._last_checkpoint < CHECKPOINT_EVERY:
             return
         self._last_checkpoint = now
-        self.write_junit(partial)
+        self.write_junit(partial())
 
     def write_junit(self, job: JobResult) -> bool:
         if self.junit is None:

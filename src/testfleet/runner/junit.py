@@ -54,7 +54,8 @@ def build_xml(job: JobResult) -> bytes:
                 body = (body + "\n\n" if body else "") + text
             if body:
                 case.system_out = body
-        suite.add_testcase(case)
+        suite.append(case)  # add_testcase recounts the suite each time: O(n^2)
+    suite.update_statistics()
     suite.time = round(job.duration, 3)
     xml = JUnitXml(f"testfleet {spec.run_id}")
     xml.add_testsuite(suite)

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testfleet.runner.interrupt import Interrupt
-from testfleet.runner.tree import ProcessTree, child_preexec, direct_children, group_alive
+from testfleet.runner.tree import ProcessTree, direct_children, group_alive
 
 READ_SIZE = 64 * 1024
-EXIT_TICK = 0.1  # how often to check for an exit while a descendant holds the pipe open
+EXIT_TICK = 0.1  # without a pidfd: how often to check for an exit (and in stop/sweep loops)
+EOF_TICK = 0.002  # without a pidfd, after EOF: the exit is imminent, check often
 FINAL_DRAIN = 1.0  # seconds to wait for the pipe's EOF once every known writer is dead
 
 
@@ -58,7 +59,7 @@ def run_process(
         proc = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=child_preexec(), bufsize=0, close_fds=True,
+            bufsize=0, close_fds=True,
         )
     except OSError as exc:
         return ProcessResult(None, time.monotonic() - start, error=f"cannot start {argv[0]}: {exc}")
@@ -87,6 +88,14 @@ class _Attempt:
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.fd, selectors.EVENT_READ, "out")
         self.eof = False
+        # A pidfd wakes the loop the moment the process exits (Linux >= 5.3); without one,
+        # the exit is noticed by polling, quickly once the output pipe has closed.
+        self.pidfd: int | None = None
+        try:
+            self.pidfd = os.pidfd_open(proc.pid)
+            self.sel.register(self.pidfd, selectors.EVENT_READ, "pid")
+        except (AttributeError, OSError):
+            self.pidfd = None
         if interrupt is not None:
             self.sel.register(interrupt.fileno(), selectors.EVENT_READ, "int")
         self.result = ProcessResult(None, 0.0)
@@ -101,6 +110,8 @@ class _Attempt:
             self._drain(time.monotonic() + FINAL_DRAIN)
         finally:
             self.sel.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
             assert self.proc.stdout is not None
             self.proc.stdout.close()
             if self.proc.returncode is None:  # pragma: no cover - defensive
@@ -125,16 +136,14 @@ class _Attempt:
                 self.result.interrupted = self.interrupt.signum
                 return
             wait = self.deadline - now
-            if self.eof:
-                wait = min(wait, EXIT_TICK)
+            if self.pidfd is None:
+                wait = min(wait, EOF_TICK if self.eof else EXIT_TICK)
             if self.poll_interval is not None:
                 if now >= self.next_poll:
                     self.tree.poll()
                     self.poll_interval = min(self.poll_interval * 2, 1.0)
                     self.next_poll = now + self.poll_interval
                 wait = min(wait, max(self.next_poll - now, 0.0))
-            else:
-                wait = min(wait, EXIT_TICK * 5)
             self._pump(wait)
 
     def _stop(self) -> None:
@@ -182,13 +191,7 @@ class _Attempt:
     def _exited(self) -> bool:
         if self.proc.returncode is not None:
             return True
-        if self.eof:
-            # EOF usually means the process is exiting; collect it without a busy loop.
-            try:
-                self.proc.wait(timeout=0.005)
-            except subprocess.TimeoutExpired:
-                return False
-        elif self.proc.poll() is None:
+        if self.proc.poll() is None:
             return False
         self._note_exit()
         return True
@@ -200,6 +203,9 @@ class _Attempt:
     def _pump(self, timeout: float, interruptible: bool = True) -> None:
         """Wait up to ``timeout`` for output (or an interrupt) and pass it on."""
         for key, _ in self.sel.select(timeout):
+            if key.data == "pid":
+                self.sel.unregister(key.fd)  # exited: stop waking on it; _exited() reaps
+                continue
             if key.data == "int":
                 assert self.interrupt is not None
                 self.interrupt.drain()
