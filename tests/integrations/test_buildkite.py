@@ -213,3 +213,21 @@ def test_bootstrap_pipeline_validates_and_leaves_variables_to_run_time(tmp_path:
     assert command.splitlines()[:2] == ["set -euo pipefail", "pip install 'testfleet==0.1.0'"]
     assert "$" not in command.replace("$$", "")
     assert '--labels "$$labels"' in command and "--format buildkite --plan-file plan.json" in command
+
+
+def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path) -> None:
+    """What Buildkite runs (after its upload-time '$$' -> '$') is clean shell."""
+    import yaml
+
+    from testfleet.integrations.buildkite import bootstrap
+
+    plan = plan_for(example_project, TRIGGERS["nightly"])
+    scripts = {
+        "bootstrap.sh": yaml.safe_load(bootstrap())["steps"][0]["command"],
+        "step.sh": "\n".join(pipeline(plan)["steps"][0]["commands"]),
+    }
+    for name, body in scripts.items():
+        path = tmp_path / name
+        path.write_text("#!/bin/bash\nset -e\n" + body.replace("$$", "$") + "\n")
+        result = run_tool(tool("shellcheck"), "--severity=info", str(path))
+        assert result.returncode == 0, result.stdout

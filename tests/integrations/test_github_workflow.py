@@ -55,6 +55,7 @@ def lint(tmp_path: Path, text: str) -> list[subprocess.CompletedProcess[str]]:
     wf = tmp_path / ".github" / "workflows" / "testfleet.yml"
     wf.parent.mkdir(parents=True, exist_ok=True)
     wf.write_text(text)
+    tool("shellcheck")  # actionlint lints every run: script with it when it is on PATH
     return [
         run_tool(tool("actionlint"), "-no-color", str(wf), cwd=tmp_path),
         run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", str(wf)),
@@ -90,6 +91,10 @@ def test_the_linters_do_catch_an_injected_expression(tmp_path: Path) -> None:
     actionlint, zizmor, _ = lint(tmp_path, bad)
     assert actionlint.returncode != 0 and "untrusted" in actionlint.stdout
     assert zizmor.returncode != 0 and "template-injection" in zizmor.stdout + zizmor.stderr
+    # and actionlint really runs shellcheck on the scripts
+    unquoted = text.replace("mkdir -p testfleet-junit\n", "mkdir -p $TESTFLEET_JOB_ID\n", 1)
+    actionlint, _, _ = lint(tmp_path, unquoted)
+    assert actionlint.returncode != 0 and "SC2086" in actionlint.stdout
 
 
 def _steps(data: dict[str, Any]) -> list[dict[str, Any]]:

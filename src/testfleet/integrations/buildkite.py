@@ -195,7 +195,7 @@ BOOTSTRAP_PATH = ".buildkite/pipeline.yml"
 
 _BOOTSTRAP_SCRIPT = r"""
 set -euo pipefail
-slug() { printf '%s' "$1" | sed -E 's#\.git$##; s#^.*[:/]([^/:]+/[^/:]+)$#\1#' | tr 'A-Z' 'a-z'; }
+slug() { printf '%s' "$1" | sed -E 's#\.git$##; s#^.*[:/]([^/:]+/[^/:]+)$#\1#' | tr '[:upper:]' '[:lower:]'; }
 args=()
 if [ "${BUILDKITE_PULL_REQUEST:-false}" != "false" ]; then
   args+=(--event pull_request)
