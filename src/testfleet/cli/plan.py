@@ -25,12 +25,14 @@ class RegistryInvalid(TestfleetError):
     exit_code = 1
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, what: str = "--output") -> None:
     """Write via a temporary file in the same directory and rename, so a reader
     (a CI step, a concurrent ``testfleet run``) never sees half a plan."""
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise UsageError(f"--output {path}: directory {directory} does not exist")
+        raise UsageError(f"{what} {path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -39,7 +41,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _annotation(message: str) -> str:
@@ -101,7 +103,8 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     plan = make_plan(project, registry, request, estimates, warnings=history_warnings)
 
     if plan_file is not None:
-        write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan))
+        write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
+                     "--plan-file")
 
     if fmt == "table" and output is None and sys.stdout.isatty():
         text = render_table(plan, color=True, width=shutil.get_terminal_size().columns)
