@@ -114,3 +114,16 @@ def test_blank_page_would_be_detected(tmp_path: Path) -> None:
     assert r.returncode == 0 and shot.is_file()
     variance, colours = luminance_stats(shot.read_bytes())
     assert variance < 1 and colours <= 2
+
+
+def test_console_errors_would_be_detected(tmp_path: Path) -> None:
+    """The error check itself can fail: a blocked asset and a script are reported."""
+    browser = _chromium()
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" "
+                   "content=\"default-src 'none'\"></head><body><p>x</p>"
+                   '<img src="http://127.0.0.1:9/x.png"><script>console.error("boom")</script>'
+                   "</body></html>")
+    r = _run(browser, tmp_path, "--dump-dom", bad.as_uri())
+    assert r.returncode == 0
+    assert len(_errors(r.stderr)) >= 2
