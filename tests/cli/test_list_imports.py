@@ -25,3 +25,16 @@ def test_list_json_does_not_import_heavy_modules() -> None:
     names = imported_modules("-C", str(EXAMPLE), "list", "--format", "json")
     assert "testfleet.registry.collector" in names
     assert not {n for n in names if n.split(".")[0] in HEAVY or n.startswith(HEAVY)}
+
+
+def test_warm_list_skips_pydantic_and_pathspec(tmp_path: Path) -> None:
+    import shutil
+
+    project = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".testfleet", "__pycache__"))
+    first = imported_modules("-C", str(project), "list", "--format", "json")
+    assert "pydantic" in first  # the first run validates the config and writes the snapshot
+    warm = imported_modules("-C", str(project), "list", "--format", "json")
+    assert "testfleet.registry.collector" in warm
+    assert not {n for n in warm if n.split(".")[0] in ("pydantic", "pathspec", "rich", "sqlalchemy")}
+    assert "testfleet.registry.scan" not in warm  # nothing changed, so nothing was parsed

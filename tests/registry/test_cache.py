@@ -14,7 +14,7 @@ import pytest
 from testfleet.config import load_project
 from testfleet.registry import cache, collect
 from testfleet.registry import scan as sc
-from testfleet.registry.collector import registry_path
+from testfleet.registry.collector import registry_key, registry_path
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     project = tree()
     collect(project)  # files were just written: every entry is racy and carries a digest
     target = project.root / "tests/unit/test_good.py"
-    key = cache.cache_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
@@ -136,7 +136,7 @@ def test_damaged_cache_is_ignored_and_rebuilt(case: str, tree, scans) -> None:
 
 def forge(project, elements_for: dict[str, object]) -> None:
     """A cache with a valid header and CRC whose per-file elements are hostile."""
-    key = cache.cache_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, elements = cache.decode_table(header, body)
     for rel, value in elements_for.items():
@@ -146,10 +146,17 @@ def forge(project, elements_for: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize("element", [
-    "string", None, [None], [None, {"r": [[1, 2, 3]]}], [None, {"r": [], "g": [], "f": [[1, 1, "fatal", "x", "y"]]}],
-    [None, {"r": [["cpu", "s", True, 1, 1, [], False, None, False]], "g": [], "f": []}],
-    [None, {"r": [], "g": [[1, 1, {"k": "__import__('os')"}, 0, []]], "f": []}],
-    [123, 0], 1, 0.0, False,
+    "string", None, [None], 1, -1, 0.0, False, True, [123, 0], [None, 7], [None, "x"],
+    [None, {"r": [], "g": [], "f": []}],  # an older payload shape
+    [None, [[[1, 2, 3]]]],
+    [None, [[], [], [[1, 1, "fatal", "x", "y"]]]],
+    [None, [[["cpu", "stage-a-cpu", True, 1, 1, [], False, None, False]]]],
+    [None, [[["cpu", "stage-a-cpu", 1e308 * 10, 1, 1, [], False, None, False]]]],
+    [None, [[["cpu", "no-such-stage", 5.0, 1, 1, [], False, None, False]]]],
+    [None, [[["tpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
+    [None, [[["cpu", "stage-a-cpu", 5.0, 1, 1, [3], False, None, False]]]],
+    [None, [[], [[1, 1, {"k": "__import__('os')"}, 0, []]], []]],
+    0,  # "implicit file" for a file that is not in an implicit directory
 ])
 def test_well_formed_but_wrong_entries_are_not_trusted(element: object, tree, scans) -> None:
     project = tree()

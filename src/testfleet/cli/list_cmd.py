@@ -34,15 +34,24 @@ COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", 
 def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tuple[str, ...],
             labels: tuple[str, ...], disabled: bool, no_cache: bool) -> int:
     """List registrations (one row per file and backend)."""
-    from testfleet.cli._common import project_from
-    from testfleet.registry import collect
+    from testfleet.registry.collector import collect_settings
+    from testfleet.registry.settings import fast, from_project, save_snapshot
 
-    project = project_from(ctx)
-    config = project.config
-    _known("--stage", stages, sorted(config.stages))
-    _known("--backend", backends, sorted(config.backend_names()))
-    _known("--label", labels, sorted(config.labels))
-    registry = collect(project, use_cache=not no_cache)
+    app = ctx.find_root().obj
+    # With a current config snapshot, skip loading (and importing) the validating
+    # config machinery; otherwise load and validate as every command does.
+    settings = None if no_cache else fast(app.directory, app.config_file)
+    if settings is None:
+        from testfleet.cli._common import project_from
+
+        settings = from_project(project_from(ctx))
+        if not no_cache:
+            save_snapshot(settings)
+    rules = settings.rules
+    _known("--stage", stages, sorted(rules.stages))
+    _known("--backend", backends, sorted(rules.gpu))
+    _known("--label", labels, list(rules.labels))
+    registry = collect_settings(settings, use_cache=not no_cache)
     rows = [r for r in registry.registrations if _keep(r, stages, backends, labels, disabled)]
     if fmt == "json":
         click.echo(to_json(rows), nl=False)

@@ -3,24 +3,31 @@
 ``collect`` is the fast path that ``list`` and ``plan`` use. ``thorough=True``
 (what ``check`` uses) adds a full syntax check of every file (cached by content
 hash) and a walk of the whole project for test files outside every root.
+``collect_settings`` does the same from :class:`~testfleet.registry.settings.Settings`
+(what ``list`` uses when the config snapshot lets it skip loading pydantic).
 """
 
 from __future__ import annotations
 
 import re
 import time
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from testfleet.config import Project
 from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.discover import StatKey, discover, strays
 from testfleet.registry.model import GateCall, Registration, Registry
 from testfleet.registry.result import FileResult
-from testfleet.registry.rules import Rules, build_rules
+from testfleet.registry.rules import ImplicitRule, Rules
+from testfleet.registry.settings import Settings, code_fingerprint, from_project, save_snapshot
+
+if TYPE_CHECKING:
+    from testfleet.config import Project
 
 _INF = float("inf")
+_REG_ORDER = attrgetter("file", "backend")
 
 
 def collect(project: Project, *, use_cache: bool = True, thorough: bool = False) -> Registry:
@@ -29,12 +36,20 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
     Registrations are sorted by (file, backend), findings by location, ``files``
     lists every discovered test file (repo-relative, forward slashes).
     """
-    config = project.config
-    rules = build_rules(config)
-    root = project.root
-    found = discover(root, config.roots, rules, config.exclude, config.cache_dir)
-    cache_path = root / config.cache_dir / cache.NAME
-    key = cache.cache_key(root, project.config_path, project.raw_config_text)
+    settings = from_project(project)
+    if use_cache:
+        save_snapshot(settings)
+    return collect_settings(settings, use_cache=use_cache, thorough=thorough)
+
+
+def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bool = False) -> Registry:
+    """:func:`collect` from already derived settings (see :mod:`testfleet.registry.settings`)."""
+    rules = settings.rules
+    root = settings.root
+    roots, exclude, cache_dir = list(settings.roots), list(settings.exclude), settings.cache_dir
+    found = discover(root, roots, rules, exclude, cache_dir, settings.exclude_regex)
+    cache_path = root / cache_dir / cache.NAME
+    key = registry_key(root, settings.config_path, settings.raw_config_text)
     table = _load_table(cache_path, key) if use_cache else None
     index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
     new_stats: list[StatKey] = []
@@ -55,17 +70,16 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
             j = 5 * i
             if tuple(table[1][j:j + 5]) == st:
                 element = table[2][i]
-                if element == 0 and type(element) is int:
+                if type(element) is int:
                     # Fast path for the commonest file: an unchanged plain implicit one.
-                    rule = rules.implicit_for(rel)
+                    rule = _implicit_rule(rules, rel, element)
                     if rule is not None:
                         registry.registrations.append(Registration(
-                            file=rel, backend=rule.backend, suite=rule.suite, est_time=rule.est_time,
-                            labels=rule.labels, implicit=True,
+                            rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True,
                         ))
                         kept.append(rel)
                         new_stats.append(st)
-                        new_elements.append(0)
+                        new_elements.append(element)
                         continue
                 result = _reuse(root_str, rel, rules, element)
         if result is None:
@@ -81,7 +95,7 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
                 scanner = _Scanner(rules)
             result = scanner(rel, data)
             racy = cache.content_digest(data) if cache.is_racy(st[1], now) else None
-            element = _encode(result, racy)
+            element = _encode(result, racy, rules)
         kept.append(rel)
         new_stats.append(st)
         new_elements.append(element)
@@ -92,13 +106,13 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False)
         body, extra = cache.encode_table(kept, new_stats, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
-    registry.findings.extend(_unused_stages(project, rules, registry.registrations))
+    registry.findings.extend(_unused_stages(settings, registry.registrations))
     if thorough:
         from testfleet.registry.syntax import syntax_findings
 
-        registry.findings.extend(syntax_findings(project, registry, use_cache=use_cache))
-        registry.findings.extend(strays(root, config.roots, rules, config.exclude, config.cache_dir))
-    registry.registrations.sort(key=_reg_order)
+        registry.findings.extend(syntax_findings(root, cache_dir, registry, use_cache=use_cache))
+        registry.findings.extend(strays(root, roots, rules, exclude, cache_dir, settings.exclude_regex))
+    registry.registrations.sort(key=_REG_ORDER)
     registry.gates.sort(key=lambda g: (g.file, g.line))
     registry.findings.sort()
     return registry
@@ -120,59 +134,72 @@ class _Scanner:
         return self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
 
 
-def _reg_order(r: Registration) -> tuple[str, str]:
-    return (r.file, r.backend)
-
-
 def _load_table(path: Path, key: str) -> cache.Table | None:
     blob = cache.load_blob(path, key, cache.KIND)
     return cache.decode_table(*blob) if blob is not None else None
 
 
+def _implicit_rule(rules: Rules, rel: str, index: int) -> ImplicitRule | None:
+    if 0 <= index < len(rules.implicit):
+        rule = rules.implicit[index]
+        if rule.contains(rel):
+            return rule
+    return None
+
+
 def _reuse(root: str, rel: str, rules: Rules, element: Any) -> FileResult | None:
     """The cached result if the element is well-formed (and, if racy, the content matches).
 
-    ``0`` stands for the commonest file of all: one implicit registration and
-    nothing else to say; it is rebuilt from the (unchanged) config.
+    Elements: an int ``k`` stands for the commonest file of all, one registration
+    from implicit directory ``k`` and nothing else to say (rebuilt from the
+    unchanged config); otherwise ``[racy digest or null, payload]`` where the
+    payload is such an int or ``[registrations, gate sources, findings]``.
     """
     try:
-        if element == 0 and type(element) is int:
-            rule = rules.implicit_for(rel)
+        if type(element) is int:
+            rule = _implicit_rule(rules, rel, element)
             if rule is None:
                 return None
-            return FileResult(registrations=[Registration(
-                file=rel, backend=rule.backend, suite=rule.suite, est_time=rule.est_time,
-                labels=rule.labels, implicit=True,
-            )])
-        if not isinstance(element, list) or len(element) != 2:
+            return FileResult([Registration(rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels,
+                                            False, None, True)])
+        if type(element) is not list or len(element) != 2:
             return None
         racy, payload = element
         if racy is not None:
             with open(f"{root}/{rel}", "rb") as fh:
                 if cache.content_digest(fh.read()) != racy:
                     return None
-        if payload == 0 and type(payload) is int:
-            return _reuse(root, rel, rules, 0)
+        if type(payload) is int:
+            return _reuse(root, rel, rules, payload)
         return _decode(rel, payload, rules)
     except (OSError, TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
         return None
 
 
-def _encode(result: FileResult, racy: str | None) -> Any:
-    if _plain_implicit(result):
-        return 0 if racy is None else [racy, 0]
-    return [racy, {
-        "r": [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled,
-               r.implicit] for r in result.registrations],
-        "g": [[g.line, g.col, src, g.positional, list(g.non_literal)]
-              for g, src in zip(result.gates, result.gate_sources, strict=True)],
-        "f": [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
-    }]
+def _encode(result: FileResult, racy: str | None, rules: Rules) -> Any:
+    index = _plain_implicit(result, rules)
+    if index is not None:
+        return index if racy is None else [racy, index]
+    regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit]
+            for r in result.registrations]
+    if not result.gates and not result.findings:
+        return [racy, [regs]]
+    return [racy, [
+        regs,
+        [[g.line, g.col, src, g.positional, list(g.non_literal)]
+         for g, src in zip(result.gates, result.gate_sources, strict=True)],
+        [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
+    ]]
 
 
-def _plain_implicit(result: FileResult) -> bool:
-    return (not result.gates and not result.findings and len(result.registrations) == 1
-            and result.registrations[0].implicit)
+def _plain_implicit(result: FileResult, rules: Rules) -> int | None:
+    if result.gates or result.findings or len(result.registrations) != 1:
+        return None
+    reg = result.registrations[0]
+    if not reg.implicit:
+        return None
+    rule = rules.implicit_for(reg.file)
+    return None if rule is None else rule.index
 
 
 def _str(v: Any) -> str:
@@ -193,7 +220,9 @@ def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
     Any surprise raises (TypeError/ValueError), which the caller turns into a miss.
     """
     out = FileResult()
-    regs, gates, finds = payload["r"], payload["g"], payload["f"]
+    if type(payload) is not list or len(payload) not in (1, 3):
+        raise TypeError("bad payload")
+    regs, gates, finds = payload if len(payload) == 3 else (payload[0], [], [])
     if type(regs) is not list or type(gates) is not list or type(finds) is not list:
         raise TypeError("bad payload")
     append = out.registrations.append
@@ -225,26 +254,19 @@ def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
     return out
 
 
-def _unused_stages(project: Project, rules: Rules, registrations: list[Registration]) -> list[Finding]:
+def _unused_stages(settings: Settings, registrations: list[Registration]) -> list[Finding]:
     used = {r.suite for r in registrations}
-    name = _config_name(project)
+    name = settings.config_name
     out = []
-    for stage in sorted(rules.stages):
+    for stage in sorted(settings.rules.stages):
         if stage in used:
             continue
         out.append(Finding(
-            name, _stage_line(project.raw_config_text, stage), 0, "warning", "unused-stage",
+            name, _stage_line(settings.raw_config_text, stage), 0, "warning", "unused-stage",
             f"stage {stage!r} is configured but no test registers for it; register tests with "
             f"suite={stage!r} or remove the stage", key=f"stages.{stage}",
         ))
     return out
-
-
-def _config_name(project: Project) -> str:
-    try:
-        return project.config_path.relative_to(project.root).as_posix()
-    except ValueError:
-        return project.config_path.name
 
 
 def _stage_line(text: str, stage: str) -> int:
@@ -255,6 +277,11 @@ def _stage_line(text: str, stage: str) -> int:
     if m is None:
         m = re.search(rf"^[ \t]*{quoted}[ \t]*=", text, re.MULTILINE)
     return text.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def registry_key(root: Path, config_path: Path, raw_config_text: str) -> str:
+    """The registry cache's key: config text and location, versions, testfleet's own code."""
+    return cache.cache_key(root, config_path, raw_config_text + "\0" + code_fingerprint())
 
 
 def registry_path(project: Project) -> Path:

@@ -36,32 +36,51 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino & _MASK, st.st_dev & _MASK)
 
 
-def excluder(patterns: list[str]) -> Callable[[str], bool]:
-    """A predicate for gitignore-style excludes; pathspec is imported only if needed."""
+def exclude_regex(patterns: list[str] | tuple[str, ...]) -> str | None:
+    """One regex equivalent to the gitignore-style patterns, or None if it needs pathspec.
+
+    Without negations (``!pattern``) a path is excluded when any pattern matches,
+    so the patterns' regexes (as pathspec translates them) can be joined. The
+    source text is cached in the config snapshot so a warm run needs no pathspec.
+    """
     if not patterns:
-        return lambda _rel: False
+        return None
     import re
 
     import pathspec
 
-    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
-    regexes = [getattr(p, "regex", None) for p in spec.patterns if getattr(p, "include", None) is not None]
-    if all(p.include for p in spec.patterns if p.include is not None) and all(
-        r is not None for r in regexes
-    ):
-        # No negations: one combined regex is several times faster than match_file.
-        combined = "|".join(f"(?:{r.pattern})" for r in regexes)  # type: ignore[union-attr]
-        combined = re.sub(r"\(\?P<\w+>", "(?:", combined)
-        try:
-            return re.compile(combined).match  # type: ignore[return-value]
-        except re.error:
-            pass
-    return spec.match_file
+    spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
+    active = [p for p in spec.patterns if getattr(p, "include", None) is not None]
+    if not all(p.include and getattr(p, "regex", None) is not None for p in active):
+        return None
+    combined = "|".join(f"(?:{p.regex.pattern})" for p in active) or "(?!)"
+    combined = re.sub(r"\(\?P<\w+>", "(?:", combined)  # group names would clash once joined
+    try:
+        re.compile(combined)
+    except re.error:
+        return None
+    return combined
 
 
-def discover(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str) -> Discovery:
+def excluder(patterns: list[str] | tuple[str, ...], regex: str | None = None) -> Callable[[str], bool]:
+    """A predicate for gitignore-style excludes; pathspec is imported only if needed."""
+    if not patterns:
+        return lambda _rel: False
+    if regex is None:
+        regex = exclude_regex(patterns)
+    if regex is not None:
+        import re
+
+        return re.compile(regex).match  # type: ignore[return-value]
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(list(patterns)).match_file
+
+
+def discover(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str,
+             regex: str | None = None) -> Discovery:
     out = Discovery()
-    is_excluded = excluder(exclude)
+    is_excluded = excluder(exclude, regex)
     root_str = str(root)
     starts = list(dict.fromkeys([*roots, *(imp.path for imp in rules.implicit)]))
     # An implicit directory under a root is walked as part of that root.
@@ -175,7 +194,8 @@ def _symlink(entry: os.DirEntry[str], rel: str, rules: Rules,
                                     "replace the link with the file or exclude this path"))
 
 
-def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str) -> list[Finding]:
+def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache_dir: str,
+           regex: str | None = None) -> list[Finding]:
     """Files matching the pattern outside every root: tests that CI would never run.
 
     Walks the whole project except the roots, implicit directories, hidden and
@@ -183,7 +203,7 @@ def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache
     ``venv``, ``build``, ``dist``, anything with a ``pyvenv.cfg``) and excluded paths.
     Symlinks are not followed here either. Used by ``testfleet check`` only.
     """
-    is_excluded = excluder(exclude)
+    is_excluded = excluder(exclude, regex)
     covered = {*roots, *(imp.path for imp in rules.implicit), cache_dir}
     found: list[Finding] = []
     stack = [""]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from testfleet.config import GATE_MARKER, Config
+if TYPE_CHECKING:
+    from testfleet.config import Config
 
 KEYWORDS = ("est_time", "suite", "labels", "nightly", "disabled")
 POSITIONAL = ("est_time", "suite")
@@ -51,6 +53,7 @@ class Rules:
     pattern: re.Pattern[str]
     pattern_text: str
     python_main_check: bool
+    gate_marker: str = "register_ci_gate"
 
     def implicit_for(self, rel: str) -> ImplicitRule | None:
         """The deepest implicit directory holding ``rel`` whose pattern matches it."""
@@ -80,6 +83,8 @@ def matches(compiled: re.Pattern[str], pattern_text: str, rel: str) -> bool:
 
 
 def build_rules(config: Config) -> Rules:
+    from testfleet.config import GATE_MARKER
+
     specs = config.backend_specs()
     marker_backend = config.marker_backends()
     implicit = tuple(
@@ -109,4 +114,5 @@ def build_rules(config: Config) -> Rules:
         pattern=compile_pattern(config.pattern),
         pattern_text=config.pattern,
         python_main_check=config.check.python_main_check,
+        gate_marker=GATE_MARKER,
     )

@@ -11,9 +11,9 @@ because what is valid syntax depends on it.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
-from testfleet.config import Project
 from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.model import Registry
@@ -39,10 +39,10 @@ def syntax_error(data: bytes, rel: str) -> tuple[int, int, str] | None:
     return None
 
 
-def syntax_findings(project: Project, registry: Registry, *, use_cache: bool = True) -> list[Finding]:
+def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache: bool = True) -> list[Finding]:
     already = {f.file for f in registry.findings if f.code in ("syntax", "encoding", "read-error")}
-    path = project.root / project.config.cache_dir / NAME
-    key = cache.cache_key(project.root, project.root, "", KIND)
+    path = root / cache_dir / NAME
+    key = cache.cache_key(root, root, "", KIND)
     old: dict[str, Any] = cache.load(path, key, KIND) if use_cache else {}
     new: dict[str, Any] = {}
     out: list[Finding] = []
@@ -50,7 +50,7 @@ def syntax_findings(project: Project, registry: Registry, *, use_cache: bool = T
         if rel in already:
             continue
         try:
-            data = (project.root / rel).read_bytes()
+            data = (root / rel).read_bytes()
         except OSError:
             continue
         digest = cache.content_digest(data)

@@ -12,7 +12,6 @@ import ast
 import math
 from typing import Any
 
-from testfleet.config import GATE_MARKER
 from testfleet.findings import Finding
 from testfleet.registry import scan as sc
 from testfleet.registry.model import GateCall, Registration
@@ -60,7 +59,7 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     first_line: dict[str, tuple[int, str]] = {}
     explicit: list[Registration] = []
     for call in scanned.calls:
-        if call.name == GATE_MARKER:
+        if call.name == rules.gate_marker:
             gate, sources = _gate(rel, call)
             out.gates.append(gate)
             out.gate_sources.append(sources)
@@ -95,7 +94,7 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     if not out.registrations and not called_backends and not any(
         f.severity == "error" for f in out.findings
     ):
-        markers = ", ".join(sorted(m for m in rules.markers if m != GATE_MARKER))
+        markers = ", ".join(sorted(m for m in rules.markers if m != rules.gate_marker))
         where = (f"; implicit directories: {', '.join(r.path for r in rules.implicit)}"
                  if rules.implicit else "")
         err(0, 0, "unregistered",
@@ -128,7 +127,7 @@ def _explain_unread(scanned: sc.FileScan, rules: Rules, called: set[str],
     """A marker named in code without a top-level call for its backend: say why."""
     by_backend: dict[str, list[sc.Occurrence]] = {}
     for occ in scanned.others:
-        key = GATE_MARKER if occ.name == GATE_MARKER else rules.marker_backend[occ.name]
+        key = rules.gate_marker if occ.name == rules.gate_marker else rules.marker_backend[occ.name]
         by_backend.setdefault(key, []).append(occ)
     for key, occs in sorted(by_backend.items()):
         reported = False
@@ -137,7 +136,7 @@ def _explain_unread(scanned: sc.FileScan, rules: Rules, called: set[str],
                 continue
             reported = True
             err(occ.line, occ.col, "marker-not-read", _unread_message(occ))
-        has_call = bool(gates) if key == GATE_MARKER else key in called
+        has_call = bool(gates) if key == rules.gate_marker else key in called
         if not reported and not has_call:
             occ = occs[0]
             err(occ.line, occ.col, "marker-not-called",
