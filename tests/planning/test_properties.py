@@ -74,7 +74,8 @@ change_sets = st.one_of(
     st.none(),
     st.builds(ChangeSet, paths=st.lists(st.sampled_from(
         ["docs/a.md", "README.md", "src/x.py", "tests/t1/test_1.py", "tests/t2/test_2.py"]),
-        max_size=3).map(tuple), source=st.just("prop")),
+        max_size=3).map(tuple), source=st.just("prop"),
+        outside=st.lists(st.sampled_from(["README.md", "libs/x.py"]), max_size=1).map(tuple)),
     st.just(ChangeSet(source="prop", error="unreadable")),
 )
 
