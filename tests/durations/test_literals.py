@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testfleet.planning.literals import LiteralNotFound, format_seconds, rewrite_est_time
 
@@ -78,3 +80,21 @@ def test_refusals(src: bytes, message: str) -> None:
 @pytest.mark.parametrize(("value", "text"), [(0.2, "1"), (5.0, "5"), (5.01, "6"), (2400.5, "2401")])
 def test_format_seconds(value: float, text: str) -> None:
     assert format_seconds(value) == text
+
+
+_line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_line, max_size=5), st.lists(_line, max_size=5),
+       st.sampled_from([b"\n", b"\r\n", b"\r"]), st.integers(min_value=1, max_value=99999),
+       st.integers(min_value=1, max_value=99999))
+def test_only_the_literal_changes(before: list[str], after: list[str], eol: bytes,
+                                  old: int, new: int) -> None:
+    head = eol.join(b"# " + line.encode("utf-8") for line in before)
+    tail = eol.join(b"# " + line.encode("utf-8") for line in after)
+    call = f"register_cuda_ci(est_time={old}, suite='s', labels=['x'])  # keep {old}".encode()
+    src = (head + eol if before else b"") + call + eol + tail
+    out, edit = rewrite_est_time(src, CUDA, "s", float(new))
+    assert edit.old == str(old)
+    assert out == src.replace(f"est_time={old},".encode(), f"est_time={new},".encode(), 1)
