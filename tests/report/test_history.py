@@ -89,7 +89,8 @@ def test_missing_and_corrupt_database_are_notes(example_project: Path) -> None:
     report = gather(project)
     assert not report.history.available and report.history.note
     assert 'id="history"' in render_html(report)
-    report = gather(project, database="postgresql://nobody@127.0.0.1:1/none")
+    report = gather(project, database="postgresql://nobody:s3cret@127.0.0.1:1/none")
     assert not report.history.available and report.history.note
+    assert "s3cret" not in render_html(report) and "s3cret" not in render_json(report)
     report = gather(project, history=False)
     assert "not requested" in report.history.note
