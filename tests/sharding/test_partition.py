@@ -152,6 +152,10 @@ class TestChooseShards:
         n, warning = choose_shards(seconds, shards=None, target_seconds=3600, max_shards=None)
         assert (n, warning) == (3, None)
 
+    def test_tests_longer_than_half_the_target_each_need_a_shard(self) -> None:
+        seconds = [2160.0] * 50 + [10.0] * 100  # 36 min each: no two fit in 60 min
+        assert choose_shards(seconds, shards=None, target_seconds=3600, max_shards=None) == (50, None)
+
     def test_warning_when_max_shards_cannot_meet_the_target(self) -> None:
         n, warning = choose_shards([600.0] * 10, shards=None, target_seconds=600, max_shards=4)
         assert n == 4

@@ -325,7 +325,10 @@ def choose_shards(
     longest = max(values)
     total = math.fsum(values)
     goal = max(target_seconds, longest)
-    start = max(1, min(cap, math.ceil(total / goal - 1e-9)))
+    # No count below these can fit: the total must fit, and tests longer than half the
+    # goal cannot share a shard. Starting here keeps the scan short.
+    halves = sum(1 for v in values if v > goal / 2)
+    start = max(1, min(cap, max(math.ceil(total / goal - 1e-9), halves)))
     for n in range(start, cap + 1):
         span = partition_stats(partition(items, n), n).makespan
         if span <= goal * (1 + 1e-12):
