@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from testfleet.store.metrics import (
@@ -172,3 +174,13 @@ def test_eight_processes_writing_concurrently_lose_nothing(tmp_path: Path) -> No
         assert len(base[("m", '"all"', "{}", 3)]) == 120
     finally:
         ms.store.close()
+
+
+@given(ident=st.tuples(st.text(), st.text(), st.text(), st.text()),
+       coords=st.lists(st.tuples(st.text(), st.sampled_from(['"last"', '"all"', "[1,2]"]),
+                                 st.text(), st.integers(-1, 10**9)), max_size=5))
+def test_fast_hashes_equal_the_reference_hash(ident, coords) -> None:
+    from testfleet.store.metrics import coord_hash, coord_hashes
+
+    fast = coord_hashes(ident, coords)
+    assert fast == {coord_hash(ident, c): c for c in coords}

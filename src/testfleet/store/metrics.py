@@ -202,6 +202,30 @@ def coord_hash(identity: tuple[str, str, str, str], coordinate: tuple[str, str, 
     return _sha(["coord", *identity, *coordinate])
 
 
+def coord_hashes(identity: tuple[str, str, str, str],
+                 coordinates: Iterable[tuple[str, str, str, int]]) -> dict[str, tuple[str, str, str, int]]:
+    """``coord_hash`` of many coordinates of one identity -> coordinate, byte for byte the
+    same digests, but the identity is hashed once and each key string encoded once (a
+    ``steps="all"`` gate has thousands of coordinates sharing three keys)."""
+    def enc(x: Any) -> str:
+        return json.dumps(x, ensure_ascii=False)
+
+    base = hashlib.sha256(("[" + ",".join(map(enc, ("coord", *identity))) + ",").encode("utf-8"))
+    encoded: dict[str, str] = {}
+    out: dict[str, tuple[str, str, str, int]] = {}
+    for c in coordinates:
+        c = tuple(c)  # type: ignore[assignment]
+        parts = []
+        for key in c[:3]:
+            if key not in encoded:
+                encoded[key] = enc(key)
+            parts.append(encoded[key])
+        h = base.copy()
+        h.update((",".join(parts) + f",{enc(c[3])}]").encode("utf-8"))
+        out[h.hexdigest()] = c
+    return out
+
+
 def _check_text(name: str, value: Any, limit: int | None, *, optional: bool = False) -> list[str]:
     if value is None and optional:
         return []
@@ -317,7 +341,7 @@ def read_baselines(
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
-    by_hash = {coord_hash(identity, tuple(c)): tuple(c) for c in coordinates}  # type: ignore[arg-type]
+    by_hash = coord_hashes(identity, coordinates)
     out: dict[tuple[str, str, str, int], list[float]] = {}
     read = _read_pg if conn.dialect.name == "postgresql" else _read_bounded
     # The test's own series first (a selective index), then the exact coordinates.
