@@ -381,3 +381,25 @@ def test_buildkite_bootstrap_schedules_need_a_cadence(repo: Path, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     plan = json.loads((bk.store / "artifact-plan.json").read_text())
     assert plan["policy"]["cadence"] == "nightly"
+
+
+@pytest.mark.parametrize(("event", "payload", "inputs", "expect"), [
+    # a reusable-workflow call sees the caller's event and payload; the cadence input wins
+    ("push", "workflow_call_push.json", {"cadence": "release"}, ("push", "release")),
+    # a caller event testfleet does not plan for still plans, as a workflow_call
+    ("release", "workflow_call_push.json", {"cadence": "weekly"}, ("workflow_call", "weekly")),
+    # a manual run: the payload's inputs and the inputs context agree
+    ("workflow_dispatch", "workflow_dispatch.json", {"cadence": "nightly", "match_all_labels": True},
+     ("workflow_dispatch", "nightly")),
+    ("schedule", "schedule_weekly.json", {}, ("schedule", "weekly")),
+])
+def test_plan_job_scripts_on_each_trigger(repo: Path, tmp_path: Path, event: str, payload: str,
+                                          inputs: dict[str, Any], expect: tuple[str, str]) -> None:
+    workflow = workflow_for(repo)
+    runner = Runner(tmp_path, event, EVENTS / payload)
+    contexts: dict[str, Any] = {"inputs": inputs}
+    ok, outputs, logs = run_steps(runner, workflow["jobs"]["plan"], repo, contexts, "plan")
+    assert ok, logs
+    plan = json.loads((repo / "plan.json").read_text())
+    assert (plan["policy"]["event"], plan["policy"]["cadence"]) == expect
+    assert outputs["cadence"] == expect[1] and outputs["digest"] == plan["digest"]
