@@ -266,3 +266,19 @@ def test_run_step_refuses_a_plan_from_another_run(tmp_path: Path) -> None:
 def test_rendering_is_deterministic() -> None:
     config = example().config
     assert render_workflow(config) == render_workflow(config)
+
+
+def test_waves_agree_with_the_planner_dormant_stages_included(tmp_path: Path) -> None:
+    from testfleet.planning import make_plan
+    from testfleet.planning.request import PlanRequest
+    from testfleet.policy import Trigger
+
+    config = validate_config({"stages": {
+        "unit": {"backend": "cpu"}, "lint": {"backend": "cpu", "disabled": "off for now"},
+        "gpu": {"backend": "cuda", "needs": ["unit"]},
+        "soak": {"backend": "cuda", "needs": ["gpu", "lint"]},
+        "late": {"backend": "cpu", "needs": ["lint"], "disabled": "off too"}}})
+    project = Project(tmp_path, tmp_path / "testfleet.toml", config, "")
+    plan = make_plan(project, [], PlanRequest(trigger=Trigger(event="push")))
+    assert {s.name: s.wave for s in plan.stages} == stage_waves(config)
+    assert plan.waves == wave_count(config) == 3
