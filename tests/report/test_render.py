@@ -77,7 +77,7 @@ def test_html_escapes_hostile_values_and_has_no_external_assets() -> None:
     assert "script" not in parser.tags
     assert "alert(&quot;x&quot;)" in out
     assert not any(name.startswith("on") for name, _ in parser.attrs)
-    hrefs = [v for k, v in parser.attrs if k in ("href", "src")]
+    hrefs = [v for k, v in parser.attrs if k in ("href", "src") and not (v or "").startswith("#")]
     assert all(v and v.startswith(("http://", "https://")) for v in hrefs)
     assert "javascript:" not in " ".join(v or "" for v in hrefs)
     lowered = out.lower()
@@ -85,6 +85,18 @@ def test_html_escapes_hostile_values_and_has_no_external_assets() -> None:
         assert needle not in lowered
     assert "Content-Security-Policy" in out and "default-src 'none'" in out
     assert 'class="more"' in out and "show all 5" in out  # runaway reasons fold away
+
+
+def test_html_navigation_links_resolve() -> None:
+    from testfleet.report.model import DriftRow
+
+    hist = HistorySection(True, drift=(DriftRow("a.py", "cpu-a", 10, 30, 3, 3.0),))
+    for report in (_report(), _report(plan=plan_section(_plan_data(), "p.json"), history=hist)):
+        out = render_html(report)
+        anchors = re.findall(r'href="#([^"]+)"', out)
+        assert "holes" in anchors and "ledger" in anchors
+        for ident in anchors:
+            assert f'id="{ident}"' in out, ident
 
 
 def test_text_names_holes_dormant_and_ledger() -> None:

@@ -100,6 +100,10 @@ details.more{display:inline} details.more summary{display:inline;font-weight:400
 font-size:12px}
 .note{color:var(--muted);font-size:12.5px}
 a{color:#3b82c4}
+.toc{display:flex;flex-wrap:wrap;gap:6px;margin:-8px 0 14px}
+.toc a{font-size:12px;padding:2px 9px;border:1px solid var(--line);border-radius:999px;
+background:var(--card);color:var(--muted);text-decoration:none}
+.toc a:hover{color:var(--ink)}
 footer{color:var(--muted);font-size:12px;text-align:center}
 """
 
@@ -367,6 +371,24 @@ def _findings(report: Report) -> str:
     return f'<section id="findings"><h2>Check rules</h2><ul>{items}</ul></section>'
 
 
+def _nav(report: Report) -> str:
+    """In-page links (plain anchors: no JavaScript) to each section present."""
+    h = report.history
+    items = [("holes", f"holes ({len(report.holes)})"),
+             *([("dormant", "dormant")] if report.dormant else []),
+             ("matrix", "matrix"), ("backends", "backends"),
+             ("ledger", f"disabled ({len(report.ledger)})"),
+             *([("plan", "shards")] if report.plan is not None else []),
+             *([("drift", "drift")] if h.drift else []),
+             *([("gates", "gates")] if h.gates else []),
+             *([("trends", "trends")] if h.trends else []),
+             *([("history", "history")] if not h.available else []),
+             *([("labels", "labels")] if report.labels else []),
+             *([("findings", "check")] if report.findings else [])]
+    links = "".join(f'<a href="#{ident}">{esc(text)}</a>' for ident, text in items)
+    return f'<nav class="toc">{links}</nav>'
+
+
 def render_html(report: Report) -> str:
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in report.notes)
     labels = _groups("Labels", report.labels, "labels") if report.labels else ""
@@ -377,7 +399,7 @@ def render_html(report: Report) -> str:
         f"<title>testfleet report · {esc(report.project)}</title><style>{CSS}</style></head><body><main>"
         f'<header><h1>testfleet · {esc(report.project)}</h1><div class="sub">coverage report generated '
         f"{esc(report.generated)}</div></header>"
-        f'<p class="headline">{esc(report.headline())}</p>'
+        f'<p class="headline">{esc(report.headline())}</p>{_nav(report)}'
         f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
         f'<section>{_groups("Backends", report.backends, "backends")}</section>'
         f"{_ledger(report)}{_plan(report)}{_history(report)}"
