@@ -131,12 +131,18 @@ def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fm
                 database: str | None) -> int:
     """Stored values of a test's gated runs, newest first (trusted and untrusted)."""
     from testfleet.store.core import open_store
+    from testfleet.store.errors import StoreMissing
     from testfleet.store.metrics import MetricStore
 
     project = project_from(ctx)
     file = _test_path(project, test)
-    with open_store(project, database) as store:
-        rows = MetricStore(store).history(file, metric_key=metric, runs=runs)
+    try:
+        store = open_store(project, database, readonly=True)  # a read never creates a database
+    except StoreMissing:
+        rows = []
+    else:
+        with store:
+            rows = MetricStore(store).history(file, metric_key=metric, runs=runs)
     if fmt == "json":
         click.echo(json.dumps({"schema_version": 1, "test": file, "metric": metric,
                                "values": [r.to_json() for r in rows]}, indent=2, sort_keys=True))
