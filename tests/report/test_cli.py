@@ -183,3 +183,12 @@ def test_registry_errors_are_a_note_not_a_crash(example_project: Path) -> None:
     data = json.loads(r.stdout)
     assert any("testfleet check" in n for n in data["notes"])
     assert data["holes"][0]["name"] == "rocm"
+
+
+def test_non_utf8_terminal_gets_replacement_characters_not_a_traceback(example_project: Path) -> None:
+    import os
+
+    r = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "report"], cwd=example_project,
+                       capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"COVERAGE HOLES (2)" in r.stdout and b"Traceback" not in r.stderr

@@ -54,7 +54,7 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
     text = render(report, fmt, color=to_stdout and _color(), max_rows=max_rows,
                   width=width or (shutil.get_terminal_size((120, 40)).columns if to_stdout else 120))
     if to_stdout:
-        click.echo(text, nl=False)
+        _echo(text)
     else:
         assert output is not None
         write_atomic(output if output.is_absolute() else Path.cwd() / output, text)
@@ -80,6 +80,18 @@ def render(report: Report, fmt: str, *, color: bool = False, width: int = 120,
     from testfleet.report.render_text import render_text
 
     return render_text(report, width=width, color=color)
+
+
+def _echo(text: str) -> None:
+    """Print; a terminal whose encoding cannot show a glyph gets '?' instead of a traceback."""
+    try:
+        click.echo(text, nl=False)
+    except UnicodeEncodeError:
+        stream = click.get_text_stream("stdout")
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        stream.flush()
+        stream.buffer.write(text.encode(encoding, errors="replace"))  # type: ignore[attr-defined]
+        stream.buffer.flush()  # type: ignore[attr-defined]
 
 
 def _color() -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from testfleet.config import Config
 from testfleet.registry.model import Registration
@@ -126,8 +126,10 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
     return tuple(rows)
 
 
-def _group_rows(names: Iterable[str], member, regs: Sequence[Registration],
-                dormant: set[str], config: Config) -> tuple[GroupRow, ...]:
+def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool],
+                regs: Sequence[Registration], dormant: set[str], config: Config
+                ) -> tuple[GroupRow, ...]:
+    """One row per backend or label; ``scheduled`` leaves out dormant and unknown stages."""
     rows = []
     for name in sorted(names):
         members = [r for r in regs if member(r, name)]
