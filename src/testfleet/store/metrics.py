@@ -291,7 +291,7 @@ def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], tru
 
     ident = run.identity
     thash = path_hash(run.test_path)
-    hashes = {v.coordinate: coord_hash(ident, v.coordinate) for v in values}
+    hashes = {c: h for h, c in coord_hashes(ident, [v.coordinate for v in values]).items()}
     if values:
         series_rows = [
             {"coord_hash": hashes[v.coordinate], "test_hash": thash, "test_path": run.test_path,
@@ -335,9 +335,8 @@ def read_baselines(
     coordinate costs one descent of the covering index, reads only ``limit``
     entries and comes back as one row. SQLite: a join bounded per coordinate by
     its ``limit``-th newest trusted run, over the same index (see
-    :func:`_bounded_query`). (More than
-    ``_IN_CHUNK`` coordinates are read in as many queries as chunks.) Coordinates
-    without trusted history are absent from the result.
+    :func:`_bounded_query`). More than ``_IN_CHUNK`` coordinates are read in as
+    many queries as chunks. Coordinates without trusted history are absent.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
@@ -397,12 +396,11 @@ WHERE s.test_hash = :test_hash AND s.coord_hash = ANY(:hashes)
 
 def _read_pg(conn: Connection, thash: str, hashes: Sequence[str],
              limit: int) -> Iterable[tuple[str, list[float]]]:
-    from sqlalchemy import Integer as Int
     from sqlalchemy import bindparam, text
     from sqlalchemy.dialects.postgresql import ARRAY
 
     query = text(_PG_BASELINE_SQL).bindparams(
-        bindparam("hashes", type_=ARRAY(String(64))), bindparam("limit", type_=Int))
+        bindparam("hashes", type_=ARRAY(String(64))), bindparam("limit", type_=Integer))
     params = {"test_hash": thash, "hashes": list(hashes), "limit": limit}
     for h, vals in conn.execute(query, params).all():
         if vals:
