@@ -9,6 +9,7 @@ hash) and a walk of the whole project for test files outside every root.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from operator import attrgetter
@@ -85,8 +86,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         if result is None:
             changed = True
             try:
-                with open(f"{root_str}/{rel}", "rb") as fh:
-                    data = fh.read()
+                data = _read(f"{root_str}/{rel}", st[0])
             except OSError as exc:
                 registry.findings.append(Finding(rel, 0, 0, "error", "read-error",
                                                  f"cannot read file: {exc.strerror or exc}"))
@@ -137,6 +137,25 @@ class _Scanner:
 def _load_table(path: Path, key: str) -> cache.Table | None:
     blob = cache.load_blob(path, key, cache.KIND)
     return cache.decode_table(*blob) if blob is not None else None
+
+
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read(path: str, size: int) -> bytes:
+    """Read a whole file without buffered-IO overhead; O_NOFOLLOW: a file swapped for a
+    symlink after discovery is refused, never followed."""
+    fd = os.open(path, _O_FLAGS)
+    try:
+        first = os.read(fd, size + 1)
+        if len(first) <= size:  # a short read of a regular file means end of file
+            return first
+        chunks = [first]  # it grew since it was stat-ed: read on to the end
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _implicit_rule(rules: Rules, rel: str, index: int) -> ImplicitRule | None:

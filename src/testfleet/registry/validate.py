@@ -24,16 +24,17 @@ _MISSING = object()
 class _Sink:
     """Collects one file's findings; calling it records one."""
 
+    __slots__ = ("errors", "findings", "rel")
+
     def __init__(self, rel: str, findings: list[Finding]) -> None:
         self.rel = rel
         self.findings = findings
+        self.errors = 0
 
     def __call__(self, line: int, col: int, code: str, message: str, severity: str = "error") -> None:
         self.findings.append(Finding(self.rel, line, col, severity, code, message))  # type: ignore[arg-type]
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for f in self.findings if f.severity == "error")
+        if severity == "error":
+            self.errors += 1
 
 
 def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
@@ -46,6 +47,9 @@ def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
 def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     """Registrations, gates and findings for one discovered file."""
     out = FileResult()
+    if (not scanned.calls and not scanned.others and not scanned.syntax_errors
+            and scanned.decode_error is None):
+        return _without_markers(rel, scanned, rules, out)
     err = _Sink(rel, out.findings)
 
     if scanned.decode_error is not None:
@@ -94,16 +98,32 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     if not out.registrations and not called_backends and not any(
         f.severity == "error" for f in out.findings
     ):
-        markers = ", ".join(sorted(m for m in rules.markers if m != rules.gate_marker))
-        where = (f"; implicit directories: {', '.join(r.path for r in rules.implicit)}"
-                 if rules.implicit else "")
-        err(0, 0, "unregistered",
-            "test file has no registration: add a top-level call such as "
-            "register_cpu_ci(est_time=..., suite=...) (markers: " + markers + "), move it into an "
-            "implicit directory, or add it to 'exclude'" + where)
+        err(0, 0, "unregistered", _unregistered_message(rules))
     _python_main(rel, scanned, rules, out)
     out.registrations.sort(key=lambda r: r.backend)
     return out
+
+
+def _without_markers(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) -> FileResult:
+    """The commonest case by far (an implicit-directory file), without the general machinery."""
+    implicit = rules.implicit_for(rel)
+    if implicit is None:
+        out.findings.append(Finding(rel, 0, 0, "error", "unregistered", _unregistered_message(rules)))
+        return out
+    out.registrations.append(Registration(
+        file=rel, backend=implicit.backend, suite=implicit.suite, est_time=implicit.est_time,
+        labels=implicit.labels, implicit=True,
+    ))
+    _python_main(rel, scanned, rules, out)
+    return out
+
+
+def _unregistered_message(rules: Rules) -> str:
+    markers = ", ".join(sorted(m for m in rules.markers if m != rules.gate_marker))
+    where = f"; implicit directories: {', '.join(r.path for r in rules.implicit)}" if rules.implicit else ""
+    return ("test file has no registration: add a top-level call such as "
+            "register_cpu_ci(est_time=..., suite=...) (markers: " + markers + "), move it into an "
+            "implicit directory, or add it to 'exclude'" + where)
 
 
 def _python_main(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) -> None:
@@ -158,7 +178,27 @@ def _unread_message(occ: sc.Occurrence) -> str:
             f"{tail}: write it as a statement of its own at module level")
 
 
+def _quick_literal(node: ast.AST) -> Any:
+    """The shapes registrations actually use, without ``literal_eval``'s generality;
+    anything else raises ``LookupError`` and goes the long way."""
+    kind = type(node)
+    if kind is ast.Constant:
+        return node.value  # type: ignore[attr-defined]
+    if kind is ast.List or kind is ast.Tuple:
+        values = []
+        for elt in node.elts:  # type: ignore[attr-defined]
+            if type(elt) is not ast.Constant:
+                raise LookupError
+            values.append(elt.value)
+        return values if kind is ast.List else tuple(values)
+    raise LookupError
+
+
 def _literal(call: sc.MarkerCall, node: ast.AST, what: str, err: _Sink) -> Any:
+    try:
+        return _quick_literal(node)
+    except LookupError:
+        pass
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -273,6 +313,8 @@ def _any_starred(node: ast.Call) -> bool:
 
 def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[int, int], err: _Sink) -> None:
     stage = rules.stages.get(suite)
+    if stage is not None and stage.backend == backend:
+        return
     own = rules.stages_of(backend)
     valid = f"valid {backend} stages: {', '.join(own)}" if own else (
         f"no stage is configured for backend {backend!r} (add one with backend = {backend!r})")
