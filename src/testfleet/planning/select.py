@@ -123,9 +123,10 @@ def select(
         elif not files and reg.nightly and not policy.admit_nightly:
             skip(reg, "nightly-only", f"nightly=True; cadence {policy.cadence} does not admit it")
         elif not files and reg.labels and not include.intersection(reg.labels):
+            # the include set itself is in the plan's policy; repeating it per file bloats
             skip(reg, "not-selected-by-labels",
                  f"labels {', '.join(reg.labels)} not in the include set"
-                 + (f" ({', '.join(policy.include_labels)})" if policy.include_labels else " (empty)"))
+                 + ("" if policy.include_labels else " (empty: no label requested)"))
         else:
             sel.chosen[reg.suite].append(reg)
 
@@ -147,17 +148,16 @@ def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact 
         sel.warnings.append(f"no stage pruned: {impact.why}")
         return
     requested = set(policy.requested_labels)
+    n_paths = len(request.changes.paths) if request.changes else 0
+    detail = f"no changed file affects this stage ({n_paths} changed path(s) in the project)"
     for name, regs in sel.chosen.items():
         if not regs or name in impact.stages or not prunable(config, config.stages[name]):
             continue
         if any(requested.intersection(r.labels) for r in regs):
             continue
         for reg in regs:
-            sel.skipped.append(Skipped(
-                reg.file, reg.backend, reg.suite, "stage-unaffected",
-                "no changed file affects this stage (changes: "
-                + (f"{len(request.changes.paths) if request.changes else 0} path(s)") + ")",
-            ))
+            sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, "stage-unaffected",
+                                       detail))
         sel.chosen[name] = []
         sel.status[name] = ("unaffected", "no changed file affects this stage")
 
