@@ -3,6 +3,7 @@ half-written when it refuses."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -196,3 +197,20 @@ def test_buildkite_bootstrap_is_written_once(tmp_path: Path, capsys: pytest.Capt
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--buildkite")
     assert code == 2 and "already exists" in err
     assert run_cli(capsys, "-C", str(root), "init", "--buildkite", "--force")[0] == 0
+
+
+def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "repo"
+    plain_tree(root / "sub", pyproject=False)
+    code, _, err = run_cli(capsys, "-C", str(root), "--config", str(root / "sub" / "testfleet.toml"),
+                           "init", "--github")
+    assert code == 0, err
+    assert load_project(root / "sub").config_path == (root / "sub" / "testfleet.toml").resolve()
+    text = (root / WORKFLOW_PATH).read_text()
+    assert text.count("testfleet --config sub/testfleet.toml plan") == 2
+    waves = len(re.findall(r"(?m)^  wave-\d+:$", text))
+    assert waves >= 1
+    assert text.count("testfleet --config sub/testfleet.toml run --plan plan.json") == waves
+    code, out, err = run_cli(capsys, "--config", str(root / "sub" / "testfleet.toml"), "check")
+    assert code == 0, out + err

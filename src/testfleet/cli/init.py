@@ -179,8 +179,11 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     )
 
     app = ctx.find_root().obj
-    root: Path = app.directory
     explicit: Path | None = app.config_file
+    # The configuration's directory is the project root (as load_project has it);
+    # CI files go to the directory init runs in (the repository root).
+    repo: Path = app.directory
+    root: Path = explicit.parent.resolve() if explicit is not None else repo
     if database_secret is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database_secret):
         raise UsageError(f"--database-secret {database_secret!r}: not a valid secret name")
     for branch in push_branches:
@@ -233,10 +236,14 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         writes.append(write)
 
     if github:
-        wf_path = root / WORKFLOW_PATH
+        wf_path = repo / WORKFLOW_PATH
         if wf_path.exists() and not force:
             raise UsageError(f"{WORKFLOW_PATH} already exists; use --force to replace it")
+        config_file = writes[0].path if writes else existing
+        assert config_file is not None
+        in_root = config_file.parent.resolve() == repo.resolve()
         opts = WorkflowOptions(
+            config=None if in_root else os.path.relpath(config_file.resolve(), repo.resolve()),
             install=install or WorkflowOptions().install,
             python_version=python_version,
             push_branches=tuple(push_branches),
@@ -248,7 +255,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if buildkite:
         from testfleet.integrations.buildkite import BOOTSTRAP_PATH, bootstrap
 
-        bk_path = root / BOOTSTRAP_PATH
+        bk_path = repo / BOOTSTRAP_PATH
         if bk_path.exists() and not force:
             raise UsageError(f"{BOOTSTRAP_PATH} already exists; use --force to replace it")
         writes.append(Write(bk_path, bootstrap(install or WorkflowOptions().install),
@@ -256,7 +263,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
 
     if dry_run:
         for w in writes:
-            click.echo(f"--- {w.path.relative_to(root) if w.path.is_relative_to(root) else w.path}")
+            shown = w.path.relative_to(repo) if w.path.is_relative_to(repo) else w.path
+            click.echo(f"--- {shown}")
             click.echo(w.text, nl=False)
         return 0
     for w in writes:

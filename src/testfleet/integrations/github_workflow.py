@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 
 from testfleet import __version__
@@ -61,6 +62,7 @@ class WorkflowOptions:
     job_timeout_minutes: int = 360
     artifact_retention_days: int = 14
     database_secret: str | None = None
+    config: str | None = None  # repo-relative config file, when it is not found from the root
     waves: int | None = None  # override; default: the depth of the stages' needs graph
 
 
@@ -124,6 +126,11 @@ def _block(text: str, indent: int) -> list[str]:
 
 # -- the workflow -------------------------------------------------------------
 
+def _cli(opts: WorkflowOptions) -> str:
+    """The ``testfleet`` invocation, pointed at the config when it is not at the root."""
+    return f"testfleet --config {shlex.quote(opts.config)}" if opts.config else "testfleet"
+
+
 def ignored_label_expr(config: Config) -> str:
     """True for a ``labeled`` event whose label cannot change the plan.
 
@@ -186,8 +193,8 @@ case "$GITHUB_EVENT_NAME" in
 esac
 if [ -n "${{CADENCE:-}}" ]; then args+=(--cadence "$CADENCE"); fi
 {'if [ "$GITHUB_EVENT_NAME" = "pull_request" ]; then args+=(--diff-base HEAD^1); fi' if opts.diff_pruning else ''}
-testfleet plan "${{args[@]}}" --format github --plan-file plan.json
-testfleet plan "${{args[@]}}" --format markdown >> "$GITHUB_STEP_SUMMARY"
+{_cli(opts)} plan "${{args[@]}}" --format github --plan-file plan.json
+{_cli(opts)} plan "${{args[@]}}" --format markdown >> "$GITHUB_STEP_SUMMARY"
 """
     guard_script = f"""
 if [ "${{WAVES:-0}}" -gt {waves} ]; then
@@ -239,14 +246,15 @@ fi
     return lines
 
 
-RUN_SCRIPT = f"""
+def _run_script(opts: WorkflowOptions) -> str:
+    return f"""
 set -euo pipefail
 if ! grep -qF "$TESTFLEET_PLAN_DIGEST" plan.json; then
   echo "::error title=testfleet::plan.json is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
   exit 2
 fi
 mkdir -p {JUNIT_DIR}
-testfleet run --plan plan.json --job "$TESTFLEET_JOB_ID" --junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"
+{_cli(opts)} run --plan plan.json --job "$TESTFLEET_JOB_ID" --junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"
 """
 
 
@@ -302,7 +310,7 @@ def _wave_job(config: Config, opts: WorkflowOptions, wave: int) -> list[str]:
         "          TESTFLEET_JOB_ID: ${{ matrix.id }}",
         "          TESTFLEET_PLAN_DIGEST: ${{ needs.plan.outputs.digest }}",
         "        run: |",
-        *[ln for ln in _block(RUN_SCRIPT, 10) if ln.strip()],
+        *[ln for ln in _block(_run_script(opts), 10) if ln.strip()],
         f"      - uses: {_uses('actions/upload-artifact')}",
         "        if: ${{ !cancelled() }}",
         "        with:",
