@@ -134,3 +134,12 @@ def test_example_project_is_clean(example_project: Path) -> None:
     assert set(registry.files) == on_disk
     assert {r.file for r in registry.registrations} == on_disk
 
+
+
+def test_project_root_as_discovery_root(tree) -> None:
+    config = BASE_CONFIG.replace('roots = ["tests"]', 'roots = [".", "tests"]')
+    registry = collect(tree({"test_top.py": "from testfleet import register_cpu_ci\nregister_cpu_ci(1, 'stage-a-cpu')\n"},
+                            config=config), use_cache=False, thorough=True)
+    assert "test_top.py" in registry.files and "tests/fast/test_quick.py" in registry.files
+    assert len(registry.files) == len(set(registry.files)) == 4
+    assert not [f for f in registry.findings if f.severity == "error" or f.code == "outside-roots"]

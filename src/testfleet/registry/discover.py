@@ -85,6 +85,8 @@ def discover(root: Path, roots: list[str], rules: Rules, exclude: list[str], cac
     starts = list(dict.fromkeys([*roots, *(imp.path for imp in rules.implicit)]))
     # An implicit directory under a root is walked as part of that root.
     starts = [s for s in starts if not any(s != o and s.startswith(o + "/") for o in starts)]
+    if "." in starts:  # the whole project is a root
+        starts = ["."]
     for start in starts:
         if is_excluded(start + "/"):
             continue
@@ -113,25 +115,26 @@ def _symlinked_component(root: Path, rel: str) -> str | None:
 
 def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool],
           cache_dir: str, out: Discovery) -> None:
-    stack = [start]
+    stack = ["" if start == "." else start]
     pattern, pattern_text = rules.pattern, rules.pattern_text
     simple = "/" not in pattern_text
     implicit = rules.implicit
     while stack:
         rel_dir = stack.pop()
         try:
-            it = os.scandir(os.path.join(root, rel_dir))
+            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
         except OSError as exc:
             out.findings.append(Finding(_shown(rel_dir), 0, 0, "error", "read-error",
                                         f"cannot list directory: {exc.strerror or exc}"))
             continue
+        prefix = f"{rel_dir}/" if rel_dir else ""
         with it:
             for entry in it:
                 name = entry.name
                 if entry.is_file(follow_symlinks=False):
                     hit = pattern.match(name) is not None if simple else matches(pattern, pattern_text,
-                                                                                  f"{rel_dir}/{name}")
-                    rel = f"{rel_dir}/{name}"
+                                                                                  prefix + name)
+                    rel = prefix + name
                     if not hit and (not implicit or rules.implicit_for(rel) is None):
                         continue
                     if is_excluded(rel):
@@ -149,14 +152,14 @@ def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool
                     out.files[rel] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino & _MASK,
                                       st.st_dev & _MASK)
                 elif entry.is_dir(follow_symlinks=False):
-                    rel = f"{rel_dir}/{name}"
+                    rel = prefix + name
                     if name.startswith(".") or name in SKIP_DIRS or rel == cache_dir:
                         continue
                     if is_excluded(rel + "/"):
                         continue
                     stack.append(rel)
                 elif entry.is_symlink():
-                    _symlink(entry, f"{rel_dir}/{name}", rules, is_excluded, out)
+                    _symlink(entry, prefix + name, rules, is_excluded, out)
                 # anything else (fifo, socket, device) named like a test is not a test
 
 
@@ -203,6 +206,8 @@ def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache
     ``venv``, ``build``, ``dist``, anything with a ``pyvenv.cfg``) and excluded paths.
     Symlinks are not followed here either. Used by ``testfleet check`` only.
     """
+    if "." in roots:
+        return []
     is_excluded = excluder(exclude, regex)
     covered = {*roots, *(imp.path for imp in rules.implicit), cache_dir}
     found: list[Finding] = []
