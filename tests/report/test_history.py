@@ -94,3 +94,16 @@ def test_missing_and_corrupt_database_are_notes(example_project: Path) -> None:
     assert "s3cret" not in render_html(report) and "s3cret" not in render_json(report)
     report = gather(project, history=False)
     assert "not requested" in report.history.note
+
+
+def test_durations_without_gate_tables_still_show_drift(example_project: Path) -> None:
+    """A database whose metric tables are missing keeps its drift and explains the rest."""
+    import sqlite3
+
+    seed_history(example_project)
+    db = example_project / ".testfleet" / "history.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE gate_values")
+    report = gather(load_project(example_project))
+    assert report.history.available and report.history.drift
+    assert report.history.gates == () and "metric history unreadable" in report.history.note

@@ -96,9 +96,10 @@ def _metrics(store: Any, project: Project, gate_files: Sequence[str]
     from sqlalchemy.exc import SQLAlchemyError
 
     from testfleet.report.gates import gate_history
+    from testfleet.store import StoreError
 
     try:
         return gate_history(store, project, gate_files)
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, StoreError) as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return (), (), f"metric history unreadable ({first}); run 'testfleet db upgrade'"
