@@ -192,3 +192,19 @@ def test_non_utf8_terminal_gets_replacement_characters_not_a_traceback(example_p
                        capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert r.returncode == 0, r.stderr.decode()
     assert b"COVERAGE HOLES (2)" in r.stdout and b"Traceback" not in r.stderr
+
+
+def test_source_date_epoch_makes_reports_reproducible(example_project: Path) -> None:
+    import os
+
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1780000000"}
+    outs = [subprocess.run([sys.executable, "-m", "testfleet.cli.main", "report", "--format", fmt],
+                           cwd=example_project, capture_output=True, text=True, timeout=120, env=env)
+            for fmt in ("json", "json", "html", "html")]
+    assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
+    assert outs[0].stdout == outs[1].stdout and outs[2].stdout == outs[3].stdout
+    assert json.loads(outs[0].stdout)["generated"] == "2026-05-28T20:26:40Z"
+    bad = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "report"], cwd=example_project,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SOURCE_DATE_EPOCH": "yesterday"})
+    assert bad.returncode == 2 and "SOURCE_DATE_EPOCH" in bad.stderr

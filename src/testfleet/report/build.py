@@ -8,9 +8,11 @@ an explicitly requested plan file, which must be readable.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 from testfleet.config import Project
+from testfleet.errors import UsageError
 from testfleet.registry.model import Registry
 from testfleet.report.model import HistorySection, Report
 
@@ -28,7 +30,7 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     from testfleet.report.gitage import disabled_ages
     from testfleet.report.rules import evaluate_rules, git_findings
 
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or report_time()
     registry = registry if registry is not None else collect_registry(project)
     regs = registry.registrations
     plan = None
@@ -62,6 +64,17 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     from dataclasses import replace
 
     return replace(report, findings=tuple(f.render() for f in sorted(findings)))
+
+
+def report_time() -> dt.datetime:
+    """Now, or ``SOURCE_DATE_EPOCH`` when set, so a report can be reproduced byte for byte."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            return dt.datetime.fromtimestamp(int(epoch), tz=dt.timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a POSIX timestamp") from None
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _name(project: Project) -> str:
