@@ -63,7 +63,10 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     findings += git_findings(project, report, info)
     from dataclasses import replace
 
-    return replace(report, findings=tuple(f.render() for f in sorted(findings)))
+    from testfleet.report.links import github_links
+
+    return replace(report, findings=tuple(f.render() for f in sorted(findings)),
+                   links=github_links(os.environ, project.root))
 
 
 def report_time() -> dt.datetime:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from testfleet.report.links import RepoLinks
 from testfleet.report.references import Reference
 
 SCHEMA = "testfleet.report/1"
@@ -228,6 +229,7 @@ class Report:
     notes: tuple[str, ...] = field(default_factory=tuple)
     findings: tuple[str, ...] = field(default_factory=tuple)  # check-rule findings, rendered
     config_file: str = ""
+    links: RepoLinks | None = None
 
     @property
     def runnable(self) -> int:

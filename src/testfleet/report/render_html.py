@@ -10,6 +10,7 @@ escaped with :func:`html.escape`.
 from __future__ import annotations
 
 from testfleet.report import fmt, svg
+from testfleet.report.links import RepoLinks
 from testfleet.report.model import (
     CATEGORIES,
     CATEGORY_HELP,
@@ -108,13 +109,16 @@ footer{color:var(--muted);font-size:12px;text-align:center}
 """
 
 
-def _refs(refs: tuple[Reference, ...]) -> str:
+def _refs(refs: tuple[Reference, ...], links: RepoLinks | None = None) -> str:
     if not refs:
         return '<span class="none">none</span>'
     out = []
     for r in refs:
-        if r.url and r.url.lower().startswith(("https://", "http://")):
-            out.append(f'<a href="{esc(r.url)}" rel="noopener noreferrer">{esc(_short_url(r))}</a>')
+        url = r.url
+        if url is None and links is not None and r.kind == "issue" and r.number is not None:
+            url = links.issue(r.number, r.repo)
+        if url and url.lower().startswith(("https://", "http://")):
+            out.append(f'<a href="{esc(url)}" rel="noopener noreferrer">{esc(_short_url(r))}</a>')
         else:
             out.append(f'<span class="mono">{esc(r.text)}</span>')
     return ", ".join(out)
@@ -135,6 +139,13 @@ def _long(text: str, limit: int = LONG) -> str:
 def _path(path: str) -> str:
     """An escaped path that may break after each '/' (``<wbr>``) instead of mid-name."""
     return "/<wbr>".join(esc(part) for part in path.split("/"))
+
+
+def _file_cell(report: Report, file: str, line: int) -> str:
+    text = f"{_path(file)}:{line}"
+    if report.links is None:
+        return text
+    return f'<a href="{esc(report.links.file(file, line))}" rel="noopener noreferrer">{text}</a>'
 
 
 def _short_url(r: Reference) -> str:
@@ -184,7 +195,7 @@ def _dormant(report: Report) -> str:
         f'<div class="reason">{_long(s.reason or "")}</div>'
         f'<div class="meta">backend {esc(s.backend)} · runs on {esc(", ".join(s.runs_on))} · '
         f"{fmt.plural(s.counts.total, 'registration')} held, {s.counts.active} would run · "
-        f"reference: {_refs(s.references)}{_restore(report, s)}</div></div>"
+        f"reference: {_refs(s.references, report.links)}{_restore(report, s)}</div></div>"
         for s in report.dormant)
     return (f'<section class="dormant" id="dormant"><h2>Dormant stages '
             f'<span class="count">({len(report.dormant)})</span></h2>{cards}</section>')
@@ -263,9 +274,9 @@ def _ledger(report: Report) -> str:
         dormant = ' <span class="pill dormant">dormant</span>' if e.stage_dormant else ""
         age_title = esc(e.age_note or (f"changed {e.changed} in {e.commit[:12]}" if e.commit and e.changed else ""))
         rows.append(
-            f'<tr><td class="file">{_path(e.file)}:{e.reason_line or e.line}</td>'
+            f'<tr><td class="file">{_file_cell(report, e.file, e.reason_line or e.line)}</td>'
             f'<td>{esc(e.backend)}</td><td class="mono">{esc(e.suite)}{dormant}</td>'
-            f'<td class="reason">{_long(e.reason)}{shared}</td><td>{_refs(e.references)}</td>'
+            f'<td class="reason">{_long(e.reason)}{shared}</td><td>{_refs(e.references, report.links)}</td>'
             f'<td class="num" title="{age_title}">{esc(fmt.age(e))}</td><td>{exp_html}</td></tr>')
     return (f'<section id="ledger"><h2>Disabled ledger <span class="count">({len(report.ledger)})'
             f'</span></h2><div class="grid2" style="grid-template-columns:1fr auto;align-items:start">'

@@ -127,7 +127,10 @@ def _ledger_md(report: Report, max_rows: int = 0) -> list[str]:
         if e.shared_reason > 1:
             reason += f" ⚠ *same reason \u00d7{e.shared_reason}*"
         expiry = fmt.expiry(e)
-        rows.append([code(f"{e.file}:{e.reason_line or e.line}"), md(e.backend),
+        where = code(f"{e.file}:{e.reason_line or e.line}")
+        if report.links is not None:
+            where = f"[{where}]({report.links.file(e.file, e.reason_line or e.line)})"
+        rows.append([where, md(e.backend),
                      code(e.suite) + (" 💤" if e.stage_dormant else ""), reason,
                      md(describe(e.references)) if e.references else "**none**", md(fmt.age(e)),
                      f"**{md(expiry)}**" if e.expired else md(expiry)])
