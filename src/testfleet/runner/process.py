@@ -197,6 +197,7 @@ class _Attempt:
         return True
 
     def _note_exit(self) -> None:
+        self.tree.mark_reaped()
         if self.exit_time is None:
             self.exit_time = time.monotonic()
 

@@ -124,10 +124,22 @@ class ProcessTree:
         self.baseline = set(baseline)
         self.subreaper = subreaper
         self.seen: dict[int, psutil.Process] = {}
-        try:
-            self._root: psutil.Process | None = psutil.Process(root_pid)
-        except psutil.Error:
-            self._root = None
+        # The root is looked up lazily (most tests never need it) and never after it was
+        # reaped, when its pid may already belong to an unrelated process.
+        self._root: psutil.Process | None = None
+        self.root_reaped = False
+
+    def _root_proc(self) -> psutil.Process | None:
+        if self._root is None and not self.root_reaped:
+            try:
+                self._root = psutil.Process(self.root_pid)
+            except psutil.Error:
+                self.root_reaped = True
+        return None if self.root_reaped else self._root
+
+    def mark_reaped(self) -> None:
+        """The root was waited for: from now on only its orphans and known pids count."""
+        self.root_reaped = True
 
     def poll(self) -> None:
         """Remember the descendants alive right now (cheap enough to call periodically)."""
@@ -140,8 +152,9 @@ class ProcessTree:
     def _current(self) -> list[psutil.Process]:
         found: list[psutil.Process] = []
         roots: list[psutil.Process] = []
-        if self._root is not None:
-            roots.append(self._root)
+        root = self._root_proc()
+        if root is not None:
+            roots.append(root)
         for pid in self._orphans():
             try:
                 proc = psutil.Process(pid)
