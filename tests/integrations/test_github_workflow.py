@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -231,17 +232,22 @@ def test_irrelevant_labels_neither_rerun_nor_cancel() -> None:
 
 
 def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-e", "-c", script], env={"PATH": "/usr/bin:/bin", **env},
+    return subprocess.run(["bash", "-e", "-c", script], env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", **env},
                           cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
-def test_wave_guard_fails_when_the_config_outgrew_the_workflow(tmp_path: Path) -> None:
+def test_guard_fails_when_the_plan_outgrew_the_workflow(tmp_path: Path) -> None:
     data = parsed(render_workflow(example().config))
     guard = next(s for s in data["jobs"]["plan"]["steps"]
-                 if s.get("name") == "Check the workflow covers every wave")["run"]
+                 if s.get("name") == "Check the plan fits this workflow")["run"]
+    jobs = [{"id": f"s-{i}", "wave": 1} for i in range(256)] + [{"id": "a", "wave": 0}]
+    (tmp_path / "plan.json").write_text(json.dumps({"jobs": jobs}))
     assert _bash(guard, {"WAVES": "2"}, tmp_path).returncode == 0
     bad = _bash(guard, {"WAVES": "3"}, tmp_path)
     assert bad.returncode == 1 and "testfleet init --github --force" in bad.stdout
+    (tmp_path / "plan.json").write_text(json.dumps({"jobs": [*jobs, {"id": "x", "wave": 1}]}))
+    big = _bash(guard, {"WAVES": "2"}, tmp_path)
+    assert big.returncode == 1 and "wave 1 has 257 jobs" in big.stdout
 
 
 @pytest.mark.parametrize(("results", "code"), [

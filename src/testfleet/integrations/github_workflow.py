@@ -39,6 +39,7 @@ DEFAULT_INSTALL = "pip install testfleet"
 WORKFLOW_PATH = ".github/workflows/testfleet.yml"
 PLAN_ARTIFACT = "testfleet-plan"
 JUNIT_DIR = "testfleet-junit"
+MAX_MATRIX = 256  # GitHub's limit of jobs per matrix
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,15 @@ if [ "${{WAVES:-0}}" -gt {waves} ]; then
   echo "::error title=testfleet::the plan has $WAVES waves but this workflow has {waves} wave jobs; regenerate it with 'testfleet init --github --force'"
   exit 1
 fi
+python3 - <<'PY'
+import collections, json, sys
+plan = json.load(open("plan.json", encoding="utf-8"))
+sizes = collections.Counter(job["wave"] for job in plan["jobs"])
+big = {{wave: n for wave, n in sizes.items() if n > {MAX_MATRIX}}}
+for wave, n in sorted(big.items()):
+    print(f"::error title=testfleet::wave {{wave}} has {{n}} jobs; a GitHub matrix holds at most {MAX_MATRIX} (lower max_shards or split stages)")
+sys.exit(1 if big else 0)
+PY
 """
     lines = [
         "  plan:",
@@ -230,7 +240,7 @@ fi
         "          CADENCE: ${{ inputs.cadence }}",
         "        run: |",
         *[ln for ln in _block(plan_script, 10) if ln.strip()],
-        "      - name: Check the workflow covers every wave",
+        "      - name: Check the plan fits this workflow",
         "        env:",
         "          WAVES: ${{ steps.plan.outputs.waves }}",
         "        run: |",
