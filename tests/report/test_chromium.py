@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from png import luminance_stats
 from report_helpers import seed_history
+from report_png import luminance_stats
 
 DORMANT = "stage-c-4-gpu-mi300x"
 REASON = "MI300X runners fail at start-up; restore when #2230's follow-up closes"
