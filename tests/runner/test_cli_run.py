@@ -204,3 +204,40 @@ def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
     assert rows == [("tests/test_a.py", "PASSED")]
     cases = junit_cases(root / "j.xml")
     assert cases["tests/test_b.py"] == "error"  # the placeholder is red, never green
+
+
+def test_example_stage_b_runs_green(example_project: Path) -> None:
+    res = run_cli(example_project, "--stage", "stage-b-cpu", "--junit", "j.xml", "--output", "plain")
+    assert res.returncode == 0, res.stdout + res.stderr
+    cases = junit_cases(example_project / "j.xml")
+    assert cases and set(cases.values()) == {"passed"}
+    assert "tests/unit/test_weight_sync.py" in cases
+
+
+def test_example_stage_a_shard_runs_green(example_project: Path) -> None:
+    res = run_cli(example_project, "--stage", "stage-a-cpu", "--shard", "1/4", "--junit", "j.xml")
+    assert res.returncode == 0, res.stdout + res.stderr
+    cases = junit_cases(example_project / "j.xml")
+    assert 1 <= len(cases) < 10 and set(cases.values()) == {"passed"}
+    assert all(name.startswith("tests/fast/") for name in cases)
+
+
+def test_example_single_file(example_project: Path) -> None:
+    res = run_cli(example_project, "--file", "tests/unit/test_rollout_buffer.py", "--junit", "j.xml")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert junit_cases(example_project / "j.xml") == {"tests/unit/test_rollout_buffer.py": "passed"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stage", "stage-c-4-gpu-mi300x"], "dormant"),
+    (["--stage", "stage-b-cpu", "--shard", "1/7"], "not 7"),
+    (["--stage", "stage-b-cpu", "--shard", "x"], "expected I/N"),
+    (["--file", "tests/unit/test_weight_sync.py", "--shard", "1/2"], "--shard needs --stage"),
+    (["--stage", "stage-a-cpu", "--stage", "stage-b-cpu"], "one stage at a time"),
+    (["--stage", "no-such-stage"], "no-such-stage"),
+    (["--file", "../outside.py"], "escapes the repository"),
+])
+def test_example_usage_errors(example_project: Path, args: list[str], message: str) -> None:
+    res = run_cli(example_project, *args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert message in res.stderr

@@ -254,3 +254,12 @@ def test_run_id_is_filesystem_safe() -> None:
     rid = make_run_id("job/../x y", {"GITHUB_RUN_ID": "12", "GITHUB_RUN_ATTEMPT": "3"})
     assert rid == "12.3-job_.._x_y"
     assert "/" not in make_run_id("a/b", {})
+
+
+def test_fresh_dir_never_reuses(tmp_path: Path) -> None:
+    from testfleet.runner.executor import fresh_dir
+
+    a = fresh_dir(tmp_path / "x", "attempt-1")
+    (a / "old.jsonl").write_text("stale")
+    b = fresh_dir(tmp_path / "x", "attempt-1")
+    assert a.name == "attempt-1" and b.name == "attempt-1.2" and not list(b.iterdir())

@@ -81,6 +81,20 @@ def record_slug(file: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in slug) or "_"
 
 
+def fresh_dir(parent: Path, name: str) -> Path:
+    """Create ``parent/name`` new and empty; if it exists (the same run id ran before on
+    this machine) use ``name.2``, ``name.3``... so a gate never reads stale records."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = parent / (name if n == 1 else f"{name}.{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no fresh record directory under {parent}")
+
+
 def child_env(spec: JobSpec, attempt: int, record_dir: Path,
               base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The runner's environment (device visibility included, untouched) plus the stage's and
@@ -188,10 +202,10 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
                           message=f"{item.file} does not exist under {spec.root}")
     attempts: list[Attempt] = []
     for number in range(1, options.max_attempts + 1):
-        record_dir = spec.records_dir / record_slug(item.file) / f"attempt-{number}"
         try:
-            record_dir.mkdir(parents=True, exist_ok=True)
+            record_dir = fresh_dir(spec.records_dir / record_slug(item.file), f"attempt-{number}")
         except OSError as exc:
+            record_dir = spec.records_dir / record_slug(item.file) / f"attempt-{number}"
             return FileResult(item, timeout, Outcome.ERROR, attempts,
                               message=f"cannot create record directory {record_dir}: {exc}")
         capture = OutputCapture(retriable, fatal, options.tail_bytes)
