@@ -38,7 +38,11 @@ def code(text: object, limit: int = MAX_CELL) -> str:
     s = " ".join(str(text).split())
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    s = s.replace("`", "\u02cb").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    # A table row is split at every pipe not escaped by a backslash, and ``\\`` pairs up
+    # first; inside a code span a backslash cannot be escaped, so it is shown as a
+    # look-alike (U+29F5) and every pipe gets its own backslash.
+    s = (s.replace("\\", "\u29f5").replace("`", "\u02cb").replace("|", "\\|")
+         .replace("<", "&lt;").replace(">", "&gt;"))
     return f"`{s}`"
 
 
