@@ -143,3 +143,45 @@ def test_project_root_as_discovery_root(tree) -> None:
     assert "test_top.py" in registry.files and "tests/fast/test_quick.py" in registry.files
     assert len(registry.files) == len(set(registry.files)) == 4
     assert not [f for f in registry.findings if f.severity == "error" or f.code == "outside-roots"]
+
+
+def _variety() -> dict[str, str]:
+    files = {f"tests/fast/test_f{i}.py": "def test():\n    pass\n" for i in range(12)}
+    files.update({
+        "tests/unit/test_bad.py": "from testfleet import register_cpu_ci\nregister_cpu_ci(0, 'nope')\n",
+        "tests/unit/test_gate.py": "from testfleet import register_cpu_ci, register_ci_gate\n"
+                                   "register_cpu_ci(5, 'stage-a-cpu')\nregister_ci_gate(metric_key='a/b', steps=(1, 2))\n",
+        "tests/unit/test_latin.py": b"# \xe9\n",  # type: ignore[dict-item]
+    })
+    return files
+
+
+def test_parallel_cold_scan_matches_sequential(tree, monkeypatch) -> None:
+    from testfleet.registry import collector
+
+    project = tree(_variety())
+    monkeypatch.setattr(collector, "PARALLEL_MIN", 10**9)
+    sequential = collect(project, use_cache=False)
+    monkeypatch.setattr(collector, "PARALLEL_MIN", 1)
+    parallel = collect(project, use_cache=False)
+    assert (parallel.registrations, parallel.gates, parallel.findings, parallel.files) == (
+        sequential.registrations, sequential.gates, sequential.findings, sequential.files)
+
+
+def test_parallel_child_failure_falls_back(tree, monkeypatch) -> None:
+    from testfleet.registry import collector
+
+    project = tree(_variety())
+    expected = collect(project, use_cache=False)
+    parent = os.getpid()
+    real_call = collector._Scanner.__call__
+
+    def flaky(self, rel, st):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:
+            raise RuntimeError("child dies")
+        return real_call(self, rel, st)
+
+    monkeypatch.setattr(collector._Scanner, "__call__", flaky)
+    monkeypatch.setattr(collector, "PARALLEL_MIN", 1)
+    got = collect(project, use_cache=False)
+    assert (got.registrations, got.gates, got.findings) == (expected.registrations, expected.gates, expected.findings)

@@ -55,10 +55,8 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
     new_stats: list[StatKey] = []
     new_elements: list[Any] = []
-    changed = False
-    scanner: _Scanner | None = None  # built on the first cache miss only
+    misses: list[tuple[str, StatKey]] = []
     root_str = str(root)
-    now = time.time_ns()
 
     registry = Registry(findings=list(found.findings), files=sorted(found.files))
     kept: list[str] = []
@@ -84,18 +82,20 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
                         continue
                 result = _reuse(root_str, rel, rules, element)
         if result is None:
-            changed = True
-            try:
-                data = _read(f"{root_str}/{rel}", st[0])
-            except OSError as exc:
-                registry.findings.append(Finding(rel, 0, 0, "error", "read-error",
-                                                 f"cannot read file: {exc.strerror or exc}"))
-                continue
-            if scanner is None:
-                scanner = _Scanner(rules)
-            result = scanner(rel, data)
-            racy = cache.content_digest(data) if cache.is_racy(st[1], now) else None
-            element = _encode(result, racy, rules)
+            misses.append((rel, st))
+            continue
+        kept.append(rel)
+        new_stats.append(st)
+        new_elements.append(element)
+        registry.registrations.extend(result.registrations)
+        registry.gates.extend(result.gates)
+        registry.findings.extend(result.findings)
+    changed = bool(misses)
+    for rel, st, outcome in _scan_all(misses, rules, root_str):
+        if isinstance(outcome, str):
+            registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
+            continue
+        result, element = outcome
         kept.append(rel)
         new_stats.append(st)
         new_elements.append(element)
@@ -118,20 +118,123 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     return registry
 
 
-class _Scanner:
-    """Scan and validate one file. Imported lazily: a warm run never needs the parser."""
+# Below this many files to parse, a second process costs more than it saves.
+PARALLEL_MIN = 800
 
-    def __init__(self, rules: Rules) -> None:
+Outcome = tuple[FileResult, Any] | str
+
+
+def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> list[tuple[str, StatKey, Outcome]]:
+    """Parse every file the cache could not answer for: (result, cache element) or an error.
+
+    On a cold run of a large tree the work is split with one forked child (the
+    machines this runs on have two cores or more); the child sends back cache
+    elements as JSON, which go through the same decoder as a warm run. If the
+    child fails in any way, the parent parses its half too.
+    """
+    if not misses:
+        return []
+    scanner = _Scanner(rules, root)
+    if len(misses) < PARALLEL_MIN or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        return [(rel, st, scanner(rel, st)) for rel, st in misses]
+    half = len(misses) // 2
+    theirs = misses[half:]
+    child = _fork_scan(scanner, theirs)
+    out = [(rel, st, scanner(rel, st)) for rel, st in misses[:half]]
+    elements = child() if child is not None else None
+    if elements is None:
+        out.extend((rel, st, scanner(rel, st)) for rel, st in theirs)
+        return out
+    for (rel, st), item in zip(theirs, elements, strict=True):
+        if isinstance(item, str):
+            out.append((rel, st, item))
+            continue
+        result = _from_element(rel, item, rules)
+        out.append((rel, st, (result, item) if result is not None else scanner(rel, st)))
+    return out
+
+
+def _fork_scan(scanner: _Scanner, work: list[tuple[str, StatKey]]) -> Any:
+    """Start a child parsing ``work``; returns a function that collects its elements (or None)."""
+    import json
+
+    try:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:  # the child: compute, send, leave without running any cleanup of the parent's
+        status = 1
+        try:
+            os.close(read_fd)
+            items = []
+            for rel, st in work:
+                outcome = scanner(rel, st)
+                items.append(outcome if isinstance(outcome, str) else outcome[1])
+            data = json.dumps(items, separators=(",", ":")).encode("utf-8", "surrogatepass")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+
+    def collect_child() -> list[Any] | None:
+        chunks = []
+        try:
+            while chunk := os.read(read_fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(read_fd)
+            _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return None
+        try:
+            items = json.loads(b"".join(chunks))
+        except ValueError:
+            return None
+        return items if isinstance(items, list) and len(items) == len(work) else None
+
+    return collect_child
+
+
+def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:
+    """A freshly computed element (no racy check needed: it was made from the bytes just read)."""
+    try:
+        if type(element) is list and len(element) == 2:
+            element = element[1]
+        if type(element) is int:
+            rule = _implicit_rule(rules, rel, element)
+            return None if rule is None else FileResult([Registration(
+                rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True)])
+        return _decode(rel, element, rules)
+    except (TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
+class _Scanner:
+    """Read, scan and validate one file. Imported lazily: a warm run never needs the parser."""
+
+    def __init__(self, rules: Rules, root: str) -> None:
         from testfleet.registry import scan, validate
 
         self.scan = scan
         self.validate = validate.validate_file
         self.rules = rules
+        self.root = root
         self.pattern = scan.marker_pattern(rules.markers)
         self.needles = scan.needles_for(rules.markers)
+        self.now = time.time_ns()
 
-    def __call__(self, rel: str, data: bytes) -> FileResult:
-        return self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
+    def __call__(self, rel: str, st: StatKey) -> Outcome:
+        try:
+            data = _read(f"{self.root}/{rel}", st[0])
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        result = self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
+        racy = cache.content_digest(data) if cache.is_racy(st[1], self.now) else None
+        return result, _encode(result, racy, self.rules)
 
 
 def _load_table(path: Path, key: str) -> cache.Table | None:
