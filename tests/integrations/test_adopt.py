@@ -241,6 +241,13 @@ BROKEN = {
         from testfleet import register_cpu_ci
         register_cpu_ci(est_time=5, suite="cpu"
         """,
+    "tests/test_syntax_later.py": """
+        from testfleet import register_cpu_ci
+        register_cpu_ci(est_time=5, suite="cpu")
+        def broken(:
+            pass
+        """,
+    "tests/unregistered/test_broken.py": "def test_x(:\n    pass\n",
 }
 
 EXPECTED = {
@@ -255,6 +262,7 @@ EXPECTED = {
     ("tests/test_gate.py", 3, "adopt-gate-default", "register_ci_gate(metric_key='train/loss') omits steps and constraint"),
     ("tests/test_estzero.py", 2, "adopt-call", "est_time must be a number > 0, got 0"),
     ("tests/test_unclosed.py", 2, "adopt-syntax", "is never closed"),
+    ("tests/test_syntax_later.py", 3, "adopt-file-syntax", "syntax error: "),
 }
 
 
@@ -269,6 +277,9 @@ def test_what_cannot_be_adopted_is_reported_with_its_place(tmp_path: Path) -> No
         assert any(g[0] == file and g[1] == line and g[2] == code and fragment in g[3]
                    for g in got), (file, line, code, fragment, sorted(got))
     assert any(g[0] == "tests/test_latin1.py" and g[2] == "adopt-encoding" for g in got)
+    # an unregistered file is excluded, so its syntax is not 'check's business
+    assert not any(g[0] == "tests/unregistered/test_broken.py" for g in got)
+    assert "tests/unregistered/**" in result.data["exclude"]
     # the valid calls are still adopted, and the config derived from them is valid
     adopted_files = {c.file for c in scanned.calls}
     assert {"tests/test_ok.py", "tests/test_duplicate.py", "tests/test_gate.py"} <= adopted_files
@@ -283,7 +294,7 @@ def test_init_exits_1_and_says_so_when_something_could_not_be_adopted(
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")
     assert code == 1
     assert "tests/test_nonliteral.py:3:1: error: register_cuda_ci(...): argument est_time" in err
-    assert "marker call(s) could not be adopted as written" in err
+    assert "problem(s) in the tree stand between it and a clean 'testfleet check'" in err
     assert (root / "testfleet.toml").is_file()  # the part that could be adopted is written
 
 

@@ -280,8 +280,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         for f in adoption.findings:
             click.echo(f.render(), err=True)
         if errors:
-            click.echo(f"testfleet init: {len(errors)} marker call(s) could not be adopted as "
-                       "written; fix them, then run 'testfleet check'", err=True)
+            click.echo(f"testfleet init: {len(errors)} problem(s) in the tree stand between it "
+                       "and a clean 'testfleet check'; fix them, then run it", err=True)
             status = 1
     if not writes:
         click.echo("nothing to write (use --github or --buildkite for CI, --force to replace "

@@ -34,6 +34,7 @@ from testfleet.registry.scan import (
     MarkerCall,
     scan_source,
 )
+from testfleet.registry.syntax import syntax_error
 
 MARKER_RE = re.compile(r"^register_([A-Za-z0-9]+)_ci$")
 #: Any ``register_<backend>_ci`` name: before a config exists, every backend is possible.
@@ -252,6 +253,12 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         result.python_style[rel] = not _PYTEST_TESTS.search(text)
     for line, col, message in fs.syntax_errors:
         result.findings.append(Finding(rel, line, col, "error", "adopt-syntax", message))
+    if not fs.syntax_errors:
+        # 'testfleet check' compiles every discovered file; say now what it will say
+        error = syntax_error(data, rel)
+        if error is not None:
+            result.findings.append(Finding(rel, error[0], error[1], "error", "adopt-file-syntax",
+                                           f"syntax error: {error[2]}"))
     for call in fs.calls:
         if call.name == GATE:
             _check_gate(rel, call, result.findings)
@@ -357,6 +364,9 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
                   if fnmatch.fnmatch(f.rsplit("/", 1)[-1], pattern)]
     data: dict[str, Any] = {"roots": list(scan_result.roots), "pattern": pattern}
     exclude = _excludes(candidates, registered)
+    # an excluded file is never compiled by 'check'; a marker it fails to make still matters
+    findings = [f for f in findings
+                if not (f.code == "adopt-file-syntax" and f.file not in registered)]
     if exclude:
         data["exclude"] = exclude
         notes.append(f"{len([f for f in candidates if f not in registered])} test file(s) without a "
