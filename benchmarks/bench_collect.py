@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_tree import generate  # noqa: E402
+from gen_tree import generate
 
 MARKERS = {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda", "register_rocm_ci": "rocm",
            "register_amd_ci": "rocm"}

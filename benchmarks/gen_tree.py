@@ -122,10 +122,7 @@ def _call(rng: random.Random, marker: str, stage: str, labels: list[str] | None,
         parts_kw.append("nightly=True")
     if disabled:
         parts_kw.append(f'disabled="{disabled}"')
-    if style < 0.2:
-        head = [str(est), f'"{stage}"']
-    else:
-        head = [f"est_time={est}", f'suite="{stage}"']
+    head = [str(est), f'"{stage}"'] if style < 0.2 else [f"est_time={est}", f'suite="{stage}"']
     args = head + parts_kw
     if style < 0.6:
         return f"{marker}({', '.join(args)})\n"
@@ -178,7 +175,7 @@ def _body(rng: random.Random, name: str, target_lines: int, noise: bool) -> list
             "    values = [helper.step_0(v) for v in range(5)]",
             "    assert len(values) == 5",
             '    assert all(isinstance(v, int) for v in values), f"bad values: {values}"',
-            "    data = {'name': '%s', 'count': len(values)}" % name,
+            f"    data = {{'name': '{name}', 'count': len(values)}}",
             "    assert json.loads(json.dumps(data))['count'] == 5",
         ]
         i += 1
@@ -194,7 +191,7 @@ def _file_text(rng: random.Random, name: str, registration: str, mention: bool,
     lines += ['"""', ""]
     lines += rng.sample(IMPORTS, rng.randint(4, 9))
     if registration:
-        lines += [""] + registration.rstrip("\n").split("\n")
+        lines += ["", *registration.rstrip("\n").split("\n")]
     lines += ["", f"ITERATIONS = {rng.randint(1, 100)}", f'NAME = "{name}"']
     target = rng.randint(170, 230) - len(lines)
     lines += _body(rng, name, target, noise)
@@ -221,7 +218,7 @@ def _registration(rng: random.Random) -> tuple[str, str, bool]:
     if kind < 0.85:
         stage = rng.choice(ROCM_STAGES)
         marker = rng.choice(["register_rocm_ci", "register_amd_ci"])
-        labels = [x for x in _pick_labels(rng, True) if x != "amd"][:2] + ["amd"]
+        labels = [*[x for x in _pick_labels(rng, True) if x != "amd"][:2], "amd"]
         call = _call(rng, marker, stage, labels, nightly, disabled)
         return f"from {module} import {marker}\n\n{call}", stage, False
     cuda = rng.choice(CUDA_STAGES)
