@@ -82,3 +82,17 @@ def test_no_cache_bypasses_the_snapshot(tree, run_cli) -> None:
     project = tree()
     code, _, _ = run_cli("-C", str(project.root), "list", "--no-cache")
     assert code == 0 and not (project.root / ".testfleet").exists()
+
+
+def test_config_search_matches_the_config_module(tmp_path: Path) -> None:
+    from testfleet.config import find_config
+    from testfleet.registry.settings import _find_config
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[tool.testfleet]\n")
+    (tmp_path / "a" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.testfleet]: skipped
+    (tmp_path / "a" / "b" / "testfleet.toml").write_text("")
+    (tmp_path / "a" / "broken" ).mkdir()
+    (tmp_path / "a" / "broken" / "pyproject.toml").write_text("[[[")
+    for start in (tmp_path, tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c", tmp_path / "a" / "broken"):
+        assert _find_config(start) == find_config(start)
