@@ -331,7 +331,7 @@ def read_baselines(
 ) -> dict[tuple[str, str, str, int], list[float]]:
     """Newest-first trusted values, at most ``limit`` per coordinate, in ONE query.
 
-    PostgreSQL: a ``LATERAL`` subquery with ``LIMIT`` per coordinate, so each
+    PostgreSQL: a correlated ``ARRAY(SELECT ... LIMIT)`` per coordinate, so each
     coordinate costs one descent of the covering index, reads only ``limit``
     entries and comes back as one row. SQLite: a join bounded per coordinate by
     its ``limit``-th newest trusted run, over the same index (see
@@ -375,21 +375,17 @@ def _bounded_query(thash: str, hashes: Sequence[str], limit: int) -> Any:
 
 
 # PostgreSQL: per coordinate, the newest ``limit`` trusted values as one array, read by a
-# LATERAL subquery: one descent of the covering index per coordinate, one row back per
-# coordinate. Fixed text; the hashes and the limit are bound parameters.
+# correlated ARRAY(subquery ... ORDER BY ... LIMIT): one descent of the covering index per
+# coordinate, ``limit`` entries read, one row back per coordinate, array in subquery order.
+# Fixed text; the test hash, the coordinate hashes and the limit are bound parameters.
 _PG_BASELINE_SQL = """
-SELECT s.coord_hash, newest.vals
+SELECT s.coord_hash,
+       ARRAY(SELECT v.value
+             FROM gate_values v
+             WHERE v.series_id = s.id AND v.trusted = true
+             ORDER BY v.run_pk DESC
+             LIMIT :limit) AS vals
 FROM gate_series s
-CROSS JOIN LATERAL (
-    SELECT array_agg(x.value ORDER BY x.run_pk DESC) AS vals
-    FROM (
-        SELECT v.value, v.run_pk
-        FROM gate_values v
-        WHERE v.series_id = s.id AND v.trusted = true
-        ORDER BY v.run_pk DESC
-        LIMIT :limit
-    ) x
-) newest
 WHERE s.test_hash = :test_hash AND s.coord_hash = ANY(:hashes)
 """
 
