@@ -6,7 +6,7 @@ test under evaluation, whose runs have ``--eval-coords`` coordinates (default 20
 a ``steps="all"`` curve). Then, in alternating order for ``--rounds`` rounds, it
 evaluates one run of that test:
 
-* batched: select + ONE baseline query for all coordinates (window function,
+* batched: select + ONE baseline query for all coordinates (index-bounded,
   newest trusted first, limited per coordinate) + judge, as ``testfleet`` does;
 * per-coordinate: the same with one query per coordinate (what gates that loop
   over coordinates do).
