@@ -126,7 +126,7 @@ def select(
             # the include set itself is in the plan's policy; repeating it per file bloats
             skip(reg, "not-selected-by-labels",
                  f"labels {', '.join(reg.labels)} not in the include set"
-                 + ("" if policy.include_labels else " (empty: no label requested)"))
+                 + ("" if policy.include_labels else " (none requested)"))
         else:
             sel.chosen[reg.suite].append(reg)
 
