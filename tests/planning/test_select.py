@@ -311,3 +311,9 @@ def test_empty_plan_says_why() -> None:
     plan = plan_for(Trigger(), stages=("gpu-h200",))
     assert not plan.jobs
     assert any(w.startswith("no jobs:") and "gpu-h200 empty" in w for w in plan.warnings)
+
+
+def test_non_finite_literal_is_a_clear_error() -> None:
+    regs = [reg("tests/fast/test_a.py", "stage-a-cpu", float("inf"))]
+    with pytest.raises(UsageError, match="not a finite number"):
+        plan_for(Trigger(), regs=regs)

@@ -56,12 +56,19 @@ def stage_waves(config: Config) -> dict[str, int]:
     return {name: depth(name) for name in graph}
 
 
+def _literal(reg: Registration) -> tuple[float, str]:
+    if not math.isfinite(reg.est_time) or reg.est_time < 0:
+        raise UsageError(f"{reg.file}:{reg.line}: est_time {reg.est_time!r} is not a finite "
+                         "number of seconds; run 'testfleet check'")
+    return rounded(reg.est_time), "est_time"
+
+
 def _estimate(reg: Registration, estimates: Estimates | None) -> tuple[float, str]:
     if estimates is None:
-        return rounded(reg.est_time), "est_time"
+        return _literal(reg)
     got = estimates.get((reg.file, reg.suite))
     if got is None:
-        return rounded(reg.est_time), "est_time"
+        return _literal(reg)
     seconds, source = got
     if source not in SOURCES or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or seconds < 0:
