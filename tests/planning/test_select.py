@@ -317,3 +317,17 @@ def test_non_finite_literal_is_a_clear_error() -> None:
     regs = [reg("tests/fast/test_a.py", "stage-a-cpu", float("inf"))]
     with pytest.raises(UsageError, match="not a finite number"):
         plan_for(Trigger(), regs=regs)
+
+
+def test_too_many_jobs_in_a_wave_is_a_warning() -> None:
+    config = make_config()
+    stages = {k: v.model_dump() for k, v in config.stages.items()}
+    stages["stage-a-cpu"]["shards"] = 256
+    stages["gpu-mi300x"]["needs"] = []
+    stages["gpu-mi300x"]["max_shards"] = 4
+    project = make_project(make_config(stages=stages))
+    regs = [reg(f"tests/fast/test_{i}.py", "stage-a-cpu", 5) for i in range(256)]
+    regs += [reg(f"tests/e2e/test_{i}.py", "gpu-mi300x", 5, labels=("amd",)) for i in range(4)]
+    plan = plan_for(Trigger(event="pull_request", labels=("run-ci-amd",)), regs=regs,
+                    project=project)
+    assert any("wave 0 has 260 jobs" in w for w in plan.warnings)

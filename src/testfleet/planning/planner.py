@@ -34,6 +34,9 @@ from testfleet.registry.model import Registration, Registry
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
 
+#: GitHub Actions refuses a matrix with more entries than this.
+MAX_MATRIX_JOBS = 256
+
 
 class PlanInvariantError(TestfleetError):
     """A plan broke one of its invariants: a bug in testfleet, never the user's input."""
@@ -201,6 +204,11 @@ def make_plan(
         if all(m.hole for m in members):
             warnings.append(f"backend {backend} has no enabled coverage at all "
                             f"({len(members)} stage(s), every one a coverage hole)")
+    per_wave = Counter(j.wave for j in jobs)
+    for wave, n in sorted(per_wave.items()):
+        if n > MAX_MATRIX_JOBS:
+            warnings.append(f"wave {wave} has {n} jobs; a GitHub Actions matrix allows at most "
+                            f"{MAX_MATRIX_JOBS} (lower shards/max_shards or split stages)")
     if not jobs:
         if request.files:
             fates = "; ".join(f"{s.suite}: {s.reason} ({s.detail})" for s in sel.skipped
