@@ -263,3 +263,16 @@ def test_fresh_dir_never_reuses(tmp_path: Path) -> None:
     (a / "old.jsonl").write_text("stale")
     b = fresh_dir(tmp_path / "x", "attempt-1")
     assert a.name == "attempt-1" and b.name == "attempt-1.2" and not list(b.iterdir())
+
+
+def test_file_problem_refuses_paths_outside_the_project(tmp_path: Path) -> None:
+    from testfleet.runner.executor import file_problem
+
+    (tmp_path / "t.py").write_text("")
+    (tmp_path / "link.py").symlink_to("/etc/hostname")
+    assert file_problem(tmp_path, "t.py") == ""
+    assert "outside" in file_problem(tmp_path, "../x.py")
+    assert "outside" in file_problem(tmp_path, "link.py")
+    assert "not a repository-relative" in file_problem(tmp_path, "/etc/passwd")
+    assert "not a repository-relative" in file_problem(tmp_path, "-c.py")
+    assert "does not exist" in file_problem(tmp_path, "nope.py")

@@ -81,6 +81,20 @@ def record_slug(file: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in slug) or "_"
 
 
+def file_problem(root: Path, file: str) -> str:
+    """Why ``file`` (from a plan) must not be executed, or "" - a plan is data and may lie."""
+    if not file or "\0" in file or file.startswith(("/", "-")) or "\\" in file:
+        return f"{file!r} is not a repository-relative path"
+    path = root / file
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return f"{file} resolves outside the project root {root}"
+    if not path.is_file():
+        return f"{file} does not exist under {root}"
+    return ""
+
+
 def fresh_dir(parent: Path, name: str) -> Path:
     """Create ``parent/name`` new and empty; if it exists (the same run id ran before on
     this machine) use ``name.2``, ``name.3``... so a gate never reads stale records."""
@@ -196,10 +210,9 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
               retriable: tuple, fatal: tuple) -> FileResult:
     settings, options = spec.settings, spec.options
     timeout = settings.timeout_for(item.estimate)
-    path = spec.root / item.file
-    if not path.is_file():
-        return FileResult(item, timeout, Outcome.ERROR,
-                          message=f"{item.file} does not exist under {spec.root}")
+    problem = file_problem(spec.root, item.file)
+    if problem:
+        return FileResult(item, timeout, Outcome.ERROR, message=problem)
     attempts: list[Attempt] = []
     for number in range(1, options.max_attempts + 1):
         try:
