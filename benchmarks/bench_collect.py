@@ -16,6 +16,7 @@ import argparse
 import ast
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,13 +68,17 @@ def reference(root: Path) -> list[dict[str, object]]:
     return rows
 
 
-def timed(cmd: list[str]) -> tuple[float, str]:
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the process and everything it waited for, stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    return elapsed, proc.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, proc.stdout
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,33 +101,38 @@ def main(argv: list[str] | None = None) -> None:
     tf = [sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "list", "--format", "json"]
     ref = [sys.executable, __file__, "--reference", str(root)]
     base = [sys.executable, "-c", "pass"]
-    times: dict[str, list[float]] = {"python -c pass": [], "reference": [], "cold": [], "warm": []}
-    checked = False
-    for _ in range(args.repeat):
-        times["python -c pass"].append(timed(base)[0])
-        t_ref, out_ref = timed(ref)
-        times["reference"].append(t_ref)
-        shutil.rmtree(cache_dir, ignore_errors=True)
-        t_cold, out_cold = timed(tf)
-        times["cold"].append(t_cold)
-        t_warm, out_warm = timed(tf)
-        times["warm"].append(t_warm)
-        if not checked:
-            rows_ref, rows_cold, rows_warm = json.loads(out_ref), json.loads(out_cold), json.loads(out_warm)
+    names = ("python -c pass", "reference", "cold", "warm")
+    times: dict[str, list[float]] = {k: [] for k in names}
+    cpus: dict[str, list[float]] = {k: [] for k in names}
+    loads = []
+    n_rows = 0
+    for rep in range(args.repeat):
+        loads.append(os.getloadavg()[0])
+        outputs = {}
+        for name in names:
+            if name == "cold":
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            cmd = base if name == "python -c pass" else ref if name == "reference" else tf
+            wall, cpu, outputs[name] = timed(cmd)
+            times[name].append(wall)
+            cpus[name].append(cpu)
+        if rep == 0:
+            rows_ref, rows_cold, rows_warm = (json.loads(outputs[k]) for k in ("reference", "cold", "warm"))
             if not rows_ref == rows_cold == rows_warm:
                 raise SystemExit("testfleet's registrations differ from the reference collector's")
-            checked = True
             n_rows = len(rows_cold)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"tree: {args.files} files (seed {args.seed}), {n_rows} registrations; "
-          f"{args.repeat} repetitions, medians; load average {os.getloadavg()[0]:.2f}")
+    med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
+    print(f"tree: {args.files} files (seed {args.seed}), {n_rows} registrations (identical to the reference's); "
+          f"{args.repeat} repetitions; 1-min load average during the runs: "
+          f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
     print()
-    print("| run | median wall time | all runs | vs reference |")
-    print("|---|---:|---|---:|")
-    for name in ("python -c pass", "reference", "cold", "warm"):
+    print("| run | median wall | min wall | median CPU (user+sys) | wall, all runs | vs reference (median wall) |")
+    print("|---|---:|---:|---:|---|---:|")
+    for name in names:
         ratio = "" if name in ("python -c pass", "reference") else f"{med['reference'] / med[name]:.1f}x faster"
-        runs = ", ".join(f"{t:.3f}" for t in times[name])
-        print(f"| {name} | {med[name]:.3f} s | {runs} | {ratio} |")
+        runs = ", ".join(f"{t:.2f}" for t in times[name])
+        print(f"| {name} | {med[name]:.3f} s | {min(times[name]):.3f} s | {med_cpu[name]:.3f} s | {runs} | {ratio} |")
     if args.keep is None:
         shutil.rmtree(root.parent, ignore_errors=True)
 
