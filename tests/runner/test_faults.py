@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -88,7 +89,8 @@ def test_sleep_forever_times_out_within_timeout_plus_grace(make_spec) -> None:
     assert len(res.attempts) == 1
     assert "timed out after 1s" in res.message
     assert "started" in res.tail
-    assert elapsed < 1.0 + 0.5 + 2.0  # timeout + grace + process start/stop slack
+    assert res.attempts[0].returncode == -signal.SIGTERM  # the polite signal was enough
+    assert elapsed < 1.0 + 0.5 + 5.0  # timeout + grace + generous start/stop slack (loaded CI)
     assert job.exit_code == 1
 
 

@@ -85,8 +85,9 @@ def test_interrupt_forwards_and_stops(make_spec) -> None:
     t0 = time.monotonic()
     job = execute(spec, reporter=Watch(), interrupt=interrupt)
     interrupt.close()
-    assert time.monotonic() - t0 < 5.0  # the test exited on the forwarded SIGINT, no grace wait
+    assert time.monotonic() - t0 < 30.0  # far below floor 60 s: the forwarded SIGINT ended it
     assert [r.outcome for r in job.results] == [Outcome.PASSED, Outcome.INTERRUPTED, Outcome.NOT_RUN]
     assert "got SIGINT" in job.results[1].tail
+    assert job.results[1].attempts[0].returncode == 7  # its own handler ran: not SIGKILLed
     assert job.exit_code == 130
     assert "runner received SIGINT" in job.results[2].message
