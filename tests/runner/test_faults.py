@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -275,3 +276,25 @@ def test_crash_signal_is_not_retried(make_spec) -> None:
     assert res.outcome is Outcome.FAILED
     assert res.message == "killed by SIGSEGV"
     assert len(res.attempts) == 1
+
+
+def test_process_that_survives_sigkill_is_reported_not_waited_for(
+        make_spec, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand-in for a process stuck in a driver (uninterruptible): SIGKILL "does nothing"."""
+    from testfleet.runner.tree import ProcessTree
+
+    monkeypatch.setattr(ProcessTree, "kill_all", lambda self, settle=2.0: 0)
+    monkeypatch.setattr(ProcessTree, "terminate", lambda self, sig=signal.SIGTERM: None)
+    spec = make_spec({"test_daemon.py": DAEMON_THEN_PASS}, floor=5.0, grace=0.2)
+    reporter = NullReporter()
+    job = execute(spec, reporter=reporter)
+    [pid] = _pids(spec, "test_daemon.py")
+    try:
+        [res] = job.results
+        assert res.outcome is Outcome.PASSED
+        assert f"process(es) {pid} survived SIGKILL" in res.attempts[0].reason
+        assert any(str(pid) in w and "could not be killed" in w for w in reporter.warnings)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)  # it was re-parented to us (subreaper): collect it

@@ -239,6 +239,12 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
             fatal_hits.insert(0, f"killed by {_signame(-res.returncode)}")
         if res.leftovers:
             reason += f"; {res.leftovers} leftover process(es) killed after the test ended"
+        if res.unkillable:
+            pids = ", ".join(map(str, res.unkillable))
+            reason += f"; process(es) {pids} survived SIGKILL (uninterruptible?), abandoned"
+            reporter.warning(f"{item.file}: process(es) {pids} could not be killed (probably "
+                             "in uninterruptible sleep, e.g. a hung device driver); the "
+                             "next file may find the device busy")
         decision = decide(outcome, fatal=fatal_hits, retriable=capture.retriable,
                           attempt=number, max_attempts=options.max_attempts)
         stop = interrupt is not None and interrupt.signum is not None

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from testfleet.runner.interrupt import Interrupt
@@ -25,6 +25,7 @@ READ_SIZE = 64 * 1024
 EXIT_TICK = 0.1  # without a pidfd: how often to check for an exit (and in stop/sweep loops)
 EOF_TICK = 0.002  # without a pidfd, after EOF: the exit is imminent, check often
 FINAL_DRAIN = 1.0  # seconds to wait for the pipe's EOF once every known writer is dead
+KILL_WAIT = 5.0  # seconds to wait for a SIGKILLed test process before giving up on it
 
 
 @dataclass
@@ -38,6 +39,9 @@ class ProcessResult:
     leftovers: int = 0  # descendants still alive after the test ended (then killed)
     killed: int = 0  # descendants SIGKILLed in total
     error: str | None = None  # the process could not be started
+    # Pids that survived SIGKILL (uninterruptible sleep, e.g. stuck in a GPU driver): the
+    # runner stops waiting for them instead of hanging the whole job.
+    unkillable: list[int] = field(default_factory=list)
 
 
 def run_process(
@@ -105,8 +109,9 @@ class _Attempt:
         try:
             self._running()
             if self.proc.returncode is None:
-                self._stop()
-            self._sweep()
+                self._stop()  # ends with every descendant killed: nothing left to sweep
+            else:
+                self._sweep()
             self._drain(time.monotonic() + FINAL_DRAIN)
         finally:
             self.sel.close()
@@ -115,8 +120,7 @@ class _Attempt:
             assert self.proc.stdout is not None
             self.proc.stdout.close()
             if self.proc.returncode is None:  # pragma: no cover - defensive
-                self.proc.kill()
-                self.proc.wait()
+                self._kill_root()
         self.result.returncode = self.proc.returncode
         end = self.exit_time if self.exit_time is not None else time.monotonic()
         self.result.duration = end - self.start
@@ -160,9 +164,9 @@ class _Attempt:
             self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
         self.result.killed += self.tree.kill_all()
         if self.proc.returncode is None:
-            self.proc.kill()
-            self.proc.wait()
+            self._kill_root()
         self._note_exit()
+        self._note_unkillable()
 
     def _sweep(self) -> None:
         """After the test process is gone, nothing it started may survive it."""
@@ -181,6 +185,19 @@ class _Attempt:
                 break
             self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
         self.result.killed += self.tree.kill_all()
+        self._note_unkillable()
+
+    def _kill_root(self) -> None:
+        self.proc.kill()
+        try:
+            self.proc.wait(timeout=KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            self.result.unkillable.append(self.proc.pid)
+
+    def _note_unkillable(self) -> None:
+        for proc in self.tree.alive():
+            if proc.pid not in self.result.unkillable:
+                self.result.unkillable.append(proc.pid)
 
     def _drain(self, until: float) -> None:
         while not self.eof and time.monotonic() < until:
