@@ -91,3 +91,9 @@ def test_interrupt_forwards_and_stops(make_spec) -> None:
     assert job.results[1].attempts[0].returncode == 7  # its own handler ran: not SIGKILLed
     assert job.exit_code == 130
     assert "runner received SIGINT" in job.results[2].message
+
+
+def test_terminal_reporter_warning_goes_to_stderr(capsys) -> None:
+    rep = TerminalReporter(Console(file=io.StringIO(), force_terminal=True))
+    rep.warning("database [down]")
+    assert "testfleet: warning: database [down]" in capsys.readouterr().err

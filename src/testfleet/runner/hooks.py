@@ -74,6 +74,7 @@ class RunHooks:
         try:
             from testfleet.store import open_store
 
+            assert self.project is not None  # history is off without a project
             opened = open_store(self.project, self.database)
             if hasattr(opened, "__enter__"):
                 self._store_cm = opened
@@ -117,7 +118,7 @@ class RunHooks:
     # -- gate ------------------------------------------------------------------------------
 
     def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None:
-        if not self._gate or attempt.record_dir is None:
+        if not self._gate or attempt.record_dir is None or self.project is None:
             return None
         try:
             from testfleet.gate.hook import gate_file

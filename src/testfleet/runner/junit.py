@@ -37,13 +37,13 @@ def build_xml(job: JobResult) -> bytes:
         text = clean(res.tail)
         message = clean(_message(res))
         if res.outcome is Outcome.FAILED:
-            element = Failure(message, "gate" if res.gate_failed else "failure")
-            element.text = text
-            case.result = [element]
+            failure = Failure(message, "gate" if res.gate_failed else "failure")
+            failure.text = text
+            case.result = [failure]
         elif res.outcome in (Outcome.TIMEOUT, Outcome.ERROR, Outcome.INTERRUPTED):
-            element = Error(message, res.outcome.value)
-            element.text = text
-            case.result = [element]
+            error = Error(message, res.outcome.value)
+            error.text = text
+            case.result = [error]
         elif res.outcome is Outcome.NOT_RUN:
             case.result = [Skipped(message)]
         if res.outcome.ok:

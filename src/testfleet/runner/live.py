@@ -17,7 +17,7 @@ import secrets
 import sys
 import threading
 import time
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, RunItem
 from testfleet.runner.summary import STYLE, fmt_seconds, summary_table
@@ -99,8 +99,8 @@ class LogReporter:
         if self._last != b"\n":
             self.out.write(b"\n")
         self.out.flush()
-        console = Console(file=_TextOut(self.out), force_terminal=self.color, no_color=not self.color,
-                          width=160, soft_wrap=False)
+        console = Console(file=cast(IO[str], _TextOut(self.out)), force_terminal=self.color,
+                          no_color=not self.color, width=160, soft_wrap=False)
         console.print(summary_table(result))
         self.out.flush()
 
@@ -152,6 +152,7 @@ class TerminalReporter:
         self._file_est = 0.0
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._err_console: Any = None
 
     def job_started(self, spec: JobSpec) -> None:
         self.total = len(spec.items)
@@ -232,9 +233,12 @@ class TerminalReporter:
         self.console.print(summary_table(result))
 
     def warning(self, message: str) -> None:
+        from rich.console import Console
         from rich.markup import escape
 
-        self.console.print(f"[yellow]testfleet: warning:[/] {escape(message)}", stderr=True)
+        if self._err_console is None:
+            self._err_console = Console(stderr=True)
+        self._err_console.print(f"[yellow]testfleet: warning:[/] {escape(message)}")
 
 
 def make_reporter(*, github: bool | None = None, terminal: bool | None = None) -> Any:
