@@ -234,3 +234,23 @@ def test_syntax_cache_is_keyed_by_content(tree, monkeypatch: pytest.MonkeyPatch)
     calls.clear()
     second = [f for f in collect(project, thorough=True).findings if f.code == "syntax"]
     assert calls == [] and second == first
+
+
+def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tree()
+    collect(project)
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
+
+    def digests() -> list[object]:
+        _paths, _stats, elements = cache.decode_table(*cache.load_blob(registry_path(project), key, cache.KIND))
+        return [e[0] for e in elements if isinstance(e, list)]
+
+    assert digests() and all(isinstance(d, str) for d in digests())  # just written: all racy
+    monkeypatch.setattr(cache, "RACY_NS", -10**18)  # as if the files were old now
+    first = collect(project)
+    assert digests() == [None] * len(digests())
+    opened: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    assert summary(collect(project)) == summary(first)
+    assert not [f for f in opened if "/tests/" in f]  # nothing re-read to verify

@@ -56,7 +56,9 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     new_stats: list[StatKey] = []
     new_elements: list[Any] = []
     misses: list[tuple[str, StatKey]] = []
+    refreshed = False
     root_str = str(root)
+    now = time.time_ns()
 
     registry = Registry(findings=list(found.findings), files=sorted(found.files))
     kept: list[str] = []
@@ -81,6 +83,11 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
                         new_elements.append(element)
                         continue
                 result = _reuse(root_str, rel, rules, element)
+                if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
+                    # Verified by content and now old enough: drop the digest so later runs
+                    # trust the stat key alone instead of re-reading the file every time.
+                    element = [None, element[1]] if type(element[1]) is not int else element[1]
+                    refreshed = True
         if result is None:
             misses.append((rel, st))
             continue
@@ -90,7 +97,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         registry.registrations.extend(result.registrations)
         registry.gates.extend(result.gates)
         registry.findings.extend(result.findings)
-    changed = bool(misses)
+    changed = bool(misses) or refreshed
     for rel, st, outcome in _scan_all(misses, rules, root_str):
         if isinstance(outcome, str):
             registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
