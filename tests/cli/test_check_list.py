@@ -241,3 +241,10 @@ def test_example_project_check_and_list() -> None:
     assert {r["file"] for r in rows} == files
     assert {r["backend"] for r in rows} == {"cpu", "cuda", "rocm"}
     assert any(r["implicit"] for r in rows) and any(r["disabled"] for r in rows) and any(r["nightly"] for r in rows)
+
+
+def test_check_strict_fails_on_warnings(project, run, only_collection) -> None:
+    root = project({"tests/test_c.py": "from testfleet import register_cpu_ci\n"
+                    "register_cpu_ci(5, 'stage-a-cpu', labels=['amd', 'amd'])\n"})
+    assert run("-C", str(root), "check")[0] == 0
+    assert run("-C", str(root), "check", "--strict")[0] == 1

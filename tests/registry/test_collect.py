@@ -185,3 +185,33 @@ def test_parallel_child_failure_falls_back(tree, monkeypatch) -> None:
     monkeypatch.setattr(collector, "PARALLEL_MIN", 1)
     got = collect(project, use_cache=False)
     assert (got.registrations, got.gates, got.findings) == (expected.registrations, expected.gates, expected.findings)
+
+
+def test_odd_files_are_errors_not_crashes(tree, monkeypatch) -> None:
+    project = tree()
+    os.mkfifo(project.root / "tests" / "unit" / "test_fifo.py")
+    bad_name = os.fsencode(str(project.root / "tests" / "unit")) + b"/test_\xff.py"
+    with open(bad_name, "wb") as fh:
+        fh.write(b"x = 1\n")
+    registry = collect(project, use_cache=False)
+    found = {(f.file, f.code) for f in registry.findings if f.severity == "error"}
+    assert ("tests/unit/test_fifo.py", "not-a-file") in found
+    assert ("tests/unit/test_\ufffd.py", "encoding") in found
+    assert {(r.file, r.backend) for r in registry.registrations} >= GOOD_KEYS
+
+
+def test_unreadable_file_is_an_error(tree, monkeypatch) -> None:
+    from testfleet.registry import collector
+
+    project = tree()
+    real = collector._read
+
+    def deny(path: str, size: int) -> bytes:
+        if path.endswith("test_good.py"):
+            raise PermissionError(13, "Permission denied")
+        return real(path, size)
+
+    monkeypatch.setattr(collector, "_read", deny)
+    registry = collect(project, use_cache=False)
+    (f,) = [f for f in registry.findings if f.code == "read-error"]
+    assert (f.file, f.message) == ("tests/unit/test_good.py", "cannot read file: Permission denied")

@@ -71,11 +71,12 @@ def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, li
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.pass_context
-def command(ctx: click.Context, fmt: str, no_cache: bool) -> int:
+def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool) -> int:
     """Validate config and every registration; report all problems at once.
 
-    Exits 0 when there are no errors (warnings allowed), 1 on errors.
+    Exits 0 when there are no errors (warnings allowed; not with --strict), 1 on errors.
     Under GitHub Actions (GITHUB_ACTIONS=true) it also prints workflow
     annotations so that each problem shows on its file and line.
     """
@@ -93,7 +94,7 @@ def command(ctx: click.Context, fmt: str, no_cache: bool) -> int:
         registry, findings = run_check(project, use_cache=not no_cache)
         root = project.root
     _emit(findings, registry, fmt, root)
-    return 1 if any(f.severity == "error" for f in findings) else 0
+    return 1 if any(f.severity == "error" or strict for f in findings) else 0
 
 
 def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path) -> None:

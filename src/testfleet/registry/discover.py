@@ -160,7 +160,12 @@ def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool
                     stack.append(rel)
                 elif entry.is_symlink():
                     _symlink(entry, prefix + name, rules, is_excluded, out)
-                # anything else (fifo, socket, device) named like a test is not a test
+                elif (pattern.match(name) if simple else matches(pattern, pattern_text, prefix + name)) \
+                        and not is_excluded(prefix + name):
+                    # A fifo, socket or device named like a test: reading it could block forever.
+                    out.findings.append(Finding(_shown(prefix + name), 0, 0, "error", "not-a-file",
+                                                "named like a test file but is not a regular file; "
+                                                "remove it or exclude this path"))
 
 
 def _utf8(rel: str) -> bool:
