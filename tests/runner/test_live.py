@@ -54,7 +54,23 @@ def test_make_reporter_picks_by_environment(monkeypatch) -> None:
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     rep = make_reporter()
     assert isinstance(rep, LogReporter) and rep.github
-    assert isinstance(make_reporter(github=False, terminal=False), LogReporter)
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    monkeypatch.setenv("BUILDKITE", "true")
+    rep = make_reporter()
+    assert isinstance(rep, LogReporter) and rep.buildkite and not rep.github
+    plain = make_reporter("plain")
+    assert isinstance(plain, LogReporter) and not plain.github and not plain.buildkite
+    assert isinstance(make_reporter("terminal"), TerminalReporter)
+
+
+def test_buildkite_sections_expand_on_failure(make_spec) -> None:
+    spec = make_spec({"test_a.py": "print(1)\n", "test_b.py": "raise SystemExit(1)\n"})
+    out = io.BytesIO()
+    execute(spec, reporter=LogReporter(out=out, err=io.StringIO(), buildkite=True))
+    lines = out.getvalue().decode().splitlines()
+    assert "--- [1/2] test_a.py - estimate 0.1s, timeout 5.0s" in lines
+    i = lines.index("--- [2/2] test_b.py - estimate 0.1s, timeout 5.0s")
+    assert "^^^ +++" in lines[i:] and "^^^ +++" not in lines[:i]
 
 
 def test_interrupt_forwards_and_stops(make_spec) -> None:

@@ -22,7 +22,7 @@ from testfleet.cli._common import project_from
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import UsageError
 
-OUTPUTS = ("auto", "plain", "github", "terminal")
+OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
 
 
 @click.command("run")
@@ -48,8 +48,8 @@ OUTPUTS = ("auto", "plain", "github", "terminal")
               metavar="DIR", help="Where per-file, per-attempt record directories go "
                                   "(default: <cache_dir>/runs/<run id>).")
 @click.option("--output", "output", type=click.Choice(OUTPUTS), default="auto", show_default=True,
-              help="Live output style: GitHub Actions groups, a terminal progress display, or "
-                   "a plain log (auto picks).")
+              help="Live output style: GitHub Actions groups, Buildkite sections, a terminal "
+                   "progress display, or a plain log (auto picks from the environment).")
 @click.option("--dry-run", is_flag=True, help="Print what would run (files, estimates, timeouts) "
                                               "and exit.")
 @click.pass_context
@@ -183,10 +183,7 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     from testfleet.runner.live import make_reporter
     from testfleet.runner.summary import append_step_summary
 
-    reporter = make_reporter(
-        github=None if output == "auto" else output == "github",
-        terminal=None if output == "auto" else output == "terminal",
-    )
+    reporter = make_reporter(output)
     hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
                      junit=junit_path, write_baseline=write_baseline)
     interrupt = Interrupt()

@@ -2,7 +2,8 @@
 
 * :class:`LogReporter` - plain logs; under GitHub Actions every attempt is folded in
   ``::group::`` and the test's own output is fenced with ``::stop-commands::`` so a test
-  cannot inject workflow commands (``::add-mask::``, ``::set-output``...) into the job.
+  cannot inject workflow commands (``::add-mask::``, ``::set-output``...) into the job;
+  under Buildkite every attempt is a ``---`` section, expanded (``^^^ +++``) on failure.
 * :class:`TerminalReporter` - on a terminal: a rich progress display (files done/total,
   elapsed vs estimate, the current file's elapsed vs its estimate) with the output
   printed above it.
@@ -35,10 +36,11 @@ class LogReporter:
     """Plain streaming log, optionally with GitHub Actions workflow commands."""
 
     def __init__(self, out: IO[bytes] | None = None, err: IO[str] | None = None,
-                 github: bool = False, color: bool = False) -> None:
+                 github: bool = False, color: bool = False, buildkite: bool = False) -> None:
         self.out = out if out is not None else sys.stdout.buffer
         self.err = err if err is not None else sys.stderr
         self.github = github
+        self.buildkite = buildkite and not github
         self.color = color
         self.total = 0
         self._last = b"\n"
@@ -65,6 +67,8 @@ class LogReporter:
             self._token = secrets.token_hex(16)
             self._line(f"::group::{gh_escape_data(head)}")
             self._line(f"::stop-commands::{self._token}")
+        elif self.buildkite:
+            self._line(f"--- {head}")  # a collapsed section in the Buildkite log
         else:
             self._line(f"==> {head}")
 
@@ -79,6 +83,8 @@ class LogReporter:
             self._line("::endgroup::")
         line = (f"<== {item.file}: {attempt.outcome.label} in {fmt_seconds(attempt.duration)}"
                 f" ({attempt.reason})")
+        if self.buildkite and not attempt.outcome.ok:
+            self._line("^^^ +++")  # Buildkite: expand the section of the failed attempt
         self._line(line)
         if retrying:
             self._line(f"    retrying: {attempt.retry_reason}")
@@ -241,16 +247,24 @@ class TerminalReporter:
         self._err_console.print(f"[yellow]testfleet: warning:[/] {escape(message)}")
 
 
-def make_reporter(*, github: bool | None = None, terminal: bool | None = None) -> Any:
-    """Pick the reporter for where we are: GitHub Actions, a terminal, or a plain log."""
+def make_reporter(style: str = "auto") -> Any:
+    """Pick the reporter: ``github``, ``buildkite``, ``terminal``, ``plain`` or ``auto``
+    (GitHub Actions, then Buildkite, then a terminal, else a plain log)."""
     import os
 
-    if github is None:
-        github = os.environ.get("GITHUB_ACTIONS") == "true"
-    if terminal is None:
-        terminal = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
-    if github:
+    if style == "auto":
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            style = "github"
+        elif os.environ.get("BUILDKITE") == "true":
+            style = "buildkite"
+        elif sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+            style = "terminal"
+        else:
+            style = "plain"
+    if style == "github":
         return LogReporter(github=True)
-    if terminal:
+    if style == "buildkite":
+        return LogReporter(buildkite=True)
+    if style == "terminal":
         return TerminalReporter()
     return LogReporter()
