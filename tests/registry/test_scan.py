@@ -148,3 +148,14 @@ def test_scanner_and_validator_never_raise(parts: list[str]) -> None:
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     sc.scan_source(b"register_cpu_ci(" + data, PATTERN, NEEDLES)
+
+
+def test_definitions_and_self_aliases_are_mentions() -> None:
+    src = (
+        "try:\n    from testfleet import register_cpu_ci as register_cpu_ci\n"
+        "except ImportError:\n    def register_cpu_ci(*args, **kwargs):\n        pass\n\n"
+        'register_cpu_ci(5, "s")\n'
+    )
+    result = run(src)
+    assert [c.line for c in result.calls] == [7]
+    assert [o.kind for o in result.others] == [sc.MENTION] * 3  # name, its self-alias, the def

@@ -37,6 +37,7 @@ _STRING = (
 _TOKEN = re.compile(_STRING + r"|#[^\n]*|[()\[\]{}]", re.DOTALL | re.MULTILINE)
 _STRING_RE = re.compile(_STRING, re.DOTALL | re.MULTILINE)
 _BALANCE = re.compile(r"""[()\[\]{}#'"]""")
+_DEF = re.compile(r"(?:^|[\s;:])(?:async[ \t]+)?def[ \t]+$")
 _ALIAS = re.compile(r"[ \t]+as[ \t]+([A-Za-z_]\w*)")
 _MAIN = re.compile(
     r"""^if[ \t(]+(?:__name__[ \t]*==[ \t]*(['"])__main__\1|(['"])__main__\2[ \t]*==[ \t]*__name__)""",
@@ -206,6 +207,10 @@ def _classify(text: str, start: int, end: int, name: str, depth: int, result: Fi
         kind = ATTRIBUTE_CALL if is_call else MENTION
         result.others.append(Occurrence(name, line, col, kind, shown))
         return
+    if _DEF.search(prefix):
+        # ``def register_cpu_ci(...)``: a local fallback definition, not a use.
+        result.others.append(Occurrence(name, line, col, MENTION))
+        return
     if is_call and depth == 0 and not prefix:
         _top_level_call(text, start, after, name, line, result)
         return
@@ -218,7 +223,7 @@ def _classify(text: str, start: int, end: int, name: str, depth: int, result: Fi
         result.others.append(Occurrence(name, line, col, EMBEDDED_CALL, snippet.strip()[:80]))
         return
     alias = _ALIAS.match(text, end)
-    if alias:
+    if alias and alias.group(1) != name:
         result.others.append(Occurrence(name, line, col, ALIASED_IMPORT, alias.group(1)))
         return
     result.others.append(Occurrence(name, line, col, MENTION))
