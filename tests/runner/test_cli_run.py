@@ -241,3 +241,16 @@ def test_example_usage_errors(example_project: Path, args: list[str], message: s
     res = run_cli(example_project, *args)
     assert res.returncode == 2, res.stdout + res.stderr
     assert message in res.stderr
+
+
+def test_closed_stdout_does_not_change_the_verdict(cli_project) -> None:
+    root, plan, [job] = cli_project({"test_a.py": "print('x' * 100000)\n", "test_b.py": PASS})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    proc = subprocess.Popen([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
+                             "--plan", str(plan), "--job", job, "--junit", "j.xml",
+                             "--output", "plain"], stdout=subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `testfleet run ... | head -c 10`
+    assert proc.wait(timeout=60) == 0
+    assert junit_cases(root / "j.xml") == {"tests/test_a.py": "passed", "tests/test_b.py": "passed"}

@@ -1,4 +1,4 @@
-"""Turn SIGINT/SIGTERM to the runner into an event the attempt loop can wait on.
+"""Turn SIGINT/SIGTERM/SIGHUP to the runner into an event the attempt loop can wait on.
 
 A signal handler only records the signal and writes a byte to a self-pipe; the attempt
 loop has the pipe in its selector, so it wakes at once, forwards the signal to the test's
@@ -51,7 +51,8 @@ class Interrupt:
                 os.close(fd)
 
     @contextlib.contextmanager
-    def handling(self, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    def handling(self, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+                 ) -> Iterator[None]:
         """Route ``signals`` to :meth:`trigger` for the duration (main thread only)."""
 
         def handler(signum: int, _frame: FrameType | None) -> None:

@@ -14,6 +14,7 @@ Both end with the summary table. Output bytes are never accumulated here.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import secrets
 import sys
 import threading
@@ -45,13 +46,23 @@ class LogReporter:
         self.total = 0
         self._last = b"\n"
         self._token = ""
+        self._closed = False
+
+    def _write(self, data: bytes) -> None:
+        """Write and flush; a closed stdout (``| head``, a hung-up terminal) silences the
+        log but never stops the run: the verdict must not depend on who is reading."""
+        if self._closed:
+            return
+        try:
+            self.out.write(data)
+            self.out.flush()
+        except (OSError, ValueError):
+            self._closed = True
 
     def _line(self, text: str) -> None:
-        if self._last != b"\n":
-            self.out.write(b"\n")
-        self.out.write(text.encode("utf-8", errors="replace") + b"\n")
+        prefix = b"" if self._last == b"\n" else b"\n"
+        self._write(prefix + text.encode("utf-8", errors="replace") + b"\n")
         self._last = b"\n"
-        self.out.flush()
 
     def job_started(self, spec: JobSpec) -> None:
         self.total = len(spec.items)
@@ -73,8 +84,7 @@ class LogReporter:
             self._line(f"==> {head}")
 
     def output(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
+        self._write(data)
         self._last = data[-1:]
 
     def attempt_finished(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
@@ -103,19 +113,25 @@ class LogReporter:
         from rich.console import Console
 
         if self._last != b"\n":
-            self.out.write(b"\n")
-        self.out.flush()
+            self._write(b"\n")
+        if self._closed:
+            return
         console = Console(file=cast(IO[str], _TextOut(self.out)), force_terminal=self.color,
                           no_color=not self.color, width=160, soft_wrap=False)
-        console.print(summary_table(result))
-        self.out.flush()
+        try:
+            console.print(summary_table(result))
+            self.out.flush()
+        except (OSError, ValueError):
+            self._closed = True
 
     def warning(self, message: str) -> None:
-        if self.github:
-            self.err.write(f"::warning title=testfleet::{gh_escape_data(message)}\n")
-        else:
-            self.err.write(f"testfleet: warning: {message}\n")
-        self.err.flush()
+        text = (f"::warning title=testfleet::{gh_escape_data(message)}\n" if self.github
+                else f"testfleet: warning: {message}\n")
+        try:
+            self.err.write(text)
+            self.err.flush()
+        except (OSError, ValueError):
+            pass
 
 
 class _TextOut:
@@ -177,6 +193,11 @@ class TerminalReporter:
                 elapsed = time.monotonic() - self._file_start
                 self.progress.update(task, completed=min(elapsed, self._file_est or elapsed))
 
+    def _print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print above the progress display; a vanished terminal never stops the run."""
+        with contextlib.suppress(OSError, ValueError):
+            self.progress.console.print(*objects, **kwargs)
+
     def attempt_started(self, index: int, item: RunItem, attempt: int, timeout: float) -> None:
         from rich.markup import escape
 
@@ -202,7 +223,7 @@ class TerminalReporter:
     def _emit(self, text: str) -> None:
         from rich.text import Text
 
-        self.progress.console.print(Text.from_ansi(text.rstrip("\n")), highlight=False,
+        self._print(Text.from_ansi(text.rstrip("\n")), highlight=False,
                                     markup=False, soft_wrap=True)
 
     def attempt_finished(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
@@ -221,13 +242,13 @@ class TerminalReporter:
             msg += f"\n    [yellow]retrying:[/] {escape(attempt.retry_reason)}"
         elif attempt.retry_reason and not attempt.outcome.ok:
             msg += f"\n    [dim]not retried: {escape(attempt.retry_reason)}[/]"
-        self.progress.console.print(msg)
+        self._print(msg)
 
     def file_finished(self, index: int, result: FileResult) -> None:
         from rich.markup import escape
 
         for line in result.gate_lines:
-            self.progress.console.print(f"    {escape(line)}")
+            self._print(f"    {escape(line)}")
         done = index + 1
         self.progress.update(self.job_task, completed=done, info=f"{done}/{self.total} files")
 
@@ -235,8 +256,9 @@ class TerminalReporter:
         self._stop.set()
         if self.file_task is not None:
             self.progress.remove_task(self.file_task)
-        self.progress.stop()
-        self.console.print(summary_table(result))
+        with contextlib.suppress(OSError, ValueError):
+            self.progress.stop()
+        self._print(summary_table(result))
 
     def warning(self, message: str) -> None:
         from rich.console import Console
