@@ -67,7 +67,7 @@ def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
     """
 
     def build(files: dict[str, str], *, floor: float = 5.0, grace: float = 0.5,
-              stage: str = "s-py") -> tuple[Path, Path, list[str]]:
+              stage: str = "s-py", cadence: str | None = None) -> tuple[Path, Path, list[str]]:
         from testfleet.config import load_project
         from testfleet.planning import make_plan
         from testfleet.planning.model import plan_bytes
@@ -84,7 +84,9 @@ def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
             # decreasing estimates keep the planned order equal to the given order
             regs.append(Registration(f"tests/{name}", "cpu", stage, 100.0 - i))
         project = load_project(root)
-        plan = make_plan(project, regs, PlanRequest())
+        from testfleet.policy import Trigger
+
+        plan = make_plan(project, regs, PlanRequest(trigger=Trigger(cadence=cadence)))
         plan_path = tmp_path / "plan.json"
         plan_path.write_bytes(plan_bytes(plan))
         return root, plan_path, [j.id for j in plan.jobs]

@@ -254,3 +254,11 @@ def test_closed_stdout_does_not_change_the_verdict(cli_project) -> None:
     proc.stdout.close()  # like `testfleet run ... | head -c 10`
     assert proc.wait(timeout=60) == 0
     assert junit_cases(root / "j.xml") == {"tests/test_a.py": "passed", "tests/test_b.py": "passed"}
+
+
+def test_nightly_policy_bypasses_fast_fail(cli_project) -> None:
+    root, plan, [job] = cli_project({"test_a.py": FAIL, "test_b.py": PASS}, cadence="nightly")
+    assert json.loads(plan.read_text())["policy"]["bypass_fastfail"] is True
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history")
+    assert res.returncode == 1
+    assert junit_cases(root / "j.xml") == {"tests/test_a.py": "failure", "tests/test_b.py": "passed"}
