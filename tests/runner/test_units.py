@@ -169,6 +169,7 @@ def test_junit_is_valid_with_hostile_output(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     suite = root.find("testsuite")
     assert suite is not None and suite.get("name") == "job-1"
+    assert suite.get("timestamp") == "1970-01-01T00:00:00+00:00"
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == \
         ("5", "1", "1", "1")
     cases = suite.findall("testcase")
@@ -195,6 +196,15 @@ def test_step_summary_escapes_hostile_names(tmp_path: Path) -> None:
         assert len(re.findall(r"(?<!\\)\|", row)) == 7
     assert "<details>" in md and "````text" in md  # fence longer than the ``` in the output
     assert md_escape("a|b<c>") == "a\\|b\\<c\\>"
+
+
+def test_step_summary_caps_failure_details(tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    failed = job.results[2]
+    job.results = [failed] * 50
+    md = step_summary_markdown(job)
+    assert md.count("<details>") == 20
+    assert "30 more failed files" in md
 
 
 def test_log_reporter_warning_and_annotation(tmp_path: Path) -> None:

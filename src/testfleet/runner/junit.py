@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ def build_xml(job: JobResult) -> bytes:
         suite.append(case)  # add_testcase recounts the suite each time: O(n^2)
     suite.update_statistics()
     suite.time = round(job.duration, 3)
+    suite.timestamp = datetime.fromtimestamp(job.started_at, timezone.utc).isoformat(
+        timespec="seconds")
     xml = JUnitXml(f"testfleet {spec.run_id}")
     xml.add_testsuite(suite)
     xml.update_statistics()

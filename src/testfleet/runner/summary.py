@@ -23,6 +23,8 @@ ICON = {
     Outcome.ERROR: "💥", Outcome.INTERRUPTED: "🛑", Outcome.NOT_RUN: "⏭️",
 }
 TAIL_LINES = 60
+# GitHub rejects a step summary over 1 MiB; 20 tails of 60 lines stay far below that.
+MAX_DETAILS = 20
 
 
 def fmt_seconds(s: float) -> str:
@@ -106,10 +108,12 @@ def step_summary_markdown(job: JobResult) -> str:
             f"{len(res.attempts) or '-'} | {fmt_seconds(res.duration) if res.attempts else '-'} | "
             f"{fmt_seconds(res.item.estimate)} | {md_escape(res.message)} |"
         )
-    for res in job.results:
-        if res.outcome.ok or res.outcome is Outcome.NOT_RUN:
-            continue
+    bad = [r for r in job.results if not (r.outcome.ok or r.outcome is Outcome.NOT_RUN)]
+    for res in bad[:MAX_DETAILS]:
         lines += _details(res)
+    if len(bad) > MAX_DETAILS:
+        lines += ["", f"_{len(bad) - MAX_DETAILS} more failed files: their output is in the "
+                      "job log and the JUnit file._"]
     gate = [(r.item.file, line) for r in job.results for line in r.gate_lines]
     if gate:
         lines += ["", "**Metric gate**", ""]
