@@ -205,6 +205,8 @@ def test_step_summary_caps_failure_details(tmp_path: Path) -> None:
     md = step_summary_markdown(job)
     assert md.count("<details>") == 20
     assert "30 more failed files" in md
+    failed.attempts[-1].tail = "y" * 64 * 1024  # one 64 KiB line
+    assert len(step_summary_markdown(job)) < 300 * 1024
 
 
 def test_log_reporter_warning_and_annotation(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ ICON = {
 TAIL_LINES = 60
 # GitHub rejects a step summary over 1 MiB; 20 tails of 60 lines stay far below that.
 MAX_DETAILS = 20
+TAIL_CHARS = 8000  # per file, so 20 tails of very long lines stay below it too
 
 
 def fmt_seconds(s: float) -> str:
@@ -122,7 +123,7 @@ def step_summary_markdown(job: JobResult) -> str:
 
 
 def _details(res: FileResult) -> list[str]:
-    tail = last_lines(clean(res.tail), TAIL_LINES)
+    tail = last_lines(clean(res.tail), TAIL_LINES)[-TAIL_CHARS:]
     fence = _fence(tail)
     return ["", f"<details><summary>{md_escape(res.item.file)}: {res.outcome.label}, "
             f"{md_escape(res.message)}</summary>", "", f"{fence}text", tail, fence, "", "</details>"]
