@@ -19,6 +19,8 @@ from typing import Any
 from testfleet.runner.model import FileResult, JobResult, Outcome
 from testfleet.runner.textclean import clean
 
+PASSING_TAIL = 4096  # characters of output kept for a passing file (failures keep the tail)
+
 
 def build_xml(job: JobResult) -> bytes:
     """The document as bytes (pure; junitparser imported here to keep start-up lean)."""
@@ -51,8 +53,9 @@ def build_xml(job: JobResult) -> bytes:
             notes = [message] if res.outcome is Outcome.FLAKY else []
             notes += [clean(line) for line in res.gate_lines]
             body = "\n".join(notes)
-            if text:
-                body = (body + "\n\n" if body else "") + text
+            if text:  # a passing file's output matters less: keep the report small
+                short = text if len(text) <= PASSING_TAIL else "[...]\n" + text[-PASSING_TAIL:]
+                body = (body + "\n\n" if body else "") + short
             if body:
                 case.system_out = body
         suite.append(case)  # add_testcase recounts the suite each time: O(n^2)
