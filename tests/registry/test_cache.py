@@ -254,3 +254,15 @@ def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: p
     monkeypatch.setattr("builtins.open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
     assert summary(collect(project)) == summary(first)
     assert not [f for f in opened if "/tests/" in f]  # nothing re-read to verify
+
+
+def test_parallel_syntax_check_matches_sequential(tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    from testfleet.registry import syntax
+
+    files = {f"tests/fast/test_s{i}.py": ("def f(:\n" if i % 3 == 0 else "x = 1\n") for i in range(9)}
+    project = tree(files)
+    monkeypatch.setattr(syntax, "PARALLEL_MIN", 10**9)
+    sequential = [f for f in collect(project, use_cache=False, thorough=True).findings if f.code == "syntax"]
+    monkeypatch.setattr(syntax, "PARALLEL_MIN", 1)
+    parallel = [f for f in collect(project, use_cache=False, thorough=True).findings if f.code == "syntax"]
+    assert parallel == sequential and len(sequential) == 3

@@ -20,6 +20,7 @@ from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.discover import StatKey, discover, strays
 from testfleet.registry.model import GateCall, Registration, Registry
+from testfleet.registry.parallel import two_way_map
 from testfleet.registry.result import FileResult
 from testfleet.registry.rules import ImplicitRule, Rules
 from testfleet.registry.settings import Settings, code_fingerprint, from_project, save_snapshot
@@ -134,76 +135,28 @@ Outcome = tuple[FileResult, Any] | str
 def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> list[tuple[str, StatKey, Outcome]]:
     """Parse every file the cache could not answer for: (result, cache element) or an error.
 
-    On a cold run of a large tree the work is split with one forked child (the
-    machines this runs on have two cores or more); the child sends back cache
-    elements as JSON, which go through the same decoder as a warm run. If the
-    child fails in any way, the parent parses its half too.
+    A cold run of a large tree splits the work with one forked child
+    (:func:`~testfleet.registry.parallel.two_way_map`); every result travels as
+    its cache element and is rebuilt by the same decoder a warm run uses.
     """
     if not misses:
         return []
     scanner = _Scanner(rules, root)
-    if len(misses) < PARALLEL_MIN or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+
+    def element(item: tuple[str, StatKey]) -> Any:
+        outcome = scanner(*item)
+        return outcome if isinstance(outcome, str) else outcome[1]
+
+    if len(misses) < PARALLEL_MIN:
         return [(rel, st, scanner(rel, st)) for rel, st in misses]
-    half = len(misses) // 2
-    theirs = misses[half:]
-    child = _fork_scan(scanner, theirs)
-    out = [(rel, st, scanner(rel, st)) for rel, st in misses[:half]]
-    elements = child() if child is not None else None
-    if elements is None:
-        out.extend((rel, st, scanner(rel, st)) for rel, st in theirs)
-        return out
-    for (rel, st), item in zip(theirs, elements, strict=True):
+    out: list[tuple[str, StatKey, Outcome]] = []
+    for (rel, st), item in zip(misses, two_way_map(element, misses, min_items=PARALLEL_MIN), strict=True):
         if isinstance(item, str):
             out.append((rel, st, item))
             continue
         result = _from_element(rel, item, rules)
         out.append((rel, st, (result, item) if result is not None else scanner(rel, st)))
     return out
-
-
-def _fork_scan(scanner: _Scanner, work: list[tuple[str, StatKey]]) -> Any:
-    """Start a child parsing ``work``; returns a function that collects its elements (or None)."""
-    import json
-
-    try:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-    except OSError:
-        return None
-    if pid == 0:  # the child: compute, send, leave without running any cleanup of the parent's
-        status = 1
-        try:
-            os.close(read_fd)
-            items = []
-            for rel, st in work:
-                outcome = scanner(rel, st)
-                items.append(outcome if isinstance(outcome, str) else outcome[1])
-            data = json.dumps(items, separators=(",", ":")).encode("utf-8", "surrogatepass")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view):]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-
-    def collect_child() -> list[Any] | None:
-        chunks = []
-        try:
-            while chunk := os.read(read_fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(read_fd)
-            _, status = os.waitpid(pid, 0)
-        if status != 0:
-            return None
-        try:
-            items = json.loads(b"".join(chunks))
-        except ValueError:
-            return None
-        return items if isinstance(items, list) and len(items) == len(work) else None
-
-    return collect_child
 
 
 def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:

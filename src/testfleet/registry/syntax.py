@@ -17,6 +17,7 @@ from typing import Any
 from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.model import Registry
+from testfleet.registry.parallel import two_way_map
 from testfleet.registry.scan import decode
 
 KIND = "testfleet-syntax-cache"
@@ -46,6 +47,7 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
     old: dict[str, Any] = cache.load(path, key, KIND) if use_cache else {}
     new: dict[str, Any] = {}
     out: list[Finding] = []
+    todo: list[tuple[str, str]] = []
     for rel in registry.files:
         if rel in already:
             continue
@@ -56,16 +58,40 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
         digest = cache.content_digest(data)
         cached = old.get(digest, False)
         if cached is None or _well_formed(cached):
-            result = None if cached is None else (cached[0], cached[1], cached[2])
+            new[digest] = cached
+            if cached is not None:
+                out.append(_finding(rel, cached))
         else:
-            result = syntax_error(data, rel)
-        new[digest] = None if result is None else list(result)
-        if result is not None:
-            line, col, msg = result
-            out.append(Finding(rel, line, col, "error", "syntax", f"syntax error: {msg}"))
+            todo.append((rel, digest))
+    for (rel, digest), result in zip(todo, two_way_map(_check_one(root), todo, min_items=PARALLEL_MIN),
+                                     strict=True):
+        new[digest] = result if _well_formed(result) else None
+        if new[digest] is not None:
+            out.append(_finding(rel, new[digest]))
     if use_cache and new != old:
         cache.save(path, key, new, KIND)
     return out
+
+
+PARALLEL_MIN = 200
+
+
+def _check_one(root: Path) -> Any:
+    def check(item: tuple[str, str]) -> list[Any] | None:
+        rel, _digest = item
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            return None
+        found = syntax_error(data, rel)
+        return None if found is None else list(found)
+
+    return check
+
+
+def _finding(rel: str, cached: list[Any]) -> Finding:
+    line, col, msg = cached
+    return Finding(rel, line, col, "error", "syntax", f"syntax error: {msg}")
 
 
 def _well_formed(value: Any) -> bool:
