@@ -298,3 +298,27 @@ def test_process_that_survives_sigkill_is_reported_not_waited_for(
         os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)  # it was re-parented to us (subreaper): collect it
+
+
+ORPHANED_AFTER_A_WHILE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(sys.argv[0] + ".pids", "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+        time.sleep(3600)
+        os._exit(0)
+    time.sleep(0.6)  # long enough to be seen by the poller, then orphan the grandchild
+    os._exit(0)
+time.sleep(3600)
+"""
+
+
+def test_polling_remembers_descendants_that_were_orphaned(make_spec) -> None:
+    """Without a subreaper the orphan goes to init; only the poller's memory finds it."""
+    spec = make_spec({"test_orphan.py": ORPHANED_AFTER_A_WHILE}, floor=2.0, grace=0.2)
+    job = execute(spec, reporter=NullReporter(), use_subreaper=False)
+    assert job.results[0].outcome is Outcome.TIMEOUT
+    [pid] = _pids(spec, "test_orphan.py")
+    assert not _alive(pid)
