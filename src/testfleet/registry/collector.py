@@ -136,27 +136,25 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> lis
     """Parse every file the cache could not answer for: (result, cache element) or an error.
 
     A cold run of a large tree splits the work with one forked child
-    (:func:`~testfleet.registry.parallel.two_way_map`); every result travels as
-    its cache element and is rebuilt by the same decoder a warm run uses.
+    (:func:`~testfleet.registry.parallel.two_way_map`); the child's results
+    travel as cache elements and are rebuilt by the same decoder a warm run uses.
     """
     if not misses:
         return []
     scanner = _Scanner(rules, root)
 
-    def element(item: tuple[str, StatKey]) -> Any:
-        outcome = scanner(*item)
+    def encode(outcome: Outcome) -> Any:
         return outcome if isinstance(outcome, str) else outcome[1]
 
-    if len(misses) < PARALLEL_MIN:
-        return [(rel, st, scanner(rel, st)) for rel, st in misses]
-    out: list[tuple[str, StatKey, Outcome]] = []
-    for (rel, st), item in zip(misses, two_way_map(element, misses, min_items=PARALLEL_MIN), strict=True):
-        if isinstance(item, str):
-            out.append((rel, st, item))
-            continue
-        result = _from_element(rel, item, rules)
-        out.append((rel, st, (result, item) if result is not None else scanner(rel, st)))
-    return out
+    def decode(item: tuple[str, StatKey], data: Any) -> Outcome | None:
+        if isinstance(data, str):
+            return data
+        result = _from_element(item[0], data, rules)
+        return None if result is None else (result, data)
+
+    outcomes = two_way_map(lambda item: scanner(*item), misses, min_items=PARALLEL_MIN,
+                           encode=encode, decode=decode)
+    return [(rel, st, outcome) for (rel, st), outcome in zip(misses, outcomes, strict=True)]
 
 
 def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:

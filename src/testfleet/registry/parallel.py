@@ -17,21 +17,35 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def two_way_map(func: Callable[[T], Any], items: Sequence[T], *, min_items: int) -> list[Any]:
+def _same(result: Any) -> Any:
+    return result
+
+
+def _as_is(_item: Any, data: Any) -> Any:
+    return data
+
+
+def two_way_map(func: Callable[[T], Any], items: Sequence[T], *, min_items: int,
+                encode: Callable[[Any], Any] = _same,
+                decode: Callable[[T, Any], Any] = _as_is) -> list[Any]:
     """``[func(x) for x in items]``, the second half computed in a forked child when worth it.
 
-    ``func``'s results must survive a JSON round trip unchanged (lists, not tuples).
+    The child sends ``encode(func(x))`` as JSON; the parent turns each back with
+    ``decode(x, data)``, and computes ``func(x)`` itself where that returns None.
     """
     if len(items) < min_items or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [func(x) for x in items]
     half = len(items) // 2
     theirs = items[half:]
-    child = _start(func, theirs)
-    mine = [func(x) for x in items[:half]]
+    child = _start(lambda x: encode(func(x)), theirs)
+    out = [func(x) for x in items[:half]]
     answer = child() if child is not None else None
     if answer is None:
-        answer = [func(x) for x in theirs]
-    return mine + answer
+        return out + [func(x) for x in theirs]
+    for x, data in zip(theirs, answer, strict=True):
+        result = decode(x, data)
+        out.append(result if result is not None else func(x))
+    return out
 
 
 def _start(func: Callable[[T], Any], work: Sequence[T]) -> Callable[[], list[Any] | None] | None:
