@@ -159,3 +159,11 @@ def test_definitions_and_self_aliases_are_mentions() -> None:
     result = run(src)
     assert [c.line for c in result.calls] == [7]
     assert [o.kind for o in result.others] == [sc.MENTION] * 3  # name, its self-alias, the def
+
+
+def test_backslash_continuation_is_not_a_top_level_call() -> None:
+    result = run('x = 1 + \\\nregister_cpu_ci(5, "s")\n# c:\\\nregister_cuda_ci(1, "t", labels=["a"])\n')
+    assert [c.name for c in result.calls] == ["register_cuda_ci"]
+    (occ,) = result.others
+    assert (occ.kind, occ.line) == (sc.EMBEDDED_CALL, 2) and occ.detail.startswith("x = 1 +")
+    assert reference_calls('x = 1 + \\\nregister_cpu_ci(5, "s")\n') == []

@@ -211,15 +211,20 @@ def _classify(text: str, start: int, end: int, name: str, depth: int, result: Fi
         # ``def register_cpu_ci(...)``: a local fallback definition, not a use.
         result.others.append(Occurrence(name, line, col, MENTION))
         return
-    if is_call and depth == 0 and not prefix:
+    continued = is_call and depth == 0 and not prefix.strip() and _continues_previous_line(text, line_start)
+    if is_call and depth == 0 and not prefix and not continued:
         _top_level_call(text, start, after, name, line, result)
         return
-    if is_call and depth == 0 and not prefix.strip():
+    if is_call and depth == 0 and not prefix.strip() and not continued:
         header = _enclosing_header(text, line_start, len(prefix.expandtabs()))
         result.others.append(Occurrence(name, line, col, INDENTED_CALL, header))
         return
     if is_call:
-        snippet = text[line_start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+        nl = text.find("\n", start)
+        snippet = text[line_start:nl if nl >= 0 else len(text)]
+        if not snippet[:col - 1].strip():  # the statement began on an earlier line ("x = \\")
+            prev = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+            snippet = text[prev:line_start - 1].strip() + " " + snippet.strip()
         result.others.append(Occurrence(name, line, col, EMBEDDED_CALL, snippet.strip()[:80]))
         return
     alias = _ALIAS.match(text, end)
@@ -227,6 +232,14 @@ def _classify(text: str, start: int, end: int, name: str, depth: int, result: Fi
         result.others.append(Occurrence(name, line, col, ALIASED_IMPORT, alias.group(1)))
         return
     result.others.append(Occurrence(name, line, col, MENTION))
+
+
+def _continues_previous_line(text: str, line_start: int) -> bool:
+    """Does the line before end in a backslash continuation (and not inside a comment)?"""
+    if line_start < 2 or text[line_start - 2] != "\\":
+        return False
+    prev = text[text.rfind("\n", 0, line_start - 1) + 1:line_start - 1]
+    return "#" not in prev
 
 
 def _top_level_call(text: str, start: int, paren: int, name: str, line: int, result: FileScan) -> None:
