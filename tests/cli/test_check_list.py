@@ -248,3 +248,14 @@ def test_check_strict_fails_on_warnings(project, run, only_collection) -> None:
                     "register_cpu_ci(5, 'stage-a-cpu', labels=['amd', 'amd'])\n"})
     assert run("-C", str(root), "check")[0] == 0
     assert run("-C", str(root), "check", "--strict")[0] == 1
+
+
+def test_list_table_on_a_terminal_uses_rich(project, run, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project({"tests/test_e.py": "from testfleet import register_cpu_ci\n"
+                    "register_cpu_ci(5, 'stage-a-cpu', disabled='[bold]x\\x1b[2J')\n"})
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    code, out, _ = run("-C", str(root), "list")
+    assert code == 0
+    assert "┃" in out or "│" in out  # rich's table
+    assert "[bold]x" in out and "\x1b[2J" not in out
+    assert "4 of 4 registrations" in out

@@ -133,32 +133,54 @@ def to_csv(rows: list[Registration]) -> str:
     return buf.getvalue()
 
 
+RICH_MAX_ROWS = 2000
+
+
+def _cells(r: Registration) -> list[str]:
+    status = []
+    if r.implicit:
+        status.append("implicit")
+    if r.nightly:
+        status.append("nightly")
+    if r.disabled is not None:
+        status.append("disabled: " + _safe(r.disabled))
+    where = f"{r.file}:{r.line}" if r.line else r.file
+    return [_safe(where), r.backend, r.suite, f"{r.est_time:g}s", ", ".join(r.labels), "; ".join(status)]
+
+
+HEADERS = ("file", "backend", "suite", "est_time", "labels", "status")
+
+
 def _table(rows: list[Registration], total: int) -> None:
+    """rich on a terminal; plain aligned columns when piped or for very large trees
+    (rich needs seconds for 10,000 rows, and a log wants no box drawing)."""
+    if not sys.stdout.isatty() or len(rows) > RICH_MAX_ROWS:
+        click.echo(plain_table(rows, total), nl=False)
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name, justify in (("file", "left"), ("backend", "left"), ("suite", "left"),
-                          ("est_time", "right"), ("labels", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for name in HEADERS[:-1]:
+        table.add_column(name, justify="right" if name == "est_time" else "left", no_wrap=True)
     table.add_column("status", overflow="fold", min_width=20)
     for r in rows:
-        status = []
-        if r.implicit:
-            status.append(Text("implicit", style="dim"))
-        if r.nightly:
-            status.append(Text("nightly", style="cyan"))
-        if r.disabled is not None:
-            status.append(Text("disabled: " + _safe(r.disabled), style="yellow"))
-        where = f"{r.file}:{r.line}" if r.line else r.file
-        table.add_row(Text(_safe(where)), Text(r.backend), Text(r.suite), Text(f"{r.est_time:g}s"),
-                      Text(", ".join(r.labels)), Text("; ").join(status))
-    # Piped output is read by people too (CI logs): do not squeeze it to 80 columns.
-    width = None if sys.stdout.isatty() else 200
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=False, width=width)
+        table.add_row(*(Text(c) for c in _cells(r)))
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
     console.print(table)
     console.print(f"{len(rows)} of {total} registrations", highlight=False, markup=False)
+
+
+def plain_table(rows: list[Registration], total: int) -> str:
+    body = [list(HEADERS)] + [_cells(r) for r in rows]
+    widths = [max(len(row[i]) for row in body) for i in range(len(HEADERS) - 1)]
+    lines = []
+    for row in body:
+        cols = [c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=False))]
+        lines.append("  ".join([*cols, row[-1]]).rstrip())
+    lines.append(f"{len(rows)} of {total} registrations")
+    return "\n".join(lines) + "\n"
 
 
 def _safe(value: str) -> str:
