@@ -329,6 +329,12 @@ class Config(_Strict):
     def _roots(cls, v: list[str]) -> list[str]:
         return [_relative_path(r) for r in v]
 
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir(cls, v: str) -> str:
+        # Caches are written here: never outside the project (a PR could set "/etc").
+        return _relative_path(v)
+
     @field_validator("labels", "stages", "backends")
     @classmethod
     def _names(cls, v: dict[str, Any]) -> dict[str, Any]:

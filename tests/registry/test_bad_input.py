@@ -203,6 +203,8 @@ CONFIG_CASES = [
     ("absolute-root", BASE_CONFIG.replace('roots = ["tests"]', 'roots = ["/etc"]'), "roots",
      "must be a relative path"),
     ("invalid-toml", BASE_CONFIG + "[stages\n", "", "invalid TOML"),
+    ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
+    ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
 ]
 
 
