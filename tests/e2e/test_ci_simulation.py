@@ -292,6 +292,7 @@ case "$1 $2" in
   "artifact upload") cp "$3" "$STORE/artifact-$(basename "$3")" ;;
   "artifact download") cp "$STORE/artifact-$3" "$4/$3" ;;
   "pipeline upload") cp "$3" "$STORE/uploaded-pipeline.json" ;;
+  "annotate --style") cat > "$STORE/annotation-$3-$5.md" ;;
   *) echo "unexpected: $*" >&2; exit 9 ;;
 esac
 """
@@ -356,9 +357,17 @@ def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path:
     assert plan["policy"]["fork"] is fork
     assert plan["policy"]["include_labels"] == ["megatron"]
     pipeline = json.loads((bk.store / "uploaded-pipeline.json").read_text())
-    assert len(pipeline["steps"]) == len(plan["jobs"])
+    # first the notice step: the dormant MI300X hole and the warning about the hostile
+    # (unprefixed) labels become a build annotation, as data, never as shell code
+    notice, *job_steps = pipeline["steps"]
+    assert len(job_steps) == len(plan["jobs"])
+    proc = bk.run("set -e\n" + "\n".join(notice["commands"]), plan_ws, notice["env"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not PWNED.exists()
+    annotation = (bk.store / "annotation-warning-testfleet-holes.md").read_text()
+    assert "stage-c-4-gpu-mi300x" in annotation and "touch /tmp/testfleet-pwned" in annotation
 
-    step = next(s for s in pipeline["steps"] if s["env"]["TESTFLEET_JOB_ID"].startswith("stage-b"))
+    step = next(s for s in job_steps if s["env"]["TESTFLEET_JOB_ID"].startswith("stage-b"))
     workspace = tmp_path / "bk-job"
     git(tmp_path, "clone", "-q", str(repo), str(workspace))
     proc = bk.run("set -e\n" + "\n".join(step["commands"]), workspace, step["env"])

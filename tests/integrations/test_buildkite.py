@@ -5,20 +5,33 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testfleet.config import load_project
-from testfleet.integrations.buildkite import agents_for, emit, escape, pipeline, step_key
+from testfleet.integrations.buildkite import (
+    ANNOTATION_CONTEXT,
+    MAX_NOTICE_CHARS,
+    MAX_WARNING_CHARS,
+    NOTICE_KEY,
+    agents_for,
+    emit,
+    escape,
+    pipeline,
+    step_key,
+)
 from testfleet.planning import make_plan
 from testfleet.planning.model import Job, Plan, PlannedTest, StageSummary, seal
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 from testfleet.registry import collect
 
-from .conftest import run_cli, run_tool, tool
+from .conftest import MI300X, run_cli, run_tool, tool
 
 TRIGGERS = {
     "push": Trigger(event="push"),
@@ -65,8 +78,9 @@ def job(job_id: str, stage: str, *, wave: int = 0, needs: tuple[str, ...] = (),
                10.0, (PlannedTest(f"tests/{job_id}.py", 10.0),))
 
 
-def stage(name: str, wave: int, status: str = "scheduled") -> StageSummary:
-    return StageSummary(name, "cpu", status, "", wave, {})
+def stage(name: str, wave: int, status: str = "scheduled", *, reason: str = "",
+          hole: bool = False, backend: str = "cpu") -> StageSummary:
+    return StageSummary(name, backend, status, reason, wave, {}, hole=hole)
 
 
 @pytest.mark.parametrize("trigger", sorted(TRIGGERS))
@@ -76,7 +90,13 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
     text = emit(plan)
     validate(tmp_path, text)
     data = json.loads(text)
-    steps = data["steps"]
+    # the example's MI300X stage is dormant: a coverage hole under every trigger, so
+    # the first step posts it as an annotation and the pipeline env names it
+    assert [s.name for s in plan.holes] == [MI300X]
+    assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == MI300X
+    notice, *steps = data["steps"]
+    assert notice["key"] == NOTICE_KEY and "coverage hole" in notice["label"]
+    assert MI300X in notice["env"]["TESTFLEET_ANNOTATION"]
     assert len(steps) == len(plan.jobs) > 0
     keys = [s["key"] for s in steps]
     assert len(set(keys)) == len(keys)
@@ -113,7 +133,9 @@ def test_cli_writes_pipeline_and_plan_in_one_run(example_project: Path, tmp_path
     validate(tmp_path, out, cli=True)
     digest = json.loads(plan_file.read_text())["digest"]
     assert json.loads(out)["env"]["TESTFLEET_PLAN_DIGEST"] == digest
-    assert all(any(digest in c for c in s["commands"]) for s in json.loads(out)["steps"])
+    notice, *job_steps = json.loads(out)["steps"]
+    assert notice["key"] == NOTICE_KEY  # the dormant MI300X stage is a hole
+    assert job_steps and all(any(digest in c for c in s["commands"]) for s in job_steps)
 
 
 def test_a_needed_stage_without_jobs_still_orders_later_waves(tmp_path: Path) -> None:
@@ -154,6 +176,143 @@ def test_hostile_strings_cannot_interpolate_at_upload(tmp_path: Path) -> None:
     # every '$' that reaches Buildkite is doubled: nothing expands at upload time
     for s in _strings(data):
         assert "$" not in s.replace("$$", "")
+
+
+# -- coverage holes and warnings on the build page ------------------------------------
+
+NOTICE_COMMANDS = [
+    "printf '%s\\n' \"$$TESTFLEET_NOTICE\"",
+    "printf '%s\\n' \"$$TESTFLEET_ANNOTATION\" | buildkite-agent annotate --style warning "
+    "--context testfleet-holes",
+]
+
+
+def hole_plan(reason: str = "runners down", warnings: tuple[str, ...] = (),
+              jobs: tuple[Job, ...] | None = None) -> Plan:
+    hole_warning = f"coverage hole: stage gpu (rocm) has no enabled registrations: {reason}"
+    return seal(Plan(
+        policy={"bypass_fastfail": False},
+        jobs=(job("unit-1", "unit"),) if jobs is None else jobs,
+        stages=(stage("unit", 0), stage("gpu", 1, "dormant", reason=reason, hole=True,
+                                        backend="rocm")),
+        skipped=(), warnings=(*warnings, hole_warning)))
+
+
+def uploaded(value: Any) -> Any:
+    """What Buildkite's upload-time interpolation leaves: with every '$' doubled
+    (asserted wherever this is used), interpolation is exactly '$$' -> '$'."""
+    if isinstance(value, str):
+        assert "$" not in value.replace("$$", ""), value
+        return value.replace("$$", "$")
+    if isinstance(value, list):
+        return [uploaded(v) for v in value]
+    if isinstance(value, dict):
+        return {uploaded(k): uploaded(v) for k, v in value.items()}
+    return value
+
+
+def test_a_hole_is_annotated_on_the_build_page(tmp_path: Path) -> None:
+    plan = hole_plan(warnings=("no history database yet; all estimates are est_time literals",))
+    text = emit(plan)
+    validate(tmp_path, text, cli=True)
+    data = json.loads(text)
+    assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == "gpu"
+    notice, unit = data["steps"]
+    assert notice["key"] == NOTICE_KEY
+    assert notice["label"] == ":warning: testfleet: 1 coverage hole(s), 1 warning(s)"
+    assert notice["commands"] == NOTICE_COMMANDS  # constants: the text is only in env
+    assert ANNOTATION_CONTEXT == "testfleet-holes"
+    assert notice["soft_fail"] is True and "agents" not in notice  # default queue
+    assert "depends_on" not in notice and "depends_on" not in unit  # blocks nothing
+    assert notice["env"]["TESTFLEET_NOTICE"].splitlines() == [
+        "coverage hole: gpu (rocm): dormant: runners down",
+        "warning: no history database yet; all estimates are est_time literals",
+    ]
+    body = notice["env"]["TESTFLEET_ANNOTATION"]
+    assert body.startswith("**testfleet: 1 coverage hole(s)**")
+    assert "- gpu (rocm): dormant: runners down" in body
+    assert r"est\_time literals" in body  # Markdown-escaped
+    assert unit["key"] == "unit-1"
+
+
+def test_no_holes_no_warnings_no_notice_step() -> None:
+    plan = seal(Plan(policy={}, jobs=(job("unit-1", "unit"),), stages=(stage("unit", 0),),
+                     skipped=(), warnings=()))
+    data = pipeline(plan)
+    assert [s["key"] for s in data["steps"]] == ["unit-1"]
+    assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == ""
+
+
+def test_a_plan_with_no_jobs_still_shows_its_hole(tmp_path: Path) -> None:
+    plan = hole_plan(jobs=(), warnings=("no jobs: nothing selected",))
+    data = json.loads(emit(plan))
+    validate(tmp_path, emit(plan))
+    (notice,) = data["steps"]  # no wait step needed: the notice is a real step
+    assert notice["key"] == NOTICE_KEY and "gpu" in notice["env"]["TESTFLEET_ANNOTATION"]
+
+
+def test_a_job_cannot_take_the_notice_key() -> None:
+    plan = hole_plan(jobs=(job(NOTICE_KEY, "unit"),))
+    keys = [s["key"] for s in pipeline(plan)["steps"]]
+    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2"]
+
+
+HOSTILE = ("label 'x'\n- forged: `touch pwned-backtick` $(touch pwned-subst) "
+           "${{ secrets.TOKEN }} ${HOME} $BUILDKITE_AGENT_ACCESS_TOKEN <img src=x> [a](http://evil)"
+           "\n--style error")
+
+
+def test_hostile_warning_text_is_never_executed(tmp_path: Path) -> None:
+    """The notice step run by bash exactly as an agent would after upload: hostile
+    text (newlines, '$', backticks, '${{ }}', a leading '--') reaches the annotation
+    as data, runs nothing, changes no option and is Markdown-escaped."""
+    plan = hole_plan(reason=HOSTILE, warnings=(HOSTILE, "--context other"))
+    text = emit(plan)
+    validate(tmp_path, text)
+    notice = uploaded(json.loads(text)["steps"][0])
+    assert notice["commands"] == [c.replace("$$", "$") for c in NOTICE_COMMANDS]
+    for command in notice["commands"]:
+        assert "pwned" not in command and "secrets" not in command
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    agent = bin_dir / "buildkite-agent"
+    agent.write_text('#!/bin/sh\nprintf \'%s\\n\' "$@" > "$OUT/args"\ncat > "$OUT/body"\n')
+    agent.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path / "home"),
+           "OUT": str(tmp_path), "BUILDKITE_AGENT_ACCESS_TOKEN": "not-for-you",
+           **notice["env"]}
+    result = subprocess.run(["bash", "-e", "-c", "\n".join(notice["commands"])], cwd=work,
+                            env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 0, result.stderr
+    assert not list(work.iterdir()) and not list(tmp_path.glob("pwned*"))
+    assert (tmp_path / "args").read_text().splitlines() == [
+        "annotate", "--style", "warning", "--context", "testfleet-holes"]
+    body = (tmp_path / "body").read_text()
+    assert "not-for-you" not in body + result.stdout and str(tmp_path / "home") not in body
+    # printed to the log literally, one line per item (a newline cannot forge a line)
+    log = result.stdout.splitlines()
+    assert log[0].startswith("coverage hole: gpu (rocm): dormant: label 'x' - forged: `touch")
+    assert "${{ secrets.TOKEN }} ${HOME} $BUILDKITE_AGENT_ACCESS_TOKEN" in log[0]
+    assert len(log) == 3 and log[2] == "warning: --context other"
+    # in the annotation, Markdown-escaped: no HTML, no link, no code span
+    for special in ("<", ">", "`", "[", "]", "$"):
+        assert re.search(r"(?<!\\)" + re.escape(special), body) is None, special
+    assert r"\`touch pwned-backtick\`" in body and r"\$\{\{ secrets.TOKEN \}\}" in body
+
+
+def test_long_warnings_are_capped_not_dropped(tmp_path: Path) -> None:
+    many = tuple(f"warning {i}: " + "x" * 5_000 for i in range(100))
+    notice = pipeline(hole_plan(warnings=many))["steps"][0]
+    for name in ("TESTFLEET_NOTICE", "TESTFLEET_ANNOTATION"):
+        value = notice["env"][name]
+        assert len(value) <= MAX_NOTICE_CHARS + 100  # far below one env string's 128 KiB
+        assert value.splitlines()[-1].startswith("… and ")  # says how many were left out
+        assert all(len(line) <= MAX_WARNING_CHARS + 10 for line in value.splitlines())
+    assert "coverage hole" in notice["env"]["TESTFLEET_NOTICE"].splitlines()[0]
+    validate(tmp_path, emit(hole_plan(warnings=many)))
 
 
 def _strings(value: Any) -> list[str]:
@@ -222,9 +381,12 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
     from testfleet.integrations.buildkite import bootstrap
 
     plan = plan_for(example_project, TRIGGERS["nightly"])
+    notice, first_job = pipeline(plan)["steps"][:2]
+    assert notice["key"] == NOTICE_KEY
     scripts = {
         "bootstrap.sh": yaml.safe_load(bootstrap())["steps"][0]["command"],
-        "step.sh": "\n".join(pipeline(plan)["steps"][0]["commands"]),
+        "notice.sh": "\n".join(notice["commands"]),
+        "step.sh": "\n".join(first_job["commands"]),
     }
     for name, body in scripts.items():
         path = tmp_path / name

@@ -21,6 +21,15 @@ Mapping:
   ``cuda`` and the ROCm devices for ``rocm``);
 * ``artifact_paths``: the JUnit file; ``retry``: only when the agent was lost.
 
+Coverage holes and plan warnings are not left in the uploader's log, where nobody
+reads them: when there are any, the first step (default queue, no checkout work,
+soft-failing) prints them and posts them as a ``warning`` annotation with context
+``testfleet-holes`` at the top of the build page, and the pipeline's env carries
+``TESTFLEET_COVERAGE_HOLES`` (the hole stages, comma-separated) into every step.
+The text travels only in the step's ``env`` and reaches the annotation through
+stdin (``"$VAR"``, never spliced into a command), so a hostile label or reason
+is data to the shell, and it is Markdown-escaped so it renders as written.
+
 Buildkite interpolates ``$VAR`` when a pipeline is uploaded; every string this
 module emits has ``$`` escaped so that variables expand at run time only, and
 nothing from the plan can reach the upload-time environment.
@@ -40,6 +49,13 @@ from testfleet.planning.model import Job, Plan
 DOCKER_PLUGIN = "docker#v5.12.0"
 JUNIT_DIR = "testfleet-junit"
 PLAN_FILE = "plan.json"
+NOTICE_KEY = "testfleet-warnings"
+ANNOTATION_CONTEXT = "testfleet-holes"
+#: One warning and the whole notice are capped well below the kernel's 128 KiB limit
+#: for a single environment string, so a hostile label cannot make the step unable
+#: to start (and a 1 MiB annotation is Buildkite's own limit).
+MAX_WARNING_CHARS = 1_000
+MAX_NOTICE_CHARS = 32_000
 
 _KEY_BAD = re.compile(r"[^A-Za-z0-9_:-]")
 _HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|\d[\w.]*)(-[\w.]+)*$")
@@ -132,14 +148,88 @@ def _dependencies(plan: Plan, job: Job, keys: dict[str, str]) -> list[str]:
     return sorted(deps)
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bounded(lines: list[str], limit: int) -> list[str]:
+    """``lines`` up to ``limit`` characters in all, then one line saying how many
+    were left out (never silently dropped)."""
+    kept: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        if size + len(line) + 1 > limit:
+            kept.append(f"… and {len(lines) - i} more (see the plan file)")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return kept
+
+
+def notice_texts(plan: Plan) -> tuple[str, str] | None:
+    """The plan's coverage holes and other warnings as (plain log text, Markdown
+    annotation body), or ``None`` when the plan has nothing to warn about."""
+    from testfleet.planning.formats import md
+
+    holes = [
+        f"{s.name} ({s.backend}): {s.status}" + (f": {s.reason}" if s.reason else "")
+        for s in plan.holes
+    ]
+    others = [w for w in plan.warnings if not w.startswith("coverage hole:")]
+    if not holes and not others:
+        return None
+    # One line per item in the log too: a newline in a label must not forge a line.
+    plain = [_clip(" ".join(f"coverage hole: {h}".split()), MAX_WARNING_CHARS) for h in holes]
+    plain += [_clip(" ".join(f"warning: {w}".split()), MAX_WARNING_CHARS) for w in others]
+    body: list[str] = []
+    if holes:
+        body += [f"**testfleet: {len(holes)} coverage hole(s)**: these stages run no "
+                 "tests in this build", ""]
+        body += [f"- {md(_clip(h, MAX_WARNING_CHARS))}" for h in holes]
+        body.append("")
+    if others:
+        body += [f"**testfleet: {len(others)} plan warning(s)**", ""]
+        body += [f"- {md(_clip(w, MAX_WARNING_CHARS))}" for w in others]
+    return ("\n".join(_bounded(plain, MAX_NOTICE_CHARS)),
+            "\n".join(_bounded(body, MAX_NOTICE_CHARS)).strip())
+
+
+def notice_step(plan: Plan, key: str) -> dict[str, Any] | None:
+    """The step that makes holes and warnings visible on the build page (see the
+    module docstring); its commands are constants, the text is only in ``env``."""
+    texts = notice_texts(plan)
+    if texts is None:
+        return None
+    plain, annotation = texts
+    holes, others = len(plan.holes), sum(
+        1 for w in plan.warnings if not w.startswith("coverage hole:"))
+    parts = [f"{holes} coverage hole(s)"] if holes else []
+    parts += [f"{others} warning(s)"] if others else []
+    return {
+        "label": ":warning: testfleet: " + ", ".join(parts),
+        "key": key,
+        "commands": [
+            "printf '%s\\n' \"$TESTFLEET_NOTICE\"",
+            "printf '%s\\n' \"$TESTFLEET_ANNOTATION\" | buildkite-agent annotate "
+            f"--style warning --context {ANNOTATION_CONTEXT}",
+        ],
+        "env": {"TESTFLEET_NOTICE": plain, "TESTFLEET_ANNOTATION": annotation},
+        "soft_fail": True,
+        "timeout_in_minutes": 5,
+    }
+
+
 def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, Any]:
     """The pipeline as data (what :func:`emit` serialises)."""
     opts = options or BuildkiteOptions()
-    taken: set[str] = set()
+    taken: set[str] = {NOTICE_KEY}
     keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
     bypass = bool(plan.policy.get("bypass_fastfail", False))
     command = _command(plan, opts)
     steps: list[dict[str, Any]] = []
+    notice = notice_step(plan, NOTICE_KEY)
+    if notice is not None:
+        steps.append(notice)
     for job in plan.jobs:
         step: dict[str, Any] = {
             "label": f"{job.stage} {job.shard}/{job.shards}",
@@ -169,8 +259,9 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
     if not steps:
         # Nothing to run: a wait step is valid and asks for no agent.
         steps.append({"wait": None})
-    return {"env": {"TESTFLEET_PLAN_DIGEST": plan.digest or plan.to_json()["digest"]},
-            "steps": _escape_all(steps)}
+    env = {"TESTFLEET_PLAN_DIGEST": plan.digest or plan.to_json()["digest"],
+           "TESTFLEET_COVERAGE_HOLES": ",".join(s.name for s in plan.holes)}
+    return {"env": _escape_all(env), "steps": _escape_all(steps)}
 
 
 def _escape_all(value: Any) -> Any:
