@@ -93,6 +93,40 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f}"
 
 
+def _percent(share: float) -> str:
+    """Whole percent, except that a share that is neither none nor all never rounds to
+    0 % or 100 % (one test in 300 from history is not "0 %")."""
+    pct = share * 100
+    if 0 < pct < 1:
+        return "<1%"
+    if 99 < pct < 100:
+        return ">99%"
+    return f"{pct:.0f}%"
+
+
+SHARDING_HEADER = ("stage", "shards", "makespan min", "bound min", "ratio", "history")
+SHARDING_LEGEND = ("makespan = the slowest shard; bound = max(longest test, total / shards), "
+                   "which no split can beat; ratio = makespan / bound; history = share of "
+                   "tests estimated from recorded durations (the rest from est_time literals)")
+
+
+def sharding_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
+    """How well each scheduled stage split, as people read it: makespan and lower
+    bound in minutes, their ratio to three decimals (1.003 = 0.3 % above the best
+    any split could do) and the share of its tests estimated from history. Stages
+    that run nothing have no split and no row (a 0.0 or 1.000 would claim one)."""
+    return [(s.name, str(s.shards), _split_minutes(s.makespan), _split_minutes(s.lower_bound),
+             f"{s.ratio:.3f}", _percent(s.history_share))
+            for s in plan.stages if s.shards > 0]
+
+
+def _split_minutes(seconds: float) -> str:
+    """Minutes with two decimals below ten minutes, so a short stage's makespan and
+    bound do not both read 0.2 beside a ratio of 1.200."""
+    minutes = seconds / 60
+    return f"{minutes:.2f}" if minutes < 10 else f"{minutes:.1f}"
+
+
 def skipped_by_reason(plan: Plan) -> Counter[str]:
     return Counter(s.reason for s in plan.skipped)
 
@@ -124,6 +158,12 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
             f"{s.counts.get('registered', 0)} | {md(s.reason)} |"
         )
     lines.append("")
+    split = sharding_rows(plan)
+    if split:
+        lines += ["### Sharding", "", "| " + " | ".join(SHARDING_HEADER) + " |",
+                  "|---|" + "---:|" * (len(SHARDING_HEADER) - 1)]
+        lines += [f"| {md(row[0])} | " + " | ".join(row[1:]) + " |" for row in split]
+        lines += ["", f"<sub>{md(SHARDING_LEGEND)}</sub>", ""]
     counts = skipped_by_reason(plan)
     if counts:
         lines += ["| skipped because | registrations |", "|---|---|"]
@@ -191,6 +231,19 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
                       f"{s.counts.get('scheduled', 0)}/{s.counts.get('registered', 0)}",
                       Text(s.reason))
     console.print(table)
+    split = sharding_rows(plan)
+    if split:
+        # A second, narrow table: the split figures fit an 80-column terminal here,
+        # where six more columns in the stage table would squeeze them unreadable.
+        sharding = Table(show_header=True, header_style="bold", box=None, pad_edge=False,
+                         title="sharding", title_justify="left", title_style="bold")
+        for col in SHARDING_HEADER:
+            sharding.add_column(col, justify="left" if col == "stage" else "right",
+                                no_wrap=col != "stage", overflow="fold")
+        for row in split:
+            sharding.add_row(Text(row[0]), *row[1:])
+        console.print(sharding)
+        console.print(Text(SHARDING_LEGEND, style="dim"))
     counts = skipped_by_reason(plan)
     if counts:
         console.print(Text("skipped: " + ", ".join(f"{counts[r]} {r}" for r in REASONS
