@@ -16,6 +16,8 @@ from testfleet.registry import cache, collect
 from testfleet.registry import scan as sc
 from testfleet.registry.collector import registry_key, registry_path
 
+from .conftest import BASE_CONFIG
+
 
 @pytest.fixture
 def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -266,3 +268,12 @@ def test_parallel_syntax_check_matches_sequential(tree, monkeypatch: pytest.Monk
     monkeypatch.setattr(syntax, "PARALLEL_MIN", 1)
     parallel = [f for f in collect(project, use_cache=False, thorough=True).findings if f.code == "syntax"]
     assert parallel == sequential and len(sequential) == 3
+
+
+def test_cache_dir_below_a_symlinked_directory_is_not_written(tree, tmp_path: Path) -> None:
+    project = tree(config='cache_dir = "build/cache"\n' + BASE_CONFIG)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, project.root / "build")
+    registry = collect(project)
+    assert list(elsewhere.iterdir()) == [] and len(registry.registrations) == 4

@@ -161,8 +161,12 @@ def decode_table(header: dict[str, Any], body: bytes) -> Table | None:
 
 
 def _usable_dir(directory: Path) -> bool:
-    """Create the cache directory (ignored by git); refuse one that is a symlink."""
-    if directory.is_symlink():
+    """Create the cache directory (ignored by git); refuse one reached through a symlink.
+
+    The project root is already resolved, so any difference after resolving
+    means a symlink inside the project (which a PR could point anywhere).
+    """
+    if directory.is_symlink() or directory.resolve() != directory.absolute():
         return False
     if not directory.is_dir():
         directory.mkdir(parents=True, exist_ok=True)
