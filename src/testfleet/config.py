@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -346,50 +347,6 @@ class Config(_Strict):
                 )
         return v
 
-    @model_validator(mode="after")
-    def _cross_references(self) -> Config:
-        problems: list[str] = []
-        backends = self.backend_names()
-        for name, stage in self.stages.items():
-            if stage.backend not in backends:
-                problems.append(
-                    f"stages.{name}.backend: unknown backend {stage.backend!r}; "
-                    f"valid: {', '.join(sorted(backends))}"
-                )
-            for need in stage.needs:
-                if need not in self.stages:
-                    problems.append(
-                        f"stages.{name}.needs: unknown stage {need!r}; "
-                        f"valid: {', '.join(sorted(self.stages))}"
-                    )
-        for i, imp in enumerate(self.implicit):
-            if imp.suite not in self.stages:
-                problems.append(f"implicit[{i}].suite: unknown stage {imp.suite!r}")
-            elif self.stages[imp.suite].backend != imp.backend:
-                problems.append(
-                    f"implicit[{i}].suite: stage {imp.suite!r} is a "
-                    f"{self.stages[imp.suite].backend} stage, not {imp.backend}"
-                )
-            if imp.backend not in backends:
-                problems.append(f"implicit[{i}].backend: unknown backend {imp.backend!r}")
-            for label in imp.labels:
-                if label not in self.labels:
-                    problems.append(f"implicit[{i}].labels: unknown label {label!r}")
-        cycle = _find_cycle({n: s.needs for n, s in self.stages.items()})
-        if cycle:
-            problems.append("stages: 'needs' forms a cycle: " + " -> ".join(cycle))
-        seen: dict[str, str] = {}
-        for backend, spec in self.backend_specs().items():
-            for marker in spec.markers:
-                if marker in seen and seen[marker] != backend:
-                    problems.append(
-                        f"backends.{backend}.markers: {marker!r} is already the marker of {seen[marker]!r}"
-                    )
-                seen[marker] = backend
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
     def backend_specs(self) -> dict[str, BackendConfig]:
         specs = {name: BackendConfig(**raw) for name, raw in BUILTIN_BACKENDS.items()}
         specs.update(self.backends)
@@ -513,13 +470,113 @@ def load_project(cwd: Path, config_file: Path | None = None) -> Project:
                    raw_config_text=text)
 
 
+def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key path, message) for references between sections: stage backends and needs,
+    implicit directories, marker names.
+
+    Runs on the raw TOML data, not on the validated model, so that these problems are
+    reported in the same pass as field errors elsewhere in the file (pydantic would skip
+    a model-level check as soon as any field failed). Values of the wrong type are left
+    to the field validation, which reports them.
+    """
+    problems: list[tuple[str, str]] = []
+    raw_stages = data.get("stages")
+    stages: dict[str, Mapping[str, Any]] = {
+        k: v for k, v in raw_stages.items() if isinstance(v, Mapping)
+    } if isinstance(raw_stages, Mapping) else {}
+    raw_backends = data.get("backends")
+    extra_backends = raw_backends if isinstance(raw_backends, Mapping) else {}
+    backends = set(BUILTIN_BACKENDS) | {str(k) for k in extra_backends}
+    raw_labels = data.get("labels")
+    labels = set(raw_labels) if isinstance(raw_labels, Mapping) else set()
+
+    def stage_backend(name: str) -> str | None:
+        value = stages.get(name, {}).get("backend")
+        return value if isinstance(value, str) else None
+
+    for name, stage in stages.items():
+        backend = stage_backend(name)
+        if backend is not None and backend not in backends:
+            problems.append((f"stages.{name}.backend",
+                             f"unknown backend {backend!r}{_did_you_mean(backend, backends)}; "
+                             f"valid: {', '.join(sorted(backends))}"))
+        needs = stage.get("needs")
+        if isinstance(needs, list):
+            for need in needs:
+                if isinstance(need, str) and need not in stages:
+                    problems.append((f"stages.{name}.needs",
+                                     f"unknown stage {need!r}{_did_you_mean(need, stages)}; "
+                                     f"valid: {', '.join(sorted(stages))}"))
+                elif need == name:
+                    problems.append((f"stages.{name}.needs", "a stage cannot need itself"))
+    implicit = data.get("implicit")
+    for i, imp in enumerate(implicit if isinstance(implicit, list) else []):
+        if not isinstance(imp, Mapping):
+            continue
+        backend = imp.get("backend", "cpu")
+        suite = imp.get("suite")
+        if isinstance(backend, str) and backend not in backends:
+            problems.append((f"implicit.{i}.backend", f"unknown backend {backend!r}; "
+                             f"valid: {', '.join(sorted(backends))}"))
+        if isinstance(suite, str):
+            if suite not in stages:
+                problems.append((f"implicit.{i}.suite",
+                                 f"unknown stage {suite!r}{_did_you_mean(suite, stages)}; "
+                                 f"valid: {', '.join(sorted(stages)) or '(no stages configured)'}"))
+            elif isinstance(backend, str) and stage_backend(suite) not in (None, backend):
+                problems.append((f"implicit.{i}.suite",
+                                 f"stage {suite!r} is a {stage_backend(suite)} stage, not {backend}"))
+        imp_labels = imp.get("labels")
+        for label in imp_labels if isinstance(imp_labels, list) else []:
+            if isinstance(label, str) and label not in labels:
+                problems.append((f"implicit.{i}.labels",
+                                 f"unknown label {label!r}{_did_you_mean(label, labels)}; "
+                                 f"valid: {', '.join(sorted(labels)) or '(no labels configured)'}"))
+    graph = {
+        name: [n for n in stage.get("needs", []) if isinstance(n, str)]
+        for name, stage in stages.items() if isinstance(stage.get("needs", []), list)
+    }
+    cycle = _find_cycle(graph)
+    if cycle:
+        problems.append((f"stages.{cycle[0]}.needs",
+                         "'needs' forms a cycle: " + " -> ".join(cycle)))
+    seen: dict[str, str] = {}
+    for name, raw in BUILTIN_BACKENDS.items():
+        for marker in raw["markers"]:
+            seen[marker] = name
+    for backend, spec in extra_backends.items():
+        markers = spec.get("markers") if isinstance(spec, Mapping) else None
+        for marker in markers if isinstance(markers, list) else []:
+            if isinstance(marker, str) and seen.get(marker, backend) != backend:
+                problems.append((f"backends.{backend}.markers",
+                                 f"{marker!r} is already the marker of {seen[marker]!r}"))
+            if isinstance(marker, str):
+                seen[marker] = str(backend)
+    return problems
+
+
+def _did_you_mean(value: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(value, sorted(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def validate_config(data: dict[str, Any], file: str = "testfleet.toml", prefix: str = "") -> Config:
+    findings: list[Finding] = []
+    config: Config | None = None
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         findings = config_findings(exc, file, prefix)
+    seen = {(f.key, f.message) for f in findings}
+    for key, message in cross_reference_problems(data):
+        if (prefix + key, message) not in seen:
+            findings.append(Finding(file, 0, 0, "error", "config", message, prefix + key))
+    if findings or config is None:
         summary = "\n".join("  " + f.render() for f in findings)
-        raise ConfigError(f"invalid configuration in {file}:\n{summary}", findings) from None
+        raise ConfigError(f"invalid configuration in {file}:\n{summary}", findings)
+    return config
 
 
 def config_findings(exc: ValidationError, file: str, prefix: str = "") -> list[Finding]:

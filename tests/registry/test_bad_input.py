@@ -184,10 +184,10 @@ def test_error_columns_point_at_the_argument(tree) -> None:
 
 CONFIG_CASES = [
     ("unknown-key", "rooots = ['x']\n" + BASE_CONFIG, "rooots", "unknown key"),
-    ("unknown-backend", BASE_CONFIG + "[stages.stage-t]\nbackend = 'tpu'\n", "",
-     "stages.stage-t.backend: unknown backend 'tpu'"),
-    ("implicit-unknown-suite", BASE_CONFIG.replace('suite = "stage-a-cpu"', 'suite = "stage-z"'), "",
-     "implicit[0].suite: unknown stage 'stage-z'"),
+    ("unknown-backend", BASE_CONFIG + "[stages.stage-t]\nbackend = 'tpu'\n", "stages.stage-t.backend",
+     "unknown backend 'tpu'"),
+    ("implicit-unknown-suite", BASE_CONFIG.replace('suite = "stage-a-cpu"', 'suite = "stage-z"'), "implicit.0.suite",
+     "unknown stage 'stage-z'"),
     ("shards-zero", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\nshards = 0\n", "stages.stage-x.shards",
      "greater than or equal to 1"),
     ("bad-command", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ncommand = 'bash'\n",
@@ -195,9 +195,12 @@ CONFIG_CASES = [
     ("shards-and-target", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\nshards = 2\ntarget_minutes = 5\n",
      "stages.stage-x", "either 'shards' or 'target_minutes'"),
     ("needs-cycle", BASE_CONFIG + "[stages.s1]\nbackend = 'cpu'\nneeds = ['s2']\n[stages.s2]\nbackend = 'cpu'\n"
-     "needs = ['s1']\n", "", "forms a cycle"),
-    ("implicit-unknown-label", BASE_CONFIG.replace("est_time = 5\n", "est_time = 5\nlabels = ['nope']\n"), "",
-     "implicit[0].labels: unknown label 'nope'"),
+     "needs = ['s1']\n", "stages.s1.needs", "forms a cycle"),
+    ("implicit-unknown-label", BASE_CONFIG.replace("est_time = 5\n", "est_time = 5\nlabels = ['nope']\n"),
+     "implicit.0.labels", "unknown label 'nope'"),
+    ("field-and-reference-errors-together",
+     BASE_CONFIG + "[stages.stage-t]\nbackend = 'cudaa'\nshards = 'many'\n", "stages.stage-t.backend",
+     "unknown backend 'cudaa' (did you mean 'cuda'?)"),
     ("empty-dormant-reason", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ndisabled = ''\n",
      "stages.stage-x.disabled", "non-empty reason"),
     ("absolute-root", BASE_CONFIG.replace('roots = ["tests"]', 'roots = ["/etc"]'), "roots",
@@ -214,6 +217,8 @@ def test_config_case(name: str, config: str, key: str, fragment: str, tree, run_
         tree(config=config)
     assert any(fragment in f.message and (not key or f.key.startswith(key)) for f in info.value.findings), (
         [f.render() for f in info.value.findings])
+    if name == "field-and-reference-errors-together":
+        assert any(f.key.endswith("stages.stage-t.shards") for f in info.value.findings)
     code, out, err = run_cli("-C", str(tmp_path / "proj"), "check", "--format", "json")
     assert code == 1 and "Traceback" not in out + err
     doc = json.loads(out)
