@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from typing import Any, cast
 
 import click
 
@@ -206,12 +207,12 @@ def _print_status(info: dict[str, object]) -> None:
                f" (this testfleet: {info['code_schema_version']})")
     state = str(info["state"])
     click.echo(f"state:    {state}" + (f" - {_HINT[state]}" if state in _HINT else ""))
-    for line in info.get("pending", []) or []:  # type: ignore[union-attr]
+    for line in cast("list[str]", info.get("pending") or []):
         click.echo(f"  pending {line}")
-    stages = info.get("stages") or []
+    stages = cast("list[dict[str, Any]]", info.get("stages") or [])
     if stages:
         click.echo("executions:")
-        for row in stages:  # type: ignore[union-attr]
+        for row in stages:
             newest = datetime.fromtimestamp(row["newest"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
             click.echo(f"  {row['stage']}: {row['executions']} ({row['passing']} passing) "
                        f"over {row['files']} file(s), newest {newest} UTC")

@@ -87,11 +87,9 @@ def _echo(text: str) -> None:
     try:
         click.echo(text, nl=False)
     except UnicodeEncodeError:
-        stream = click.get_text_stream("stdout")
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        stream.flush()
-        stream.buffer.write(text.encode(encoding, errors="replace"))  # type: ignore[attr-defined]
-        stream.buffer.flush()  # type: ignore[attr-defined]
+        # click.echo writes bytes to the binary stream under stdout, flushing the text layer first
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        click.echo(text.encode(encoding, errors="replace"), nl=False)
 
 
 def _color() -> bool:

@@ -145,12 +145,12 @@ def _read_lines(out: RecordSet, name: str, data: bytes) -> None:
                 out.warnings.append(f"{name}:{number}: truncated last line skipped "
                                     "(the process was probably killed while writing)")
                 continue
-            metric = getattr(exc, "metric", None)
+            bad_metric = exc.metric if isinstance(exc, _LineError) else None
             message = f"{name}:{number}: {exc if isinstance(exc, _LineError) else 'not UTF-8'}"
-            if metric is None:
+            if bad_metric is None:
                 out.warnings.append(f"{message}; line skipped")
             else:
-                out.series.setdefault(metric, MetricSeries(metric)).problems.append(message)
+                out.series.setdefault(bad_metric, MetricSeries(bad_metric)).problems.append(message)
             continue
         out.series.setdefault(metric, MetricSeries(metric)).points.extend(points)
 

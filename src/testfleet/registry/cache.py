@@ -31,6 +31,7 @@ import sys
 import time
 import zlib
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def save(path: Path, key: str, entries: dict[str, Any], kind: str) -> bool:
 Table = tuple[list[str], "array[int]", list[Any]]
 
 
-def encode_table(paths: list[str], stats: list[tuple[int, ...]], elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
+def encode_table(paths: list[str], stats: Sequence[tuple[int, ...]], elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
     """Body and header fields for the registry table (5 int64 per path)."""
     p = "\0".join(paths).encode("utf-8", "surrogatepass")
     a = array("q")

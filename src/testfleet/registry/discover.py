@@ -51,9 +51,10 @@ def exclude_regex(patterns: list[str] | tuple[str, ...]) -> str | None:
 
     spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
     active = [p for p in spec.patterns if getattr(p, "include", None) is not None]
-    if not all(p.include and getattr(p, "regex", None) is not None for p in active):
+    regexes = [r for p in active if p.include and (r := getattr(p, "regex", None)) is not None]
+    if len(regexes) != len(active):
         return None
-    combined = "|".join(f"(?:{p.regex.pattern})" for p in active) or "(?!)"
+    combined = "|".join(f"(?:{r.pattern})" for r in regexes) or "(?!)"
     combined = re.sub(r"\(\?P<\w+>", "(?:", combined)  # group names would clash once joined
     try:
         re.compile(combined)

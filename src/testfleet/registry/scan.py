@@ -342,8 +342,10 @@ def _main_calls_something(text: str) -> bool:
 
 def _segment(source: str, node: ast.AST, first_line: int) -> str:
     lines = source.split("\n")
-    start = getattr(node, "lineno", first_line) - first_line
-    end = (getattr(node, "end_lineno", None) or getattr(node, "lineno", first_line)) - first_line
+    lineno: int = getattr(node, "lineno", first_line)
+    end_lineno: int | None = getattr(node, "end_lineno", None)
+    start = lineno - first_line
+    end = (end_lineno or lineno) - first_line
     col = getattr(node, "col_offset", 0)
     end_col = getattr(node, "end_col_offset", None)
     if not 0 <= start < len(lines) or not 0 <= end < len(lines):

@@ -116,8 +116,8 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
     # registry errors; they still show, so nothing is silently dropped from the matrix.
     stray: dict[tuple[str, str], list[Registration]] = defaultdict(list)
     for reg in regs:
-        stage = config.stages.get(reg.suite)
-        if stage is None or stage.backend != reg.backend:
+        configured = config.stages.get(reg.suite)
+        if configured is None or configured.backend != reg.backend:
             stray[(reg.suite, reg.backend)].append(reg)
     for (suite, backend), members in sorted(stray.items()):
         rows.append(StageRow(name=suite, backend=backend, status="unconfigured",

@@ -87,7 +87,8 @@ def plan_section(data: Any, source: str) -> PlanSection:
             reason=st.get("reason") if isinstance(st.get("reason"), str) else None,
             shards=bars, makespan=makespan, lower_bound=lower, ratio=ratio,
         ))
-    policy = data.get("policy") if isinstance(data.get("policy"), Mapping) else {}
+    raw_policy = data.get("policy")
+    policy: Mapping[str, object] = raw_policy if isinstance(raw_policy, Mapping) else {}
     warnings = [w if isinstance(w, str) else json.dumps(w, sort_keys=True)
                 for w in data.get("warnings", []) or []]
     digest = data.get("digest") if isinstance(data.get("digest"), str) else None

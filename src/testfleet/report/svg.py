@@ -159,7 +159,7 @@ def _value_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step) * step
-    ticks = []
+    ticks: list[float] = []
     v = first
     while v <= hi + step * 1e-9 and len(ticks) < 12:
         ticks.append(0.0 if abs(v) < step * 1e-9 else v)

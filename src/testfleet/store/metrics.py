@@ -274,10 +274,13 @@ def validate_run(run: GateRun, values: Sequence[StoredValue]) -> None:
 
 def _insert_ignore(conn: Connection, table: Table, rows: list[dict[str, Any]], key: str) -> None:
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        conn.execute(pg_insert(table).on_conflict_do_nothing(index_elements=[key]), rows)
     else:
-        from sqlalchemy.dialects.sqlite import insert
-    conn.execute(insert(table).on_conflict_do_nothing(index_elements=[key]), rows)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        conn.execute(sqlite_insert(table).on_conflict_do_nothing(index_elements=[key]), rows)
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
