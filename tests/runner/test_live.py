@@ -113,3 +113,28 @@ def test_terminal_reporter_warning_goes_to_stderr(capsys) -> None:
     rep = TerminalReporter(Console(file=io.StringIO(), force_terminal=True))
     rep.warning("database [down]")
     assert "testfleet: warning: database [down]" in capsys.readouterr().err
+
+
+class _TtyErr(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_reporter_warning_during_progress_gets_its_own_line(make_spec, monkeypatch) -> None:
+    """On a terminal, a warning raised while the progress display is live (a JUnit
+    checkpoint or the history failing mid-run) must not be glued onto the progress line."""
+    import re
+
+    err = _TtyErr()
+    monkeypatch.setattr("sys.stderr", err)
+    buf = io.StringIO()
+    rep = TerminalReporter(Console(file=buf, force_terminal=True, width=120, color_system=None))
+    rep.job_started(make_spec({"test_a.py": "print(1)\n"}))
+    try:
+        rep.warning("cannot write JUnit file /x/j.xml")
+    finally:
+        rep.progress.stop()
+    assert err.getvalue() == ""
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).strip("\r")
+             for line in buf.getvalue().replace("\r", "\n").split("\n")]
+    assert "testfleet: warning: cannot write JUnit file /x/j.xml" in lines

@@ -264,9 +264,15 @@ class TerminalReporter:
         from rich.console import Console
         from rich.markup import escape
 
+        text = f"[yellow]testfleet: warning:[/] {escape(message)}"
+        if self.progress.live.is_started and sys.stderr.isatty():
+            # Written straight to the terminal, the warning would be glued onto the end of
+            # the progress line; printed through the display it gets a line of its own.
+            self._print(text, highlight=False)
+            return
         if self._err_console is None:
             self._err_console = Console(stderr=True)
-        self._err_console.print(f"[yellow]testfleet: warning:[/] {escape(message)}")
+        self._err_console.print(text, highlight=False)
 
 
 def make_reporter(style: str = "auto") -> Any:
