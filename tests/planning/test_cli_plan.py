@@ -269,3 +269,22 @@ def test_project_below_the_git_top_level(example_project: Path, capsys, tmp_path
                            "--changed-files", str(diff), "--format", "json")
         assert code == 0
         assert {j["stage"] for j in json.loads(out)["jobs"]} == want, data
+
+
+@pytest.mark.parametrize("option", ["--plan-file", "--output"])
+def test_unwritable_output_directory_is_a_clear_error(example_project: Path, capsys,
+                                                      tmp_path: Path, monkeypatch,
+                                                      option: str) -> None:
+    """A directory the plan cannot be written into (read-only, /proc) is exit 2 with the
+    path named, not a traceback from creating the temporary file."""
+    import tempfile
+
+    def refuse(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    target = tmp_path / "plan.json"
+    code, _out, err = run(capsys, "-C", str(example_project), "plan", option, str(target))
+    assert code == 2
+    assert f"{option} {target}: cannot write it: Permission denied" in err
+    assert not target.exists()

@@ -33,14 +33,17 @@ def write_atomic(path: Path, data: bytes, what: str = "--output") -> None:
         raise UsageError(f"{what} {path}: directory {directory} does not exist")
     if path.is_dir():
         raise UsageError(f"{what} {path}: is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    tmp: str | None = None
     try:
+        # Inside the try: an unwritable directory fails here, and must read as an error.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
