@@ -214,3 +214,17 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     assert text.count("testfleet --config sub/testfleet.toml run --plan plan.json") == waves
     code, out, err = run_cli(capsys, "--config", str(root / "sub" / "testfleet.toml"), "check")
     assert code == 0, out + err
+
+
+def test_unwritable_target_is_a_clear_error(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A workflow directory that cannot be created (a file is in the way, a read-only
+    checkout) is exit 2 naming the file, and says what was already written."""
+    root = plain_tree(tmp_path)
+    (root / ".github").mkdir()
+    (root / ".github" / "workflows").write_text("not a directory\n")
+    code, out, err = run_cli(capsys, "-C", str(root), "init", "--github")
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert f"testfleet: error: cannot write {WORKFLOW_PATH} ({root / WORKFLOW_PATH}):" in err
+    assert "wrote [tool.testfleet] in pyproject.toml already" in err

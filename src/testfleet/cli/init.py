@@ -268,7 +268,12 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             click.echo(w.text, nl=False)
         return 0
     for w in writes:
-        _atomic_write(w.path, w.text)
+        try:
+            _atomic_write(w.path, w.text)
+        except OSError as exc:
+            done = [m for m in messages if m.startswith("wrote ")]
+            raise UsageError(f"cannot write {w.what} ({w.path}): {exc.strerror or exc}"
+                             + (f" ({'; '.join(done)} already)" if done else "")) from None
         messages.append(f"wrote {w.what}")
     for m in messages:
         click.echo(m)
