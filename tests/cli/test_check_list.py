@@ -259,3 +259,16 @@ def test_list_table_on_a_terminal_uses_rich(project, run, monkeypatch: pytest.Mo
     assert "┃" in out or "│" in out  # rich's table
     assert "[bold]x" in out and "\x1b[2J" not in out
     assert "4 of 4 registrations" in out
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_check_text_honours_no_color_on_a_terminal(project, run, only_collection,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   no_color: bool) -> None:
+    root = project(BROKEN)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    code, out, _ = run("-C", str(root), "check", env={"NO_COLOR": "1"} if no_color else None)
+    assert code == 1
+    assert "tests/test_c.py" in out and "error" in out
+    assert ("\x1b[" in out) is not no_color

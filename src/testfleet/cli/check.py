@@ -112,7 +112,9 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
         }
         click.echo(json.dumps(doc, indent=2))
     else:
-        click.echo(render_text(findings, registry), nl=False)
+        # click keeps the styles on a terminal; NO_COLOR (no-color.org) turns them off there too.
+        click.echo(render_text(findings, registry), nl=False,
+                   color=False if "NO_COLOR" in os.environ else None)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         prefix = _workspace_prefix(root)
         for f in findings:
