@@ -194,9 +194,10 @@ def _toml(text: str) -> dict[str, Any] | None:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return None
+    return data
 
 
 def _find_config(start: Path) -> Path | None:

@@ -18,7 +18,7 @@ from testfleet.report.model import HistorySection, Report
 
 
 def collect_registry(project: Project) -> Registry:
-    from testfleet.registry import collect  # type: ignore[attr-defined]
+    from testfleet.registry import collect
 
     return collect(project)
 

@@ -8,6 +8,7 @@ start is ERROR, a pytest file that collected nothing is FAILED.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -207,7 +208,7 @@ def partial_result(spec: JobSpec, done: list[FileResult], started: float, t0: fl
 
 def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
               interrupt: Interrupt | None, hooks: Hooks, reaping: bool,
-              retriable: tuple, fatal: tuple) -> FileResult:
+              retriable: tuple[re.Pattern[str], ...], fatal: tuple[re.Pattern[str], ...]) -> FileResult:
     settings, options = spec.settings, spec.options
     timeout = settings.timeout_for(item.estimate)
     problem = file_problem(spec.root, item.file)
