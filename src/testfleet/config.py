@@ -25,6 +25,7 @@ from pydantic import (
 
 from testfleet.errors import ConfigError
 from testfleet.findings import Finding
+from testfleet.registry.model import MAX_EST_TIME
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,7 +73,7 @@ class ImplicitDir(_Strict):
     path: str
     backend: str = "cpu"
     suite: str
-    est_time: float = Field(gt=0)
+    est_time: float = Field(gt=0, le=MAX_EST_TIME)
     labels: list[str] = Field(default_factory=list)
     pattern: str | None = None
 

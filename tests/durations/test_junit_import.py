@@ -131,3 +131,17 @@ def test_absolute_file_attribute_inside_the_root(tmp_path: Path) -> None:
 def test_run_id_is_stable_per_content() -> None:
     assert run_id_for(b"abc") == run_id_for(b"abc") != run_id_for(b"abd")
     assert run_id_for(b"abc").startswith("junit:")
+
+
+def test_absurd_time_is_refused(tmp_path: Path) -> None:
+    """A finite but absurd time (1e308) would be stored and later overflow every timeout
+    and estimate computed from it; a week is the most a testcase may claim."""
+    path = write(tmp_path, """<testsuite>
+  <testcase classname="c" name="huge" time="1e308"/>
+  <testcase classname="c" name="week" time="604800"/>
+</testsuite>""")
+    with pytest.raises(UsageError) as info:
+        read_cases(path)
+    text = str(info.value)
+    assert "1 invalid testcase time(s), nothing imported" in text
+    assert "c::huge: time '1e308' is more than 604800 seconds (7 days)" in text

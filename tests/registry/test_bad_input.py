@@ -58,6 +58,9 @@ CASES = [
     Case("est-zero", IMP + 'register_cpu_ci(0, "stage-a-cpu")\n', 2, "est-time-range", "> 0, got 0"),
     Case("est-negative", IMP + 'register_cpu_ci(-3, "stage-a-cpu")\n', 2, "est-time-range", "got -3"),
     Case("est-infinite", IMP + 'register_cpu_ci(1e999, "stage-a-cpu")\n', 2, "est-time-range", "got inf"),
+    # finite but absurd: timeouts and shard estimates computed from it overflow (run crashed)
+    Case("est-absurd", IMP + 'register_cpu_ci(1e308, "stage-a-cpu")\n', 2, "est-time-range",
+         "est_time must be at most 604800 seconds (7 days), got 1e+308"),
     Case("suite-int", IMP + "register_cpu_ci(5, 3)\n", 2, "wrong-type", "suite must be a string"),
     Case("empty-disabled", IMP + 'register_cpu_ci(5, "stage-a-cpu", disabled="")\n', 2, "empty-disabled",
          "non-empty reason"),
@@ -208,6 +211,8 @@ CONFIG_CASES = [
     ("invalid-toml", BASE_CONFIG + "[stages\n", "", "invalid TOML"),
     ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
+    ("implicit-est-infinite", BASE_CONFIG.replace("est_time = 5\n", "est_time = inf\n"), "implicit.0.est_time",
+     "less than or equal to 604800"),
 ]
 
 

@@ -7,6 +7,11 @@ from typing import Any
 
 from testfleet.findings import Finding
 
+# The longest duration an est_time literal, an implicit directory or an imported JUnit
+# time may claim: a week. Beyond it a number is a typo (or 1e308), and timeouts and
+# shard estimates computed from it overflow.
+MAX_EST_TIME = 7 * 24 * 3600.0
+
 
 @dataclass(frozen=True, order=True)
 class Registration:

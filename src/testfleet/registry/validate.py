@@ -14,7 +14,7 @@ from typing import Any
 
 from testfleet.findings import Finding
 from testfleet.registry import scan as sc
-from testfleet.registry.model import GateCall, Registration
+from testfleet.registry.model import MAX_EST_TIME, GateCall, Registration
 from testfleet.registry.result import FileResult
 from testfleet.registry.rules import KEYWORDS, POSITIONAL, Rules
 
@@ -258,6 +258,9 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
             err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {est!r}")
         elif not _finite_positive(est):
             err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {_short(est)}")
+        elif est > MAX_EST_TIME:
+            err(*at("est_time"), "est-time-range",
+                f"est_time must be at most {MAX_EST_TIME:.0f} seconds (7 days), got {_short(est)}")
     suite = values.get("suite", _MISSING)
     if suite is not _MISSING:
         if not isinstance(suite, str):

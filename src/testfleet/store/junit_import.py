@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from testfleet.errors import UsageError
+from testfleet.registry.model import MAX_EST_TIME
 from testfleet.store.durations import Execution
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -92,6 +93,9 @@ def read_cases(path: Path) -> list[Case]:
             else:
                 if not math.isfinite(seconds) or seconds < 0:
                     problems.append(f"testcase {label}: time {raw!r} must be finite and >= 0")
+                elif seconds > MAX_EST_TIME:
+                    problems.append(f"testcase {label}: time {raw!r} is more than "
+                                    f"{MAX_EST_TIME:.0f} seconds (7 days)")
         results = case.result
         if any(isinstance(r, Error) for r in results):
             outcome = "ERROR"
