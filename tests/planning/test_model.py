@@ -104,6 +104,9 @@ def test_load_plan_errors(tmp_path: Path) -> None:
     (lambda d: d["jobs"][0].__setitem__("tests", []), "at least one test"),
     (lambda d: d["jobs"][0].__setitem__("command", "bash"), "expected one of pytest, python"),
     (lambda d: d["jobs"][0]["tests"][0].__setitem__("estimate", -1), "finite number"),
+    # finite but absurd: `testfleet report --plan` crashed drawing the timeline
+    (lambda d: d["jobs"][0].__setitem__("estimate", 1e308),
+     r"jobs\[0\].estimate: expected a finite number >= 0 \(at most 1e\+12\), got 1e\+308"),
     (lambda d: d["jobs"][0]["tests"][0].__setitem__("source", "guess"), "source"),
     (lambda d: d["stages"][0].__setitem__("status", "running"), "status"),
     (lambda d: d["skipped"][0].__setitem__("reason", "because"), "reason"),

@@ -287,10 +287,16 @@ def _typed(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> 
     return value
 
 
+# Far beyond any real estimate or ratio; a bigger one (1e308) is corruption, and timelines
+# and timeouts computed from it overflow.
+_MAX_NUMBER = 1e12
+
+
 def _num(value: Any, where: str) -> float:
     v = float(_typed(value, (int, float), where, "a number"))
-    if not math.isfinite(v) or v < 0:
-        raise _fail(where, f"expected a finite number >= 0, got {value!r}")
+    if not math.isfinite(v) or v < 0 or v > _MAX_NUMBER:
+        raise _fail(where, f"expected a finite number >= 0 (at most {_MAX_NUMBER:g}), "
+                           f"got {value!r}")
     return v
 
 
