@@ -1,12 +1,31 @@
-"""Helpers shared by the command modules: loading the project, printing findings."""
+"""Helpers shared by the command modules: loading the project, options, writing outputs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from testfleet.config import Project, load_project
+from testfleet.errors import UsageError
+from testfleet.fileio import replace_atomically
 
 
 def project_from(ctx: click.Context) -> Project:
     app = ctx.find_root().obj
     return load_project(app.directory, app.config_file)
+
+
+def write_output(path: Path, data: bytes, what: str = "--output") -> None:
+    """Write a file a command was asked for (``--output``, ``--plan-file``) atomically,
+    so a reader (a CI step, a concurrent ``testfleet run``) never sees half of it; a
+    bad target is a usage error naming the option, never a traceback."""
+    directory = path.parent
+    if not directory.is_dir():
+        raise UsageError(f"{what} {path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a directory")
+    try:
+        replace_atomically(path, data)
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None

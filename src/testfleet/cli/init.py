@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import click
 
 from testfleet.errors import ConfigError, UsageError
+from testfleet.fileio import replace_atomically
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,19 +91,10 @@ def _has_section(path: Path) -> bool:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """A replaced file keeps its permission bits; a new one is world-readable like any source."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    replace_atomically(path, text.encode("utf-8"), mode=mode)
 
 
 def _config_write(root: Path, explicit: Path | None, data: dict[str, Any], use_toml: bool,

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
-from testfleet.cli._common import project_from
+from testfleet.cli._common import project_from, write_output
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning.formats import FORMATS, render_table
@@ -23,28 +21,6 @@ class RegistryInvalid(TestfleetError):
     """The tree has registration errors; planning on it would hide tests."""
 
     exit_code = 1
-
-
-def write_atomic(path: Path, data: bytes, what: str = "--output") -> None:
-    """Write via a temporary file in the same directory and rename, so a reader
-    (a CI step, a concurrent ``testfleet run``) never sees half a plan."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise UsageError(f"{what} {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise UsageError(f"{what} {path}: is a directory")
-    tmp: str | None = None
-    try:
-        # Inside the try: an unwritable directory fails here, and must read as an error.
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _annotation(message: str) -> str:
@@ -106,7 +82,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     plan = make_plan(project, registry, request, estimates, warnings=history_warnings)
 
     if plan_file is not None:
-        write_atomic(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
+        write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
                      "--plan-file")
 
     if fmt == "table" and output is None and sys.stdout.isatty():
@@ -115,7 +91,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         text = FORMATS[fmt](plan)
 
     if output is not None:
-        write_atomic(output if output.is_absolute() else base / output, text.encode("utf-8"))
+        write_output(output if output.is_absolute() else base / output, text.encode("utf-8"))
     elif fmt == "github" and os.environ.get("GITHUB_OUTPUT"):
         target = Path(os.environ["GITHUB_OUTPUT"])
         try:

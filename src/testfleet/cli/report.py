@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from testfleet.cli._common import project_from
-from testfleet.errors import UsageError
+from testfleet.cli._common import project_from, write_output
 
 if TYPE_CHECKING:
     from testfleet.report.model import Report
@@ -57,7 +54,7 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
         _echo(text)
     else:
         assert output is not None
-        write_atomic(output if output.is_absolute() else Path.cwd() / output, text)
+        write_output(output if output.is_absolute() else Path.cwd() / output, text.encode("utf-8"))
         click.echo(f"wrote {fmt} report to {output}", err=True)
     return 0
 
@@ -94,23 +91,3 @@ def _echo(text: str) -> None:
 
 def _color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory, so a reader never sees half a report."""
-    if path.is_dir():
-        raise UsageError(f"--output {path}: is a directory")
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(f"--output {path}: directory {parent} does not exist")
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise UsageError(f"--output {path}: cannot write: {exc.strerror or exc}") from None

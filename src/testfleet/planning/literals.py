@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import ast
 import io
-import os
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+
+from testfleet.fileio import replace_atomically
 
 
 class LiteralNotFound(Exception):
@@ -101,14 +101,4 @@ def rewrite_est_time(source: bytes, markers: set[str], suite: str, new_value: fl
 
 def write_in_place(path: Path, data: bytes) -> None:
     """Atomic replace that keeps the file's permission bits."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    replace_atomically(path, data, mode=path.stat().st_mode & 0o7777)

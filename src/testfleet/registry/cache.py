@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
 import zlib
@@ -92,17 +91,9 @@ def save_blob(path: Path, key: str, kind: str, body: bytes, extra: dict[str, Any
             return False
         header = {"kind": kind, "schema": SCHEMA, "key": key, "crc": zlib.crc32(body), "size": len(body),
                   **(extra or {})}
-        import tempfile  # only when writing: keep the warm path's imports small
+        from testfleet.fileio import replace_atomically  # only when writing
 
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(json.dumps(header).encode() + b"\n" + body)
-            os.replace(tmp, path)
-        except BaseException:
-            with _suppress():
-                os.unlink(tmp)
-            raise
+        replace_atomically(path, json.dumps(header).encode() + b"\n" + body)
     except (OSError, ValueError):
         return False
     return True
@@ -180,11 +171,3 @@ def _usable_dir(directory: Path) -> bool:
 def is_racy(mtime_ns: int, now_ns: int | None = None) -> bool:
     now = time.time_ns() if now_ns is None else now_ns
     return mtime_ns >= now - RACY_NS
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return True

@@ -8,14 +8,12 @@ never sees half a document; the job loop also writes a checkpoint after every fi
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from testfleet.fileio import replace_atomically
 from testfleet.runner.model import FileResult, JobResult, Outcome
 from testfleet.runner.textclean import clean
 
@@ -92,14 +90,4 @@ def write_junit(job: JobResult, path: Path) -> None:
     """Write atomically: temp file in the target directory, fsync, rename."""
     data = build_xml(job)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_atomically(path, data, fsync=True)

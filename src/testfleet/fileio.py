@@ -1,0 +1,41 @@
+"""Replacing a file atomically: the one way testfleet writes files others may read.
+
+Plans, reports, JUnit files, rewritten test files, scaffolded configs and the registry
+cache are all written to a temporary file in the target's directory and renamed over
+it, so a concurrent reader (a CI step, another ``testfleet`` process) sees the old file
+or the new one, never half of one. Callers decide what a failure means (a usage error,
+a warning, a slower next run); this module only guarantees no temporary file is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def replace_atomically(path: Path, data: bytes, *, mode: int | None = None,
+                       fsync: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling file and ``os.replace``.
+
+    ``mode`` sets the permission bits of the new file (``None`` keeps the temporary
+    file's private 0o600); ``fsync`` flushes the data to disk before the rename, for
+    files that must survive a crash of the machine. The directory must exist. Any
+    exception removes the temporary file and propagates.
+    """
+    import tempfile  # only when writing: the registry cache's warm path never writes
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
