@@ -262,3 +262,16 @@ def test_nightly_policy_bypasses_fast_fail(cli_project) -> None:
     res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history")
     assert res.returncode == 1
     assert junit_cases(root / "j.xml") == {"tests/test_a.py": "failure", "tests/test_b.py": "passed"}
+
+
+def test_unwritable_junit_path_is_exit_2_before_anything_runs(cli_project) -> None:
+    """A JUnit file that cannot be written (here: its directory is a file) is a usage
+    error up front, not a warning after the whole job has run."""
+    root, plan, [job] = cli_project({"test_a.py": "open('ran.marker', 'w').close()\n"})
+    (root / "blocker").write_text("a file, not a directory\n")
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--junit", "blocker/j.xml",
+                  "--no-history")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "testfleet: error: --junit" in res.stderr and "blocker/j.xml" in res.stderr
+    assert "nothing was run" in res.stderr and "Traceback" not in res.stderr
+    assert not list(root.rglob("ran.marker"))

@@ -190,8 +190,17 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     try:
         with interrupt.handling():
             # A red placeholder first: a runner killed before its first checkpoint must not
-            # leave an old (or no) JUnit file that reads as green.
-            hooks.write_junit(partial_result(spec, [], time.time(), time.monotonic()))
+            # leave an old (or no) JUnit file that reads as green. If it cannot be written,
+            # stop before running anything: CI would find no JUnit after the whole job.
+            if junit_path is not None:
+                from testfleet.runner.junit import write_junit
+
+                try:
+                    write_junit(partial_result(spec, [], time.time(), time.monotonic()),
+                                junit_path)
+                except OSError as exc:
+                    raise UsageError(f"--junit {junit_path}: cannot write it "
+                                     f"({exc.strerror or exc}); nothing was run") from None
             job = execute(spec, reporter=reporter, interrupt=interrupt, hooks=hooks)
             hooks.write_junit(job)
             try:
