@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from testfleet.config import Project, load_project
 from testfleet.errors import UsageError
 from testfleet.fileio import replace_atomically
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_DATABASE_HELP = ("postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
+                  "then the config's 'database', then <cache_dir>/history.db.")
 
 
 def project_from(ctx: click.Context) -> Project:
@@ -29,3 +36,10 @@ def write_output(path: Path, data: bytes, what: str = "--output") -> None:
         replace_atomically(path, data)
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
+
+
+def database_option(note: str = "") -> Callable[[_F], _F]:
+    """``--database URL``, spelt and explained the same by every command that uses history;
+    ``note`` says what this command does with it (e.g. when it is unavailable)."""
+    return click.option("--database", "database", metavar="URL", default=None,
+                        help=_DATABASE_HELP + (f" {note}" if note else ""))

@@ -12,13 +12,7 @@ from typing import Any, cast
 
 import click
 
-from testfleet.cli._common import project_from
-
-DATABASE_OPTION = click.option(
-    "--database", "database", metavar="URL", default=None,
-    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
-         "then the config's 'database', then <cache_dir>/history.db.",
-)
+from testfleet.cli._common import database_option, project_from
 
 
 @click.group("db")
@@ -27,7 +21,7 @@ def command() -> None:
 
 
 @command.command("init")
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def init_cmd(ctx: click.Context, database: str | None) -> int:
     """Create the schema in an empty database (idempotent)."""
@@ -55,7 +49,7 @@ def init_cmd(ctx: click.Context, database: str | None) -> int:
 
 
 @command.command("upgrade")
-@DATABASE_OPTION
+@database_option()
 @click.option("--dry-run", is_flag=True, help="List the pending steps without applying them.")
 @click.pass_context
 def upgrade_cmd(ctx: click.Context, database: str | None, dry_run: bool) -> int:
@@ -86,7 +80,7 @@ def upgrade_cmd(ctx: click.Context, database: str | None, dry_run: bool) -> int:
 
 @command.command("grant")
 @click.argument("role")
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
     """PostgreSQL: let ROLE read and write rows (never change the schema).
@@ -130,7 +124,7 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
                    "counted separately).")
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
               default=None, metavar="DAYS", help="Also delete executions older than DAYS.")
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
               database: str | None) -> int:
@@ -148,7 +142,7 @@ def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
 
 
 @command.command("status")
-@DATABASE_OPTION
+@database_option()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def status_cmd(ctx: click.Context, database: str | None, as_json: bool) -> int:

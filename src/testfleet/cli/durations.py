@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from testfleet.cli._common import project_from
+from testfleet.cli._common import database_option, project_from
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,11 +18,6 @@ if TYPE_CHECKING:
     from testfleet.planning.estimates import EstimateRow
     from testfleet.registry.model import Registration
 
-DATABASE_OPTION = click.option(
-    "--database", "database", metavar="URL", default=None,
-    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
-         "then the config's 'database', then <cache_dir>/history.db.",
-)
 
 
 @click.group("durations")
@@ -66,7 +61,7 @@ def _check_stage(project: Project, stage: str | None) -> None:
 @click.option("--force", is_flag=True, help="Import even if this run id is already recorded.")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported, store nothing.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any testcase matches no registered file.")
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: str | None,
                run_id: str | None, force: bool, dry_run: bool, strict: bool,
@@ -171,7 +166,7 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
 @click.option("--stage", default=None, help="Only this stage.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | None) -> int:
     """Per file and stage: literal est_time, history estimate, samples and drift."""
@@ -209,7 +204,7 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
               help="Rewrite the est_time literals in the test files (only those bytes change).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, write: bool,
                 fmt: str, database: str | None) -> int:

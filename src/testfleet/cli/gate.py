@@ -17,14 +17,8 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import project_from
+from testfleet.cli._common import database_option, project_from
 from testfleet.errors import UsageError
-
-DATABASE_OPTION = click.option(
-    "--database", "database", metavar="URL", default=None,
-    help="postgresql://user:pass@host/db or a SQLite path; default: TESTFLEET_DATABASE_URL, "
-         "then the config's 'database', then <cache_dir>/history.db.",
-)
 
 
 @click.group("gate")
@@ -79,7 +73,7 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
               help="CI run id to store (default: $GITHUB_RUN_ID).")
 @click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA",
               help="Commit to store (default: $GITHUB_SHA).")
-@DATABASE_OPTION
+@database_option()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 @click.pass_context
@@ -125,7 +119,7 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
               help="How many of the newest gated runs to show.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fmt: str,
                 database: str | None) -> int:
@@ -187,7 +181,7 @@ def _history_table(file: str, rows: list[Any]) -> None:
 @click.option("--ci-run-id", default=None, metavar="N", help="A CI run id (all its gated files).")
 @click.option("--commit", default=None, metavar="SHA",
               help="A commit (full SHA, or a prefix of at least 7 hex digits).")
-@DATABASE_OPTION
+@database_option()
 @click.pass_context
 def untrust_cmd(ctx: click.Context, run_id: str | None, ci_run_id: str | None,
                 commit: str | None, database: str | None) -> int:

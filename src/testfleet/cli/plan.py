@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from testfleet.cli._common import project_from, write_output
+from testfleet.cli._common import database_option, project_from, write_output
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning.formats import FORMATS, render_table
@@ -38,10 +38,7 @@ def _annotation(message: str) -> str:
                                    "(or, for --format github, instead of $GITHUB_OUTPUT).")
 @click.option("--plan-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               metavar="PATH", help="Also write the plan JSON to PATH, whatever --format is.")
-@click.option("--database", default=None, metavar="URL",
-              help="History database for duration estimates (postgresql://... or a SQLite "
-                   "path); default: TESTFLEET_DATABASE_URL, the config's 'database', then "
-                   "<cache_dir>/history.db. Unavailable history falls back to est_time.")
+@database_option("Duration estimates come from it; unavailable history falls back to est_time.")
 @click.pass_context
 def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
             plan_file: Path | None, database: str | None) -> int:

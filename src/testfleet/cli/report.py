@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from testfleet.cli._common import project_from, write_output
+from testfleet.cli._common import database_option, project_from, write_output
 
 if TYPE_CHECKING:
     from testfleet.report.model import Report
@@ -27,9 +27,7 @@ FORMATS = ("text", "markdown", "json", "html")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, path_type=Path),
               metavar="PLAN", help="A plan file from 'testfleet plan --format json': adds the "
                                   "shard timeline per stage.")
-@click.option("--database", metavar="URL", default=None,
-              help="History database (default: TESTFLEET_DATABASE_URL, the config's "
-                   "'database', then .testfleet/history.db).")
+@database_option("Read-only, for duration drift, gates and metric trends.")
 @click.option("--no-history", is_flag=True, help="Do not read the history database.")
 @click.option("--max-rows", type=click.IntRange(0), default=50, show_default=True,
               help="Markdown only: at most this many ledger and label rows (0 = all), so the "
