@@ -275,3 +275,15 @@ def test_unwritable_junit_path_is_exit_2_before_anything_runs(cli_project) -> No
     assert "testfleet: error: --junit" in res.stderr and "blocker/j.xml" in res.stderr
     assert "nothing was run" in res.stderr and "Traceback" not in res.stderr
     assert not list(root.rglob("ran.marker"))
+
+
+def test_unusable_records_directory_is_exit_2(cli_project) -> None:
+    """--records where no directory can be made is the caller's mistake (exit 2), not a
+    test failure (exit 1) of every file."""
+    root, plan, [job] = cli_project({"test_a.py": PASS})
+    (root / "blocker").write_text("a file, not a directory\n")
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--records", "blocker/recs",
+                  "--no-history")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "testfleet: error: --records blocker/recs: cannot create it" in res.stderr
+    assert "nothing was run" in res.stderr and "Traceback" not in res.stderr
