@@ -12,9 +12,10 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -65,6 +66,20 @@ DEFAULT_FATAL = [
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _compiles(patterns: list[str]) -> list[str]:
+    """A pattern list is checked when the config loads, not when a job first needs it."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return patterns
+
+
+# Regular expressions (runner retry/fatal patterns, check reference patterns).
+RegexList = Annotated[list[str], AfterValidator(_compiles)]
 
 
 class ImplicitDir(_Strict):
@@ -220,18 +235,8 @@ class RunnerConfig(_Strict):
     timeout_factor: float = Field(default=3.0, gt=0)
     grace_seconds: float = Field(default=30.0, ge=0)
     max_attempts: int = Field(default=1, ge=1, le=10)
-    retriable_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_RETRIABLE))
-    fatal_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_FATAL))
-
-    @field_validator("retriable_patterns", "fatal_patterns")
-    @classmethod
-    def _regexes(cls, v: list[str]) -> list[str]:
-        for pattern in v:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
-        return v
+    retriable_patterns: RegexList = Field(default_factory=lambda: list(DEFAULT_RETRIABLE))
+    fatal_patterns: RegexList = Field(default_factory=lambda: list(DEFAULT_FATAL))
 
 
 class GateDefault(_Strict):
@@ -296,18 +301,8 @@ class CheckConfig(_Strict):
     # A disabled reason's ``until YYYY-MM-DD`` that has passed (or is not a real date).
     disabled_expiry: Literal["off", "warning", "error"] = "warning"
     # Extra regular expressions that count as a tracking reference (e.g. Jira ``FLEET-\d+``).
-    reference_patterns: list[str] = Field(default_factory=list)
+    reference_patterns: RegexList = Field(default_factory=list)
     python_main_check: bool = True
-
-    @field_validator("reference_patterns")
-    @classmethod
-    def _reference_regexes(cls, v: list[str]) -> list[str]:
-        for pattern in v:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
-        return v
 
 
 class Config(_Strict):
