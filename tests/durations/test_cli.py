@@ -167,3 +167,20 @@ def test_plan_falls_back_when_history_is_locked_or_corrupt(cli: Cli, example_pro
 def test_plan_database_option(cli: Cli, example_project: Path) -> None:
     plan = _plan(cli, str(example_project), "--database", "postgresql://u:pw@127.0.0.1:1/x")
     assert any("cannot connect" in w and "pw@" not in w for w in plan["warnings"])
+
+
+def test_suggest_ignores_a_literal_it_cannot_improve(cli: Cli, example_project: Path,
+                                                     tmp_path: Path) -> None:
+    """A sub-second file registered with est_time=1 is 'drifted' by ratio, but 1 s is the
+    smallest literal written: suggest must not fail CI forever over a 1 -> 1 rewrite."""
+    root = str(example_project)
+    path = example_project / "tests" / "unit" / "test_engine_args.py"
+    path.write_text(path.read_text().replace("est_time=15", "est_time=1"))
+    report = tmp_path / "cpu.xml"
+    report.write_text('<testsuite><testcase classname="tests.unit.test_engine_args" name="t" '
+                      'time="0.05"/></testsuite>', encoding="utf-8")
+    assert cli("-C", root, "durations", "import", str(report), "--stage", "stage-b-cpu")[0] == 0
+    code, out, _ = cli("-C", root, "durations", "suggest", "--stage", "stage-b-cpu")
+    assert code == 0 and "no literal is off" in out
+    code, out, _ = cli("-C", root, "durations", "suggest", "--stage", "stage-b-cpu", "--write")
+    assert code == 0 and "1 -> 1" not in out
