@@ -45,6 +45,7 @@ def test_log_reporter_plain(make_spec) -> None:
     out, err = io.BytesIO(), io.StringIO()
     execute(spec, reporter=LogReporter(out=out, err=err))
     text = out.getvalue().decode()
+    assert "testfleet: job job-1: 1 file of stage stage-x (cpu, python)" in text
     assert "==> [1/1] test_a.py" in text
     assert "no newline at end\n<== test_a.py: PASSED" in text
     assert "testfleet run job-1: PASSED (1 passed)" in text

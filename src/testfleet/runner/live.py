@@ -67,7 +67,8 @@ class LogReporter:
     def job_started(self, spec: JobSpec) -> None:
         self.total = len(spec.items)
         est = sum(i.estimate for i in spec.items)
-        self._line(f"testfleet: job {spec.job_id}: {self.total} files of stage {spec.settings.stage} "
+        files = f"{self.total} file{'s' if self.total != 1 else ''}"
+        self._line(f"testfleet: job {spec.job_id}: {files} of stage {spec.settings.stage} "
                    f"({spec.settings.backend}, {spec.settings.command}), estimate {fmt_seconds(est)}")
 
     def attempt_started(self, index: int, item: RunItem, attempt: int, timeout: float) -> None:
