@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
+from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
 from testfleet.findings import Finding
 from testfleet.registry.model import MAX_EST_TIME
@@ -404,27 +406,6 @@ class Project:
 
     def relpath(self, path: Path) -> str:
         return path.resolve().relative_to(self.root.resolve()).as_posix()
-
-
-CONFIG_NAMES = ("testfleet.toml", "pyproject.toml")
-
-
-def find_config(start: Path) -> Path | None:
-    """Walk up from ``start``; a ``pyproject.toml`` counts only if it has ``[tool.testfleet]``."""
-    here = start.resolve()
-    for directory in (here, *here.parents):
-        candidate = directory / "testfleet.toml"
-        if candidate.is_file():
-            return candidate
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]:
-                return candidate
-    return None
 
 
 def load_project(cwd: Path, config_file: Path | None = None) -> Project:

@@ -85,8 +85,12 @@ def test_no_cache_bypasses_the_snapshot(tree, run_cli) -> None:
 
 
 def test_config_search_matches_the_config_module(tmp_path: Path) -> None:
+    import testfleet.registry.settings as settings
     from testfleet.config import find_config
-    from testfleet.registry.settings import _find_config
+
+    # The fast path and the validated load share one search (no second copy to drift).
+    assert settings.find_config is find_config
+    tmp_path = tmp_path.resolve()
 
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text("[tool.testfleet]\n")
@@ -94,5 +98,8 @@ def test_config_search_matches_the_config_module(tmp_path: Path) -> None:
     (tmp_path / "a" / "b" / "testfleet.toml").write_text("")
     (tmp_path / "a" / "broken" ).mkdir()
     (tmp_path / "a" / "broken" / "pyproject.toml").write_text("[[[")
-    for start in (tmp_path, tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c", tmp_path / "a" / "broken"):
-        assert _find_config(start) == find_config(start)
+    top, nearest = tmp_path / "pyproject.toml", tmp_path / "a" / "b" / "testfleet.toml"
+    expected = {tmp_path: top, tmp_path / "a": top, tmp_path / "a" / "b": nearest,
+                tmp_path / "a" / "b" / "c": nearest, tmp_path / "a" / "broken": top}
+    for start, found in expected.items():
+        assert find_config(start) == found, start

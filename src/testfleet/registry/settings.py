@@ -6,8 +6,8 @@ Collection needs only a handful of derived values (:class:`Settings`), so after
 a full, validated load they are written to ``<cache_dir>/config-snapshot.json``,
 keyed by the config file's path and exact text, the testfleet and Python
 versions and the size and mtime of testfleet's own config/registry source
-files. ``testfleet list`` finds the config file itself (same rules as
-:func:`testfleet.config.find_config`), and when the snapshot's key matches it
+files. ``testfleet list`` finds the config file with the same
+:func:`testfleet.configfile.find_config` as the validated load, and when the snapshot's key matches it
 skips pydantic entirely. Any doubt (no snapshot, other key, damaged file, a
 value of an unexpected type) means the normal validated load: the snapshot can
 only ever be a copy of a configuration that validated.
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testfleet.configfile import find_config, parse_toml
 from testfleet.registry import cache
 from testfleet.registry.rules import ImplicitRule, Rules, StageRule, compile_pattern
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 KIND = "testfleet-config-snapshot"
 NAME = "config-snapshot.json"
-_SOURCES = ("config.py", "registry/rules.py", "registry/settings.py", "registry/scan.py",
+_SOURCES = ("config.py", "configfile.py", "registry/rules.py", "registry/settings.py", "registry/scan.py",
             "registry/validate.py", "registry/collector.py", "registry/cache.py", "registry/discover.py")
 
 
@@ -159,12 +159,12 @@ def _from_json(root: Path, config_path: Path, raw: str, d: dict[str, Any]) -> Se
 def fast(directory: Path, config_file: Path | None) -> Settings | None:
     """Settings from the snapshot if it matches the config file found; otherwise None."""
     try:
-        path = config_file if config_file is not None else _find_config(directory)
+        path = config_file if config_file is not None else find_config(directory)
         if path is None:
             return None
         path = path if path.is_absolute() else directory / path
         raw = path.read_text(encoding="utf-8")
-        data = _toml(raw)
+        data = parse_toml(raw)
         if data is None:
             return None
         if path.name == "pyproject.toml" or ("tool" in data and isinstance(data["tool"], dict)
@@ -186,33 +186,3 @@ def fast(directory: Path, config_file: Path | None) -> Settings | None:
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, RecursionError):
         return None
     return settings if settings.cache_dir == cache_dir else None
-
-
-def _toml(text: str) -> dict[str, Any] | None:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None
-    return data
-
-
-def _find_config(start: Path) -> Path | None:
-    """The same search as :func:`testfleet.config.find_config`, without importing pydantic."""
-    here = start.resolve()
-    for directory in (here, *here.parents):
-        candidate = directory / "testfleet.toml"
-        if candidate.is_file():
-            return candidate
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = _toml(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                continue
-            if data and isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]:
-                return candidate
-    return None
