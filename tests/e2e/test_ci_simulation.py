@@ -31,6 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
+from support import github_output_dict
+
 EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
 PWNED = Path("/tmp/testfleet-pwned")
 
@@ -50,30 +52,6 @@ def git(cwd: Path, *args: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "sim", "GIT_AUTHOR_EMAIL": "sim@example.invalid",
            "GIT_COMMITTER_NAME": "sim", "GIT_COMMITTER_EMAIL": "sim@example.invalid"}
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
-def parse_outputs(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            body = []
-            while lines[i] != delim:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            value = "\n".join(body)
-        else:
-            name, value = line.split("=", 1)
-        assert name not in out, f"output {name} written twice"
-        out[name] = value
-    return out
 
 
 class Runner:
@@ -106,7 +84,7 @@ class Runner:
         proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", script],
                               cwd=cwd, env=full, capture_output=True, text=True, timeout=600,
                               check=False)
-        return proc.returncode, proc.stdout + proc.stderr, parse_outputs(output.read_text())
+        return proc.returncode, proc.stdout + proc.stderr, github_output_dict(output.read_text())
 
 
 def resolve(expr: str, contexts: dict[str, Any]) -> str:

@@ -28,34 +28,6 @@ def tool(name: str) -> str:
     return path
 
 
-def parse_github_output(text: str) -> list[tuple[str, str]]:
-    """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` lines and
-    ``name<<DELIM`` ... ``DELIM`` blocks; returns every (name, value) in order, so a
-    test can see a name that was written twice."""
-    out: list[tuple[str, str]] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            body: list[str] = []
-            while i < len(lines) and lines[i] != delim:
-                body.append(lines[i])
-                i += 1
-            assert i < len(lines), f"heredoc {name} never closed"
-            i += 1
-            out.append((name, "\n".join(body)))
-        else:
-            assert "=" in line, f"malformed output line {line!r}"
-            name, value = line.split("=", 1)
-            out.append((name, value))
-    return out
-
-
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """Run ``testfleet`` in-process; no traceback may ever reach the user."""
     try:

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import CASES, EVENTS_DIR, MI300X, parse_github_output, run_cli
+from support import parse_github_output
+
+from .conftest import CASES, EVENTS_DIR, MI300X, run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib

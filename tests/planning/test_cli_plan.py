@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from support import github_output_dict
 from testfleet.cli.main import main
 from testfleet.planning.model import load_plan
 
@@ -20,30 +21,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     return int(info.value.code or 0), out, err
-
-
-def parse_github_output(text: str) -> dict[str, str]:
-    """GitHub's own reading of $GITHUB_OUTPUT: name=value or name<<DELIM ... DELIM."""
-    out: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            body = []
-            while lines[i] != delim:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            out[name] = "\n".join(body)
-        else:
-            name, value = line.split("=", 1)
-            out[name] = value
-    return out
 
 
 def test_fork_pr_without_labels_shows_dormant_mi300x(example_project: Path,
@@ -92,7 +69,7 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
                        "--plan-file", str(tmp_path / "plan.json"))
     assert code == 0
     assert "::warning title=testfleet plan::" in out
-    outputs = parse_github_output(out_file.read_text())
+    outputs = github_output_dict(out_file.read_text())
     assert outputs["earlier"] == "1"  # appended, not overwritten
     assert outputs["has_jobs"] == "true"
     assert outputs["cadence"] == "nightly"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from support import github_output_dict
 from testfleet.planning import make_plan
 from testfleet.planning.formats import (
     FORMATS,
@@ -22,7 +23,6 @@ from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 
 from .conftest import make_config, make_project, sample_registrations
-from .test_cli_plan import parse_github_output
 
 
 def dormant_plan(env: dict[str, str] | None = None) -> Plan:
@@ -136,10 +136,10 @@ def test_github_heredoc_cannot_be_escaped() -> None:
     outputs = {"matrix": '{"a":"x\\nhas_jobs=false"}', "evil": "line1\nhas_jobs=false\nEOF",
                "has_jobs": "true"}
     text = github_output_text(outputs)
-    assert parse_github_output(text) == outputs
+    assert github_output_dict(text) == outputs
     # env from config with a newline stays inside the matrix value
     plan = dormant_plan(env={"X": "a\nhas_jobs=false"})
-    parsed = parse_github_output(FORMATS["github"](plan))
+    parsed = github_output_dict(FORMATS["github"](plan))
     assert parsed["has_jobs"] == "true"
     entry = json.loads(parsed["matrix"])["include"][0]
     assert entry["env"] == {"X": "a\nhas_jobs=false"}
@@ -153,7 +153,7 @@ def test_delimiters_are_random() -> None:
 
 def test_matrix_entries_have_no_file_lists() -> None:
     plan = dormant_plan()
-    outputs = parse_github_output(FORMATS["github"](plan))
+    outputs = github_output_dict(FORMATS["github"](plan))
     entries = json.loads(outputs["matrix"])["include"]
     assert entries and all("tests" not in e and e["n_tests"] >= 1 for e in entries)
     waves = int(outputs["waves"])

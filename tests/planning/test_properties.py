@@ -8,6 +8,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import github_output_dict
 from testfleet.errors import UsageError
 from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
@@ -18,7 +19,6 @@ from testfleet.policy import Trigger
 from testfleet.registry.model import Registration
 
 from .conftest import LABELS, make_config, make_project
-from .test_cli_plan import parse_github_output
 
 STAGE_BACKEND = {"stage-a-cpu": "cpu", "stage-b-cpu": "cpu", "gpu-h200": "cuda",
                  "gpu-h100": "cuda", "gpu-mi300x": "rocm"}
@@ -134,7 +134,7 @@ def test_plan_invariants(project, regs, trigger, changes, seed) -> None:
         assert isinstance(text, str) and text
         if plan.holes:
             assert all(s.name in text for s in plan.holes)
-    outputs = parse_github_output(FORMATS["github"](plan))
+    outputs = github_output_dict(FORMATS["github"](plan))
     assert set(outputs) == set(github_outputs(plan))
 
 

@@ -1,0 +1,42 @@
+"""Helpers shared by test areas (importable as ``support``: ``tests/`` is on ``sys.path``
+because its conftest sits outside any package)."""
+
+from __future__ import annotations
+
+
+def parse_github_output(text: str) -> list[tuple[str, str]]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` lines and
+    ``name<<DELIM`` ... ``DELIM`` blocks; returns every (name, value) in order, so a
+    test can see a name that was written twice."""
+    out: list[tuple[str, str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delim:
+                body.append(lines[i])
+                i += 1
+            assert i < len(lines), f"heredoc {name} never closed"
+            i += 1
+            out.append((name, "\n".join(body)))
+        else:
+            assert "=" in line, f"malformed output line {line!r}"
+            name, value = line.split("=", 1)
+            out.append((name, value))
+    return out
+
+
+def github_output_dict(text: str) -> dict[str, str]:
+    """The outputs by name; a name written twice is a failure (GitHub would keep the last,
+    so a second write could override a value a later step trusts)."""
+    out: dict[str, str] = {}
+    for name, value in parse_github_output(text):
+        assert name not in out, f"output {name} written twice"
+        out[name] = value
+    return out
