@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
+
+if TYPE_CHECKING:
+    from testfleet.config import Project
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "fleet"
@@ -22,6 +26,21 @@ def example_project(tmp_path: Path) -> Path:
     dest = tmp_path / "fleet"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".testfleet", "__pycache__"))
     return dest
+
+
+@pytest.fixture
+def config_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Project]:
+    """``make(config_text)``: a project in tmp_path with that ``testfleet.toml`` and an empty
+    ``tests/``, loaded and validated; an ambient ``TESTFLEET_DATABASE_URL`` is ignored."""
+    from testfleet.config import load_project
+
+    def make(config: str) -> Project:
+        monkeypatch.delenv("TESTFLEET_DATABASE_URL", raising=False)
+        (tmp_path / "tests").mkdir()
+        (tmp_path / "testfleet.toml").write_text(config, encoding="utf-8")
+        return load_project(tmp_path)
+
+    return make
 
 
 # -- PostgreSQL (history store) ------------------------------------------------------

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-from testfleet.config import Project, load_project
+from testfleet.config import Project
 
 CONFIG = """\
 roots = ["tests"]
@@ -28,11 +27,8 @@ backend = "rocm"
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    monkeypatch.delenv("TESTFLEET_DATABASE_URL", raising=False)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "testfleet.toml").write_text(CONFIG, encoding="utf-8")
-    return load_project(tmp_path)
+def project(config_project: Callable[[str], Project]) -> Project:
+    return config_project(CONFIG)
 
 
 @pytest.fixture

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from testfleet.config import Project, load_project
+from testfleet.config import Project
 
 MINIMAL_CONFIG = """\
 roots = ["tests"]
@@ -24,12 +23,9 @@ backend = "rocm"
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+def project(config_project: Callable[[str], Project]) -> Project:
     """A project with three stages and no history; ignores any ambient database URL."""
-    monkeypatch.delenv("TESTFLEET_DATABASE_URL", raising=False)
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "testfleet.toml").write_text(MINIMAL_CONFIG, encoding="utf-8")
-    return load_project(tmp_path)
+    return config_project(MINIMAL_CONFIG)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
