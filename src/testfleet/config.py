@@ -67,7 +67,10 @@ DEFAULT_FATAL = [
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # allow_inf_nan=False: TOML has inf and nan, and a timeout or target of inf crashed
+    # planning and `run` with an OverflowError instead of being reported here.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
 
 def _compiles(patterns: list[str]) -> list[str]:
@@ -124,10 +127,10 @@ class StageConfig(_Strict):
     container: str | None = None
     command: Literal["pytest", "python"] = "pytest"
     shards: int | None = Field(default=None, ge=1, le=256)
-    target_minutes: float | None = Field(default=None, gt=0)
+    target_minutes: float | None = Field(default=None, gt=0, le=MAX_EST_TIME / 60)
     max_shards: int | None = Field(default=None, ge=1, le=256)
     timeout_floor: float | None = Field(default=None, gt=0)
-    timeout_factor: float | None = Field(default=None, gt=0)
+    timeout_factor: float | None = Field(default=None, gt=0, le=1000)
     grace_seconds: float | None = Field(default=None, ge=0)
     trusted_only: bool = False
     disabled: str | None = None
@@ -234,7 +237,7 @@ class RunnerConfig(_Strict):
     """Defaults for executing a job; a stage may override the timeout keys."""
 
     timeout_floor: float = Field(default=300.0, gt=0)
-    timeout_factor: float = Field(default=3.0, gt=0)
+    timeout_factor: float = Field(default=3.0, gt=0, le=1000)
     grace_seconds: float = Field(default=30.0, ge=0)
     max_attempts: int = Field(default=1, ge=1, le=10)
     retriable_patterns: RegexList = Field(default_factory=lambda: list(DEFAULT_RETRIABLE))

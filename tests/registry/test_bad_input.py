@@ -212,7 +212,19 @@ CONFIG_CASES = [
     ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("implicit-est-infinite", BASE_CONFIG.replace("est_time = 5\n", "est_time = inf\n"), "implicit.0.est_time",
+     "finite number"),
+    ("implicit-est-absurd", BASE_CONFIG.replace("est_time = 5\n", "est_time = 1e308\n"), "implicit.0.est_time",
      "less than or equal to 604800"),
+    # inf or absurd timeouts and targets crashed `plan` and `run` with an OverflowError
+    ("timeout-factor-inf", BASE_CONFIG + "[runner]\ntimeout_factor = inf\n", "runner.timeout_factor",
+     "finite number"),
+    ("timeout-floor-inf", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ntimeout_floor = inf\n",
+     "stages.stage-x.timeout_floor", "finite number"),
+    ("grace-nan", BASE_CONFIG + "[runner]\ngrace_seconds = nan\n", "runner.grace_seconds", "finite number"),
+    ("target-minutes-absurd", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ntarget_minutes = 1e308\n"
+     "max_shards = 4\n", "stages.stage-x.target_minutes", "less than or equal to 10080"),
+    ("timeout-factor-absurd", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ntimeout_factor = 1e308\n",
+     "stages.stage-x.timeout_factor", "less than or equal to 1000"),
 ]
 
 
