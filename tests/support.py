@@ -3,6 +3,8 @@ because its conftest sits outside any package)."""
 
 from __future__ import annotations
 
+import pytest
+
 
 def parse_github_output(text: str) -> list[tuple[str, str]]:
     """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` lines and
@@ -40,3 +42,15 @@ def github_output_dict(text: str) -> dict[str, str]:
         assert name not in out, f"output {name} written twice"
         out[name] = value
     return out
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``testfleet`` in-process: (exit status, stdout, stderr). The entry point always
+    exits, and no traceback may ever reach the user."""
+    from testfleet.cli.main import main
+
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return int(info.value.code or 0), out, err

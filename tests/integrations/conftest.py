@@ -1,5 +1,6 @@
-"""Helpers for the CI-engine tests: recorded GitHub payloads, the CLI in-process,
-GitHub's own reading of ``$GITHUB_OUTPUT``, and the linters the workflow must pass."""
+"""Helpers for the CI-engine tests: recorded GitHub payloads and the linters the workflow
+must pass (the in-process CLI and GitHub's reading of ``$GITHUB_OUTPUT`` are in
+``tests/support.py``, shared with the planning and e2e tests)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from testfleet.cli.main import main
-
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
 CASES: dict[str, dict[str, Any]] = json.loads((EVENTS_DIR / "cases.json").read_text())
 MI300X = "stage-c-4-gpu-mi300x"
@@ -26,18 +25,6 @@ def tool(name: str) -> str:
     path = shutil.which(name)
     assert path, f"{name} is not installed: pip install -e '.[test]'"
     return path
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run ``testfleet`` in-process; no traceback may ever reach the user."""
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, out + err
-    return code, out, err
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support import run_cli
 from testfleet.config import load_project, validate_config
 from testfleet.integrations import adopt
 from testfleet.planning import make_plan
@@ -18,7 +19,7 @@ from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 from testfleet.registry import collect
 
-from .conftest import MI300X, run_cli
+from .conftest import MI300X
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from support import run_cli
 from testfleet.config import load_project
 from testfleet.integrations.buildkite import (
     ANNOTATION_CONTEXT,
@@ -31,7 +32,7 @@ from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 from testfleet.registry import collect
 
-from .conftest import MI300X, run_cli, run_tool, tool
+from .conftest import MI300X, run_tool, tool
 
 TRIGGERS = {
     "push": Trigger(event="push"),

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from support import parse_github_output
+from support import parse_github_output, run_cli
 
-from .conftest import CASES, EVENTS_DIR, MI300X, run_cli
+from .conftest import CASES, EVENTS_DIR, MI300X
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from support import run_cli
 from testfleet.cli.init import strip_testfleet_section
 from testfleet.config import load_project
 from testfleet.errors import UsageError
 from testfleet.integrations.github_workflow import WORKFLOW_PATH
-
-from .conftest import run_cli
 
 if sys.version_info >= (3, 11):
     import tomllib

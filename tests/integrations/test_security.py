@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import parse_github_output
+from support import parse_github_output, run_cli
 from testfleet.config import Project, load_project
 from testfleet.planning import make_plan
 from testfleet.planning.formats import github_outputs
@@ -28,7 +28,7 @@ from testfleet.policy import Trigger
 from testfleet.registry import collect
 from testfleet.registry.model import Registry
 
-from .conftest import EVENTS_DIR, MI300X, run_cli
+from .conftest import EVENTS_DIR, MI300X
 
 PWNED = Path("/tmp/testfleet-pwned")
 HOSTILE_FRAGMENTS = ("${{", "$(", "`", "GITHUB_ENV", "LD_PRELOAD", "pwn", "set-output", "\r")

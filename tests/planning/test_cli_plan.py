@@ -8,24 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from support import github_output_dict
-from testfleet.cli.main import main
+from support import github_output_dict, run_cli
 from testfleet.planning.model import load_plan
 
 MI300X = "stage-c-4-gpu-mi300x"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return int(info.value.code or 0), out, err
-
-
 def test_fork_pr_without_labels_shows_dormant_mi300x(example_project: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--event", "pull_request",
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--event", "pull_request",
                        "--fork", "--format", "json")
     assert code == 0
     plan = json.loads(out)
@@ -38,10 +29,10 @@ def test_fork_pr_without_labels_shows_dormant_mi300x(example_project: Path,
     assert mi and {s["reason"] for s in mi} == {"disabled", "stage-dormant"}
     assert any("coverage hole" in w and MI300X in w for w in plan["warnings"])
     # table and markdown say it too
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--fork")
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--fork")
     assert code == 0 and "dormant" in out and "MI300X runners fail at start-up" in out
     assert "coverage hole" in out
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--fork", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--fork", "--format", "markdown")
     assert "Coverage holes" in out and MI300X in out
 
 
@@ -50,7 +41,7 @@ def test_every_registration_accounted(example_project: Path, capsys) -> None:
     from testfleet.registry import collect
 
     registry = collect(load_project(example_project))
-    _code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-all",
+    _code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-all",
                        "--format", "json")
     plan = json.loads(out)
     seen = [(t["file"], j["stage"]) for j in plan["jobs"] for t in j["tests"]]
@@ -63,7 +54,7 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
     out_file = tmp_path / "gh_output"
     out_file.write_text("earlier=1\n")
     monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels",
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--labels",
                        "run-ci-megatron,nightly", "--labels", "run-ci-x\nhas_jobs=false",
                        "--labels", "run-ci-${{ secrets.TOKEN }}", "--format", "github",
                        "--plan-file", str(tmp_path / "plan.json"))
@@ -93,7 +84,7 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
 def test_output_file_and_byte_identity(example_project: Path, capsys, tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for target in (a, b):
-        code, out, _ = run(capsys, "-C", str(example_project), "plan", "--schedule",
+        code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--schedule",
                            "0 15 * * 6", "--format", "json", "--output", str(target))
         assert code == 0 and out == ""
     assert a.read_bytes() == b.read_bytes()
@@ -126,7 +117,7 @@ def test_output_file_and_byte_identity(example_project: Path, capsys, tmp_path: 
 ])
 def test_bad_input_is_a_clear_error(example_project: Path, capsys, args: list[str],
                                     message: str) -> None:
-    code, _out, err = run(capsys, "-C", str(example_project), "plan", *args)
+    code, _out, err = run_cli(capsys, "-C", str(example_project), "plan", *args)
     assert code == 2
     assert message in err
     assert err.startswith("testfleet: error:") or "Error: Invalid value" in err
@@ -135,18 +126,18 @@ def test_bad_input_is_a_clear_error(example_project: Path, capsys, args: list[st
 def test_symlinked_file_is_refused(example_project: Path, capsys) -> None:
     link = example_project / "tests" / "fast" / "test_link.py"
     os.symlink(example_project / "tests" / "fast" / "test_kl.py", link)
-    code, _, err = run(capsys, "-C", str(example_project), "plan", "--file",
+    code, _, err = run_cli(capsys, "-C", str(example_project), "plan", "--file",
                        "tests/fast/test_link.py")
     assert code == 2 and "is a symlink" in err
 
 
 def test_file_request(example_project: Path, capsys) -> None:
-    code, out, _ = run(capsys, "-C", str(example_project / "tests"), "plan", "--file",
+    code, out, _ = run_cli(capsys, "-C", str(example_project / "tests"), "plan", "--file",
                        "e2e/megatron/amd/test_amd_r3_mtp.py", "--include-disabled",
                        "--format", "json")
     # the file's only registration is on the dormant stage: nothing can run -> clear error
     assert code == 2
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--file",
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--file",
                        "tests/unit/test_long_horizon_cpu.py", "--format", "json")
     assert code == 0
     plan = json.loads(out)
@@ -158,7 +149,7 @@ def test_file_request(example_project: Path, capsys) -> None:
 def test_unreadable_diff_falls_back(example_project: Path, capsys, tmp_path: Path,
                                     diff: str) -> None:
     (tmp_path / "garbage").write_bytes(b"\x00\xff not a diff")
-    code, out, err = run(capsys, "-C", str(example_project), "plan", "--labels",
+    code, out, err = run_cli(capsys, "-C", str(example_project), "plan", "--labels",
                          "run-ci-megatron", "--changed-files", str(tmp_path / diff),
                          "--format", "json")
     assert code == 0
@@ -176,7 +167,7 @@ def test_docs_only_change_prunes_a_prunable_stage(example_project: Path, capsys,
                                    'command = "python"\nshards = 2\nprune = true\n'))
     diff = tmp_path / "diff"
     diff.write_bytes(b"M\0docs/guide.md\0M\0README.md\0")
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "bypass-fastfail",
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--labels", "bypass-fastfail",
                        "--changed-files", str(diff), "--format", "json")
     plan = json.loads(out)
     assert code == 0
@@ -184,7 +175,7 @@ def test_docs_only_change_prunes_a_prunable_stage(example_project: Path, capsys,
     b = next(s for s in plan["stages"] if s["name"] == "stage-b-cpu")
     assert b["status"] == "unaffected" and b["counts"]["stage-unaffected"] >= 1
     # a requested label keeps its stage even when nothing it holds changed
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-rollout",
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--labels", "run-ci-rollout",
                        "--changed-files", str(diff), "--format", "json")
     assert "stage-b-cpu" in {j["stage"] for j in json.loads(out)["jobs"]}
 
@@ -198,13 +189,13 @@ def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
         "base": {"repo": {"full_name": "org/repo"}}}}))
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
-    code, out, _ = run(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")
     assert code == 0
     plan = json.loads(out)
     assert plan["policy"]["fork"] and plan["policy"]["authorized"]
     assert plan["policy"]["include_labels"] == ["fsdp"]
     event.write_text("{broken")
-    code, _, err = run(capsys, "-C", str(example_project), "plan", "--github")
+    code, _, err = run_cli(capsys, "-C", str(example_project), "plan", "--github")
     assert code == 2 and "not valid JSON" in err
 
 
@@ -212,7 +203,7 @@ def test_registry_errors_block_planning(example_project: Path, capsys) -> None:
     bad = example_project / "tests" / "unit" / "test_bad_reg.py"
     bad.write_text('from testfleet import register_cuda_ci\n'
                    'register_cuda_ci(est_time=10, suite="no-such-stage", labels=["megatron"])\n')
-    code, _, err = run(capsys, "-C", str(example_project), "plan")
+    code, _, err = run_cli(capsys, "-C", str(example_project), "plan")
     assert code == 1
     assert "registration error" in err and "test_bad_reg.py" in err
 
@@ -242,7 +233,7 @@ def test_project_below_the_git_top_level(example_project: Path, capsys, tmp_path
     ]
     for data, want in cases:
         diff.write_bytes(data)
-        code, out, _ = run(capsys, "-C", str(project), "plan", "--labels", "bypass-fastfail",
+        code, out, _ = run_cli(capsys, "-C", str(project), "plan", "--labels", "bypass-fastfail",
                            "--changed-files", str(diff), "--format", "json")
         assert code == 0
         assert {j["stage"] for j in json.loads(out)["jobs"]} == want, data
@@ -261,7 +252,7 @@ def test_unwritable_output_directory_is_a_clear_error(example_project: Path, cap
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     target = tmp_path / "plan.json"
-    code, _out, err = run(capsys, "-C", str(example_project), "plan", option, str(target))
+    code, _out, err = run_cli(capsys, "-C", str(example_project), "plan", option, str(target))
     assert code == 2
     assert f"{option} {target}: cannot write it: Permission denied" in err
     assert not target.exists()
