@@ -128,6 +128,7 @@ def test_dry_run_executes_nothing(cli_project) -> None:
     res = run_cli(root, "--plan", str(plan), "--job", job, "--dry-run")
     assert res.returncode == 0
     assert "tests/test_a.py" in res.stdout and "dry run" in res.stdout
+    assert " 1 file, max 1 attempt(s)" in " ".join(res.stdout.split())
     assert not (root / "ran").exists()
 
 

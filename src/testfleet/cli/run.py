@@ -166,7 +166,7 @@ def _print_dry_run(spec: Any) -> None:
 
     s = spec.settings
     table = Table(title=f"testfleet run {spec.job_id} (dry run): stage {s.stage} ({s.backend}), "
-                        f"{len(spec.items)} files, max {spec.options.max_attempts} attempt(s), "
+                        f"{len(spec.items)} file{'s' if len(spec.items) != 1 else ''}, max {spec.options.max_attempts} attempt(s), "
                         f"fast-fail {'on' if spec.options.fast_fail else 'off'}",
                   title_justify="left")
     for col in ("#", "file", "estimate", "timeout", "command"):
