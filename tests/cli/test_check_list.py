@@ -272,3 +272,20 @@ def test_check_text_honours_no_color_on_a_terminal(project, run, only_collection
     assert code == 1
     assert "tests/test_c.py" in out and "error" in out
     assert ("\x1b[" in out) is not no_color
+
+
+def test_closed_stdout_is_not_a_finding(project) -> None:
+    """`testfleet check | head` with the reader gone before anything is written: no
+    traceback, and not exit 1 (which means findings) but 141, as for SIGPIPE."""
+    import os
+
+    root = project(BROKEN)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "check"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr

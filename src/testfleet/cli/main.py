@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,6 +40,13 @@ class LazyGroup(click.Group):
         module = importlib.import_module(entry[0])
         command: click.Command = module.command
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # Raised here, before click's own EPIPE handling can turn it into exit 1.
+            raise SystemExit(_closed_pipe()) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
@@ -73,6 +81,14 @@ def cli(ctx: click.Context, directory: Path | None, config_file: Path | None) ->
     ctx.obj = AppContext(base, config_file)
 
 
+def _closed_pipe() -> int:
+    """A closed pipe (``testfleet list | head``) is not an error worth a traceback, nor a
+    finding (exit 1 would read as one): exit as a Unix tool killed by SIGPIPE does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
+
+
 def main(argv: list[str] | None = None) -> None:
     from testfleet.errors import TestfleetError
 
@@ -88,10 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"testfleet: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        # A closed pipe (``testfleet list | head``) is not an error worth a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(_closed_pipe())
     except KeyboardInterrupt:
         sys.exit(130)
     else:
