@@ -280,29 +280,30 @@ def parse_gate_call(
             }
     filled: list[str] = []
 
+    def given_or_default(key: str) -> Any:
+        """The call's literal, else the metric's configured default (recorded in ``filled``);
+        with neither, an error once the metric is known. A non-literal is never replaced."""
+        value = kwargs.get(key)
+        if value is None and key not in call.non_literal:
+            if default.get(key) is not None:
+                value = default[key]
+                filled.append(key)
+            elif metric_ok:
+                err("gate-missing", f"{key} is required: no [tool.testfleet.gate.defaults] entry "
+                    f"for {metric!r} supplies it", key)
+        return value
+
     steps: Steps | None = None
-    raw_steps = kwargs.get("steps")
-    if raw_steps is None and "steps" not in call.non_literal:
-        if default.get("steps") is not None:
-            raw_steps = default["steps"]
-            filled.append("steps")
-        elif metric_ok:
-            err("gate-missing", f"steps is required: no [tool.testfleet.gate.defaults] entry for "
-                f"{metric!r} supplies it", "steps")
+    raw_steps = given_or_default("steps")
     if raw_steps is not None:
         steps, problem = validate_steps(raw_steps)
         if problem:
             err("gate-steps", problem, "steps")
 
     constraint: dict[str, float] | None = None
-    raw_constraint = kwargs.get("constraint")
-    if raw_constraint is None and "constraint" not in call.non_literal:
-        if default.get("constraint") is not None:
-            raw_constraint = dict(default["constraint"])
-            filled.append("constraint")
-        elif metric_ok:
-            err("gate-missing", f"constraint is required: no [tool.testfleet.gate.defaults] entry "
-                f"for {metric!r} supplies it", "constraint")
+    raw_constraint = given_or_default("constraint")
+    if "constraint" in filled:  # a configured default may be any mapping; validation wants a dict
+        raw_constraint = dict(raw_constraint)
     if raw_constraint is not None:
         constraint, msgs = validate_constraint(raw_constraint)
         for msg in msgs:
