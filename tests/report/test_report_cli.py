@@ -208,3 +208,27 @@ def test_source_date_epoch_makes_reports_reproducible(example_project: Path) -> 
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "SOURCE_DATE_EPOCH": "yesterday"})
     assert bad.returncode == 2 and "SOURCE_DATE_EPOCH" in bad.stderr
+
+
+def test_relative_paths_follow_dash_c(example_project: Path, plan_file: Path,
+                                      tmp_path: Path) -> None:
+    """`-C DIR` runs as if started in DIR (as plan and run do): --plan and --output
+    relative paths are DIR's, not the shell's directory."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = tf("-C", str(example_project), "report", "--plan", plan_file.name,
+           "--format", "json", "--output", "r.json", cwd=elsewhere)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((example_project / "r.json").read_text())["plan"] is not None
+    assert not (elsewhere / "r.json").exists()
+
+
+def test_absurd_terminal_width_is_clamped(example_project: Path) -> None:
+    """COLUMNS far beyond --width's range (400) kept rich rendering for minutes."""
+    import os
+
+    r = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "report"], cwd=example_project,
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "COLUMNS": "99999999"})
+    assert r.returncode == 0, r.stderr
+    assert max(len(line) for line in r.stdout.splitlines()) <= 400

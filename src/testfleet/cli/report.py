@@ -42,17 +42,20 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
     from testfleet.report.build import gather
 
     project = project_from(ctx)
+    base: Path = ctx.find_root().obj.directory  # -C DIR: relative paths are DIR's, as in plan/run
     if plan_path is not None and not plan_path.is_absolute():
-        plan_path = Path.cwd() / plan_path
+        plan_path = base / plan_path
     report = gather(project, plan_path=plan_path, database=database, history=not no_history)
     to_stdout = output is None or str(output) == "-"
-    text = render(report, fmt, color=to_stdout and _color(), max_rows=max_rows,
-                  width=width or (shutil.get_terminal_size((120, 40)).columns if to_stdout else 120))
+    if width is None:
+        # The terminal's width within --width's range: COLUMNS=99999999 made rich render for minutes.
+        width = min(max(shutil.get_terminal_size((120, 40)).columns, 60), 400) if to_stdout else 120
+    text = render(report, fmt, color=to_stdout and _color(), max_rows=max_rows, width=width)
     if to_stdout:
         _echo(text)
     else:
         assert output is not None
-        write_output(output if output.is_absolute() else Path.cwd() / output, text.encode("utf-8"))
+        write_output(output if output.is_absolute() else base / output, text.encode("utf-8"))
         click.echo(f"wrote {fmt} report to {output}", err=True)
     return 0
 
