@@ -131,3 +131,17 @@ def test_check_reports_gate_errors_with_file_and_line(example_project: Path,
             (5, "gate-min-history")} <= got
     # the example's own gates are valid: the defaults filled train/grad_norm there
     assert not [f for f in json.loads(out)["findings"] if "train_curve" in f["file"]]
+
+
+def test_relative_record_follows_dash_c(example_project: Path, tmp_path: Path, store_url: str,
+                                        capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-C DIR` runs as if started in DIR: a relative --record is DIR's, not the shell's."""
+    produce(example_project, example_project / "recs")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = tf(capsys, "-C", str(example_project), "gate", "evaluate", "--test", LOSS,
+                        "--record", "recs", "--database", store_url)
+    assert code == 0, (out, err)
+    assert "INACTIVE" in out and "cold start" in out

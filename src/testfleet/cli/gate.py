@@ -90,6 +90,8 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
 
     project = project_from(ctx)
     file = _test_path(project, test)
+    if not record.is_absolute():  # -C DIR: relative to DIR, as for plan, run and report
+        record = ctx.find_root().obj.directory / record
     if not record.exists():
         raise UsageError(f"--record {record}: no such file or directory")
     calls, problems = gate_calls_in_file(project.root, file)
