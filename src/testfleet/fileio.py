@@ -39,3 +39,15 @@ def replace_atomically(path: Path, data: bytes, *, mode: int | None = None,
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def output_mode(path: Path) -> int:
+    """Permission bits for a file a user asked for (a plan, a report, JUnit): an existing
+    file keeps its own; a new one gets what ``open()`` would give it (0o666 minus the
+    umask), not the temporary file's private 0o600 that CI artifact servers cannot read."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

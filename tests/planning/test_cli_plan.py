@@ -256,3 +256,21 @@ def test_unwritable_output_directory_is_a_clear_error(example_project: Path, cap
     assert code == 2
     assert f"{option} {target}: cannot write it: Permission denied" in err
     assert not target.exists()
+
+
+def test_output_files_are_readable_per_umask(example_project: Path, capsys,
+                                             tmp_path: Path) -> None:
+    """--output and --plan-file are files the user asked for: 0o666 minus the umask (here
+    0o644), not the private 0o600 of the temporary file they are renamed from."""
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        code, _out, _err = run_cli(capsys, "-C", str(example_project), "plan", "--format", "json",
+                                   "--output", str(tmp_path / "out.json"),
+                                   "--plan-file", str(tmp_path / "plan.json"))
+    finally:
+        os.umask(old)
+    assert code == 0
+    for name in ("out.json", "plan.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name

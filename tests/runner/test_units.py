@@ -288,3 +288,22 @@ def test_file_problem_refuses_paths_outside_the_project(tmp_path: Path) -> None:
     assert "not a repository-relative" in file_problem(tmp_path, "/etc/passwd")
     assert "not a repository-relative" in file_problem(tmp_path, "-c.py")
     assert "does not exist" in file_problem(tmp_path, "nope.py")
+
+
+def test_junit_file_mode_follows_the_umask(tmp_path: Path) -> None:
+    """A new JUnit file is readable like any file the user creates (0o666 minus the umask),
+    not private 0o600 (the temporary file's mode) that an artifact server cannot read; an
+    existing file keeps its own mode."""
+    import os
+    import stat
+
+    path = tmp_path / "junit.xml"
+    old = os.umask(0o022)
+    try:
+        write_junit(_job(tmp_path), path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        path.chmod(0o640)
+        write_junit(_job(tmp_path), path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)

@@ -10,7 +10,7 @@ import click
 
 from testfleet.config import Project, load_project
 from testfleet.errors import UsageError
-from testfleet.fileio import replace_atomically
+from testfleet.fileio import output_mode, replace_atomically
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -33,7 +33,7 @@ def write_output(path: Path, data: bytes, what: str = "--output") -> None:
     if path.is_dir():
         raise UsageError(f"{what} {path}: is a directory")
     try:
-        replace_atomically(path, data)
+        replace_atomically(path, data, mode=output_mode(path))
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 

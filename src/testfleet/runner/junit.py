@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from testfleet.fileio import replace_atomically
+from testfleet.fileio import output_mode, replace_atomically
 from testfleet.runner.model import FileResult, JobResult, Outcome
 from testfleet.runner.textclean import clean
 
@@ -90,4 +90,4 @@ def write_junit(job: JobResult, path: Path) -> None:
     """Write atomically: temp file in the target directory, fsync, rename."""
     data = build_xml(job)
     path.parent.mkdir(parents=True, exist_ok=True)
-    replace_atomically(path, data, fsync=True)
+    replace_atomically(path, data, mode=output_mode(path), fsync=True)
