@@ -288,3 +288,17 @@ def test_unusable_records_directory_is_exit_2(cli_project) -> None:
     assert res.returncode == 2, res.stdout + res.stderr
     assert "testfleet: error: --records blocker/recs: cannot create it" in res.stderr
     assert "nothing was run" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_unusable_cache_dir_is_exit_2(cli_project) -> None:
+    """The default record directory lives under cache_dir; a file in its way is exit 2
+    naming it, not an ERROR (exit 1) for every test file."""
+    root, plan, [job] = cli_project({"test_a.py": PASS})
+    import shutil
+
+    shutil.rmtree(root / ".testfleet", ignore_errors=True)
+    (root / ".testfleet").write_text("a file, not a directory\n")
+    res = run_cli(root, "--plan", str(plan), "--job", job, "--no-history")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "testfleet: error: record directory" in res.stderr
+    assert "(under cache_dir): cannot create it" in res.stderr and "nothing was run" in res.stderr

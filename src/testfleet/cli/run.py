@@ -96,13 +96,14 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     if dry_run:
         _print_dry_run(spec)
         return 0
-    if records is not None:
-        # Checked up front: otherwise every file would "fail" (exit 1) on a usage error.
-        try:
-            spec.records_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"--records {records}: cannot create it "
-                             f"({exc.strerror or exc}); nothing was run") from None
+    # Checked up front: otherwise every file would "fail" (exit 1) on a usage error.
+    try:
+        spec.records_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what = (f"--records {records}" if records is not None
+                else f"record directory {spec.records_dir} (under cache_dir)")
+        raise UsageError(f"{what}: cannot create it ({exc.strerror or exc}); "
+                         "nothing was run") from None
     junit_path = None if junit is None else (junit if junit.is_absolute() else base / junit)
     return _execute(project, spec, junit_path=junit_path, database=database,
                     history=not no_history, write_baseline=bool(policy.get("write_baseline")),
