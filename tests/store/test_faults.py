@@ -71,6 +71,9 @@ def test_sqlite_spellings(project: Project, url: str, path: str) -> None:
     ("mysql://u:secret@h/db", "unsupported database URL scheme 'mysql'"),
     ("sqlite://", "in-memory"),
     ("sqlite:///:memory:", "in-memory"),
+    # would have created a SQLite file named "   " or "h.db\n" in the project
+    ("   ", "'   ' is not a database URL or file path"),
+    ("h.db\n", "is not a database URL or file path"),
 ])
 def test_unusable_urls(project: Project, url: str, message: str) -> None:
     with pytest.raises(StoreError, match=message) as info:

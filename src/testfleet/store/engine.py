@@ -70,6 +70,9 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def _parse(project: Project, value: str, origin: str) -> Target:
+    if not value.strip() or not value.isprintable():
+        # "   " or a stray newline would otherwise become a SQLite file of that name.
+        raise StoreError(f"{origin}: {value!r} is not a database URL or file path")
     match = _SCHEME.match(value)
     if not match:
         path = Path(value).expanduser()
