@@ -27,6 +27,7 @@ from pydantic import (
 from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
+from testfleet.fileio import read_capped
 from testfleet.findings import Finding
 from testfleet.registry.model import MAX_EST_TIME
 
@@ -423,7 +424,7 @@ def load_project(cwd: Path, config_file: Path | None = None) -> Project:
     path = path if path.is_absolute() else (cwd / path)
     name = path.name
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, 16 << 20).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

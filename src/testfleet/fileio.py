@@ -10,6 +10,7 @@ a warning, a slower next run); this module only guarantees no temporary file is 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -51,3 +52,19 @@ def output_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """The bytes of a file someone named on the command line, at most ``limit`` of them.
+
+    ``/dev/zero`` or a runaway pipe would otherwise be read until memory runs out (its
+    size is 0 to ``stat``, so a size check alone does not help); pipes and process
+    substitution (``<(git diff ...)``) still work. Too much is an ``OSError`` (EFBIG)
+    whose ``strerror`` says so, for the callers' existing "cannot read" messages.
+    """
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        most = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+        raise OSError(errno.EFBIG, f"larger than {most}, the most testfleet reads", str(path))
+    return data

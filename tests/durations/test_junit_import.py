@@ -145,3 +145,28 @@ def test_absurd_time_is_refused(tmp_path: Path) -> None:
     text = str(info.value)
     assert "1 invalid testcase time(s), nothing imported" in text
     assert "c::huge: time '1e308' is more than 604800 seconds (7 days)" in text
+
+
+def test_endless_stream_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe or device (size 0 to stat, like /dev/zero) is read only up to the cap."""
+    import os
+    import threading
+
+    from testfleet.store import junit_import
+
+    monkeypatch.setattr(junit_import, "MAX_BYTES", 1000)
+    fifo = tmp_path / "stream.xml"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        try:
+            with open(fifo, "wb") as fh:
+                fh.write(b"<testsuite>" + b" " * 5000 + b"</testsuite>")
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    with pytest.raises(UsageError, match="larger than 1000 bytes"):
+        read_cases(fifo)
+    writer.join(timeout=10)

@@ -119,3 +119,14 @@ def test_load_plan_malformed_fields(tmp_path: Path, mutate, message: str) -> Non
     mutate(data)
     with pytest.raises(UsageError, match=message):
         load_plan(_write(tmp_path, _resealed(data)))
+
+
+def test_oversized_plan_is_refused_without_reading_it_all(tmp_path: Path, monkeypatch) -> None:
+    """`--plan /dev/zero` (size 0 to stat) was read until memory ran out; a plan is read
+    up to a cap and refused beyond it."""
+    from testfleet.planning import model
+
+    path = _write(tmp_path, _plan().to_json())
+    monkeypatch.setattr(model, "MAX_PLAN_BYTES", 64)
+    with pytest.raises(UsageError, match=r"cannot read plan file .*: larger than 64 bytes"):
+        load_plan(path)

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from testfleet.fileio import read_capped
+
 #: ``git diff --name-status`` status letters; R and C carry a score and two paths.
 _ONE_PATH = set("AMDTUX")
 _TWO_PATHS = set("RC")
@@ -120,7 +122,7 @@ def read_changed_files(path: Path) -> ChangeSet:
     try:
         if path.stat().st_size > MAX_DIFF_BYTES:
             return ChangeSet(source=source, error=f"larger than {MAX_DIFF_BYTES >> 20} MiB")
-        data = path.read_bytes()
+        data = read_capped(path, MAX_DIFF_BYTES)
     except OSError as exc:
         return ChangeSet(source=source, error=f"cannot read it: {exc.strerror or exc}")
     paths, error = parse_name_status(data)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from testfleet.errors import UsageError
+from testfleet.fileio import read_capped
 
 SCHEMA = "testfleet.plan/1"
 STATUSES = ("scheduled", "dormant", "unauthorized", "unaffected", "empty")
@@ -243,11 +244,14 @@ def plan_bytes(plan: Plan) -> bytes:
     return _canonical(plan.to_json()) + b"\n"
 
 
+MAX_PLAN_BYTES = 256 << 20  # a 10,000-file plan is a few MiB
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read, validate and verify a plan file written by ``testfleet plan --format json``."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_capped(p, MAX_PLAN_BYTES)
     except FileNotFoundError:
         raise UsageError(f"plan file {p} does not exist") from None
     except IsADirectoryError:

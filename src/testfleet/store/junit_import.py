@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from testfleet.errors import UsageError
+from testfleet.fileio import read_capped
 from testfleet.registry.model import MAX_EST_TIME
 from testfleet.store.durations import Execution
 
@@ -60,7 +61,7 @@ def read_cases(path: Path) -> list[Case]:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise UsageError(f"{path}: {size} bytes is more than the {MAX_BYTES} a JUnit file may have")
-        data = path.read_bytes()
+        data = read_capped(path, MAX_BYTES)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     head = data[:4096].lower()
