@@ -38,6 +38,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _NAME = re.compile(NAME_RE)
+MAX_NAME = 100
 
 BUILTIN_BACKENDS: dict[str, dict[str, Any]] = {
     "cpu": {"markers": ["register_cpu_ci"], "labels_required": False, "gpu": False},
@@ -344,9 +345,13 @@ class Config(_Strict):
         for name in v:
             if not _NAME.match(name):
                 raise ValueError(
-                    f"name {name!r} must start with a letter or digit and use only "
-                    "letters, digits, '.', '_' and '-'"
+                    f"name {name!r} must start with an ASCII letter or digit and use only "
+                    "ASCII letters, digits, '.', '_' and '-'"
                 )
+            if len(name) > MAX_NAME:
+                # Names become job ids and PR labels (GitHub allows 50 characters).
+                raise ValueError(f"name {name[:40]!r}... is {len(name)} characters long; "
+                                 f"at most {MAX_NAME}")
         return v
 
     def backend_specs(self) -> dict[str, BackendConfig]:

@@ -211,6 +211,11 @@ CONFIG_CASES = [
     ("invalid-toml", BASE_CONFIG + "[stages\n", "", "invalid TOML"),
     ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
+    # 'ü' is a letter: the message must say the rule is ASCII
+    ("non-ascii-label", BASE_CONFIG.replace("[labels]\n", "[labels]\n\"\u00fcni\" = 'x'\n"), "labels",
+     "ASCII letters"),
+    ("absurdly-long-stage", BASE_CONFIG + "[stages." + "s" * 3000 + "]\nbackend = 'cpu'\n", "stages",
+     "is 3000 characters long; at most 100"),
     ("implicit-est-infinite", BASE_CONFIG.replace("est_time = 5\n", "est_time = inf\n"), "implicit.0.est_time",
      "finite number"),
     ("implicit-est-absurd", BASE_CONFIG.replace("est_time = 5\n", "est_time = 1e308\n"), "implicit.0.est_time",
