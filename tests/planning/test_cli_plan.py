@@ -274,3 +274,16 @@ def test_output_files_are_readable_per_umask(example_project: Path, capsys,
     assert code == 0
     for name in ("out.json", "plan.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+
+
+def test_header_says_the_pr_is_from_a_fork(example_project: Path, capsys) -> None:
+    """A fork's PR skips trusted_only stages; the table and markdown headers must say the
+    plan is for a fork, not read like any other pull request."""
+    for fmt, needle in (("table", "event pull_request from a fork ·"),
+                        ("markdown", "**pull\\_request** from a fork ·")):
+        code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--event",
+                               "pull_request", "--fork", "--format", fmt)
+        assert code == 0 and needle in out, out[:300]
+        code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--event",
+                               "pull_request", "--format", fmt)
+        assert code == 0 and "from a fork" not in out

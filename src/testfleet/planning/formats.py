@@ -131,11 +131,16 @@ def skipped_by_reason(plan: Plan) -> Counter[str]:
     return Counter(s.reason for s in plan.skipped)
 
 
+def _fork(plan: Plan) -> str:
+    """A fork's PR is planned differently (no trusted_only stages): the header says so."""
+    return " from a fork" if plan.trigger.get("fork") else ""
+
+
 def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
     p = plan.policy
     lines = ["## testfleet plan", ""]
     lines.append(
-        f"**{md(p.get('event'))}** · cadence **{md(p.get('cadence'))}** · "
+        f"**{md(p.get('event'))}**{_fork(plan)} · cadence **{md(p.get('cadence'))}** · "
         f"{len(plan.jobs)} job(s) · labels: "
         + (md(", ".join(p.get("include_labels", []))) or "none")
         + f" · bypass fast-fail: {'yes' if p.get('bypass_fastfail') else 'no'}"
@@ -212,7 +217,7 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     console = Console(file=buf, width=width, force_terminal=color,
                       color_system="standard" if color else None, highlight=False)
     p = plan.policy
-    head = Text(f"event {p.get('event')} · cadence {p.get('cadence')} · "
+    head = Text(f"event {p.get('event')}{_fork(plan)} · cadence {p.get('cadence')} · "
                 f"{len(plan.jobs)} job(s) · labels "
                 f"{', '.join(p.get('include_labels', [])) or 'none'} · bypass fast-fail "
                 f"{'yes' if p.get('bypass_fastfail') else 'no'} · write baselines "
