@@ -248,3 +248,26 @@ def test_config_case(name: str, config: str, key: str, fragment: str, tree, run_
     assert all(x["file"] == "testfleet.toml" for x in doc["findings"])
     code, out, err = run_cli("-C", str(tmp_path / "proj"), "list")
     assert code == 2 and "testfleet: error:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("call", [
+    'register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["{long}"])',
+    'register_cpu_ci(5, "{long}")',
+    'register_cpu_ci(5, "stage-a-cpu", disabled=["{long}"])',
+], ids=["label", "suite", "non-string-value"])
+def test_long_user_values_are_cut_in_messages(tree, call: str) -> None:
+    """A 5,000-character label/suite must not be echoed whole into every message."""
+    long = "x" * 5000
+    src = IMP + call.replace("{long}", long) + "\n"
+    found = [f for f in collect(tree({BAD: src}), use_cache=False).findings if f.file == BAD and f.line == 2]
+    assert found
+    for f in found:
+        assert long not in f.message and len(f.message) < 600, f.message[:200]
+        assert "characters)" in f.message and "…" in f.message
+
+
+def test_long_keyword_is_cut_in_messages(tree) -> None:
+    name = "k" * 3000
+    src = IMP + f'register_cpu_ci(5, "stage-a-cpu", {name}=1)\n'
+    f = next(f for f in collect(tree({BAD: src}), use_cache=False).findings if f.code == "unknown-keyword")
+    assert name not in f.message and "(3000 characters)" in f.message

@@ -37,6 +37,25 @@ class _Sink:
             self.errors += 1
 
 
+# A user value echoed in a message is cut beyond this many characters: a 5,000-character
+# label would otherwise fill the terminal (and a CI annotation) with itself.
+ECHO_LIMIT = 80
+ECHO_KEEP = 60
+
+
+def echo(value: object) -> str:
+    """``repr(value)`` for a message, short values exactly; a long one cut to its first
+    ``ECHO_KEEP`` characters and its length (``'aaaa…'… (5000 characters)``)."""
+    if isinstance(value, str):
+        if len(value) <= ECHO_LIMIT:
+            return repr(value)
+        return f"{value[:ECHO_KEEP]!r}… ({len(value)} characters)"
+    text = repr(value)
+    if len(text) <= ECHO_LIMIT:
+        return text
+    return f"{text[:ECHO_KEEP]}… ({len(text)} characters)"
+
+
 def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
     import difflib  # only when there is a mistake to explain
 
@@ -172,9 +191,9 @@ def _unread_message(occ: sc.Occurrence) -> str:
         return (f"attribute call {occ.detail}(...); {tail}: import the name "
                 f"(from ... import {occ.name}) and call {occ.name}(...)")
     if occ.kind == sc.ALIASED_IMPORT:
-        return (f"{occ.name} is imported as {occ.detail!r}; markers are recognised by their own "
+        return (f"{occ.name} is imported as {echo(occ.detail)}; markers are recognised by their own "
                 f"name, so calls to {occ.detail}(...) would be ignored: import it without 'as'")
-    return (f"{occ.name}(...) is part of a larger statement or expression ({occ.detail!r}); "
+    return (f"{occ.name}(...) is part of a larger statement or expression ({echo(occ.detail)}); "
             f"{tail}: write it as a statement of its own at module level")
 
 
@@ -234,11 +253,11 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
             continue
         if kw.arg not in KEYWORDS:
             err(kw.lineno, kw.col_offset + 1, "unknown-keyword",
-                f"unknown keyword {kw.arg!r}{did_you_mean(kw.arg, KEYWORDS)}; valid: {', '.join(KEYWORDS)}")
+                f"unknown keyword {echo(kw.arg)}{did_you_mean(kw.arg, KEYWORDS)}; valid: {', '.join(KEYWORDS)}")
             continue
         if kw.arg in where:
             how = "twice" if not any(a is where[kw.arg] for a in node.args) else "positionally and as keyword"
-            err(kw.lineno, kw.col_offset + 1, "duplicate-keyword", f"{kw.arg!r} is given {how}")
+            err(kw.lineno, kw.col_offset + 1, "duplicate-keyword", f"{echo(kw.arg)} is given {how}")
             continue
         values[kw.arg] = _literal(call, kw.value, f"argument {kw.arg!r}", err)
         where[kw.arg] = kw.value
@@ -255,7 +274,7 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
     est = values.get("est_time", _MISSING)
     if est is not _MISSING:
         if isinstance(est, bool) or not isinstance(est, (int, float)):
-            err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {est!r}")
+            err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {echo(est)}")
         elif not _finite_positive(est):
             err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {_short(est)}")
         elif est > MAX_EST_TIME:
@@ -264,14 +283,14 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
     suite = values.get("suite", _MISSING)
     if suite is not _MISSING:
         if not isinstance(suite, str):
-            err(*at("suite"), "wrong-type", f"suite must be a string naming a stage, got {suite!r}")
+            err(*at("suite"), "wrong-type", f"suite must be a string naming a stage, got {echo(suite)}")
         else:
             _check_suite(suite, backend, call.name, rules, at("suite"), err)
     labels = values.get("labels")
     label_tuple: tuple[str, ...] = ()
     if labels is not _MISSING and labels is not None:
         if not isinstance(labels, (list, tuple)):
-            err(*at("labels"), "wrong-type", f"labels must be a list of strings or None, got {labels!r}")
+            err(*at("labels"), "wrong-type", f"labels must be a list of strings or None, got {echo(labels)}")
         else:
             label_tuple = _check_labels(labels, where["labels"], rules, err)
     if (labels is None or (isinstance(labels, (list, tuple)) and not labels)) and rules.labels_required.get(backend):
@@ -281,12 +300,12 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
             f"{_label_list(rules)}")
     nightly = values.get("nightly", False)
     if nightly is not _MISSING and not isinstance(nightly, bool):
-        err(*at("nightly"), "wrong-type", f"nightly must be True or False, got {nightly!r}")
+        err(*at("nightly"), "wrong-type", f"nightly must be True or False, got {echo(nightly)}")
     disabled = values.get("disabled")
     if disabled is not _MISSING and disabled is not None:
         if not isinstance(disabled, str):
             err(*at("disabled"), "wrong-type",
-                f"disabled must be a reason string or None, got {disabled!r}")
+                f"disabled must be a reason string or None, got {echo(disabled)}")
         elif not disabled.strip():
             err(*at("disabled"), "empty-disabled",
                 "disabled needs a non-empty reason (say why and how it comes back), or remove it")
@@ -323,10 +342,10 @@ def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[
         f"no stage is configured for backend {backend!r} (add one with backend = {backend!r})")
     if stage is None:
         hint = did_you_mean(suite, own) or did_you_mean(suite, sorted(rules.stages))
-        err(*at, "unknown-suite", f"suite {suite!r} is not a configured stage{hint}; {valid}")
+        err(*at, "unknown-suite", f"suite {echo(suite)} is not a configured stage{hint}; {valid}")
     elif stage.backend != backend:
         err(*at, "suite-backend",
-            f"suite {suite!r} is a {stage.backend} stage, but {marker} registers for {backend}; {valid}")
+            f"suite {echo(suite)} is a {stage.backend} stage, but {marker} registers for {backend}; {valid}")
 
 
 def _label_list(rules: Rules) -> str:
@@ -339,14 +358,14 @@ def _check_labels(labels: list[Any] | tuple[Any, ...], node: ast.AST, rules: Rul
     for value, elt in zip(labels, elts, strict=False):
         line, col = getattr(elt, "lineno", 0), getattr(elt, "col_offset", 0) + 1
         if not isinstance(value, str):
-            err(line, col, "wrong-type", f"label {value!r} is not a string")
+            err(line, col, "wrong-type", f"label {echo(value)} is not a string")
             continue
         if value not in rules.labels:
             err(line, col, "unknown-label",
-                f"unknown label {value!r}{did_you_mean(value, rules.labels)}; valid labels: {_label_list(rules)}")
+                f"unknown label {echo(value)}{did_you_mean(value, rules.labels)}; valid labels: {_label_list(rules)}")
             continue
         if value in seen:
-            err(line, col, "duplicate-label", f"label {value!r} is listed twice", "warning")
+            err(line, col, "duplicate-label", f"label {echo(value)} is listed twice", "warning")
             continue
         seen.append(value)
     return tuple(seen)
