@@ -160,6 +160,9 @@ def test_workflow_options_reach_the_workflow(tmp_path: Path,
     (["--push-branch", "a\nb"], "not a valid branch name"),
     (["--root", "../elsewhere"], "not a directory inside"),
     (["--root", "nope"], "not a directory inside"),
+    (["--python", "abc"], "--python 'abc': not a Python version"),
+    (["--python", "3.12\nrun: x"], "--python '3.12\\nrun: x': not a Python version"),
+    (["--python", ""], "--python '': not a Python version"),
 ])
 def test_bad_arguments_are_usage_errors(args: list[str], message: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
@@ -167,6 +170,15 @@ def test_bad_arguments_are_usage_errors(args: list[str], message: str, tmp_path:
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", *args)
     assert code == 2 and message in err
     assert (root / "pyproject.toml").read_text() == PYPROJECT
+
+
+@pytest.mark.parametrize("version", ["3", "3.12", "3.12.1", "3.x", "3.12.x", "3.13-dev", "pypy3.10"])
+def test_python_versions_setup_python_accepts(version: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = plain_tree(tmp_path)
+    code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", "--python", version)
+    assert code == 0, err
+    assert f'python-version: "{version}"' in (root / WORKFLOW_PATH).read_text()
 
 
 def test_from_existing_without_markers_is_an_error(tmp_path: Path,

@@ -127,6 +127,11 @@ def _validate(data: dict[str, Any], file: str) -> Any:
         raise ConfigError(f"the derived configuration is not valid: {exc}", exc.findings) from None
 
 
+# What actions/setup-python accepts that a generated workflow should carry: a version
+# (3, 3.12, 3.12.1), an "x" range (3.x, 3.12.x), a "-dev" pre-release, or PyPy/GraalPy.
+_PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:-dev)?", re.ASCII)
+
+
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
               help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan).")
@@ -177,6 +182,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     root: Path = explicit.parent.resolve() if explicit is not None else repo
     if database_secret is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database_secret):
         raise UsageError(f"--database-secret {database_secret!r}: not a valid secret name")
+    if not _PYTHON_VERSION.fullmatch(python_version):
+        raise UsageError(f"--python {python_version[:60]!r}: not a Python version for setup-python "
+                         "(e.g. 3, 3.12, 3.12.1, 3.x, 3.13-dev, pypy3.10)")
     for branch in push_branches:
         if not branch.strip() or any(ord(c) < 32 for c in branch):
             raise UsageError(f"--push-branch {branch!r}: not a valid branch name")
