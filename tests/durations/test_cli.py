@@ -184,3 +184,13 @@ def test_suggest_ignores_a_literal_it_cannot_improve(cli: Cli, example_project: 
     assert code == 0 and "no literal is off" in out
     code, out, _ = cli("-C", root, "durations", "suggest", "--stage", "stage-b-cpu", "--write")
     assert code == 0 and "1 -> 1" not in out
+
+
+@pytest.mark.parametrize(("option", "value"), [("--commit", "abc\nfake line"), ("--run-id", "r\x00")])
+def test_import_refuses_control_characters(cli: Cli, example_project: Path, tmp_path: Path,
+                                           option: str, value: str) -> None:
+    """A stored commit / run id with a newline would forge lines in listings."""
+    code, out, err = cli("-C", str(example_project), "durations", "import", str(xml(tmp_path, "a.xml")),
+                         "--stage", "stage-c-4-gpu-h200", option, value)
+    assert code == 2 and f"{option} {value!r}: contains a control character" in err
+    assert "recorded" not in out

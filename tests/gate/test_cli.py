@@ -83,6 +83,11 @@ def test_evaluate_history_untrust_flow(example_project: Path, tmp_path: Path, st
     (["untrust"], "exactly one"),
     (["untrust", "--run-id", "a", "--commit", "b"], "exactly one"),
     (["untrust", "--run-id", " "], "must not be empty"),
+    (["evaluate", "--test", LOSS, "--record", ".", "--run-id", "r1\nPASS"],
+     "--run-id 'r1\\nPASS': contains a control character (U+000A)"),
+    (["evaluate", "--test", LOSS, "--record", ".", "--ci-run-id", "7\x1b[2J"],
+     "--ci-run-id '7\\x1b[2J': contains a control character (U+001B)"),
+    (["evaluate", "--test", LOSS, "--record", ".", "--commit", "abc\r"], "--commit 'abc\\r': contains"),
     (["history", "--test", LOSS, "--database", "mysql://x/y"], "unsupported database URL"),
 ])
 def test_bad_input_is_a_clear_error(example_project: Path, capsys: pytest.CaptureFixture[str],
@@ -90,6 +95,14 @@ def test_bad_input_is_a_clear_error(example_project: Path, capsys: pytest.Captur
     code, out, err = tf(capsys, "-C", str(example_project), "gate", *args)
     assert code == 2, (out, err)
     assert needle in err and "Traceback" not in err
+
+
+def test_control_characters_from_the_environment_name_the_variable(
+        example_project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_SHA", "abc\ndef")
+    code, _, err = tf(capsys, "-C", str(example_project), "gate", "evaluate", "--test", LOSS,
+                      "--record", ".")
+    assert code == 2 and "--commit (from $GITHUB_SHA) 'abc\\ndef': contains a control character" in err
 
 
 def test_history_prints_hostile_keys_as_data(example_project: Path, tmp_path: Path,

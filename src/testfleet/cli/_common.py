@@ -43,3 +43,20 @@ def database_option(note: str = "") -> Callable[[_F], _F]:
     ``note`` says what this command does with it (e.g. when it is unavailable)."""
     return click.option("--database", "database", metavar="URL", default=None,
                         help=_DATABASE_HELP + (f" {note}" if note else ""))
+
+
+def single_line(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for free text that is stored (a run id, a commit): a newline or
+    other control character would forge lines in every listing that shows it, so it is
+    a usage error naming the option (also when the value came from the environment)."""
+    if value is None:
+        return None
+    bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160), None)
+    if bad is not None:
+        name = param.opts[0] if param.opts else str(param.name)
+        if ctx.get_parameter_source(str(param.name)) is click.core.ParameterSource.ENVIRONMENT:
+            name = f"{name} (from ${param.envvar})" if isinstance(param.envvar, str) else name
+        shown = value if len(value) <= 80 else value[:60] + f"… ({len(value)} characters)"
+        raise UsageError(f"{name} {shown!r}: contains a control character (U+{ord(bad):04X}); "
+                         "give a single line of printable text")
+    return value

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from
+from testfleet.cli._common import database_option, project_from, single_line
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ def _check_stage(project: Project, stage: str | None) -> None:
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--stage", required=True, help="The stage these results ran in.")
-@click.option("--commit", default=None, help="Commit the results belong to.")
-@click.option("--run-id", default=None,
+@click.option("--commit", default=None, callback=single_line, help="Commit the results belong to.")
+@click.option("--run-id", default=None, callback=single_line,
               help="CI run id to record (default: a hash of the file, which also prevents "
                    "importing the same file twice).")
 @click.option("--force", is_flag=True, help="Import even if this run id is already recorded.")

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from
+from testfleet.cli._common import database_option, project_from, single_line
 from testfleet.errors import UsageError
 
 
@@ -68,10 +68,11 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
               help="Store this run, trusted iff every coordinate is PASS or INACTIVE.")
 @click.option("--suite", default=None, metavar="STAGE",
               help="The stage whose history to use (default: the file's only registration).")
-@click.option("--run-id", default=None, metavar="ID", help="Run id to store (default: random).")
-@click.option("--ci-run-id", default=None, metavar="N", envvar="GITHUB_RUN_ID",
+@click.option("--run-id", default=None, metavar="ID", callback=single_line,
+              help="Run id to store (default: random).")
+@click.option("--ci-run-id", default=None, metavar="N", envvar="GITHUB_RUN_ID", callback=single_line,
               help="CI run id to store (default: $GITHUB_RUN_ID).")
-@click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA",
+@click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA", callback=single_line,
               help="Commit to store (default: $GITHUB_SHA).")
 @database_option()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
