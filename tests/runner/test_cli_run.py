@@ -132,6 +132,20 @@ def test_dry_run_executes_nothing(cli_project) -> None:
     assert not (root / "ran").exists()
 
 
+@pytest.mark.parametrize(("args", "env", "origin"), [
+    ((), {"TESTFLEET_DATABASE_URL": "mysql://x/y"}, "TESTFLEET_DATABASE_URL: unsupported"),
+    (("--database", "mysql://x/y"), {}, "--database: unsupported"),
+])
+def test_database_url_origin_is_reported_truthfully(cli_project, args: tuple[str, ...],
+                                                     env: dict[str, str], origin: str) -> None:
+    """A URL from the environment is named as such, as by every other command."""
+    registered = "from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite='s-py')\n"
+    root, _, _ = cli_project({"test_a.py": registered + PASS})
+    res = run_cli(root, "--stage", "s-py", "--dry-run", *args, env=env)
+    assert res.returncode == 0, res.stderr
+    assert origin in res.stderr
+
+
 def test_database_error_warns_and_keeps_verdict(cli_project, tmp_path: Path) -> None:
     root, plan, [job] = cli_project({"test_a.py": PASS})
     bad = tmp_path / "not-a-dir" / "x"

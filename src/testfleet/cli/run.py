@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import project_from
+from testfleet.cli._common import database_option, project_from
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import UsageError
 
@@ -40,9 +40,7 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
                    "unless the cadence bypasses fast-fail).")
 @click.option("--junit", "junit", type=click.Path(path_type=Path, dir_okay=False), default=None,
               metavar="PATH", help="Write JUnit XML here (atomically; also after an interruption).")
-@click.option("--database", default=None, metavar="URL", envvar="TESTFLEET_DATABASE_URL",
-              help="History database (sqlite path or postgresql:// URL) that records every "
-                   "execution. Env: TESTFLEET_DATABASE_URL.")
+@database_option("Every execution is recorded there (unless --no-history).")
 @click.option("--no-history", is_flag=True, help="Do not record executions in the history database.")
 @click.option("--records", type=click.Path(path_type=Path, file_okay=False), default=None,
               metavar="DIR", help="Where per-file, per-attempt record directories go "
