@@ -177,3 +177,50 @@ def test_prune_keeps_the_newest_per_file_and_outcome_class(project: Project,
         assert store.prune_executions(3) == 0
         with pytest.raises(ValueError, match="keep"):
             store.prune_executions(0)
+
+
+def test_duration_samples_bound_by_recent_timeouts(project: Project, store_url: str | None) -> None:
+    rows = [ex("tests/a.py", 60.0 + i, 100.0 + i) for i in range(5)]
+    rows += [ex("tests/a.py", 300.0, 200.0, outcome="TIMEOUT"),
+             ex("tests/a.py", 310.0, 201.0, outcome="TIMEOUT"),
+             ex("tests/a.py", 9.0, 202.0, outcome="FAILED")]
+    # b: its only timeout is older than its last 3 executions, so it does not count
+    rows += [ex("tests/b.py", 900.0, 1.0, outcome="TIMEOUT")]
+    rows += [ex("tests/b.py", 5.0, 10.0 + i) for i in range(3)]
+    # c: never passed, always times out (the case passing-only history cannot see)
+    rows += [ex("tests/c.py", 300.0 + i, 50.0 + i, outcome="TIMEOUT") for i in range(4)]
+    rows += [ex("tests/c.py", 400.0, 1.0, stage="stage-c-h200", outcome="TIMEOUT")]
+    with open_store(project, store_url) as store:
+        store.record_executions(rows)
+        got = store.duration_samples("stage-a-cpu", None, window=2, recent=3)
+        assert {f: (s.passing, s.timeout) for f, s in got.items()} == {
+            "tests/a.py": ([64.0, 63.0], 310.0),
+            "tests/b.py": ([5.0, 5.0], None),
+            "tests/c.py": ([], 303.0),
+        }
+        # recent defaults to window; the file filter and stage keying hold as for durations()
+        only = store.duration_samples("stage-a-cpu", ["tests/b.py", "tests/none.py"], window=10)
+        assert {f: (s.passing, s.timeout) for f, s in only.items()} == {
+            "tests/b.py": ([5.0, 5.0, 5.0], 900.0)}
+        h200 = store.duration_samples("stage-c-h200", None, 10)
+        assert {f: (s.passing, s.timeout) for f, s in h200.items()} == {"tests/c.py": ([], 400.0)}
+        assert store.duration_samples("stage-a-cpu", [], 3) == {}
+        # the existing passing-only view is unchanged
+        assert store.durations("stage-a-cpu", None, 2) == {"tests/a.py": [64.0, 63.0],
+                                                            "tests/b.py": [5.0, 5.0]}
+        with pytest.raises(ValueError, match="recent"):
+            store.duration_samples("stage-a-cpu", None, 3, recent=0)
+        with pytest.raises(ValueError, match="window"):
+            store.duration_samples("stage-a-cpu", None, 0)
+
+
+def test_duration_samples_long_file_lists(project: Project, store_url: str | None) -> None:
+    rows = [ex(f"tests/t{i:04d}.py", float(i), 10.0,
+               outcome="TIMEOUT" if i % 3 == 0 else "PASSED") for i in range(1200)]
+    with open_store(project, store_url) as store:
+        store.record_executions(rows)
+        wanted = [f"tests/t{i:04d}.py" for i in range(0, 1200, 2)] + ["tests/unknown.py"]
+        got = store.duration_samples("stage-a-cpu", wanted, 3)
+    assert len(got) == 600 and "tests/unknown.py" not in got
+    assert got["tests/t0006.py"].passing == [] and got["tests/t0006.py"].timeout == 6.0
+    assert got["tests/t0004.py"].passing == [4.0] and got["tests/t0004.py"].timeout is None

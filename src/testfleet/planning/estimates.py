@@ -2,9 +2,12 @@
 it, the file's literal ``est_time`` otherwise.
 
 The statistic is robust on purpose (median by default, p90 configurable) over the
-last ``durations.window`` *passing* executions in that stage: one slow outlier or a
-timeout must not move a shard, and a file's H200 time never stands in for its MI300X
-time. History is read through a read-only store open that never creates or migrates
+last ``durations.window`` *passing* executions in that stage: one slow outlier must not
+move a shard, and a file's H200 time never stands in for its MI300X time. A timeout is
+different: it says the file needs *at least* that long, and a file that keeps timing
+out has no passing samples to learn from. So when any of the file's last ``window``
+executions in that stage (all outcomes) timed out, the estimate is at least the longest
+such duration, and the warnings name those files. History is read through a read-only store open that never creates or migrates
 anything; when the database is missing, locked, corrupt or of a newer schema,
 estimates fall back to the literals and the returned warnings say so — a plan never
 fails because history is unavailable.
@@ -30,6 +33,9 @@ Key = tuple[str, str]  # (file, stage)
 # falls back to literals: long enough for a runner's write, short for a CI plan step.
 BUSY_TIMEOUT = 5.0
 History = Mapping[str, Mapping[str, Sequence[float]]]  # stage -> file -> durations, newest first
+Timeouts = Mapping[str, Mapping[str, float]]  # stage -> file -> longest recent TIMEOUT duration
+# The timed-out-files warning names at most this many (file, stage) pairs.
+MAX_TIMEOUTS_NAMED = 10
 
 
 @dataclass(frozen=True)
@@ -44,14 +50,22 @@ class EstimateRow:
     samples: int  # passing executions in the window
     line: int
     implicit: bool
+    timeout: float | None = None  # longest TIMEOUT among the last ``window`` executions
 
     @property
     def estimate(self) -> float:
-        return self.history if self.history is not None else self.literal
+        """The statistic (or the literal), raised to the longest recent timeout."""
+        base = self.history if self.history is not None else self.literal
+        return base if self.timeout is None else max(base, self.timeout)
 
     @property
     def source(self) -> str:
-        return "history" if self.history is not None else "est_time"
+        """``history`` when measured history (samples or a timeout) decided the value."""
+        if self.history is not None:
+            return "history"
+        if self.timeout is not None and self.timeout > self.literal:
+            return "history"
+        return "est_time"
 
     @property
     def drift(self) -> float | None:
@@ -76,28 +90,50 @@ def statistic(samples: Sequence[float], kind: str) -> float:
 
 
 def compute(registrations: Iterable[Registration], history: History,
-            settings: DurationsConfig, stages: Iterable[str] | None = None) -> list[EstimateRow]:
+            settings: DurationsConfig, stages: Iterable[str] | None = None,
+            timeouts: Timeouts | None = None) -> list[EstimateRow]:
     """One row per registration; history counts only for ``stages`` (all when None)
-    and only with at least ``settings.min_samples`` samples."""
+    and only with at least ``settings.min_samples`` samples. ``timeouts`` (the longest
+    recent timed-out duration per stage and file) is a lower bound on the estimate
+    whatever the sample count."""
     allowed = None if stages is None else set(stages)
     rows = []
     for reg in registrations:
         samples: Sequence[float] = ()
+        timeout: float | None = None
         if allowed is None or reg.suite in allowed:
             samples = list(history.get(reg.suite, {}).get(reg.file, ()))[: settings.window]
+            timeout = (timeouts or {}).get(reg.suite, {}).get(reg.file)
         value = (statistic(samples, settings.statistic)
                  if samples and len(samples) >= settings.min_samples else None)
         rows.append(EstimateRow(
             file=reg.file, stage=reg.suite, backend=reg.backend, literal=float(reg.est_time),
             history=value, samples=len(samples), line=reg.line, implicit=reg.implicit,
+            timeout=timeout,
         ))
     return rows
 
 
+def timeout_warning(rows: Iterable[EstimateRow], window: int) -> list[str]:
+    """One warning naming the files whose recent history has a timeout (at most
+    :data:`MAX_TIMEOUTS_NAMED` of them, longest first), or none."""
+    hit = sorted({(row.stage, row.file): row.timeout for row in rows if row.timeout is not None}.items(),
+                 key=lambda kv: (-kv[1], kv[0]))
+    if not hit:
+        return []
+    named = ", ".join(f"{file} [{stage}] ({seconds:,.0f}s)"
+                      for (stage, file), seconds in hit[:MAX_TIMEOUTS_NAMED])
+    more = f" and {len(hit) - MAX_TIMEOUTS_NAMED} more" if len(hit) > MAX_TIMEOUTS_NAMED else ""
+    return [f"{len(hit)} file(s) timed out in their last {window} run(s); each estimate is at "
+            f"least the timed-out duration: {named}{more}"]
+
+
 def load_history(project: Project, stages: Iterable[str], files: Iterable[str] | None = None,
-                 *, url: str | None = None) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
-    """Durations per stage and file from the history database, or ``({}, warnings)``
-    saying why there are none. Never raises for an unavailable database."""
+                 *, url: str | None = None,
+                 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, float]], list[str]]:
+    """Passing durations and longest recent timeouts per stage and file from the
+    history database, or ``({}, {}, warnings)`` saying why there are none. Never
+    raises for an unavailable database."""
     from testfleet.store.engine import resolve_target
     from testfleet.store.errors import StoreError
 
@@ -105,20 +141,26 @@ def load_history(project: Project, stages: Iterable[str], files: Iterable[str] |
     try:
         target = resolve_target(project, url)
     except StoreError as exc:
-        return {}, [f"history database not usable ({exc}); {fallback}"]
+        return {}, {}, [f"history database not usable ({exc}); {fallback}"]
     if target.path is not None and not target.path.exists():
-        return {}, [f"no history database at {target.display} yet; {fallback}"]
+        return {}, {}, [f"no history database at {target.display} yet; {fallback}"]
     window = project.config.durations.window
     wanted = None if files is None else sorted(set(files))
     try:
         from testfleet.store import open_store
 
+        history: dict[str, dict[str, list[float]]] = {}
+        timeouts: dict[str, dict[str, float]] = {}
         with open_store(project, url, readonly=True, busy_timeout=BUSY_TIMEOUT) as store:
-            return {stage: store.durations(stage, wanted, window) for stage in sorted(set(stages))}, []
+            for stage in sorted(set(stages)):
+                samples = store.duration_samples(stage, wanted, window)
+                history[stage] = {f: s.passing for f, s in samples.items() if s.passing}
+                timeouts[stage] = {f: s.timeout for f, s in samples.items() if s.timeout is not None}
+        return history, timeouts, []
     except StoreError as exc:
-        return {}, [f"history unavailable: {exc}; {fallback}"]
+        return {}, {}, [f"history unavailable: {exc}; {fallback}"]
     except Exception as exc:  # the promise: history trouble never fails a plan
-        return {}, [f"history unavailable ({type(exc).__name__}: {exc}); {fallback}"]
+        return {}, {}, [f"history unavailable ({type(exc).__name__}: {exc}); {fallback}"]
 
 
 def _registrations(value: Any) -> list[Registration]:
@@ -143,11 +185,13 @@ def estimates_for(
     allowed = None if stages is None else set(stages)
     wanted = sorted({r.suite for r in regs if allowed is None or r.suite in allowed})
     history: dict[str, dict[str, list[float]]] = {}
+    timeouts: dict[str, dict[str, float]] = {}
     warnings: list[str] = []
     if wanted:
         files = {r.file for r in regs if r.suite in wanted}
-        history, warnings = load_history(project, wanted, files, url=url)
-    rows = compute(regs, history, project.config.durations, wanted)
+        history, timeouts, warnings = load_history(project, wanted, files, url=url)
+    rows = compute(regs, history, project.config.durations, wanted, timeouts)
+    warnings += timeout_warning(rows, project.config.durations.window)
     return {(row.file, row.stage): (row.estimate, row.source) for row in rows}, warnings
 
 
@@ -160,5 +204,7 @@ def estimate_rows(project: Project, registrations: Iterable[Registration] | Any,
         keep = set(stages)
         regs = [r for r in regs if r.suite in keep]
     wanted = sorted({r.suite for r in regs})
-    history, warnings = load_history(project, wanted, {r.file for r in regs}, url=url) if wanted else ({}, [])
-    return compute(regs, history, project.config.durations), warnings
+    history, timeouts, warnings = (load_history(project, wanted, {r.file for r in regs}, url=url)
+                                   if wanted else ({}, {}, []))
+    rows = compute(regs, history, project.config.durations, timeouts=timeouts)
+    return rows, warnings + timeout_warning(rows, project.config.durations.window)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from testfleet.config import Project
-    from testfleet.store.durations import Execution
+    from testfleet.store.durations import Execution, FileSamples
     from testfleet.store.schema import Migration
 
 
@@ -179,6 +179,16 @@ class Store:
 
         with self.read() as conn:
             return passing_durations(conn, stage, files, window)
+
+    def duration_samples(self, stage: str, files: Iterable[str] | None = None, window: int = 10,
+                         recent: int | None = None) -> dict[str, FileSamples]:
+        """Per file, the last ``window`` passing durations in ``stage`` (newest first)
+        and the longest ``TIMEOUT`` among its last ``recent`` (default ``window``)
+        executions of any outcome; files with neither are absent."""
+        from testfleet.store.durations import duration_samples
+
+        with self.read() as conn:
+            return duration_samples(conn, stage, files, window, window if recent is None else recent)
 
     def run_executions(self, ci_run_id: str, stage: str | None = None) -> int:
         """How many executions are recorded under a CI run id (import idempotency)."""

@@ -3,7 +3,8 @@
 A row is one execution (one attempt) of one test file in one stage. Estimates read
 only *passing* executions (``PASSED``, and ``FLAKY`` — it passed on this attempt
 after an earlier one failed), newest first, per (stage, file): a file's H200 time
-never stands in for its MI300X time.
+never stands in for its MI300X time. :func:`duration_samples` also reports the
+longest recent ``TIMEOUT``, which estimates use as a lower bound.
 
 Timestamps: ``Execution.timestamp`` is a timezone-aware ``datetime`` or a float
 POSIX epoch (seconds, UTC); ``None`` means "now". It is stored as epoch seconds.
@@ -166,6 +167,82 @@ def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
         if values:
             out[file] = values
     return out
+
+
+@dataclass(frozen=True)
+class FileSamples:
+    """What estimates read for one file in one stage: the last ``window`` passing
+    durations (newest first) and the longest ``TIMEOUT`` among its last ``recent``
+    executions of any outcome (a timeout is a lower bound of the true duration)."""
+
+    passing: list[float]
+    timeout: float | None = None
+
+
+def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
+                     window: int, recent: int) -> dict[str, FileSamples]:
+    """Per file, :class:`FileSamples`; files with neither passing nor recent timed-out
+    executions are absent.
+
+    The same cost shape as :func:`passing_durations` — one ``LATERAL`` query per chunk
+    of files on PostgreSQL, one small query per file on SQLite — each answering both
+    questions with a ``UNION ALL`` of two index range scans on (stage, file, ts).
+    """
+    from sqlalchemy import select, text
+
+    from testfleet.store.schema import executions as ex
+
+    for name, value in (("window", window), ("recent", recent)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if files is None:
+        query = select(ex.c.file).where(ex.c.stage == stage).distinct()
+        wanted = sorted(row[0] for row in conn.execute(query))
+    else:
+        wanted = sorted(set(files))
+    if not wanted:
+        return {}
+    # kind 0: one row per passing sample, newest first; kind 1: a single aggregate row,
+    # NULL when none of the last :r executions timed out.
+    branches = (
+        "SELECT 0 AS kind, p.duration, p.ts, p.id FROM (SELECT x.duration, x.ts, x.id "
+        "FROM executions x WHERE x.stage = :stage AND x.file = {file} "
+        f"AND x.outcome IN ({_PASSING_SQL}) ORDER BY x.ts DESC, x.id DESC LIMIT :k) p "
+        "UNION ALL "
+        "SELECT 1 AS kind, MAX(r.duration), NULL, NULL FROM (SELECT y.duration, y.outcome "
+        "FROM executions y WHERE y.stage = :stage AND y.file = {file} "
+        "ORDER BY y.ts DESC, y.id DESC LIMIT :r) r WHERE r.outcome = 'TIMEOUT'"
+    )
+    passing: dict[str, list[float]] = {}
+    timeouts: dict[str, float] = {}
+
+    def take(file: str, kind: int, duration: float | None) -> None:
+        if duration is None:
+            return
+        if kind == 0:
+            passing.setdefault(file, []).append(float(duration))
+        else:
+            timeouts[file] = float(duration)
+
+    if conn.dialect.name == "postgresql":
+        lateral = text(
+            "SELECT f.file, e.kind, e.duration FROM unnest(CAST(:files AS text[])) AS f(file) "
+            f"CROSS JOIN LATERAL ({branches.format(file='f.file')}) AS e "
+            "ORDER BY f.file, e.kind, e.ts DESC, e.id DESC"
+        )
+        for i in range(0, len(wanted), 5 * _IN_CHUNK):
+            params = {"files": wanted[i:i + 5 * _IN_CHUNK], "stage": stage, "k": window, "r": recent}
+            for file, kind, duration in conn.execute(lateral, params):
+                take(file, kind, duration)
+    else:
+        per_file = text(f"SELECT e.kind, e.duration FROM ({branches.format(file=':file')}) AS e "
+                        "ORDER BY e.kind, e.ts DESC, e.id DESC")
+        for file in wanted:
+            params = {"stage": stage, "file": file, "k": window, "r": recent}
+            for kind, duration in conn.execute(per_file, params):
+                take(file, kind, duration)
+    return {file: FileSamples(passing.get(file, []), timeouts.get(file))
+            for file in sorted(passing.keys() | timeouts.keys())}
 
 
 def stage_summary(conn: Connection) -> list[dict[str, Any]]:
