@@ -211,3 +211,34 @@ def test_markdown_row_cap_keeps_the_most_urgent_rows() -> None:
     assert capped.count("| `tests/t") == 9
     full = render_markdown(r, max_rows=0)
     assert "more disabled" not in full and full.count("| `tests/t") == 120
+
+
+def test_history_tables_keep_long_file_names_and_sub_second_times() -> None:
+    """A narrow terminal folds a long path instead of cutting it; a 40 ms file does not
+    read as "0s / 0.00x"."""
+    from testfleet.report.model import DriftRow, GateRow
+
+    long = "tests/unit/test_training_loop_with_a_rather_long_descriptive_name.py"
+    hist = HistorySection(
+        True, drift=(DriftRow("tests/unit/test_tiny.py", "cpu-a", 5, 0.04, 4, 0.04 / 5),
+                     DriftRow("tests/unit/test_fast.py", "cpu-a", 60, 0.5, 4, 0.5 / 60)),
+        gates=(GateRow(long, "cpu", "cpu-a", "train/loss", 3, "PASS", "2026-05-30", 12, 0),))
+    r = _report(history=hist)
+    text = render_text(r, width=100)
+    gates = text.split("Metric gates", 1)[1]
+    assert "…" not in gates
+    first_cells = [line.split("│")[1].strip() for line in gates.splitlines() if line.startswith("│")]
+    assert "".join(first_cells) == long
+    for out in (text, render_markdown(r), render_html(r)):
+        assert "0.04s" in out and "0.5s" in out and "1/125\u00d7" in out
+        assert "0.00\u00d7" not in out
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [
+    (0.04, "0.04s"), (0.5, "0.5s"), (0.123, "0.123s"), (0.0004, "<0.001s"), (0, "0s"),
+    (0.999, "1s"), (5, "5s"), (95, "1m35s"),
+])
+def test_measured_durations(seconds: float, shown: str) -> None:
+    from testfleet.report import fmt
+
+    assert fmt.measured(seconds) == shown

@@ -20,6 +20,23 @@ def duration(seconds: float) -> str:
     return f"{h}h{m:02d}m" if m else f"{h}h"
 
 
+def measured(seconds: float) -> str:
+    """Like :func:`duration`, but a sub-second time keeps its digits (``0.04s``, not
+    ``0s``): a drift row of a file that runs in 40 ms must show what was measured."""
+    if 0 < seconds < 0.995:
+        if seconds < 0.001:
+            return "<0.001s"
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    return duration(seconds)
+
+
+def factor(value: float) -> str:
+    """``measured / est_time`` as ``2.22x`` (with U+00D7); a tiny one as ``1/125x``, not ``0.00x``."""
+    if 0 < value < 0.01:
+        return f"1/{1 / value:.0f}\u00d7"
+    return f"{value:.2f}\u00d7"
+
+
 def age(e: LedgerEntry) -> str:
     if e.age_status == "uncommitted":
         return "uncommitted"

@@ -325,10 +325,10 @@ def _history(report: Report) -> str:
     if h.drift:
         rows = "".join(
             f'<tr><td class="file">{esc(d.file)}</td><td class="mono">{esc(d.stage)}</td>'
-            f'<td class="num">{esc(fmt.duration(d.literal))}</td>'
-            f'<td class="num">{esc(fmt.duration(d.measured))}</td><td class="num">{d.samples}</td>'
+            f'<td class="num">{esc(fmt.measured(d.literal))}</td>'
+            f'<td class="num">{esc(fmt.measured(d.measured))}</td><td class="num">{d.samples}</td>'
             f'<td class="num"><span class="pill {"bad" if d.factor > 1 else "warn"}">'
-            f"{d.factor:.2f}\u00d7</span></td></tr>" for d in h.drift)
+            f"{esc(fmt.factor(d.factor))}</span></td></tr>" for d in h.drift)
         parts.append(f'<section id="drift"><h2>Duration drift <span class="count">(est_time vs '
                      f"measured, factor ≥ {h.drift_factor:g})</span></h2><table><thead><tr>"
                      f'<th>file</th><th>stage</th><th class="num">est_time</th>'

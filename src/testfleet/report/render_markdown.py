@@ -171,8 +171,8 @@ def _history_md(report: Report) -> list[str]:
     if h.drift:
         out += [f"### Duration drift (factor ≥ {h.drift_factor:g})", ""]
         out += _table(["file", "stage", "est_time", "measured", "samples", "factor"],
-                      [[code(d.file), code(d.stage), fmt.duration(d.literal), fmt.duration(d.measured),
-                        str(d.samples), f"{d.factor:.2f}\u00d7"] for d in h.drift], "llrrrr")
+                      [[code(d.file), code(d.stage), fmt.measured(d.literal), fmt.measured(d.measured),
+                        str(d.samples), fmt.factor(d.factor)] for d in h.drift], "llrrrr")
         out.append("")
     if h.gates:
         out += ["### Metric gates", ""]

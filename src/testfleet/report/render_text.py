@@ -160,16 +160,17 @@ def _history(report: Report) -> list[object]:
         table = Table(title=f"Duration drift (measured vs est_time, factor ≥ {h.drift_factor:g})",
                       title_justify="left")
         for col in ("file", "stage", "est_time", "measured", "samples", "factor"):
-            table.add_column(col)
+            # a path has no spaces to wrap at: fold it rather than cut it to "tests/unit/test_tr…"
+            table.add_column(col, overflow="fold" if col == "file" else "ellipsis")
         for d in h.drift:
-            table.add_row(Text(d.file), d.stage, fmt.duration(d.literal), fmt.duration(d.measured),
-                          str(d.samples), f"{d.factor:.2f}\u00d7")
+            table.add_row(Text(d.file), d.stage, fmt.measured(d.literal), fmt.measured(d.measured),
+                          str(d.samples), fmt.factor(d.factor))
         parts.append(table)
     if h.gates:
         table = Table(title="Metric gates", title_justify="left")
         for col in ("file", "suite", "metric", "coords", "last verdict", "last run", "runs",
                     "untrusted"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold" if col in ("file", "metric") else "ellipsis")
         for g in h.gates:
             style = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}.get(g.last_verdict or "", "")
             table.add_row(Text(g.file), g.suite, Text(g.metric), str(g.coordinates),
