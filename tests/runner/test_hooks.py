@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sqlite3
 import sys
 import types
@@ -12,6 +13,7 @@ import pytest
 from testfleet.config import load_project
 from testfleet.runner.executor import execute
 from testfleet.runner.hooks import RunHooks, current_commit, history_outcome
+from testfleet.runner.live import LogReporter
 from testfleet.runner.model import Attempt, Outcome
 from testfleet.runner.reporting import NullReporter
 
@@ -98,8 +100,26 @@ def test_gate_failure_fails_the_file(make_spec, monkeypatch: pytest.MonkeyPatch)
     job = execute(spec, reporter=NullReporter(), hooks=hooks)
     assert [r.outcome for r in job.results] == [Outcome.FAILED, Outcome.NOT_RUN]
     assert job.results[0].gate_failed
-    assert job.results[0].message.startswith("metric gate failed: gate: loss 3.1")
+    assert job.results[0].message == "metric gate failed: loss 3.1 above mean 2.0 x 1.1"
     assert job.exit_code == 1
+
+
+def test_gate_failure_note_names_the_failing_declaration_once(
+        make_spec, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = ["gate: warning: 2 record file(s) skipped",
+             "gate: PASS     grad_norm: value 1.2",
+             "gate: FAIL     loss (enforced): value 3.1, reference 2 (mean of 5)",
+             "gate: test_a.py: run untrusted; NOT written"]
+    _fake_gate(monkeypatch, lambda kw: types.SimpleNamespace(fails_test=True, lines=lines,
+                                                            verdicts=[]))
+    spec = make_spec({"test_a.py": "print(1)\n"})
+    out = io.BytesIO()
+    job = execute(spec, reporter=LogReporter(out=out, err=io.StringIO()),
+                  hooks=RunHooks(_project(spec), warn=NullReporter().warning, record_history=False))
+    note = "metric gate failed: FAIL loss (enforced): value 3.1, reference 2 (mean of 5)"
+    assert job.results[0].message == note
+    assert note in out.getvalue().decode()  # the summary's note column
+    assert job.results[0].gate_lines == lines  # the full lines are still logged as they are
 
 
 def test_gate_exception_is_a_warning(make_spec, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import signal
 import threading
 import time
@@ -49,6 +50,19 @@ def test_log_reporter_plain(make_spec) -> None:
     assert "==> [1/1] test_a.py" in text
     assert "no newline at end\n<== test_a.py: PASSED" in text
     assert "testfleet run job-1: PASSED (1 passed)" in text
+
+
+def test_log_reporter_summary_title_and_caption_are_plain_lines(make_spec) -> None:
+    spec = make_spec({"test_a.py": "print(1)\n", "test_b.py": "raise SystemExit(1)\n"},
+                     fast_fail=False, job_id="job-[x]")
+    out = io.BytesIO()
+    execute(spec, reporter=LogReporter(out=out, err=io.StringIO()))
+    lines = out.getvalue().decode().splitlines()
+    title = lines.index("testfleet run job-[x]: FAILED (1 passed, 1 failed)")
+    assert lines[title + 1].startswith("┏")  # the table follows the title directly
+    caption = lines[-1]
+    assert re.fullmatch(r"total \S+ \(wall \S+\) vs estimate 0\.2s", caption), caption
+    assert not any(line != line.rstrip() for line in lines[title:]), lines[title:]
 
 
 def test_make_reporter_picks_by_environment(monkeypatch) -> None:

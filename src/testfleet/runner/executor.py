@@ -12,7 +12,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -270,5 +270,17 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
         if verdict.fails_test:
             result.outcome = Outcome.FAILED
             result.gate_failed = True
-            result.message = "metric gate failed" + (f": {verdict.lines[0]}" if verdict.lines else "")
+            result.message = gate_note(verdict.lines)
     return result
+
+
+def gate_note(lines: Sequence[str]) -> str:
+    """The note of a file the metric gate failed: the first failing declaration's line
+    (else the first line) without its own ``gate:`` prefix and status padding, so it
+    reads ``metric gate failed: FAIL loss ...``, not ``metric gate failed: gate: FAIL  ...``."""
+    texts = [line.removeprefix("gate:").strip() for line in lines]
+    failing = [t for t in texts if t.split(" ", 1)[0] in ("FAIL", "ERROR")]
+    text = (failing or texts or [""])[0]
+    status, _, rest = text.partition(" ")
+    text = f"{status} {rest.lstrip()}" if rest else status
+    return "metric gate failed" + (f": {text}" if text else "")

@@ -119,8 +119,15 @@ class LogReporter:
             return
         console = Console(file=cast(IO[str], _TextOut(self.out)), force_terminal=self.color,
                           no_color=not self.color, width=160, soft_wrap=False)
+        # rich pads a table's title and centres its caption to the table's width: in a
+        # plain or CI log that is trailing and leading blanks, so print both as lines.
+        table = summary_table(result)
+        title, caption = str(table.title or ""), str(table.caption or "")
+        table.title = table.caption = None
         try:
-            console.print(summary_table(result))
+            console.print(title, markup=False, highlight=False, soft_wrap=True)
+            console.print(table)
+            console.print(caption, markup=False, highlight=False, soft_wrap=True)
             self.out.flush()
         except (OSError, ValueError):
             self._closed = True
