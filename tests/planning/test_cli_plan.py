@@ -287,3 +287,35 @@ def test_header_says_the_pr_is_from_a_fork(example_project: Path, capsys) -> Non
         code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--event",
                                "pull_request", "--format", fmt)
         assert code == 0 and "from a fork" not in out
+
+
+def test_cache_dir_that_is_a_file_is_named_not_called_missing_history(
+        example_project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.testfleet`` as a regular file: the plan says the file is in the way, not that
+    the history database does not exist "yet"."""
+    monkeypatch.delenv("TESTFLEET_DATABASE_URL", raising=False)
+    cache = example_project / ".testfleet"
+    if cache.is_dir():
+        import shutil
+
+        shutil.rmtree(cache)
+    cache.write_text("not a directory\n")
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--format", "json")
+    assert code == 0
+    warnings = json.loads(out)["warnings"]
+    assert not any("yet" in w for w in warnings), warnings
+    assert any(".testfleet (the config's cache_dir) is a file, not a directory" in w
+               and "est_time literals" in w for w in warnings), warnings
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--format", "json",
+                           "--database", ".testfleet/sub/history.db")
+    assert any("history database .testfleet/sub/history.db cannot exist: .testfleet is a file" in w
+               for w in json.loads(out)["warnings"])
+
+
+def test_missing_history_database_still_says_so(example_project: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TESTFLEET_DATABASE_URL", raising=False)
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--format", "json",
+                           "--database", "nowhere/history.db")
+    assert code == 0 and any("no history database at nowhere/history.db yet" in w
+                             for w in json.loads(out)["warnings"])

@@ -316,3 +316,18 @@ def test_unusable_cache_dir_is_exit_2(cli_project) -> None:
     assert res.returncode == 2, res.stdout + res.stderr
     assert "testfleet: error: record directory" in res.stderr
     assert "(under cache_dir): cannot create it" in res.stderr and "nothing was run" in res.stderr
+
+
+def test_cache_dir_that_is_a_file_is_named(cli_project) -> None:
+    """`run --stage` plans in-process: the same accurate note as `testfleet plan`."""
+    registered = "from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite='s-py')\n"
+    root, _, _ = cli_project({"test_a.py": registered + PASS})
+    cache = root / ".testfleet"
+    if cache.is_dir():
+        import shutil
+
+        shutil.rmtree(cache)
+    cache.write_text("")
+    res = run_cli(root, "--stage", "s-py", "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert "is a file, not a directory" in res.stderr and "yet" not in res.stderr

@@ -60,3 +60,31 @@ def single_line(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise UsageError(f"{name} {shown!r}: contains a control character (U+{ord(bad):04X}); "
                          "give a single line of printable text")
     return value
+
+
+def history_location_problem(project: Project, url: str | None) -> str | None:
+    """Why a SQLite history database cannot exist where it is configured, when a file
+    stands where a directory must be (``<project>/.testfleet`` as a regular file): the
+    estimates layer would only see "no database there yet", which sends the user looking
+    for a missing history instead of the file in the way. None when nothing is wrong."""
+    from testfleet.store.engine import resolve_target
+    from testfleet.store.errors import StoreError
+
+    try:
+        target = resolve_target(project, url)
+    except StoreError:
+        return None  # the estimates layer reports an unusable URL itself
+    if target.path is None:
+        return None
+    for parent in target.path.parents:  # the nearest ancestor that exists must be a directory
+        if parent.exists():
+            if parent.is_dir():
+                return None
+            try:
+                shown = parent.relative_to(project.root).as_posix()
+            except ValueError:
+                shown = str(parent)
+            what = " (the config's cache_dir)" if target.default else ""
+            return (f"the history database {target.display} cannot exist: {shown}{what} is a file, "
+                    "not a directory; move or remove that file")
+    return None

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import click
 
-from testfleet.cli._common import database_option, project_from, write_output
+from testfleet.cli._common import (
+    database_option,
+    history_location_problem,
+    project_from,
+    write_output,
+)
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning.formats import FORMATS, render_table
@@ -76,6 +81,9 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     from testfleet.planning.estimates import estimates_for
 
     estimates, history_warnings = estimates_for(project, registry, url=database)
+    problem = history_location_problem(project, database)
+    if problem is not None:  # no history could be read: say why, not "no database yet"
+        history_warnings = [f"{problem}; all estimates are est_time literals"]
     plan = make_plan(project, registry, request, estimates, warnings=history_warnings)
 
     if plan_file is not None:

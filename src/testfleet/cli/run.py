@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from
+from testfleet.cli._common import database_option, history_location_problem, project_from
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import UsageError
 
@@ -151,6 +151,9 @@ def _estimates(project: Any, registry: Any, stage: str | None, database: str | N
 
     estimates, warnings = estimates_for(project, registry, url=database,
                                         stages=[stage] if stage else None)
+    problem = history_location_problem(project, database)
+    if problem is not None:  # no history could be read: say why, not "no database yet"
+        warnings = [f"{problem}; all estimates are est_time literals"]
     for warning in warnings:
         click.echo(f"testfleet: note: {warning}", err=True)
     return estimates
