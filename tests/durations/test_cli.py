@@ -194,3 +194,16 @@ def test_import_refuses_control_characters(cli: Cli, example_project: Path, tmp_
                          "--stage", "stage-c-4-gpu-h200", option, value)
     assert code == 2 and f"{option} {value!r}: contains a control character" in err
     assert "recorded" not in out
+
+
+def test_show_names_a_cache_dir_that_is_a_file(cli: Cli, example_project: Path) -> None:
+    cache = example_project / ".testfleet"
+    if cache.is_dir():
+        import shutil
+
+        shutil.rmtree(cache)
+    cache.write_text("")
+    code, out, err = cli("-C", str(example_project), "durations", "show", "--format", "json")
+    assert code == 0
+    warnings = json.loads(out)["warnings"]
+    assert len(warnings) == 1 and ".testfleet (the config's cache_dir) is a file" in warnings[0]

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from, single_line
+from testfleet.cli._common import (
+    database_option,
+    history_location_problem,
+    project_from,
+    single_line,
+)
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
@@ -134,6 +139,9 @@ def _rows(project: Project, stage: str | None, database: str | None) -> tuple[li
     _check_stage(project, stage)
     rows, warnings = estimate_rows(project, _registrations(project), url=database,
                                    stages=None if stage is None else [stage])
+    problem = history_location_problem(project, database)
+    if problem is not None:  # no history could be read: say why, not "no database yet"
+        warnings = [f"{problem}; all estimates are est_time literals"]
     rows.sort(key=lambda r: (r.stage, r.file))
     return rows, warnings
 
