@@ -203,7 +203,7 @@ def test_show_names_a_cache_dir_that_is_a_file(cli: Cli, example_project: Path) 
 
         shutil.rmtree(cache)
     cache.write_text("")
-    code, out, err = cli("-C", str(example_project), "durations", "show", "--format", "json")
+    code, out, _ = cli("-C", str(example_project), "durations", "show", "--format", "json")
     assert code == 0
     warnings = json.loads(out)["warnings"]
     assert len(warnings) == 1 and ".testfleet (the config's cache_dir) is a file" in warnings[0]
