@@ -123,3 +123,20 @@ def test_plan_moves_a_timing_out_file_and_names_it(cli: Cli, example_project: Pa
     named = [w for w in plan["warnings"] if "timed out" in w]
     assert len(named) == 1 and f"{target} [stage-c-4-gpu-h200] (3,600s)" in named[0]
     assert f"testfleet: warning: {named[0]}" in err
+
+
+def test_durations_show_counts_a_timeout_only_estimate(cli: Cli, example_project: Path) -> None:
+    root = str(example_project)
+    target = "tests/e2e/megatron/test_qwen3_8B_dense.py"  # est_time=1100, never passed
+    project = load_project(example_project)
+    with open_store(project) as store:
+        store.record_executions([Execution(target, "stage-c-4-gpu-h200", "cuda", 3600.0,
+                                           outcome="TIMEOUT", timestamp=1.0)])
+    code, out, err = cli("-C", root, "durations", "show", "--stage", "stage-c-4-gpu-h200")
+    assert code == 0, err
+    assert "1/12 registration(s) estimated from history" in out
+    assert "1 raised to a recent timed-out duration" in out
+    code, out, err = cli("-C", root, "durations", "show", "--stage", "stage-c-4-gpu-h200",
+                         "--format", "json")
+    row = next(r for r in json.loads(out)["rows"] if r["file"] == target)
+    assert row["timeout"] == 3600.0 and row["estimate"] == 3600.0 and row["history"] is None

@@ -165,6 +165,7 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
         "file": row.file, "stage": row.stage, "backend": row.backend, "est_time": row.literal,
         "history": row.history, "samples": row.samples, "estimate": row.estimate,
         "source": row.source, "drift": row.drift, "implicit": row.implicit,
+        "timeout": row.timeout,
     }
     out.update(extra or {})
     return out
@@ -197,10 +198,12 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
               "-" if r.drift is None else f"{r.drift:.2f}x", r.source] for r in rows]
     click.echo(_table(["stage", "file", "est_time", settings.statistic, "samples", "drift", "used"],
                       table, right={2, 3, 4, 5}))
-    with_history = sum(1 for r in rows if r.history is not None)
+    with_history = sum(1 for r in rows if r.source == "history")
+    raised = sum(1 for r in rows if r.timeout is not None and r.estimate == r.timeout)
     click.echo(f"\n{with_history}/{len(rows)} registration(s) estimated from history "
                f"({settings.statistic} of the last {settings.window} passing runs, "
-               f"at least {settings.min_samples} sample(s))")
+               f"at least {settings.min_samples} sample(s))"
+               + (f"; {raised} raised to a recent timed-out duration" if raised else ""))
     return 0
 
 
