@@ -133,11 +133,7 @@ def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
 
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}")
-    if files is None:
-        query = select(ex.c.file).where(ex.c.stage == stage).distinct()
-        wanted = sorted(row[0] for row in conn.execute(query))
-    else:
-        wanted = sorted(set(files))
+    wanted = _wanted_files(conn, stage, files)
     out: dict[str, list[float]] = {}
     if not wanted:
         return out
@@ -188,18 +184,13 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
     of files on PostgreSQL, one small query per file on SQLite — each answering both
     questions with a ``UNION ALL`` of two index range scans on (stage, file, ts).
     """
-    from sqlalchemy import select, text
+    from sqlalchemy import text
 
-    from testfleet.store.schema import executions as ex
 
     for name, value in (("window", window), ("recent", recent)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if files is None:
-        query = select(ex.c.file).where(ex.c.stage == stage).distinct()
-        wanted = sorted(row[0] for row in conn.execute(query))
-    else:
-        wanted = sorted(set(files))
+    wanted = _wanted_files(conn, stage, files)
     if not wanted:
         return {}
     # kind 0: one row per passing sample, newest first; kind 1: a single aggregate row,
@@ -297,3 +288,15 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
         chunk = ids[i:i + _IN_CHUNK]
         deleted += conn.execute(delete(ex).where(ex.c.id.in_(chunk))).rowcount or 0
     return deleted
+
+
+def _wanted_files(conn: Connection, stage: str, files: Iterable[str] | None) -> list[str]:
+    """The files to read, sorted: the given ones, or every file with history in ``stage``."""
+    if files is not None:
+        return sorted(set(files))
+    from sqlalchemy import select
+
+    from testfleet.store.schema import executions as ex
+
+    query = select(ex.c.file).where(ex.c.stage == stage).distinct()
+    return sorted(row[0] for row in conn.execute(query))
