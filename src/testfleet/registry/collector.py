@@ -63,6 +63,16 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
 
     registry = Registry(findings=list(found.findings), files=sorted(found.files))
     kept: list[str] = []
+
+    def keep(rel: str, st: StatKey, element: Any, result: FileResult) -> None:
+        """One file's result goes into the registry and into the next cache table."""
+        kept.append(rel)
+        new_stats.append(st)
+        new_elements.append(element)
+        registry.registrations.extend(result.registrations)
+        registry.gates.extend(result.gates)
+        registry.findings.extend(result.findings)
+
     for rel in registry.files:
         st = found.files[rel]
         result: FileResult | None = None
@@ -92,24 +102,14 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         if result is None:
             misses.append((rel, st))
             continue
-        kept.append(rel)
-        new_stats.append(st)
-        new_elements.append(element)
-        registry.registrations.extend(result.registrations)
-        registry.gates.extend(result.gates)
-        registry.findings.extend(result.findings)
+        keep(rel, st, element, result)
     changed = bool(misses) or refreshed
     for rel, st, outcome in _scan_all(misses, rules, root_str):
         if isinstance(outcome, str):
             registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
             continue
         result, element = outcome
-        kept.append(rel)
-        new_stats.append(st)
-        new_elements.append(element)
-        registry.registrations.extend(result.registrations)
-        registry.gates.extend(result.gates)
-        registry.findings.extend(result.findings)
+        keep(rel, st, element, result)
     if use_cache and (changed or table is None or len(kept) != len(table[0])):
         body, extra = cache.encode_table(kept, new_stats, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
