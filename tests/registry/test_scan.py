@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import re
+import sys
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -167,3 +170,33 @@ def test_backslash_continuation_is_not_a_top_level_call() -> None:
     (occ,) = result.others
     assert (occ.kind, occ.line) == (sc.EMBEDDED_CALL, 2) and occ.detail.startswith("x = 1 +")
     assert reference_calls('x = 1 + \\\nregister_cpu_ci(5, "s")\n') == []
+
+
+# The string pattern as it was written with possessive quantifiers (Python 3.11+ only);
+# the shipped pattern must match exactly the same spans on every input.
+_POSSESSIVE_STRING = (
+    r"'''(?:[^'\\]++|\\.|'(?!''))*+(?:'''|\Z)"
+    r'|"""(?:[^"\\]++|\\.|"(?!""))*+(?:"""|\Z)'
+    r"|'(?:[^'\\\n]++|\\.)*+(?:'|$)"
+    r'|"(?:[^"\\\n]++|\\.)*+(?:"|$)'
+)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="possessive quantifiers need Python 3.11")
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="'\"\\\nab#()", max_size=40))
+def test_string_pattern_matches_the_possessive_form(text: str) -> None:
+    possessive = re.compile(_POSSESSIVE_STRING, re.DOTALL | re.MULTILINE)
+    for pos in range(len(text) + 1):
+        want = possessive.match(text, pos)
+        got = sc._STRING_RE.match(text, pos)
+        assert (got and got.span()) == (want and want.span()), (text, pos)
+
+
+def test_unterminated_strings_with_trailing_backslash_stay_linear() -> None:
+    # A failed string match backtracks; the unrolled loop keeps that linear.
+    src = 'register_cpu_ci(5, "s")\nx = "' + "a" * 200_000 + "\\"
+    started = time.perf_counter()
+    got = run(src)
+    assert [c.name for c in got.calls] == ["register_cpu_ci"]
+    assert time.perf_counter() - started < 5

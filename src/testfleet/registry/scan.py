@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 # Strings (terminated, then unterminated up to the end of the scanned window),
 # comments and brackets. Quote prefixes (r, b, f, u) do not change where a
 # string ends for tokenizing purposes, so they are not matched.
+# Each string body is an "unrolled loop" (``plain* (special plain*)*``): every
+# character can be matched in only one way, so a failed match backtracks in
+# linear time and matches exactly what possessive quantifiers would (those need
+# Python 3.11; 3.10 is supported).
 _STRING = (
-    r"'''(?:[^'\\]++|\\.|'(?!''))*+(?:'''|\Z)"
-    r'|"""(?:[^"\\]++|\\.|"(?!""))*+(?:"""|\Z)'
-    r"|'(?:[^'\\\n]++|\\.)*+(?:'|$)"
-    r'|"(?:[^"\\\n]++|\\.)*+(?:"|$)'
+    r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)"
+    r'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:"""|\Z)'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|$)'
 )
 _TOKEN = re.compile(_STRING + r"|#[^\n]*|[()\[\]{}]", re.DOTALL | re.MULTILINE)
 _STRING_RE = re.compile(_STRING, re.DOTALL | re.MULTILINE)
