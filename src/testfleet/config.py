@@ -221,9 +221,24 @@ class PolicyConfig(_Strict):
                     f"schedule {cron!r} maps to unknown cadence {cadence!r}; "
                     f"valid: {', '.join(sorted(self.cadences))}"
                 )
-            if len(cron.split()) != 5:
-                raise ValueError(f"schedule {cron!r} is not a 5-field cron expression")
+            _check_cron(cron)
         return self
+
+
+def _check_cron(cron: str) -> None:
+    """A cron that passes here is written into the workflow's ``on.schedule``; GitHub
+    rejects a bad one only when the workflow is pushed (or silently never fires it), so
+    every field is checked by a maintained parser (cronsim) instead of counting fields."""
+    if len(cron.split()) != 5:
+        raise ValueError(f"schedule {cron!r} is not a 5-field cron expression")
+    from datetime import datetime
+
+    from cronsim import CronSim, CronSimError  # lazy: only configs with schedules pay
+
+    try:
+        CronSim(cron, datetime(2000, 1, 1))
+    except CronSimError as exc:
+        raise ValueError(f"schedule {cron!r} is not a valid cron expression: {exc}") from None
 
 
 class DurationsConfig(_Strict):

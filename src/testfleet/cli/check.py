@@ -72,9 +72,14 @@ def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, li
               help="Output format.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_context
-def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool) -> int:
+def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: tuple[Path, ...]) -> int:
     """Validate config and every registration; report all problems at once.
+
+    With FILES (as a pre-commit hook passes them), only findings on those files and on the
+    project as a whole (configuration, stages, coverage) are shown and counted; files that
+    are not test files of the project are ignored.
 
     Exits 0 when there are no errors (warnings allowed; not with --strict), 1 on errors.
     Under GitHub Actions (GITHUB_ACTIONS=true) it also prints workflow
@@ -93,8 +98,25 @@ def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool) -> int:
     else:
         registry, findings = run_check(project, use_cache=not no_cache)
         root = project.root
+        if files:
+            findings = only_files(findings, files, project)
     _emit(findings, registry, fmt, root)
     return 1 if any(f.severity == "error" or strict for f in findings) else 0
+
+
+def only_files(findings: list[Finding], files: tuple[Path, ...], project: Project) -> list[Finding]:
+    """Keep the findings a commit of FILES can be blamed for: those on the files, and the
+    project-wide ones (a deleted last registration opens a coverage hole for its stage)."""
+    root = project.root.resolve()
+    wanted: set[str] = set()
+    for f in files:
+        try:
+            wanted.add(Path(os.path.abspath(f)).resolve().relative_to(root).as_posix())
+        except ValueError:
+            continue  # outside the project: not ours to judge
+    config_rel = project.config_path.resolve().relative_to(root).as_posix() \
+        if project.config_path.resolve().is_relative_to(root) else ""
+    return [f for f in findings if not f.file or f.file in wanted or f.file == config_rel]
 
 
 def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path) -> None:
