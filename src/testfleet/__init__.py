@@ -24,6 +24,10 @@ __all__ = [
 if TYPE_CHECKING:
     from testfleet import metrics as metrics
 
+# `pytest -p testfleet` imports this package as the plugin (the pytest11 entry point has
+# the same name, so it is then skipped): pytest then loads the real plugin from here.
+pytest_plugins = ["testfleet.pytest_plugin"]
+
 
 def register_cpu_ci(
     est_time: float,
