@@ -68,3 +68,39 @@ def read_capped(path: Path, limit: int) -> bytes:
         most = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
         raise OSError(errno.EFBIG, f"larger than {most}, the most testfleet reads", str(path))
     return data
+
+
+def replace_all_or_nothing(files: list[tuple[Path, bytes, int]]) -> None:
+    """Write several files so that a failure leaves every one of them as it was.
+
+    Each ``(path, data, mode)`` is first written in full to a temporary sibling
+    (creating missing directories); only when all of them are staged are they renamed
+    over their targets. A failure while staging -- a full disk, a read-only directory,
+    a file where a directory should be -- removes every temporary file and every
+    directory created here, then propagates: a command that fails writes nothing.
+    """
+    import tempfile
+
+    created: list[Path] = []
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data, mode in files:
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            for directory in reversed(missing):
+                directory.mkdir()
+                created.append(directory)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, mode)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        for directory in reversed(created):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise

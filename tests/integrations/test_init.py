@@ -12,7 +12,6 @@ import pytest
 from support import run_cli
 from testfleet.cli.init import strip_testfleet_section
 from testfleet.config import load_project
-from testfleet.errors import UsageError
 from testfleet.integrations.github_workflow import WORKFLOW_PATH
 
 if sys.version_info >= (3, 11):
@@ -115,20 +114,52 @@ def test_refused_workflow_also_stops_the_config(tmp_path: Path,
     assert (root / "pyproject.toml").read_text() == PYPROJECT
 
 
-def test_force_replaces_config_section_and_workflow(example_project: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_force_regenerates_only_the_workflow(example_project: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's regeneration command keeps the maintainer's configuration byte for
+    byte: the dormant stage's reason, the implicit directory, needs, containers,
+    runs_on, gate defaults and every comment."""
     pyproject = example_project / "pyproject.toml"
+    before = pyproject.read_text()
+    for flag in ("--github", "--buildkite"):
+        code, out, err = run_cli(capsys, "-C", str(example_project), "init", flag)
+        assert code == 0, out + err
+    wf = example_project / WORKFLOW_PATH
+    wf.write_text("name: stale\n")
+    for flag in ("--github", "--buildkite"):
+        code, out, err = run_cli(capsys, "-C", str(example_project), "init", flag, "--force")
+        assert code == 0, out + err
+        assert "kept the existing configuration in pyproject.toml" in out
+    assert pyproject.read_text() == before
+    assert "wave-1:" in wf.read_text()
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                           "--from-existing")
+    assert code == 2 and "--rederive-config" in err
+    assert pyproject.read_text() == before
+
+
+def test_rederive_config_replaces_only_the_section(example_project: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pyproject = example_project / "pyproject.toml"
+    original = pyproject.read_text()
+    pyproject.write_text(original.replace("[tool.testfleet]\n", "[tool.other]  # mine\nx = [1,\n  2]\n\n"
+                                          "[tool.testfleet]\n", 1) + "\n[tool.zzz]  # trailing remark\ny = 1\n")
     head = pyproject.read_text().split("[tool.testfleet]")[0]
-    code, _, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
-                         "--from-existing")
-    assert code == 1  # the example's grad_norm gate needs a config default (reported)
+    args = ["-C", str(example_project), "init", "--github", "--rederive-config"]
+    code, _, err = run_cli(capsys, *args)
+    assert code == 1 and "--allow-findings" in err  # the grad_norm gate needs a config default
+    assert pyproject.read_text().split("[tool.testfleet]")[0] == head  # nothing written
+    assert not (example_project / WORKFLOW_PATH).exists()
+    code, out, err = run_cli(capsys, *args, "--allow-findings")
+    assert code == 0, out + err
     text = pyproject.read_text()
-    assert text.startswith(head.rstrip("\n"))
+    assert text.startswith(head.rstrip("\n"))  # comments, order and formatting kept
+    assert "[tool.other]  # mine\nx = [1,\n  2]" in text and "[tool.zzz]  # trailing remark\ny = 1" in text
     assert text.count("[tool.testfleet]") == 1
     assert "stage-a-cpu" not in tomllib.loads(text)["tool"]["testfleet"]["stages"]
     first = (example_project / WORKFLOW_PATH).read_text()
-    code, _, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
-                         "--from-existing")
+    code, _, _ = run_cli(capsys, *args, "--allow-findings", "--force")
+    assert code == 0
     assert pyproject.read_text() == text  # idempotent
     assert (example_project / WORKFLOW_PATH).read_text() == first
 
@@ -188,16 +219,16 @@ def test_from_existing_without_markers_is_an_error(tmp_path: Path,
     assert code == 2 and "no register_<backend>_ci(...) calls found under tests" in err
 
 
-def test_strip_section_keeps_other_tables_and_refuses_dotted_keys() -> None:
-    text = (PYPROJECT + "\n# testfleet settings\n[tool.testfleet]\nroots = [\"t\"]\n\n"
+def test_strip_section_keeps_other_tables_comments_and_dotted_keys() -> None:
+    text = (PYPROJECT + "\n[tool.testfleet]\nroots = [\"t\"]\n\n"
             "[[tool.testfleet.implicit]]\npath = \"t\"\n\n[ tool . testfleet . stages . a ]\n"
-            "backend = \"cpu\"\n\n[tool.other]\nx = 1\n")
+            "backend = \"cpu\"\n\n[tool.other]  # kept\nx = 1\n")
     out = strip_testfleet_section(text)
     data = tomllib.loads(out)
     assert "testfleet" not in data["tool"] and data["tool"]["other"] == {"x": 1}
-    assert "# testfleet settings" not in out and out.startswith(PYPROJECT)
-    with pytest.raises(UsageError, match="dotted keys"):
-        strip_testfleet_section('[tool]\ntestfleet.roots = ["t"]\n')
+    assert out.startswith(PYPROJECT) and "[tool.other]  # kept" in out
+    dotted = strip_testfleet_section('[tool]\ntestfleet.roots = ["t"]\nother = 1  # mine\n')
+    assert dotted == "[tool]\nother = 1  # mine\n"
 
 
 def test_buildkite_bootstrap_is_written_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,12 +261,12 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
 def test_unwritable_target_is_a_clear_error(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A workflow directory that cannot be created (a file is in the way, a read-only
-    checkout) is exit 2 naming the file, and says what was already written."""
+    checkout) is exit 2 naming the file, and the configuration is not written either."""
     root = plain_tree(tmp_path)
     (root / ".github").mkdir()
     (root / ".github" / "workflows").write_text("not a directory\n")
     code, out, err = run_cli(capsys, "-C", str(root), "init", "--github")
     assert code == 2
     assert "Traceback" not in out + err
-    assert f"testfleet: error: cannot write {WORKFLOW_PATH} ({root / WORKFLOW_PATH}):" in err
-    assert "wrote [tool.testfleet] in pyproject.toml already" in err
+    assert "cannot write" in err and "nothing was written" in err
+    assert (root / "pyproject.toml").read_text() == PYPROJECT  # a command that fails writes nothing

@@ -1,9 +1,11 @@
 """``testfleet init``: scaffold a configuration and the CI workflow that consumes the plan.
 
-Every file is decided before anything is written: an existing configuration or
-workflow is never overwritten without ``--force``, and when one planned write
-is refused nothing is written at all. ``--from-existing`` adopts a tree that
-already uses ``register_*_ci(...)`` markers (see :mod:`testfleet.integrations.adopt`).
+Every file is decided before anything is written, then all are written or none
+(a command that fails writes nothing). An existing configuration is never touched
+unless ``--rederive-config`` asks for it; ``--force`` only replaces the workflow or
+pipeline, so regenerating CI keeps the maintainer's ``[tool.testfleet]``.
+``--from-existing`` adopts a tree that already uses ``register_*_ci(...)`` markers
+(see :mod:`testfleet.integrations.adopt`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,12 @@ from typing import Any
 import click
 
 from testfleet.errors import ConfigError, UsageError
-from testfleet.fileio import replace_atomically
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]\[]+?)\s*\]\]?\s*(?:#.*)?$")
 
 
 @dataclass(frozen=True)
@@ -37,36 +37,25 @@ class Write:
     what: str
 
 
-def _table_name(header: str) -> str:
-    return re.sub(r"\s+", "", header).replace('"', "").replace("'", "")
-
-
 def strip_testfleet_section(text: str) -> str:
-    """``pyproject.toml`` text without its ``[tool.testfleet*]`` tables.
+    """``pyproject.toml`` text without its ``tool.testfleet`` tables, everything else kept.
 
-    Raises :class:`UsageError` when the section is written in a form this cannot
-    remove line by line (dotted keys under ``[tool]``), rather than guessing.
+    Edited with tomlkit, so the rest of the file -- comments, order, formatting, a
+    ``testfleet.*`` dotted key under ``[tool]`` -- comes out as it went in.
     """
-    out: list[str] = []
-    dropping = False
-    for line in text.splitlines(keepends=True):
-        m = _HEADER.match(line)
-        if m:
-            name = _table_name(m.group(1))
-            dropping = name == "tool.testfleet" or name.startswith("tool.testfleet.")
-            if dropping:  # comments written right above the section belong to it
-                while out and out[-1].lstrip().startswith("#"):
-                    out.pop()
-        if not dropping:
-            out.append(line)
-    result = "".join(out)
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
-        data = tomllib.loads(result)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"cannot remove [tool.testfleet] from pyproject.toml safely: {exc}") from None
-    if "testfleet" in data.get("tool", {}):
-        raise UsageError("pyproject.toml defines tool.testfleet in a form 'init --force' cannot "
-                         "replace (dotted keys under [tool]); remove it by hand and re-run")
+        doc = tomlkit.parse(text)
+        tool = doc.get("tool")
+        if tool is not None and "testfleet" in tool:
+            del tool["testfleet"]
+            if not tool:
+                del doc["tool"]
+        result = tomlkit.dumps(doc)
+    except TOMLKitError as exc:
+        raise UsageError(f"cannot edit pyproject.toml: {exc}") from None
     return result.rstrip("\n") + "\n" if result.strip() else ""
 
 
@@ -90,32 +79,51 @@ def _has_section(path: Path) -> bool:
     return isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """A replaced file keeps its permission bits; a new one is world-readable like any source."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    replace_atomically(path, text.encode("utf-8"), mode=mode)
+def _config_write(root: Path, explicit: Path | None, existing: Path | None,
+                  data: dict[str, Any], use_toml: bool, comment: str) -> Write:
+    """The configuration file's new text: a ``testfleet.toml`` of its own, or
+    ``pyproject.toml`` with only its ``tool.testfleet`` tables replaced.
 
-
-def _config_write(root: Path, explicit: Path | None, data: dict[str, Any], use_toml: bool,
-                  force: bool, comment: str) -> Write:
+    The edited ``pyproject.toml`` is read back before anything is written: every
+    other table must come out equal and the new section must hold exactly ``data``.
+    """
     from testfleet.integrations.adopt import render_toml
 
     pyproject = root / "pyproject.toml"
     if explicit is not None:
         target = explicit
+    elif existing is not None:
+        target = existing
     elif use_toml or not pyproject.is_file():
         target = root / "testfleet.toml"
     else:
         target = pyproject
-    if target.name == "pyproject.toml":
+    if target.name != "pyproject.toml":
+        return Write(target, render_toml(data, "", comment), target.name)
+    try:
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
-        if force and current:
-            current = strip_testfleet_section(current)
-        section = render_toml(data, "tool.testfleet", comment)
-        text = (current.rstrip("\n") + "\n\n" if current.strip() else "") + section
-        return Write(target, text, f"[tool.testfleet] in {target.name}")
-    return Write(target, render_toml(data, "", comment), target.name)
+        before = tomllib.loads(current)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read {target}: {exc}") from None
+    kept = strip_testfleet_section(current)
+    section = render_toml(data, "tool.testfleet", comment)
+    text = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + section
+    try:
+        after = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{target.name} would not parse after replacing [tool.testfleet] "
+                         f"({exc}); nothing written") from None
+    tool_before = dict(before.get("tool") or {}) if isinstance(before.get("tool"), dict) else {}
+    tool_before.pop("testfleet", None)
+    tool_after = dict(after.get("tool") or {})
+    written = tool_after.pop("testfleet", None)
+    others_before = {k: v for k, v in before.items() if k != "tool"}
+    others_after = {k: v for k, v in after.items() if k != "tool"}
+    expected = tomllib.loads(section)["tool"]["testfleet"]
+    if written != expected or tool_before != tool_after or others_before != others_after:
+        raise UsageError(f"editing {target.name} would change more than [tool.testfleet]; "
+                         "nothing written (move the section to testfleet.toml with --toml)")
+    return Write(target, text, f"[tool.testfleet] in {target.name}")
 
 
 def _validate(data: dict[str, Any], file: str) -> Any:
@@ -139,7 +147,14 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
               help="Also write .buildkite/pipeline.yml (plans, then uploads one step per job).")
 @click.option("--from-existing", "from_existing", is_flag=True,
               help="Derive stages, backends and labels from the tree's register_*_ci(...) calls.")
-@click.option("--force", is_flag=True, help="Replace an existing config section and workflow.")
+@click.option("--force", is_flag=True,
+              help="Replace an existing workflow / pipeline. Never touches the configuration.")
+@click.option("--rederive-config", "rederive", is_flag=True,
+              help="Replace an existing [tool.testfleet] with one derived from the tree again "
+                   "(edits made to it are lost).")
+@click.option("--allow-findings", "allow_findings", is_flag=True,
+              help="Write the adopted configuration even when some registrations could not be "
+                   "adopted (they are listed; 'testfleet check' reports them until fixed).")
 @click.option("--toml", "use_toml", is_flag=True,
               help="Write testfleet.toml even when pyproject.toml exists.")
 @click.option("--root", "roots", multiple=True, metavar="DIR",
@@ -154,9 +169,11 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
               help="Do not pass the PR's diff to the planner (no pruning of unaffected stages).")
 @click.option("--database-secret", "database_secret", default=None, metavar="NAME",
               help="Secret holding TESTFLEET_DATABASE_URL for the test jobs.")
-@click.option("--dry-run", is_flag=True, help="Print what would be written; write nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
-def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bool, force: bool, use_toml: bool,
+def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bool, force: bool,
+            rederive: bool, allow_findings: bool, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
             dry_run: bool) -> int:
@@ -165,7 +182,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
 
     Without a configuration, one is written: adopted from the tree's marker calls
     when it has any (as --from-existing), else a single implicit CPU stage. An
-    existing configuration is kept (and used for the workflow) unless --force.
+    existing configuration is never changed unless --rederive-config; --force
+    only replaces the workflow / pipeline. Every file is decided before anything
+    is written, and a command that fails writes nothing.
     """
     from testfleet.integrations import adopt
     from testfleet.integrations.github_workflow import (
@@ -197,10 +216,11 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     existing = _existing_config(root, explicit)
     config = None
     adoption = None
-    if existing is not None and not force:
+    if existing is not None and not rederive:
         if from_existing:
-            raise UsageError(f"{existing} already has a testfleet configuration; "
-                             "use --force to replace it with one derived from the tree")
+            raise UsageError(f"{existing.name} already has a testfleet configuration; "
+                             "use --rederive-config to replace it with one derived from the tree "
+                             "(--force only replaces the workflow / pipeline)")
         from testfleet.config import load_project
 
         config = load_project(root, existing).config
@@ -224,14 +244,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             comment = ("Scaffolded by 'testfleet init': every test file under "
                        f"{data['roots'][0]}/ is a CPU test.\nAdd stages and register GPU tests "
                        "with register_cuda_ci / register_rocm_ci.")
-        write = _config_write(root, explicit, data, use_toml, force, comment)
+        write = _config_write(root, explicit, existing, data, use_toml, comment)
         config = _validate(data, write.path.name)
-        if write.path.name == "pyproject.toml" and write.path.is_file():
-            # the whole file must still parse and hold exactly our section
-            try:
-                tomllib.loads(write.text)
-            except tomllib.TOMLDecodeError as exc:
-                raise UsageError(f"pyproject.toml would not parse after adding the section: {exc}") from None
         writes.append(write)
 
     if github:
@@ -260,36 +274,49 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         writes.append(Write(bk_path, bootstrap(install or WorkflowOptions().install),
                             BOOTSTRAP_PATH))
 
+    errors = [f for f in adoption.findings if f.severity == "error"] if adoption else []
+    blocked = bool(errors) and not allow_findings
     if dry_run:
         for w in writes:
             shown = w.path.relative_to(repo) if w.path.is_relative_to(repo) else w.path
             click.echo(f"--- {shown}")
             click.echo(w.text, nl=False)
-        return 0
-    for w in writes:
+    elif not blocked and writes:
+        from testfleet.fileio import replace_all_or_nothing
+
         try:
-            _atomic_write(w.path, w.text)
+            replace_all_or_nothing([(w.path, w.text.encode("utf-8"), _mode(w.path)) for w in writes])
         except OSError as exc:
-            done = [m for m in messages if m.startswith("wrote ")]
-            raise UsageError(f"cannot write {w.what} ({w.path}): {exc.strerror or exc}"
-                             + (f" ({'; '.join(done)} already)" if done else "")) from None
-        messages.append(f"wrote {w.what}")
-    for m in messages:
-        click.echo(m)
-    status = 0
+            failed = getattr(exc, "filename", None) or "?"
+            raise UsageError(f"cannot write {failed}: {exc.strerror or exc}; nothing was written "
+                             f"({', '.join(w.what for w in writes)})") from None
+        messages += [f"wrote {w.what}" for w in writes]
+    if not dry_run:
+        for m in messages:
+            click.echo(m)
     if adoption is not None:
         for note in adoption.notes:
             click.echo(f"note: {note}")
-        errors = [f for f in adoption.findings if f.severity == "error"]
         for f in adoption.findings:
             click.echo(f.render(), err=True)
-        if errors:
-            click.echo(f"testfleet init: {len(errors)} problem(s) in the tree stand between it "
-                       "and a clean 'testfleet check'; fix them, then run it", err=True)
-            status = 1
+    if blocked:
+        would = "would stop" if dry_run else "stopped"
+        click.echo(f"testfleet init: {len(errors)} problem(s) in the tree stand between it and a "
+                   f"clean 'testfleet check'; init {would} before writing anything. Fix them, or "
+                   "pass --allow-findings to write the configuration as far as it could be "
+                   "adopted", err=True)
+        return 1
+    if errors:
+        click.echo(f"testfleet init: {len(errors)} problem(s) remain; 'testfleet check' reports "
+                   "them until they are fixed", err=True)
     if not writes:
-        click.echo("nothing to write (use --github or --buildkite for CI, --force to replace "
-                   "the config)")
-    elif status == 0:
+        click.echo("nothing to write (use --github or --buildkite for CI, --rederive-config to "
+                   "replace the config)")
+    elif not dry_run and not errors:
         click.echo("next: testfleet check && testfleet plan")
-    return status
+    return 0
+
+
+def _mode(path: Path) -> int:
+    """A replaced file keeps its permission bits; a new one is world-readable like any source."""
+    return path.stat().st_mode & 0o777 if path.exists() else 0o644

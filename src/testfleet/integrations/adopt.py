@@ -80,6 +80,8 @@ class Scan:
     findings: list[Finding] = field(default_factory=list)
     python_style: dict[str, bool] = field(default_factory=dict)  # file -> runs as a script
     crons: list[str] = field(default_factory=list)
+    #: files holding a registration marker, read or not: never excluded
+    marked: set[str] = field(default_factory=set)
 
     @property
     def registered_files(self) -> set[str]:
@@ -243,6 +245,10 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         result.findings.append(Finding(rel, 0, 0, "error", "adopt-read", f"cannot read: {exc}"))
         return
     fs = scan_source(data, MARKER_SCAN, NEEDLES)
+    if (fs.syntax_errors or any(c.name != GATE for c in fs.calls)
+            or any(o.kind in _UNREAD and o.name != GATE for o in fs.others)
+            or (fs.decode_error is not None and MARKER_SCAN.search(data.decode("latin-1")))):
+        result.marked.add(rel)
     if fs.decode_error is not None:
         if b"register_" in data:
             result.findings.append(Finding(rel, 0, 0, "error", "adopt-encoding",
@@ -314,27 +320,15 @@ def _pattern_for(files: set[str]) -> str:
     return "*.py"
 
 
-def _excludes(candidates: list[str], registered: set[str]) -> list[str]:
-    """Unregistered files, folded into ``dir/**`` where a whole directory is unregistered."""
-    unregistered = [f for f in candidates if f not in registered]
-    if not unregistered:
-        return []
-    dirs_with_registered: set[str] = set()
-    for f in registered:
-        parts = f.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            dirs_with_registered.add("/".join(parts[:i]))
-    out: set[str] = set()
-    for f in unregistered:
-        parts = f.split("/")[:-1]
-        chosen = None
-        for i in range(2, len(parts) + 1):  # never fold a whole root away
-            d = "/".join(parts[:i])
-            if d not in dirs_with_registered:
-                chosen = d + "/**"
-                break
-        out.add(chosen or f)
-    return sorted(out)
+def _excludes(candidates: list[str], registered: set[str], marked: set[str]) -> list[str]:
+    """Unregistered files, listed one by one and sorted.
+
+    Never a ``dir/**`` glob: a glob would also swallow the next test file added to
+    that directory, which then passes ``check`` and never runs. Never a file that
+    holds a marker (``marked``): a registration adoption could not read is a finding
+    to fix, not a file to drop.
+    """
+    return sorted(f for f in candidates if f not in registered and f not in marked)
 
 
 def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Adoption:
@@ -363,15 +357,15 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     candidates = [f for f in scan_result.test_files
                   if fnmatch.fnmatch(f.rsplit("/", 1)[-1], pattern)]
     data: dict[str, Any] = {"roots": list(scan_result.roots), "pattern": pattern}
-    exclude = _excludes(candidates, registered)
+    exclude = _excludes(candidates, registered, scan_result.marked)
     # an excluded file is never compiled by 'check'; a marker it fails to make still matters
     findings = [f for f in findings
-                if not (f.code == "adopt-file-syntax" and f.file not in registered)]
+                if not (f.code == "adopt-file-syntax" and f.file in exclude)]
     if exclude:
         data["exclude"] = exclude
-        notes.append(f"{len([f for f in candidates if f not in registered])} test file(s) without a "
-                     f"registration are excluded ({len(exclude)} pattern(s)); register them or turn "
-                     "their directory into an [[implicit]] entry to run them")
+        notes.append(f"{len(exclude)} test file(s) without a registration are listed in exclude, "
+                     "one per line; register them or declare their directory [[implicit]] to "
+                     "run them (a new file there is not excluded)")
 
     # labels
     label_use = Counter(label for c in calls for label in set(c.labels))
@@ -510,6 +504,15 @@ def _value(v: Any) -> str:
     raise TypeError(f"cannot write {type(v).__name__} as TOML")
 
 
+def _assign(k: str, v: Any) -> str:
+    """``key = value``; a file list (``exclude``) or a long list goes one item per line,
+    so a reviewer reads it and a diff adding one file touches one line."""
+    line = f"{_key(k)} = {_value(v)}"
+    if isinstance(v, (list, tuple)) and v and (k == "exclude" or len(line) > 100):
+        return f"{_key(k)} = [\n" + "".join(f"    {_value(x)},\n" for x in v) + "]"
+    return line
+
+
 def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = "") -> str:
     """Write the configuration as TOML under ``prefix`` (``tool.testfleet`` or empty).
 
@@ -522,24 +525,26 @@ def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = ""
         return f"[[{name}]]" if array else f"[{name}]"
 
     lines: list[str] = []
+    # Under a prefix the comment goes inside the section's first table, so that
+    # replacing the section later (init --rederive-config) replaces the comment too.
+    if prefix:
+        lines.append(header())
     if header_comment:
         lines += [f"# {line}" if line else "#" for line in header_comment.split("\n")]
     simple = {k: v for k, v in data.items() if not isinstance(v, dict) and k != "implicit"}
-    if prefix:
-        lines.append(header())
-    lines += [f"{_key(k)} = {_value(v)}" for k, v in simple.items()]
+    lines += [_assign(k, v) for k, v in simple.items()]
     for entry in data.get("implicit", []):
         lines += ["", header("implicit", array=True)]
-        lines += [f"{_key(k)} = {_value(v)}" for k, v in entry.items()]
+        lines += [_assign(k, v) for k, v in entry.items()]
     if "labels" in data:
         lines += ["", header("labels")]
-        lines += [f"{_key(k)} = {_value(v)}" for k, v in data["labels"].items()]
+        lines += [_assign(k, v) for k, v in data["labels"].items()]
     for section in ("backends", "stages"):
         for name, body in data.get(section, {}).items():
             lines += ["", header(section, name)]
-            lines += [f"{_key(k)} = {_value(v)}" for k, v in body.items()]
+            lines += [_assign(k, v) for k, v in body.items()]
     for section in ("policy",):
         if section in data:
             lines += ["", header(section)]
-            lines += [f"{_key(k)} = {_value(v)}" for k, v in data[section].items()]
+            lines += [_assign(k, v) for k, v in data[section].items()]
     return "\n".join(lines).strip("\n") + "\n"
