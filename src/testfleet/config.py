@@ -139,6 +139,16 @@ class StageConfig(_Strict):
     needs: list[str] = Field(default_factory=list)
     prune: bool | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    # Stages and triggers (#12): when the stage runs at all (cadences, PR label gates).
+    cadences: list[str] | None = Field(default=None, min_length=1)
+    requires_labels: list[str] = Field(default_factory=list)
+
+    @field_validator("requires_labels")
+    @classmethod
+    def _gate_labels(cls, v: list[str]) -> list[str]:
+        for label in v:
+            _check_pr_label(label)
+        return v
 
     @field_validator("disabled")
     @classmethod
@@ -167,6 +177,9 @@ class CadenceConfig(_Strict):
     bypass_fastfail: bool = False
     write_baseline: bool = False
     rank: int = 0
+    # "exact": a cadence that admits nightly=True registrations runs only those (and no
+    # nightly=False ones), as projects with separate per-commit and nightly suites do.
+    nightly_split: Literal["mixed", "exact"] = "mixed"
 
 
 class ScopeLabelConfig(_Strict):
@@ -210,6 +223,18 @@ class PolicyConfig(_Strict):
     schedules: dict[str, str] = Field(default_factory=dict)
     authorize_labels: list[str] | None = None
     no_impact: list[str] = Field(default_factory=lambda: ["docs/**", "*.md"])
+    # Stages and triggers (#12): a PR label every pull request needs before the stages in
+    # its scope run (GPU stages by default), and what a draft pull request runs.
+    required_label: str | None = None
+    required_label_scope: Literal["gpu", "all"] = "gpu"
+    drafts: Literal["run", "skip-gpu", "skip"] = "run"
+
+    @field_validator("required_label")
+    @classmethod
+    def _required_label(cls, v: str | None) -> str | None:
+        if v is not None:
+            _check_pr_label(v)
+        return v
 
     @model_validator(mode="after")
     def _known_cadences(self) -> PolicyConfig:
@@ -386,6 +411,14 @@ class Config(_Strict):
         return out
 
 
+def _check_pr_label(label: str) -> None:
+    """A PR label named in config (a gate) must be one GitHub could attach."""
+    if not label.strip() or len(label) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127
+                                                         for c in label):
+        raise ValueError(f"{label[:40]!r} is not a usable pull request label (non-empty, at "
+                         f"most {MAX_NAME} characters, no control characters)")
+
+
 def _relative_path(v: str) -> str:
     p = v.replace("\\", "/").strip("/")
     if not p or v.startswith("/") or any(part == ".." for part in p.split("/")):
@@ -510,6 +543,7 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                                      f"valid: {', '.join(sorted(stages))}"))
                 elif need == name:
                     problems.append((f"stages.{name}.needs", "a stage cannot need itself"))
+    problems += _cadence_problems(data, stages)
     implicit = data.get("implicit")
     for i, imp in enumerate(implicit if isinstance(implicit, list) else []):
         if not isinstance(imp, Mapping):
@@ -553,6 +587,24 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                                  f"{marker!r} is already the marker of {seen[marker]!r}"))
             if isinstance(marker, str):
                 seen[marker] = str(backend)
+    return problems
+
+
+def _cadence_problems(data: Mapping[str, Any],
+                      stages: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """A stage's ``cadences`` must name cadences the policy defines (default ones included)."""
+    raw_policy = data.get("policy")
+    raw_cadences = raw_policy.get("cadences") if isinstance(raw_policy, Mapping) else None
+    known = ({str(k) for k in raw_cadences} if isinstance(raw_cadences, Mapping)
+             else set(_default_cadences()))
+    problems = []
+    for name, stage in stages.items():
+        wanted = stage.get("cadences")
+        for cadence in wanted if isinstance(wanted, list) else []:
+            if isinstance(cadence, str) and cadence not in known:
+                problems.append((f"stages.{name}.cadences",
+                                 f"unknown cadence {cadence!r}{_did_you_mean(cadence, known)}; "
+                                 f"valid: {', '.join(sorted(known))} (policy.cadences)"))
     return problems
 
 

@@ -32,6 +32,7 @@ class Trigger:
     schedule: str | None = None
     fork: bool = False
     match_all_labels: bool = False
+    draft: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +42,7 @@ class Trigger:
             "schedule": self.schedule,
             "fork": self.fork,
             "match_all_labels": self.match_all_labels,
+            "draft": self.draft,
         }
 
     @property
@@ -71,6 +73,11 @@ class Policy:
     authorized: bool = True
     authorized_by: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Stages and triggers (#12): the usable raw PR labels (stage label gates match them),
+    # whether the PR is a draft, and whether this cadence runs only nightly=True tests.
+    pr_labels: tuple[str, ...] = ()
+    draft: bool = False
+    exact_nightly: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +94,9 @@ class Policy:
             "authorized": self.authorized,
             "authorized_by": self.authorized_by,
             "notes": list(self.notes),
+            "pr_labels": list(self.pr_labels),
+            "draft": self.draft,
+            "exact_nightly": self.exact_nightly,
         }
 
     @classmethod
@@ -105,6 +115,9 @@ class Policy:
             authorized=bool(data.get("authorized", True)),
             authorized_by=data.get("authorized_by"),
             notes=tuple(data.get("notes", ())),
+            pr_labels=tuple(data.get("pr_labels", ())),
+            draft=bool(data.get("draft", False)),
+            exact_nightly=bool(data.get("exact_nightly", False)),
         )
 
 
@@ -179,6 +192,8 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
         )
     if trigger.fork and not trigger.is_pull_request:
         raise UsageError("--fork applies only to pull_request events")
+    if trigger.draft and not trigger.is_pull_request:
+        raise UsageError("--draft applies only to pull_request events")
 
     pconf = config.policy
     warnings: list[str] = []
@@ -196,7 +211,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
 
     requested: set[str] = set()
     scopes: list[tuple[int, str, list[str]]] = []
-    workflow = {pconf.nightly_label, pconf.bypass_label}
+    workflow = {pconf.nightly_label, pconf.bypass_label, *gate_labels(config)}
     for raw in sorted(raw_set):
         if raw in pconf.scope_labels:
             scope = pconf.scope_labels[raw]
@@ -268,8 +283,54 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
         authorized=authorized,
         authorized_by=authorized_by,
         notes=tuple(notes),
+        pr_labels=tuple(sorted(raw_set)) if trigger.is_pull_request else (),
+        draft=trigger.draft and trigger.is_pull_request,
+        exact_nightly=cconf.admit_nightly and cconf.nightly_split == "exact",
     )
     return policy, warnings
+
+
+def gate_labels(config: Config) -> set[str]:
+    """PR labels the configuration uses as gates (the project-wide required label and every
+    stage's ``requires_labels``): workflow labels, not domain-label requests."""
+    labels = {label for stage in config.stages.values() for label in stage.requires_labels}
+    if config.policy.required_label is not None:
+        labels.add(config.policy.required_label)
+    return labels
+
+
+def stage_gate(config: Config, policy: Policy, name: str) -> tuple[str, str] | None:
+    """Why stage ``name`` does not run at all under ``policy``: (reason, detail), or None.
+
+    Checked in order: the stage's cadences, a draft pull request, the project-wide
+    required label, the stage's own ``requires_labels``. Label and draft gates apply to
+    pull requests only; pushes, schedules and manual runs are not gated by labels.
+    """
+    stage = config.stages[name]
+    if stage.cadences is not None and policy.cadence not in stage.cadences:
+        return ("cadence-excluded",
+                f"stage {name} runs only on cadence(s) {', '.join(stage.cadences)}; "
+                f"this run is {policy.cadence}")
+    if policy.event not in PR_EVENTS:
+        return None
+    pconf = config.policy
+    spec = config.backend_specs().get(stage.backend)
+    gpu = bool(spec and spec.gpu)
+    if policy.draft and (pconf.drafts == "skip" or (pconf.drafts == "skip-gpu" and gpu)):
+        return ("draft", f"draft pull request; policy.drafts = {pconf.drafts!r} "
+                         "(mark it ready for review to run this stage)")
+    labels = set(policy.pr_labels)
+    required = pconf.required_label
+    if required is not None and (gpu or pconf.required_label_scope == "all") \
+            and required not in labels:
+        return ("label-required",
+                f"every pull request needs the label {required!r} before "
+                f"{'any GPU stage' if pconf.required_label_scope == 'gpu' else 'any stage'} runs")
+    if stage.requires_labels and not labels.intersection(stage.requires_labels):
+        wanted = " or ".join(repr(x) for x in stage.requires_labels)
+        return ("label-required", f"stage {name} runs on a pull request only with the label "
+                                  f"{wanted}")
+    return None
 
 
 def authorization_hint(config: Config) -> str:

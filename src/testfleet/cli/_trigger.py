@@ -33,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _NAMES = (
     "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
-    "diff_base", "files", "stages", "include_disabled", "github",
+    "diff_base", "files", "stages", "include_disabled", "github", "draft",
 )
 
 
@@ -53,6 +53,7 @@ class TriggerOptions:
     stages: tuple[str, ...] = ()
     include_disabled: bool = False
     github: bool = False
+    draft: bool = False
 
 
 def trigger_options(f: F) -> F:
@@ -87,6 +88,8 @@ def trigger_options(f: F) -> F:
                      help="With --file/--stage: run disabled registrations too."),
         click.option("--github", is_flag=True,
                      help="Read the trigger from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH."),
+        click.option("--draft", is_flag=True,
+                     help="The pull request is a draft (see policy.drafts)."),
     ]
 
     @functools.wraps(f)
@@ -115,7 +118,8 @@ def _conflicts(opts: TriggerOptions) -> None:
     flag = {n: "--" + n.replace("_", "-") for n in _NAMES}
     flag["files"], flag["stages"] = "--file", "--stage"
     pairs = [("changed_files", "diff_base")]
-    pairs += [("github", n) for n in ("event", "labels", "schedule", "fork", "match_all_labels")]
+    pairs += [("github", n) for n in ("event", "labels", "schedule", "fork", "match_all_labels",
+                                      "draft")]
     pairs += [("files", n) for n in ("labels", "match_all_labels", "changed_files", "diff_base")]
     for a, b in pairs:
         if given(a) and given(b):
@@ -204,7 +208,7 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
         if event is None:
             if opts.schedule is not None:
                 event = "schedule"
-            elif labels or opts.fork:
+            elif labels or opts.fork or opts.draft:
                 event = "pull_request"
             else:
                 event = "push"
@@ -213,7 +217,7 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
                              "(labels come only with pull_request events)")
         trigger = Trigger(event=event, labels=labels, cadence=opts.cadence,
                           schedule=opts.schedule, fork=opts.fork,
-                          match_all_labels=opts.match_all_labels)
+                          match_all_labels=opts.match_all_labels, draft=opts.draft)
 
     changes = None
     if opts.changed_files is not None:

@@ -111,7 +111,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
 def _trigger_given(opts: TriggerOptions) -> bool:
     return any(getattr(opts, name) for name in (
         "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
-        "diff_base", "files", "stages", "include_disabled", "github"))
+        "diff_base", "files", "stages", "include_disabled", "github", "draft"))
 
 
 def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str | None,

@@ -1,7 +1,7 @@
 """Read a GitHub Actions trigger from ``GITHUB_EVENT_NAME`` and the ``GITHUB_EVENT_PATH`` payload.
 
 Only the fields planning needs are read: PR labels, whether the head repository
-differs from the base (a fork), the schedule's cron string, and the
+differs from the base (a fork), whether the PR is a draft, the schedule's cron string, and the
 ``workflow_dispatch`` inputs ``cadence`` and ``match_all_labels``. Every other
 field is ignored. A payload that is missing, not JSON, or has the wrong shape
 where we read it is a :class:`UsageError` naming the file and the key path,
@@ -94,8 +94,9 @@ def trigger_from_payload(event: str, payload: Any, where: str, *,
     if event in PR_EVENTS:
         if not isinstance(payload.get("pull_request"), dict):
             raise UsageError(f"{where}: a {event} payload needs a 'pull_request' object")
+        draft = _at(payload, ["pull_request", "draft"], where, bool, optional=True)
         return Trigger(event=event, labels=_labels(payload, where),
-                       fork=_is_fork(payload, where), cadence=cadence)
+                       fork=_is_fork(payload, where), cadence=cadence, draft=bool(draft))
     if event == "schedule":
         cron = _at(payload, ["schedule"], where, str)
         return Trigger(event=event, schedule=cron, cadence=cadence)

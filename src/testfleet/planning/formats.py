@@ -201,7 +201,7 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
 
 _STATUS_STYLE = {
     "scheduled": "green", "dormant": "bold yellow", "unauthorized": "bold red",
-    "unaffected": "cyan", "empty": "dim",
+    "excluded": "cyan", "unaffected": "cyan", "empty": "dim",
 }
 
 

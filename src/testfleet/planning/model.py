@@ -19,11 +19,17 @@ from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
 
 SCHEMA = "testfleet.plan/1"
-STATUSES = ("scheduled", "dormant", "unauthorized", "unaffected", "empty")
+STATUSES = ("scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty")
 REASONS = (
     "disabled",
     "stage-dormant",
     "unauthorized",
+    # Stages and triggers (#12): the stage is not on this cadence, the PR is a draft, the PR
+    # lacks a required label; the cadence's exact nightly split leaves out per-commit tests.
+    "cadence-excluded",
+    "draft",
+    "label-required",
+    "per-commit-only",
     "nightly-only",
     "not-selected-by-labels",
     "stage-unaffected",

@@ -4,8 +4,10 @@ Each registration either becomes a candidate for its stage's jobs or gets
 exactly one skip reason, checked in a fixed order so the reason is the most
 useful one to a reader: a request filter first (``not-requested``), then the
 registration's own ``disabled``, then the stage's state (``stage-dormant``,
-``unauthorized``), then the policy (``nightly-only``, ``not-selected-by-labels``),
-and last PR pruning (``stage-unaffected``).
+``unauthorized``), then the stage's trigger gates (``cadence-excluded``, ``draft``,
+``label-required``), then the policy (``per-commit-only``, ``nightly-only``,
+``not-selected-by-labels``), and last PR pruning (``stage-unaffected``). An explicit
+``--file`` request bypasses the trigger gates, as it does cadence and labels.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from testfleet.errors import UsageError
 from testfleet.planning.changes import Impact
 from testfleet.planning.model import REASONS, Skipped
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Policy, authorization_hint, show
+from testfleet.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.registry.model import Registration
 
 
@@ -91,6 +93,7 @@ def select(
     files = set(request.files)
     stages = set(request.stages)
     auth_hint = authorization_hint(config)
+    gates = {} if files else {name: stage_gate(config, policy, name) for name in config.stages}
 
     def skip(reg: Registration, reason: str, detail: str) -> None:
         assert reason in REASONS, reason
@@ -120,6 +123,12 @@ def select(
             skip(reg, "unauthorized",
                  f"{reg.suite} is trusted_only and this pull request comes from a fork "
                  f"without an authorizing label ({auth_hint})")
+        elif (gate := gates.get(reg.suite)) is not None:
+            skip(reg, gate[0], gate[1])
+        elif not files and policy.exact_nightly and not reg.nightly:
+            skip(reg, "per-commit-only",
+                 f"nightly=False; cadence {policy.cadence} runs only nightly=True registrations "
+                 "(nightly_split = 'exact')")
         elif not files and reg.nightly and not policy.admit_nightly:
             skip(reg, "nightly-only", f"nightly=True; cadence {policy.cadence} does not admit it")
         elif not files and reg.labels and not include.intersection(reg.labels):
@@ -131,7 +140,7 @@ def select(
             sel.chosen[reg.suite].append(reg)
 
     _prune(config, policy, request, impact, sel)
-    _statuses(config, policy, request, sel, auth_hint)
+    _statuses(config, policy, request, sel, auth_hint, gates)
     return sel
 
 
@@ -163,7 +172,7 @@ def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact 
 
 
 def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selection,
-              auth_hint: str) -> None:
+              auth_hint: str, gates: dict[str, tuple[str, str] | None]) -> None:
     reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
     for s in sel.skipped:
         reasons[s.suite][s.reason] += 1
@@ -177,6 +186,9 @@ def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selecti
                 "unauthorized",
                 f"trusted_only stage; fork pull request without an authorizing label ({auth_hint})",
             )
+        elif (gate := gates.get(name)) is not None and not (request.stages
+                                                             and name not in request.stages):
+            sel.status[name] = ("excluded", gate[1])
         elif sel.chosen[name]:
             sel.status[name] = ("scheduled", "")
         else:
