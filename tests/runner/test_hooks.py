@@ -77,7 +77,8 @@ def _fake_gate(monkeypatch: pytest.MonkeyPatch, behaviour) -> list[dict]:
 def test_gate_is_called_for_passing_files_with_the_passing_attempts_records(
         make_spec, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _fake_gate(monkeypatch, lambda kw: types.SimpleNamespace(
-        fails_test=False, lines=[f"gate: {kw['file']} ok"], verdicts=[]))
+        fails_test=False, lines=[f"gate: {kw['file']} ok"], verdicts=[],
+        status="PASS", mode="shadow"))
     spec = make_spec({"test_flaky.py": FLAKY, "test_bad.py": "raise SystemExit(1)\n"},
                      max_attempts=2, fast_fail=False)
     project = _project(spec)
@@ -94,7 +95,8 @@ def test_gate_is_called_for_passing_files_with_the_passing_attempts_records(
 
 def test_gate_failure_fails_the_file(make_spec, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_gate(monkeypatch, lambda kw: types.SimpleNamespace(
-        fails_test=True, lines=["gate: loss 3.1 above mean 2.0 x 1.1"], verdicts=[]))
+        fails_test=True, lines=["gate: loss 3.1 above mean 2.0 x 1.1"], verdicts=[],
+        status="FAIL", mode="enforced"))
     spec = make_spec({"test_a.py": "print(1)\n", "test_b.py": "print(2)\n"})
     hooks = RunHooks(_project(spec), warn=NullReporter().warning, record_history=False)
     job = execute(spec, reporter=NullReporter(), hooks=hooks)
@@ -111,7 +113,8 @@ def test_gate_failure_note_names_the_failing_declaration_once(
              "gate: FAIL     loss (enforced): value 3.1, reference 2 (mean of 5)",
              "gate: test_a.py: run untrusted; NOT written"]
     _fake_gate(monkeypatch, lambda kw: types.SimpleNamespace(fails_test=True, lines=lines,
-                                                            verdicts=[]))
+                                                            verdicts=[], status="FAIL",
+                                                            mode="enforced"))
     spec = make_spec({"test_a.py": "print(1)\n"})
     out = io.BytesIO()
     job = execute(spec, reporter=LogReporter(out=out, err=io.StringIO()),

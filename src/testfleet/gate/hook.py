@@ -46,15 +46,30 @@ class FileGateResult:
     trusted: bool | None = None  # None: nothing was evaluated
     written: bool = False
     history_available: bool = True
+    enforced: bool = False  # an enforced declaration, the switch on and history readable
 
     @property
     def gated(self) -> bool:
         return bool(self.results or self.findings)
 
+    @property
+    def status(self) -> str | None:
+        """The gate's own verdict on the file (worst first), ``None`` when not gated."""
+        statuses = {r.status for r in self.results} | ({"ERROR"} if self.findings else set())
+        return next((s for s in ("ERROR", "FAIL", "PASS", "INACTIVE") if s in statuses), None)
+
+    @property
+    def mode(self) -> str | None:
+        """``enforced`` when the verdict could change the test's outcome, else ``shadow``."""
+        if not self.gated:
+            return None
+        return "enforced" if self.enforced else "shadow"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": 1,
             "fails_test": self.fails_test, "trusted": self.trusted, "written": self.written,
+            "status": self.status, "mode": self.mode,
             "history_available": self.history_available,
             "specs": [r.to_json() for r in self.results],
             "declaration_errors": [f.to_json() for f in self.findings],
@@ -131,6 +146,8 @@ def evaluate_run(
         if switch_warning:
             out.lines.append(f"gate: warning: {switch_warning}")
         would_fail = fails_test(out.results, True)
+        out.enforced = (out.history_available and switch
+                        and any(r.spec.enforce for r in out.results))
         out.fails_test = out.history_available and fails_test(out.results, switch)
         if would_fail and not out.fails_test:
             why = ("the history database is unavailable" if not out.history_available

@@ -45,12 +45,18 @@ class GateVerdict:
 
     fails_test: bool
     lines: list[str] = field(default_factory=list)
+    status: str | None = None  # PASS | FAIL | ERROR | INACTIVE; None: nothing gated
+    mode: str | None = None  # enforced | shadow
 
 
 class Hooks(Protocol):
     """Side effects the job loop triggers; each implementation must be fail-soft."""
 
-    def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None: ...
+    def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
+        """An attempt that is retried (not the file's last)."""
+
+    def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
+        """The file's final verdict, gate included (its last attempt is ``result.attempts[-1]``)."""
 
     def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None: ...
 
@@ -60,6 +66,9 @@ class Hooks(Protocol):
 
 class NoHooks:
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
+        pass
+
+    def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
         pass
 
     def gate(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> GateVerdict | None:
@@ -254,9 +263,17 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
         attempts.append(attempt)
         retrying = decision.retry and not stop
         reporter.attempt_finished(index, item, attempt, retrying)
-        hooks.attempt_done(spec, item, attempt)
         if not retrying:
             break
+        hooks.attempt_done(spec, item, attempt)
+    result = _verdict(spec, item, timeout, attempts, hooks)
+    # Recorded only now: the history's outcome is the final verdict, gate included.
+    hooks.file_done(spec, item, result)
+    return result
+
+
+def _verdict(spec: JobSpec, item: RunItem, timeout: float, attempts: list[Attempt],
+             hooks: Hooks) -> FileResult:
     last = attempts[-1]
     if not last.outcome.ok:
         return FileResult(item, timeout, last.outcome, attempts, message=last.reason)
@@ -267,6 +284,7 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
     verdict = hooks.gate(spec, item, last)
     if verdict is not None:
         result.gate_lines = list(verdict.lines)
+        result.gate_status, result.gate_mode = verdict.status, verdict.mode
         if verdict.fails_test:
             result.outcome = Outcome.FAILED
             result.gate_failed = True

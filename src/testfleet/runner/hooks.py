@@ -16,7 +16,7 @@ from typing import Any
 
 from testfleet.config import Project
 from testfleet.runner.executor import GateVerdict
-from testfleet.runner.model import Attempt, JobResult, JobSpec, Outcome, RunItem
+from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, Outcome, RunItem
 
 Warn = Callable[[str], None]
 CHECKPOINT_EVERY = 2.0  # seconds between JUnit checkpoints (the final write is always done)
@@ -44,6 +44,15 @@ def history_outcome(attempt: Attempt) -> str:
     if attempt.outcome is Outcome.INTERRUPTED:
         return "ERROR"
     return attempt.outcome.name
+
+
+def final_outcome(result: FileResult) -> str:
+    """The history's vocabulary for a file's final verdict (a failed enforced gate is FAILED)."""
+    if result.outcome is Outcome.INTERRUPTED:
+        return "ERROR"
+    if result.outcome is Outcome.PASSED and result.attempts and result.attempts[-1].number > 1:
+        return "FLAKY"
+    return result.outcome.name
 
 
 class RunHooks:
@@ -90,17 +99,29 @@ class RunHooks:
         self.warn(f"history database unavailable, durations of this run are not recorded: {exc}")
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
+        self._record(spec, item, attempt, history_outcome(attempt), attempt.reason)
+
+    def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
+        if not result.attempts:
+            return
+        self._record(spec, item, result.attempts[-1], final_outcome(result),
+                     result.message or result.attempts[-1].reason,
+                     result.gate_status, result.gate_mode)
+
+    def _record(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
+                reason: str, gate_status: str | None = None, gate_mode: str | None = None) -> None:
         store = self._open_store()
         if store is None:
             return
         try:
-            from testfleet.store.durations import Execution
+            from testfleet.store.durations import REASON_MAX, Execution
 
             row = Execution(
                 file=item.file, stage=spec.settings.stage, backend=spec.settings.backend,
-                duration=round(attempt.duration, 3), outcome=history_outcome(attempt),
+                duration=round(attempt.duration, 3), outcome=outcome,
                 attempt=attempt.number, commit=self.commit, ci_run_id=self.ci_run_id,
-                timestamp=time.time(),
+                timestamp=time.time(), gate_status=gate_status, gate_mode=gate_mode,
+                reason=reason[:REASON_MAX] or None,
             )
             store.record_executions([row])
         except Exception as exc:
@@ -142,7 +163,7 @@ class RunHooks:
             self.warn(f"metric gate failed with an internal error on {item.file} "
                       f"(verdict unchanged): {type(exc).__name__}: {exc}")
             return None
-        return GateVerdict(bool(res.fails_test), [str(x) for x in res.lines])
+        return GateVerdict(bool(res.fails_test), [str(x) for x in res.lines], res.status, res.mode)
 
     # -- JUnit -----------------------------------------------------------------------------
 

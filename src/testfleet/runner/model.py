@@ -111,6 +111,8 @@ class FileResult:
     message: str = ""
     gate_lines: list[str] = field(default_factory=list)
     gate_failed: bool = False
+    gate_status: str | None = None  # the gate's own verdict (PASS/FAIL/ERROR/INACTIVE)
+    gate_mode: str | None = None  # enforced | shadow
 
     @property
     def duration(self) -> float:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
 OUTCOMES = ("PASSED", "FAILED", "TIMEOUT", "FLAKY", "ERROR", "NOT_RUN")
+GATE_STATUSES = ("PASS", "FAIL", "ERROR", "INACTIVE")
+GATE_MODES = ("enforced", "shadow")
+REASON_MAX = 500
 PASSING = ("PASSED", "FLAKY")
 _PASSING_SQL = ", ".join(f"'{o}'" for o in PASSING)  # constants, not user input
 _IN_CHUNK = 500
@@ -44,6 +47,10 @@ class Execution:
     commit: str | None = None
     ci_run_id: str | None = None
     timestamp: datetime | float | None = None
+    # The file's final verdict includes the gate: its own verdict is kept beside it.
+    gate_status: str | None = None
+    gate_mode: str | None = None
+    reason: str | None = None
 
     def problems(self) -> list[str]:
         """Why this row must not be stored (empty when it is fine)."""
@@ -65,6 +72,15 @@ class Execution:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or len(value) > limit):
                 out.append(f"{name} must be a string of at most {limit} characters or None")
+        if self.gate_status is not None and self.gate_status not in GATE_STATUSES:
+            out.append(f"gate_status {self.gate_status!r} is not one of {', '.join(GATE_STATUSES)}")
+        if self.gate_mode is not None and self.gate_mode not in GATE_MODES:
+            out.append(f"gate_mode {self.gate_mode!r} is not one of {', '.join(GATE_MODES)}")
+        if (self.gate_status is None) != (self.gate_mode is None):
+            out.append("gate_status and gate_mode go together (both set or both None)")
+        if self.reason is not None and (not isinstance(self.reason, str)
+                                        or len(self.reason) > REASON_MAX):
+            out.append(f"reason must be a string of at most {REASON_MAX} characters or None")
         try:
             epoch_seconds(self.timestamp)
         except ValueError as exc:
@@ -111,6 +127,7 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
             "duration": float(r.duration), "outcome": r.outcome, "attempt": r.attempt,
             "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
             "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now,
+            "gate_status": r.gate_status, "gate_mode": r.gate_mode, "reason": r.reason,
         }
         for r in rows
     ]

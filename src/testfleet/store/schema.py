@@ -72,10 +72,37 @@ executions = Table(
     Column("ci_run_id", String(255), nullable=True),
     Column("ts", Double, nullable=False),  # when it ran: POSIX epoch seconds (UTC)
     Column("recorded_at", Double, nullable=False),
+    # Results (step 3): the metric gate's verdict on the file, beside the final outcome.
+    # NULL on rows recorded before step 3 and on files without a gate.
+    Column("gate_status", String(16), nullable=True),  # PASS | FAIL | ERROR | INACTIVE
+    Column("gate_mode", String(16), nullable=True),  # enforced | shadow
+    Column("reason", String(500), nullable=True),  # why the verdict is what it is
 )
 _ix_stage_file_ts = Index("ix_executions_stage_file_ts", executions.c.stage,
                           executions.c.file, executions.c.ts)
 _ix_run = Index("ix_executions_ci_run_id", executions.c.ci_run_id)
+
+# The executions table exactly as step 1 created it. Later steps ALTER it, so step 1
+# must not create today's columns (a fresh database then takes every step in order,
+# like one in the field).
+_executions_v1 = Table(
+    "executions",
+    MetaData(),
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("file", String(1024), nullable=False),
+    Column("stage", String(255), nullable=False),
+    Column("backend", String(64), nullable=False),
+    Column("duration", Double, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("commit_sha", String(64), nullable=True),
+    Column("ci_run_id", String(255), nullable=True),
+    Column("ts", Double, nullable=False),
+    Column("recorded_at", Double, nullable=False),
+)
+Index("ix_executions_stage_file_ts", _executions_v1.c.stage, _executions_v1.c.file,
+      _executions_v1.c.ts)
+Index("ix_executions_ci_run_id", _executions_v1.c.ci_run_id)
 
 
 @dataclass(frozen=True)
@@ -89,7 +116,7 @@ class Migration:
 
 def _v1_durations(conn: Connection) -> None:
     schema_version.create(conn)
-    executions.create(conn)  # creates its indexes too
+    _executions_v1.create(conn)  # creates its indexes too
 
 
 def _v2_metric_gate(conn: Connection) -> None:
@@ -99,9 +126,19 @@ def _v2_metric_gate(conn: Connection) -> None:
     create_tables(conn)
 
 
+def _v3_final_verdict(conn: Connection) -> None:
+    # Existing rows keep their outcome and get NULL gate columns: before this step the
+    # gate's verdict was not recorded with the execution, and guessing it (enforced or
+    # shadow, FAIL or ERROR) from gate_runs would invent facts. Readers show NULL as
+    # "not recorded".
+    for column in ("gate_status VARCHAR(16)", "gate_mode VARCHAR(16)", "reason VARCHAR(500)"):
+        conn.execute(text(f"ALTER TABLE executions ADD COLUMN {column}"))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
+    Migration(3, "results: executions record the gate's verdict and the reason", _v3_final_verdict),
     # Append new steps here; see the module docstring.
 ]
 
