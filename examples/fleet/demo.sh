@@ -29,18 +29,18 @@ testfleet plan --event pull_request --fork --plan-file plan.json
 step "testfleet run: every job of that plan, wave by wave, from the same plan file"
 mkdir -p junit
 for job in $(python3 -c 'import json,sys; p=json.load(open("plan.json")); print(" ".join(j["id"] for j in sorted(p["jobs"], key=lambda j: (j["wave"], j["id"]))))'); do
-  testfleet run --plan plan.json --job "$job" --junit "junit/$job.xml" --output plain
+  testfleet run --plan plan.json --job "$job" --junit "junit/$job.xml" --display plain
 done
 
 step "metric gate: nightly runs write trusted baselines (cold start, then a pass)"
-testfleet run --stage stage-b-cpu --cadence nightly --output plain
-testfleet run --stage stage-b-cpu --cadence nightly --output plain
+testfleet run --stage stage-b-cpu --cadence nightly --display plain
+testfleet run --stage stage-b-cpu --cadence nightly --display plain
 
 step "metric gate: a drifted run (FLEET_DRIFT=0.05) on a PR is caught and kept out of the baseline"
-FLEET_DRIFT=0.05 testfleet run --file tests/unit/test_train_curve_loss.py --output plain || true
+FLEET_DRIFT=0.05 testfleet run --file tests/unit/test_train_curve_loss.py --display plain || true
 
 step "metric gate: the same drift with enforcement on fails the test"
-if FLEET_DRIFT=0.05 TESTFLEET_GATE_ENFORCE=1 testfleet run --file tests/unit/test_train_curve_loss.py --output plain; then
+if FLEET_DRIFT=0.05 TESTFLEET_GATE_ENFORCE=1 testfleet run --file tests/unit/test_train_curve_loss.py --display plain; then
   echo "expected the enforced gate to fail the drifted run" >&2
   exit 1
 fi

@@ -222,7 +222,7 @@ def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
 
 
 def test_example_stage_b_runs_green(example_project: Path) -> None:
-    res = run_cli(example_project, "--stage", "stage-b-cpu", "--junit", "j.xml", "--output", "plain")
+    res = run_cli(example_project, "--stage", "stage-b-cpu", "--junit", "j.xml", "--display", "plain")
     assert res.returncode == 0, res.stdout + res.stderr
     cases = junit_cases(example_project / "j.xml")
     assert cases and set(cases.values()) == {"passed"}
@@ -263,7 +263,7 @@ def test_closed_stdout_does_not_change_the_verdict(cli_project) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
     proc = subprocess.Popen([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
                              "--plan", str(plan), "--job", job, "--junit", "j.xml",
-                             "--output", "plain"], stdout=subprocess.PIPE, env=env)
+                             "--display", "plain"], stdout=subprocess.PIPE, env=env)
     assert proc.stdout is not None
     proc.stdout.read(10)
     proc.stdout.close()  # like `testfleet run ... | head -c 10`

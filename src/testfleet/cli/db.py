@@ -143,14 +143,17 @@ def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
 
 @command.command("status")
 @database_option()
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="table for people, json for tools.")
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Old spelling of --format json.")
 @click.pass_context
-def status_cmd(ctx: click.Context, database: str | None, as_json: bool) -> int:
+def status_cmd(ctx: click.Context, database: str | None, fmt: str, as_json: bool) -> int:
     """Where the database is, its schema version and what it holds.
 
     Exit status 1 when it needs 'db init' or 'db upgrade' (or is newer than this
     testfleet), 0 when it is ready.
     """
+    as_json = as_json or fmt == "json"
     from testfleet.store import StoreMissing, connect, resolve_target
     from testfleet.store.schema import latest_version
 

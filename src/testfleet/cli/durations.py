@@ -174,7 +174,7 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
 @command.command("show")
 @click.option("--stage", default=None, help="Only this stage.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+              show_default=True, help="table for people, json for tools.")
 @database_option()
 @click.pass_context
 def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | None) -> int:
@@ -214,7 +214,7 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
 @click.option("--write", is_flag=True,
               help="Rewrite the est_time literals in the test files (only those bytes change).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+              show_default=True, help="table for people, json for tools.")
 @database_option()
 @click.pass_context
 def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, write: bool,

@@ -45,7 +45,7 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
     stages = project.config.stages
     if suite is not None:
         if suite not in stages:
-            raise UsageError(f"--suite {suite}: unknown stage; valid: {', '.join(sorted(stages))}")
+            raise UsageError(f"--stage {suite}: unknown stage; valid: {', '.join(sorted(stages))}")
         return stages[suite].backend, suite
     from testfleet.registry import collect
 
@@ -54,9 +54,9 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
     if len(found) == 1:
         return found[0]
     if not found:
-        raise UsageError(f"{file} has no registration; pass --suite STAGE to name its stage")
+        raise UsageError(f"{file} has no registration; pass --stage STAGE to name its stage")
     raise UsageError(f"{file} is registered on several stages "
-                     f"({', '.join(s for _, s in found)}); pass --suite STAGE")
+                     f"({', '.join(s for _, s in found)}); pass --stage STAGE")
 
 
 @command.command("evaluate")
@@ -66,8 +66,9 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
               help="A record directory (every *.jsonl in it) or one record file.")
 @click.option("--write-baseline", is_flag=True,
               help="Store this run, trusted iff every coordinate is PASS or INACTIVE.")
-@click.option("--suite", default=None, metavar="STAGE",
+@click.option("--stage", "suite", default=None, metavar="STAGE",
               help="The stage whose history to use (default: the file's only registration).")
+@click.option("--suite", "old_suite", default=None, hidden=True, help="Old name of --stage.")
 @click.option("--run-id", default=None, metavar="ID", callback=single_line,
               help="Run id to store (default: random).")
 @click.option("--ci-run-id", default=None, metavar="N", envvar="GITHUB_RUN_ID", callback=single_line,
@@ -76,15 +77,20 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
               help="Commit to store (default: $GITHUB_SHA).")
 @database_option()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="text for people, json for tools.")
 @click.pass_context
 def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bool,
-                 suite: str | None, run_id: str | None, ci_run_id: str | None,
-                 commit: str | None, database: str | None, fmt: str) -> int:
+                 suite: str | None, old_suite: str | None, run_id: str | None,
+                 ci_run_id: str | None, commit: str | None, database: str | None,
+                 fmt: str) -> int:
     """Evaluate one test's records against its trusted history.
 
     Exit status: 0 trusted (PASS / INACTIVE), 1 FAIL or ERROR, 2 bad input.
     """
+    if old_suite is not None:
+        if suite is not None and suite != old_suite:
+            raise click.UsageError("--suite is the old name of --stage; give one of them")
+        suite = old_suite
     from testfleet.gate.declarations import gate_calls_in_file
     from testfleet.gate.hook import evaluate_run
     from testfleet.gate.records import read_records
@@ -116,12 +122,13 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
 
 
 @command.command("history")
-@click.option("--test", "test", required=True, metavar="FILE")
+@click.option("--test", "test", required=True, metavar="FILE",
+              help="The test file whose metric history to show.")
 @click.option("--metric", "metric", default=None, metavar="KEY", help="Only this metric key.")
 @click.option("--runs", default=20, show_default=True, type=click.IntRange(1, 100000),
               help="How many of the newest gated runs to show.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+              show_default=True, help="table for people, json for tools.")
 @database_option()
 @click.pass_context
 def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fmt: str,

@@ -99,8 +99,13 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        # One style for every error, click's own included: "testfleet: error: ...".
+        click.echo(f"testfleet: error: {exc.format_message()}", err=True)
+        if isinstance(exc, click.UsageError):
+            where = exc.ctx.command_path if exc.ctx is not None else "testfleet"
+            click.echo(f"(see '{where} --help')", err=True)
+            sys.exit(2)
+        sys.exit(exc.exit_code)
     except TestfleetError as exc:
         click.echo(f"testfleet: error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -45,21 +45,27 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
 @click.option("--records", type=click.Path(path_type=Path, file_okay=False), default=None,
               metavar="DIR", help="Where per-file, per-attempt record directories go "
                                   "(default: <cache_dir>/runs/<run id>).")
-@click.option("--output", "output", type=click.Choice(OUTPUTS), default="auto", show_default=True,
+@click.option("--display", "output", type=click.Choice(OUTPUTS), default="auto", show_default=True,
               help="Live output style: GitHub Actions groups, Buildkite sections, a terminal "
                    "progress display, or a plain log (auto picks from the environment).")
+@click.option("--output", "old_output", type=click.Choice(OUTPUTS), default=None, hidden=True,
+              help="Old name of --display (--output names a file everywhere else).")
 @click.option("--dry-run", is_flag=True, help="Print what would run (files, estimates, timeouts) "
                                               "and exit.")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shard: str | None,
             trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
             junit: Path | None, database: str | None, no_history: bool, records: Path | None,
-            output: str, dry_run: bool) -> int:
+            output: str, old_output: str | None, dry_run: bool) -> int:
     """Run one job of a plan (or a stage shard, or registered files): one process per file,
     timeouts that kill the whole process tree, classified retries, fast-fail, live output,
     JUnit, GitHub step summary, history and metric gate."""
     from testfleet.runner.jobs import build_spec, select_plan_job
     from testfleet.runner.settings import run_options
+
+    if old_output is not None:
+        click.echo("testfleet: note: `run --output` is now `run --display`", err=True)
+        output = old_output
 
     project = project_from(ctx)
     base: Path = ctx.find_root().obj.directory
