@@ -1,0 +1,390 @@
+"""Adoption that loses nothing: a multi-stage tree with its own collector, label
+registry, schedule table, gate defaults and GitHub workflows (the shape of the
+public RL-training project of issue 13, in small). Each test reproduces one of the
+issue's failures; the last one checks the adopted tree end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+from testfleet.config import load_project
+from testfleet.integrations import adopt
+from testfleet.planning import make_plan
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Trigger
+from testfleet.registry import collect
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+COLLECTOR = '''
+import glob
+from dataclasses import dataclass
+from enum import Enum, auto
+
+class HWBackend(Enum):
+    CPU = auto()
+    CUDA = auto()
+
+@dataclass
+class CIRegistry:
+    backend: HWBackend
+    filename: str
+    est_time: float
+    suite: str
+    implicit: bool = False
+
+def register_cpu_ci(est_time, suite, *, labels=None, nightly=False, disabled=None):
+    return None
+
+def register_cuda_ci(est_time, suite, *, labels, nightly=False, disabled=None):
+    return None
+
+_DISCOVERY_ROOTS = ("tests/fast", "tests/e2e")
+
+def discover_ci_files():
+    files = []
+    for root in _DISCOVERY_ROOTS:
+        files.extend(glob.glob(f"{root}/**/test_*.py", recursive=True))
+    return sorted(files)
+
+def _is_implicit(filename):
+    return filename.startswith("tests/fast/")
+
+def _implicit(filename):
+    return CIRegistry(backend=HWBackend.CPU, filename=filename, est_time=2.0,
+                      suite="stage-a-cpu", implicit=True)
+'''
+
+LABELS = '''
+KNOWN_LABELS: dict[str, str] = {
+    "megatron": "Megatron-LM training tests",
+    "fsdp": "FSDP training tests",
+    "long": "Long-running training tests",
+    "unused": "A label no test carries yet",
+}
+'''
+
+POLICY = '''
+NIGHTLY_CADENCE = "nightly"
+WEEKLY_CADENCE = "weekly"
+SCHEDULE_POLICIES = {
+    "0 15 * * 0-5": (NIGHTLY_CADENCE, ()),
+    "0 15 * * 6": (WEEKLY_CADENCE, ()),
+}
+'''
+
+GATES = '''
+GATE_DEFAULTS: dict[str, dict] = {
+    "train/grad_norm": {"steps": "all", "constraint": {"rel_up": 0.5, "rel_down": 0.8}},
+}
+'''
+
+PR_TEST = '''
+name: PR Test
+on:
+  pull_request:
+  schedule:
+    - cron: '0 15 * * 0-5'
+    - cron: '0 15 * * 6'
+  workflow_dispatch:
+jobs:
+  resolve-policy:
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m tests.ci.ci_policy
+  stage-a-cpu:
+    needs: [resolve-policy]
+    strategy:
+      matrix:
+        partition_id: [0, 1, 2]
+    uses: ./.github/workflows/_run-cpu.yml
+    with:
+      execute_command: >-
+        python tests/ci/run_suite.py --hw cpu --suite stage-a-cpu
+        --auto-partition-id ${{ matrix.partition_id }}
+    secrets: inherit
+  stage-b-cpu:
+    needs: [resolve-policy]
+    uses: ./.github/workflows/_run-cpu.yml
+    with:
+      execute_command: python tests/ci/run_suite.py --hw cpu --suite stage-b-cpu
+  docker-build:
+    needs: [stage-a-cpu]
+    runs-on: ubuntu-latest
+    steps:
+      - run: docker build .
+  stage-c-4-gpu-h200:
+    needs: [resolve-policy, docker-build]
+    strategy:
+      fail-fast: false
+      matrix:
+        partition_id: [0, 1]
+    uses: ./.github/workflows/_run-gpu.yml
+    with:
+      runs_on: '["h200", "4gpu"]'
+      container_image: ${{ needs.docker-build.outputs.image }}
+      execute_command: >-
+        python tests/ci/run_suite.py --hw cuda --suite stage-c-4-gpu-h200
+        --auto-partition-id ${{ matrix.partition_id }} --auto-partition-size 2
+        --enable-retry --max-attempts 3
+    secrets: inherit
+'''
+
+RUN_GPU = '''
+name: GPU job
+on:
+  workflow_call:
+    inputs:
+      execute_command: {type: string, required: true}
+      runs_on: {type: string, required: false}
+      container_image: {type: string, required: false, default: 'org/img:dev'}
+    secrets:
+      WANDB_API_KEY: {required: false}
+jobs:
+  run:
+    runs-on: ${{ fromJSON(inputs.runs_on) }}
+    timeout-minutes: 120
+    container:
+      image: ${{ inputs.container_image }}
+      options: --gpus all --ipc=host
+    env:
+      HF_HOME: /root/.cache/huggingface
+      WANDB_API_KEY: ${{ secrets.WANDB_API_KEY }}
+      COMMIT: ${{ github.sha }}
+    steps:
+      - uses: actions/checkout@v4
+      - run: ${{ inputs.execute_command }}
+'''
+
+RUN_CPU = '''
+name: CPU job
+on:
+  workflow_call:
+    inputs:
+      execute_command: {type: string, required: true}
+jobs:
+  run:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: ${{ inputs.execute_command }}
+'''
+
+IMAGE = '''
+name: image
+on:
+  schedule:
+    - cron: '0 0,12 * * *'
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: docker build -t org/img:dev .
+'''
+
+SCRIPT = '''
+from tests.ci.ci_register import register_cuda_ci
+register_cuda_ci(est_time={est}, suite="{suite}", labels={labels})
+register_ci_gate(metric_key="train/grad_norm")
+
+def main():
+    print("training")
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def realistic_tree(root: Path) -> Path:
+    files = {
+        "pyproject.toml": '[project]\nname = "rl"\nversion = "1.0"\n\n[tool.black]  # style\nline_length = 119\n',
+        "tests/__init__.py": "",
+        "tests/ci/__init__.py": "",
+        "tests/ci/ci_register.py": COLLECTOR,
+        "tests/ci/labels.py": LABELS,
+        "tests/ci/ci_policy.py": POLICY,
+        "tests/ci/gates/register.py": GATES,
+        "tests/test_top_level_manual.py": "def test_x(): pass\n",
+        "tests/manual/test_by_hand.py": "def test_y(): pass\n",
+        ".github/workflows/pr-test.yml": PR_TEST,
+        ".github/workflows/_run-gpu.yml": RUN_GPU,
+        ".github/workflows/_run-cpu.yml": RUN_CPU,
+        ".github/workflows/image.yml": IMAGE,
+    }
+    for i in range(12):  # registered by location: no marker at all
+        files[f"tests/fast/sub{i % 3}/test_fast_{i}.py"] = f"def test_{i}():\n    assert {i} == {i}\n"
+    files["tests/fast/test_cpu_marked.py"] = (
+        "from tests.ci.ci_register import register_cpu_ci\n"
+        "register_cpu_ci(est_time=30, suite='stage-a-cpu', labels=['fsdp'])\n"
+        "def test_m(): pass\n")
+    for i, (suite, labels) in enumerate([
+            ("stage-c-4-gpu-h200", ["megatron"]), ("stage-c-4-gpu-h200", ["fsdp"]),
+            ("stage-c-4-gpu-h200", ["megatron", "long"]), ("stage-c-4-gpu-h200", ["fsdp"]),
+            ("nightly-stage-c-8-gpu-b200", ["megatron"])]):
+        files[f"tests/e2e/test_train_{i}.py"] = SCRIPT.format(est=600 + 60 * i, suite=suite,
+                                                             labels=labels)
+    files["tests/e2e/test_unit_style.py"] = (
+        "from tests.ci.ci_register import register_cpu_ci\n"
+        "register_cpu_ci(est_time=60, suite='stage-b-cpu')\n"
+        "def test_u(): pass\n")
+    files["tests/e2e/test_nightly_cpu.py"] = (
+        "from tests.ci.ci_register import register_cpu_ci\n"
+        "register_cpu_ci(est_time=60, suite='stage-b-cpu', nightly=True)\n"
+        "def test_n(): pass\n")
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return realistic_tree(tmp_path / "rl")
+
+
+def test_directory_registered_by_location_becomes_implicit(tree: Path) -> None:
+    """239 tests/fast files went into exclude; the collector says they are stage-a-cpu."""
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["roots"] == ["tests/fast", "tests/e2e"]  # the collector's discovery roots
+    assert result.data["implicit"] == [{"path": "tests/fast", "backend": "cpu",
+                                        "suite": "stage-a-cpu", "est_time": 2.0}]
+    assert not [e for e in result.data.get("exclude", []) if e.startswith("tests/fast")]
+
+
+def test_excludes_are_sorted_files_one_per_line(tree: Path) -> None:
+    (tree / "tests" / "e2e" / "helpers").mkdir()
+    for name in ("test_zeta.py", "test_alpha.py"):
+        (tree / "tests" / "e2e" / "helpers" / name).write_text("def test_h(): pass\n")
+    result = adopt.derive(adopt.scan(tree))
+    inside = [e for e in result.data["exclude"] if e.startswith("tests/e2e")]
+    assert inside == ["tests/e2e/helpers/test_alpha.py", "tests/e2e/helpers/test_zeta.py"]
+    # outside every root a whole directory may be folded, a file next to a root may not
+    assert "tests/manual/**" in result.data["exclude"]
+    assert "tests/test_top_level_manual.py" in result.data["exclude"]
+    text = adopt.render_toml(result.data, "tool.testfleet")
+    assert '    "tests/e2e/helpers/test_alpha.py",\n    "tests/e2e/helpers/test_zeta.py",\n' in text
+    assert max(len(line) for line in text.splitlines()) < 200
+
+
+def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
+    result = adopt.derive(adopt.scan(tree))
+    gpu = result.data["stages"]["stage-c-4-gpu-h200"]
+    assert gpu["runs_on"] == ["h200", "4gpu"]  # the caller's input, through fromJSON
+    assert gpu["container"] == "org/img:dev"  # computed at run time: the default, and a note
+    assert gpu["shards"] == 2 and result.data["stages"]["stage-a-cpu"]["shards"] == 3
+    assert gpu["needs"] == ["stage-a-cpu"]  # through docker-build, which is not a stage
+    assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface"}
+    for stage in result.data["stages"].values():  # never invented
+        assert "target_minutes" not in stage and "max_shards" not in stage
+    told = "\n".join(n.render() for n in result.not_carried)
+    assert "job stage-c-4-gpu-h200: timeout-minutes 120" in told
+    assert "secrets WANDB_API_KEY" in told
+    assert "container image '${{ needs.docker-build.outputs.image }}'" in told
+    assert "retries enabled=1, max_attempts=3" in told
+    assert "env COMMIT -- computed at run time" in told
+
+
+def test_command_follows_how_files_run(tree: Path) -> None:
+    """Script-style GPU files (only a __main__ block) got command = "pytest"."""
+    stages = adopt.derive(adopt.scan(tree)).data["stages"]
+    assert stages["stage-c-4-gpu-h200"]["command"] == "python"
+    assert stages["stage-b-cpu"]["command"] == "pytest"
+    assert stages["stage-a-cpu"]["command"] == "pytest"
+
+
+def test_label_descriptions_come_from_the_label_registry(tree: Path) -> None:
+    labels = adopt.derive(adopt.scan(tree)).data["labels"]
+    assert labels["megatron"] == "Megatron-LM training tests"
+    assert labels["unused"] == "A label no test carries yet"
+    assert not any("used by" in d for d in labels.values())
+
+
+def test_schedules_and_gate_defaults_come_from_the_project(tree: Path) -> None:
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["policy"]["schedules"] == {"0 15 * * 0-5": "nightly", "0 15 * * 6": "weekly"}
+    assert result.data["gate"]["defaults"]["train/grad_norm"]["steps"] == "all"
+    assert not [f for f in result.findings if f.code == "adopt-gate-default"]
+
+
+def test_a_stage_no_job_runs_is_dormant_with_its_reason(tree: Path) -> None:
+    result = adopt.derive(adopt.scan(tree))
+    b200 = result.data["stages"]["nightly-stage-c-8-gpu-b200"]
+    assert b200["disabled"].startswith("no job of the existing CI runs this stage")
+    assert "nightly-stage-c-8-gpu-b200" in result.dormant
+
+
+TRIGGERS = [
+    Trigger(event="pull_request"),
+    Trigger(event="pull_request", labels=("run-ci-megatron",)),
+    Trigger(event="pull_request", labels=("run-ci-all",)),
+    Trigger(event="schedule", cadence="nightly"),
+    Trigger(event="schedule", cadence="weekly"),
+]
+
+
+def project_runner(tree: Path, stage: str, backend: str, trigger: Trigger) -> set[str]:
+    """What the tree's own runner would pick for one stage: the collector's files, its
+    implicit rule, and the label / cadence rules its policy module documents."""
+    config = tomllib.loads((tree / "pyproject.toml").read_text())["tool"]["testfleet"]
+    assert config  # the runner below reads the tree, not the config
+    nightly = trigger.cadence in ("nightly", "weekly")
+    include = {lb.removeprefix("run-ci-") for lb in trigger.labels}
+    if "run-ci-all" in trigger.labels or trigger.cadence == "weekly":
+        include |= {"megatron", "fsdp", "long", "unused"}
+    elif trigger.cadence == "nightly":
+        include |= {"megatron", "fsdp", "unused"}
+    out = set()
+    for rel in sorted(p.relative_to(tree).as_posix() for p in tree.glob("tests/*/**/test_*.py")):
+        if not rel.startswith(("tests/fast/", "tests/e2e/")):
+            continue
+        text = (tree / rel).read_text()
+        if "register_" not in text:
+            if stage == "stage-a-cpu":
+                out.add(rel)
+            continue
+        for line in text.splitlines():
+            if line.startswith(f"register_{backend}_ci(") and f"'{stage}'" in line.replace('"', "'"):
+                labels = json.loads(line.split("labels=")[1].split("]")[0].replace("'", '"') + "]") \
+                    if "labels=" in line else []
+                if "nightly=True" in line and not nightly:
+                    continue
+                if not labels or set(labels) & include:
+                    out.add(rel)
+    return out
+
+
+def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["errors"] == 0
+    project = load_project(tree)
+    registry = collect(project, use_cache=False)
+    # the registry is the collector's: every discovered file, the implicit ones included
+    implicit = {r.file for r in registry.registrations if r.implicit}
+    assert implicit == {p.relative_to(tree).as_posix() for p in (tree / "tests" / "fast").rglob("test_fast_*.py")}
+    assert len(registry.registrations) == 12 + 1 + 5 + 2
+    for trigger in TRIGGERS:
+        plan = make_plan(project, registry, PlanRequest(trigger=trigger))
+        for stage in ("stage-a-cpu", "stage-b-cpu", "stage-c-4-gpu-h200"):
+            backend = project.config.stages[stage].backend
+            planned = {t.file for j in plan.jobs if j.stage == stage for t in j.tests}
+            assert planned == project_runner(tree, stage, backend, trigger), (stage, trigger)
+        assert not [j for j in plan.jobs if j.stage == "nightly-stage-c-8-gpu-b200"]
+    # the README's regeneration command keeps all of it
+    before = (tree / "pyproject.toml").read_text()
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--github", "--force")
+    assert code == 0, out + err
+    assert (tree / "pyproject.toml").read_text() == before
+    assert "[tool.black]  # style" in before
