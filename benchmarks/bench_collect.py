@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> None:
             times[name].append(wall)
             cpus[name].append(cpu)
         if rep == 0:
-            rows_ref, rows_cold, rows_warm = (json.loads(outputs[k]) for k in ("reference", "cold", "warm"))
+            rows_ref = json.loads(outputs["reference"])
+            rows_cold, rows_warm = (json.loads(outputs[k])["registrations"] for k in ("cold", "warm"))
             if not rows_ref == rows_cold == rows_warm:
                 raise SystemExit("testfleet's registrations differ from the reference collector's")
             n_rows = len(rows_cold)

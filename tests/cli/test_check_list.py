@@ -113,7 +113,7 @@ def test_check_json_document(project, run, only_collection) -> None:
     code, out, _ = run("-C", str(project(BROKEN)), "check", "--format", "json")
     doc = json.loads(out)
     assert code == 1
-    assert (doc["schema_version"], doc["ok"], doc["errors"], doc["warnings"]) == (1, False, 1, 0)
+    assert (doc["schema"], doc["ok"], doc["errors"], doc["warnings"]) == ("testfleet.check/1", False, 1, 0)
     (f,) = doc["findings"]
     assert (f["file"], f["line"], f["col"], f["severity"], f["code"]) == ("tests/test_c.py", 2, 20, "error",
                                                                            "unknown-suite")
@@ -170,7 +170,7 @@ def test_check_merges_extra_producers(project, run, monkeypatch: pytest.MonkeyPa
 def test_list_json_rows(project, run) -> None:
     code, out, _ = run("-C", str(project()), "list", "--format", "json")
     assert code == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["registrations"]
     assert [(r["file"], r["backend"]) for r in rows] == [("tests/test_a.py", "cpu"), ("tests/test_b.py", "cuda"),
                                                         ("tests/test_b.py", "rocm")]
     assert rows[1] == {"file": "tests/test_b.py", "line": 2, "backend": "cuda", "suite": "stage-c-gpu",
@@ -189,7 +189,7 @@ def test_list_json_rows(project, run) -> None:
 def test_list_filters(args: list[str], expected: list[tuple[str, str]], project, run) -> None:
     code, out, _ = run("-C", str(project()), "list", "--format", "json", *args)
     assert code == 0
-    assert [(r["file"], r["backend"]) for r in json.loads(out)] == expected
+    assert [(r["file"], r["backend"]) for r in json.loads(out)["registrations"]] == expected
 
 
 def test_list_unknown_filter_value_is_a_usage_error(project, run) -> None:
@@ -215,7 +215,7 @@ def test_list_table(project, run) -> None:
 def test_list_with_errors_prints_what_it_has_and_exits_one(project, run) -> None:
     code, out, err = run("-C", str(project(BROKEN)), "list", "--format", "json")
     assert code == 1
-    assert len(json.loads(out)) == 3
+    assert len(json.loads(out)["registrations"]) == 3
     assert "tests/test_c.py:2:20: error: suite 'stage-a-cpux'" in err
     assert "run 'testfleet check'" in err
 
@@ -235,7 +235,7 @@ def test_example_project_check_and_list() -> None:
     listed = subprocess.run([*env_cmd, "list", "--format", "json", "--no-cache"], capture_output=True, text=True,
                             timeout=120)
     assert listed.returncode == 0, listed.stderr
-    rows = json.loads(listed.stdout)
+    rows = json.loads(listed.stdout)["registrations"]
     files = {p.relative_to(EXAMPLE).as_posix() for p in (EXAMPLE / "tests").rglob("test_*.py")
              if "manual" not in p.parts}
     assert {r["file"] for r in rows} == files

@@ -48,7 +48,7 @@ def _gate_specs(project: Project, registry: Registry) -> list[Finding]:
 
 PRODUCERS.append(_gate_specs)
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA = "testfleet.check/1"
 
 
 def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, list[Finding]]:
@@ -124,7 +124,7 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
     n_warn = len(findings) - n_err
     if fmt == "json":
         doc = {
-            "schema_version": JSON_SCHEMA_VERSION,
+            "schema": JSON_SCHEMA,
             "ok": n_err == 0,
             "errors": n_err,
             "warnings": n_warn,

@@ -161,7 +161,7 @@ def status_cmd(ctx: click.Context, database: str | None, fmt: str, as_json: bool
     target = resolve_target(project, database)
     latest = latest_version()
     info: dict[str, object] = {
-        "database": target.display, "origin": target.origin, "dialect": target.dialect,
+        "schema": "testfleet.db-status/1", "database": target.display, "origin": target.origin, "dialect": target.dialect,
         "code_schema_version": latest, "schema_version": None, "state": "missing", "stages": [],
     }
     try:

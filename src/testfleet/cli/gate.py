@@ -148,7 +148,7 @@ def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fm
         with store:
             rows = MetricStore(store).history(file, metric_key=metric, runs=runs)
     if fmt == "json":
-        click.echo(json.dumps({"schema_version": 1, "test": file, "metric": metric,
+        click.echo(json.dumps({"schema": "testfleet.gate-history/1", "test": file, "metric": metric,
                                "values": [r.to_json() for r in rows]}, indent=2, sort_keys=True))
         return 0
     if not rows:

@@ -96,17 +96,19 @@ def _keep(r: Registration, stages: tuple[str, ...], backends: tuple[str, ...],
 
 
 def to_json(rows: list[Registration]) -> str:
-    """A JSON array with one registration object per line (grep- and diff-friendly).
+    """The ``testfleet.list/1`` document, one registration object per line (grep- and
+    diff-friendly).
 
     ``json.dumps(indent=...)`` falls back to the pure-Python encoder, several
     times slower on 10,000 rows. The compact C encoder is used instead and a
     newline put between objects: ``}, {"file"`` cannot occur inside a JSON
     string (its quote would be escaped), so the split is exact.
     """
+    head = '{"schema": "testfleet.list/1", "registrations": ['
     if not rows:
-        return "[]\n"
+        return head + "]}\n"
     text = json.dumps([r.to_json() for r in rows], ensure_ascii=False)
-    return "[\n" + text[1:-1].replace('}, {"file"', '},\n{"file"') + "\n]\n"
+    return head + "\n" + text[1:-1].replace('}, {"file"', '},\n{"file"') + "\n]}\n"
 
 
 def _cell(value: object) -> str:

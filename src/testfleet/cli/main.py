@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("testfleet.cli.db", "Create or migrate the history database."),
     "report": ("testfleet.cli.report", "Disabled ledger, coverage, holes, balance, trends."),
     "init": ("testfleet.cli.init", "Scaffold config and a CI workflow."),
-    "schema": ("testfleet.cli.schema", "Print a published JSON Schema (config)."),
+    "schema": ("testfleet.cli.schema", "Print a published JSON Schema (config, or a --format json output)."),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-KINDS = ("config",)
+from testfleet.schemas.kinds import KINDS
 
 
 @click.command("schema")
@@ -13,10 +13,16 @@ def command(kind: str) -> int:
     """Print the JSON Schema of KIND.
 
     `config` validates `testfleet.toml` (or the `[tool.testfleet]` table): point Taplo /
-    Even Better TOML at it. The same file ships in the repository as
-    `schemas/testfleet-config.schema.json`.
+    Even Better TOML at it; the same file ships as `schemas/testfleet-config.schema.json`.
+    Every other kind is a machine output: the `--format json` document of that command,
+    whose `schema` field reads `testfleet.KIND/N`.
     """
-    from testfleet.schemas.config import config_json_text
+    if kind == "config":
+        from testfleet.schemas.config import config_json_text
 
-    click.echo(config_json_text(), nl=False)
+        click.echo(config_json_text(), nl=False)
+    else:
+        from testfleet.schemas.outputs import output_json_text
+
+        click.echo(output_json_text(kind), nl=False)
     return 0

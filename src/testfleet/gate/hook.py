@@ -67,7 +67,7 @@ class FileGateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
+            "schema": "testfleet.gate-evaluate/1",
             "fails_test": self.fails_test, "trusted": self.trusted, "written": self.written,
             "status": self.status, "mode": self.mode,
             "history_available": self.history_available,

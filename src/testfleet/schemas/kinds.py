@@ -1,0 +1,5 @@
+"""The names of the published schemas, without importing pydantic (``--help`` stays lean)."""
+
+OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
+                "gate-evaluate", "gate-history", "db-status")
+KINDS = ("config", *OUTPUT_KINDS)

@@ -1,0 +1,212 @@
+"""The machine outputs, one pydantic model each, and their published JSON Schemas.
+
+Every ``--format json`` document carries a top-level ``schema`` field
+``testfleet.<kind>/<n>``: a tool reading it checks the kind and refuses a newer ``n``.
+The models here are the contract (``testfleet schema KIND`` prints the JSON Schema of
+one); a test runs every command and validates its real output against them, so an
+output that grows a field without the model saying so fails the suite.
+
+Nested parts whose shape is owned and validated elsewhere (the plan's jobs, which
+``load_plan`` checks field by field; the report's sections) stay open here: the schema
+pins their presence and type, not every key.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FindingOut(_Closed):
+    """A finding with its location: file (repo-relative, "" for the project), line, column,
+    and the config key path when it concerns configuration."""
+
+    file: str
+    line: int
+    col: int
+    severity: str
+    code: str
+    message: str
+    key: str
+
+
+class CheckOutput(_Closed):
+    """``testfleet check --format json``."""
+
+    schema_: Literal["testfleet.check/1"] = Field(alias="schema")
+    ok: bool
+    errors: int
+    warnings: int
+    files: int
+    registrations: int
+    findings: list[FindingOut]
+
+
+class RegistrationOut(_Open):
+    """One registration (a file may have several, one per stage)."""
+
+    file: str
+    line: int
+    backend: str
+    suite: str
+    est_time: float
+    labels: list[str]
+    nightly: bool
+    disabled: str | None
+    implicit: bool
+
+
+class ListOutput(_Closed):
+    """``testfleet list --format json``."""
+
+    schema_: Literal["testfleet.list/1"] = Field(alias="schema")
+    registrations: list[RegistrationOut]
+
+
+class EstimateRowOut(_Open):
+    file: str
+    stage: str
+    backend: str
+    est_time: float
+    history: float | None
+    samples: int
+    estimate: float
+    source: str
+    drift: float | None
+    implicit: bool
+    timeout: float | None
+
+
+class DurationsOutput(_Closed):
+    """``testfleet durations show --format json``."""
+
+    schema_: Literal["testfleet.durations/1"] = Field(alias="schema")
+    statistic: str
+    window: int
+    min_samples: int
+    rows: list[EstimateRowOut]
+    warnings: list[str]
+
+
+class SuggestionOut(EstimateRowOut):
+    suggested: int
+    written: str | None
+
+
+class DurationsSuggestOutput(_Closed):
+    """``testfleet durations suggest --format json``."""
+
+    schema_: Literal["testfleet.durations-suggest/1"] = Field(alias="schema")
+    factor: float
+    suggestions: list[SuggestionOut]
+    warnings: list[str]
+
+
+class GateEvaluateOutput(_Open):
+    """``testfleet gate evaluate --format json``: the gate's verdict on one test's records."""
+
+    schema_: Literal["testfleet.gate-evaluate/1"] = Field(alias="schema")
+    fails_test: bool
+    trusted: bool | None
+    written: bool
+    status: str | None
+    mode: str | None
+    history_available: bool
+    specs: list[dict[str, Any]]
+    declaration_errors: list[dict[str, Any]]
+    lines: list[str]
+
+
+class GateHistoryOutput(_Closed):
+    """``testfleet gate history --format json``: stored values, newest run first."""
+
+    schema_: Literal["testfleet.gate-history/1"] = Field(alias="schema")
+    test: str
+    metric: str | None
+    values: list[dict[str, Any]]
+
+
+class DbStatusOutput(_Closed):
+    """``testfleet db status --format json``. ``schema_version`` is the database's own
+    migration level (``code_schema_version`` is what this testfleet expects)."""
+
+    schema_: Literal["testfleet.db-status/1"] = Field(alias="schema")
+    database: str
+    origin: str
+    dialect: str
+    code_schema_version: int
+    schema_version: int | None
+    state: Literal["missing", "uninitialised", "outdated", "ready", "newer-than-code"]
+    stages: list[dict[str, Any]]
+    pending: list[str] = Field(default_factory=list)
+
+
+class PlanOutput(_Open):
+    """``testfleet plan --format json``: the plan file every shard runs from (its jobs and
+    fates are validated field by field when a runner loads it)."""
+
+    schema_: Literal["testfleet.plan/1"] = Field(alias="schema")
+    policy: dict[str, Any]
+    trigger: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    stages: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    warnings: list[Any]
+    digest: str
+
+
+class ReportOutput(_Open):
+    """``testfleet report --format json``."""
+
+    schema_: Literal["testfleet.report/1"] = Field(alias="schema")
+    project: str
+    headline: Any
+    totals: dict[str, Any]
+    holes: list[dict[str, Any]]
+    stages: list[dict[str, Any]]
+    dormant: list[dict[str, Any]]
+    ledger: list[dict[str, Any]]
+
+
+OUTPUTS: dict[str, type[BaseModel]] = {
+    "check": CheckOutput,
+    "list": ListOutput,
+    "plan": PlanOutput,
+    "report": ReportOutput,
+    "durations": DurationsOutput,
+    "durations-suggest": DurationsSuggestOutput,
+    "gate-evaluate": GateEvaluateOutput,
+    "gate-history": GateHistoryOutput,
+    "db-status": DbStatusOutput,
+}
+
+
+def output_json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of one output kind (generated from its model, never hand-kept)."""
+    model = OUTPUTS[kind]
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"testfleet.{kind}",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
+def output_json_text(kind: str) -> str:
+    text: str = json.dumps(output_json_schema(kind), indent=2, sort_keys=True)
+    return text + "\n"
+
+
+def validate_output(kind: str, document: Any) -> None:
+    """Raise pydantic's ValidationError when ``document`` is not a valid ``kind`` output."""
+    OUTPUTS[kind].model_validate(document)
