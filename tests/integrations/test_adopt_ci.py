@@ -388,3 +388,25 @@ def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0, out + err
     assert (tree / "pyproject.toml").read_text() == before
     assert "[tool.black]  # style" in before
+
+
+def test_report_counts_stages_and_explains_every_difference(tree: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "adoption.md"
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run",
+                             "--report", str(report))
+    assert code == 0, out + err
+    assert not (tree / "testfleet.toml").exists()
+    assert "[tool.testfleet]" not in (tree / "pyproject.toml").read_text()  # dry run
+    text = report.read_text()
+    assert "- registrations kept: **20 / 20** (0 could not be read, see Findings)" in text
+    assert ("| `stage-a-cpu` | cpu | 13 | 13 | 13 | 13 | `.github/workflows/pr-test.yml` / "
+            "`stage-a-cpu` |") in text
+    assert "| `nightly-stage-c-8-gpu-b200` | cuda | 1 | 1 | 1 | 1 | none (dormant) |" in text
+    # a PR without labels: the GPU job starts and finds nothing; testfleet asks for no runner
+    pr = text.split("### PR, no labels")[1].split("###")[0]
+    assert "| `stage-c-4-gpu-h200` | yes | no | the existing job starts and finds nothing" in pr
+    push = text.split("### push")[1].split("###")[0]
+    assert "the existing CI has no job for this event" in push
+    assert "job stage-c-4-gpu-h200: timeout-minutes 120" in text.split("## Not carried over")[1]
+    assert "cron '0 0,12 * * *' -- this workflow runs no tests" in text

@@ -155,6 +155,10 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
 @click.option("--allow-findings", "allow_findings", is_flag=True,
               help="Write the adopted configuration even when some registrations could not be "
                    "adopted (they are listed; 'testfleet check' reports them until fixed).")
+@click.option("--report", "report", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a Markdown adoption report to FILE (also with --dry-run, and when "
+                   "adoption stops on findings: it is where they are explained).")
 @click.option("--toml", "use_toml", is_flag=True,
               help="Write testfleet.toml even when pyproject.toml exists.")
 @click.option("--root", "roots", multiple=True, metavar="DIR",
@@ -173,7 +177,7 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
 def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bool, force: bool,
-            rederive: bool, allow_findings: bool, use_toml: bool,
+            rederive: bool, allow_findings: bool, report: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
             dry_run: bool) -> int:
@@ -211,6 +215,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         if r.startswith("/") or ".." in Path(r).parts or not (root / r).is_dir():
             raise UsageError(f"--root {r}: not a directory inside {root}")
 
+    if report is not None and not (from_existing or rederive or
+                                   _existing_config(root, explicit) is None):
+        raise UsageError("--report describes an adoption: use it with --from-existing "
+                         "(and --rederive-config when a configuration exists)")
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
@@ -240,6 +248,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                 messages.append(f"found {adoption.registrations} register_*_ci calls; "
                                 "derived the configuration from them (as --from-existing)")
         else:
+            if report is not None:
+                raise UsageError("--report: the tree has no register_*_ci(...) calls to adopt")
             data = adopt.scaffold(root)
             comment = ("Scaffolded by 'testfleet init': every test file under "
                        f"{data['roots'][0]}/ is a CPU test.\nAdd stages and register GPU tests "
@@ -276,6 +286,17 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
 
     errors = [f for f in adoption.findings if f.severity == "error"] if adoption else []
     blocked = bool(errors) and not allow_findings
+    if report is not None and adoption is not None:
+        from testfleet.fileio import output_mode, replace_atomically
+        from testfleet.integrations.adopt_report import build_report
+
+        text = build_report(root, result, adoption, config)
+        try:
+            replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
+        except OSError as exc:
+            raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}; "
+                             "nothing was written") from None
+        messages.append(f"wrote the adoption report {report}")
     if dry_run:
         for w in writes:
             shown = w.path.relative_to(repo) if w.path.is_relative_to(repo) else w.path
