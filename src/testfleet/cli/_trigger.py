@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import click
 
+from testfleet.cli.completion import complete_pr_labels, complete_stages
 from testfleet.config import Project
 from testfleet.errors import UsageError
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
@@ -63,6 +64,7 @@ def trigger_options(f: F) -> F:
                      help="The CI event. Default: pull_request when --labels/--fork are given, "
                           "schedule with --schedule, else push."),
         click.option("--labels", "labels", multiple=True, metavar="L[,L...]",
+                     shell_complete=complete_pr_labels,
                      help="Raw PR labels (repeat or comma-separate), e.g. run-ci-megatron."),
         click.option("--cadence", default=None, metavar="C",
                      help="Cadence override (regular, nightly, weekly, release, ...); wins over "
@@ -83,6 +85,7 @@ def trigger_options(f: F) -> F:
                      help="Plan exactly these registered test files (labels and cadence do "
                           "not apply)."),
         click.option("--stage", "stages", multiple=True, metavar="S",
+                     shell_complete=complete_stages,
                      help="Only these stages (repeatable); others are 'not-requested'."),
         click.option("--include-disabled", is_flag=True,
                      help="With --file/--stage: run disabled registrations too."),

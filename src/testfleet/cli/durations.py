@@ -16,6 +16,7 @@ from testfleet.cli._common import (
     project_from,
     single_line,
 )
+from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ def _check_stage(project: Project, stage: str | None) -> None:
 @command.command("import")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--stage", required=True, help="The stage these results ran in.")
+@click.option("--stage", required=True, shell_complete=complete_stages,
+              help="The stage these results ran in.")
 @click.option("--commit", default=None, callback=single_line, help="Commit the results belong to.")
 @click.option("--run-id", default=None, callback=single_line,
               help="CI run id to record (default: a hash of the file, which also prevents "
@@ -172,7 +174,7 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
 
 
 @command.command("show")
-@click.option("--stage", default=None, help="Only this stage.")
+@click.option("--stage", default=None, shell_complete=complete_stages, help="Only this stage.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="table for people, json for tools.")
 @database_option()
@@ -208,7 +210,7 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
 
 
 @command.command("suggest")
-@click.option("--stage", default=None, help="Only this stage.")
+@click.option("--stage", default=None, shell_complete=complete_stages, help="Only this stage.")
 @click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=None,
               help="Flag literals off by more than this factor (default: durations.drift_factor).")
 @click.option("--write", is_flag=True,

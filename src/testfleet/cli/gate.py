@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from testfleet.cli._common import database_option, project_from, single_line
+from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
 
 
@@ -66,7 +67,7 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
               help="A record directory (every *.jsonl in it) or one record file.")
 @click.option("--write-baseline", is_flag=True,
               help="Store this run, trusted iff every coordinate is PASS or INACTIVE.")
-@click.option("--stage", "suite", default=None, metavar="STAGE",
+@click.option("--stage", "suite", default=None, metavar="STAGE", shell_complete=complete_stages,
               help="The stage whose history to use (default: the file's only registration).")
 @click.option("--suite", "old_suite", default=None, hidden=True, help="Old name of --stage.")
 @click.option("--run-id", default=None, metavar="ID", callback=single_line,

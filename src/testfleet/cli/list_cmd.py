@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import click
 
+from testfleet.cli.completion import complete_backends, complete_labels, complete_stages
 from testfleet.registry.model import Registration
 
 COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit")
@@ -22,11 +23,11 @@ COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", 
 @click.command("list")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True, help="Output format.")
-@click.option("--stage", "stages", multiple=True, metavar="STAGE",
+@click.option("--stage", "stages", multiple=True, metavar="STAGE", shell_complete=complete_stages,
               help="Only registrations for this stage (repeatable).")
 @click.option("--backend", "backends", multiple=True, metavar="BACKEND",
-              help="Only registrations for this backend (repeatable).")
-@click.option("--label", "labels", multiple=True, metavar="LABEL",
+              shell_complete=complete_backends, help="Only registrations for this backend (repeatable).")
+@click.option("--label", "labels", multiple=True, metavar="LABEL", shell_complete=complete_labels,
               help="Only registrations carrying this label (repeatable).")
 @click.option("--disabled", is_flag=True, help="Only disabled registrations.")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
