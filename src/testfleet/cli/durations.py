@@ -153,13 +153,24 @@ def _fmt(value: float | None, suffix: str = "") -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    """The house table (rich, as list/plan/report use), without box drawing so that a log
+    or a pipe reads it as plain aligned columns."""
+    import io
 
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for i, head in enumerate(headers):
+        table.add_column(head, justify="right" if i in right else "left",
+                         overflow="fold", no_wrap=i != 1)
+    for row in rows:
+        table.add_row(*(Text(c) for c in row))
+    buf = io.StringIO()
+    Console(file=buf, width=max(120, *(sum(map(len, r)) + 2 * len(r) for r in [headers, *rows])),
+            highlight=False, color_system=None).print(table)
+    return buf.getvalue().rstrip("\n")
 
 
 def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str, Any]:
