@@ -410,3 +410,48 @@ def test_report_counts_stages_and_explains_every_difference(tree: Path, tmp_path
     assert "the existing CI has no job for this event" in push
     assert "job stage-c-4-gpu-h200: timeout-minutes 120" in text.split("## Not carried over")[1]
     assert "cron '0 0,12 * * *' -- this workflow runs no tests" in text
+
+
+def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """No collector rule, but the workflow runs 'pytest tests/unit' in one CPU job: those
+    files run there today without markers, so they are [[implicit]] in that job's stage."""
+    root = tmp_path / "plain"
+    files = {
+        ".github/workflows/ci.yml": """
+            on: [pull_request]
+            jobs:
+              unit:
+                runs-on: ubuntu-22.04
+                steps:
+                  - uses: actions/checkout@v4
+                  - run: python -m pytest tests/unit -x -q && echo done
+              gpu:
+                runs-on: [self-hosted, a100]
+                steps:
+                  - run: python tests/run.py --suite gpu-a100
+            """,
+        "tests/unit/test_a.py": "def test_a(): pass\n",
+        "tests/unit/deep/test_b.py": "def test_b(): pass\n",
+        "tests/gpu/test_g.py": "from x import register_cuda_ci\n"
+                               "register_cuda_ci(est_time=300, suite='gpu-a100', labels=['llm'])\n"
+                               "def test_g(): pass\n",
+        "tests/other/test_o.py": "def test_o(): pass\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text).lstrip("\n"))
+    result = adopt.derive(adopt.scan(root))
+    assert result.data["implicit"] == [{"path": "tests/unit", "backend": "cpu", "suite": "unit",
+                                        "est_time": 60.0}]
+    assert result.data["exclude"] == ["tests/other/test_o.py"]
+    assert result.data["stages"]["unit"]["runs_on"] == ["ubuntu-22.04"]
+    assert result.data["stages"]["gpu-a100"]["runs_on"] == ["self-hosted", "a100"]
+    assert any("est_time 60 s assumed" in n for n in result.notes)
+    code, out, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")
+    assert code == 0, out + err
+    project = load_project(root)
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="pull_request")))
+    assert {t.file for j in plan.jobs if j.stage == "unit" for t in j.tests} == \
+        {"tests/unit/test_a.py", "tests/unit/deep/test_b.py"}

@@ -408,6 +408,17 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     suites = {c.suite for c in calls} | {i["suite"] for i in implicit}
     if scan_result.repo is not None:
         ci = read_workflows(scan_result.repo, suites)
+        ran = _run_command_implicit(scan_result, ci, calls, candidates, implicit, notes)
+        if ran:
+            implicit += ran
+            data["implicit"] = implicit
+            covered = [f for f in data.get("exclude", [])
+                       if any(f.startswith(i["path"] + "/") for i in ran)]
+            rest = [f for f in data.get("exclude", []) if f not in covered]
+            data.pop("exclude", None)
+            if rest:
+                data["exclude"] = rest
+            ci = read_workflows(scan_result.repo, suites | {i["suite"] for i in ran})
         findings += ci.findings
 
     data["labels"] = _labels(calls, project, findings, notes)
@@ -459,6 +470,63 @@ def _implicit(project: ProjectCI, scan_result: Scan, calls: list[FoundCall],
         out.append({"path": rule.path, "backend": rule.backend, "suite": rule.suite,
                     "est_time": rule.est_time})
     return out, notes
+
+
+_SHELL_END = re.compile(r"\s(?:&&|\|\||;|\|)\s")
+
+
+def _pytest_dirs(line: str) -> list[str]:
+    """Directory arguments of a ``pytest`` command line (options and expressions skipped)."""
+    m = re.search(r"\bpytest\b(.*)", line)
+    if not m:
+        return []
+    args = _SHELL_END.split(m.group(1))[0].split()
+    out = []
+    for word in args:
+        word = word.strip("'\"").rstrip("/")
+        if not word or word.startswith("-") or "$" in word or "{" in word or word.startswith("/"):
+            continue
+        if ".." not in word.split("/") and not word.endswith(".py") and "::" not in word:
+            out.append(word.removeprefix("./"))
+    return out
+
+
+def _run_command_implicit(scan_result: Scan, ci: CIRead, calls: list[FoundCall],
+                          candidates: list[str], implicit: list[dict[str, Any]],
+                          notes: list[str]) -> list[dict[str, Any]]:
+    """``[[implicit]]`` entries for directories a workflow job hands to ``pytest`` whole
+    (``pytest tests/unit``) when no file in them carries a marker: the job is the stage
+    (the stage it runs, or one named after the job)."""
+    assert scan_result.repo is not None
+    taken = {i["path"] for i in implicit}
+    by_suite: dict[str, list[float]] = defaultdict(list)
+    for c in calls:
+        by_suite[c.suite].append(c.est_time)
+    out: list[dict[str, Any]] = []
+    for workflow, job, line in ci.test_commands:
+        for d in _pytest_dirs(line):
+            if d in taken or any(d.startswith(t + "/") or t.startswith(d + "/") for t in taken):
+                continue
+            if not (scan_result.repo / d).is_dir():
+                continue
+            inside = [f for f in candidates if f.startswith(d + "/")]
+            if not inside or any(f in scan_result.marked or f in scan_result.registered_files
+                                 for f in inside):
+                continue
+            stage = next((name for name, st in ci.stages.items()
+                          if st.workflow == workflow and st.job == job), job)
+            if not _NAME.match(stage) or any(c.suite == stage and c.backend != "cpu" for c in calls):
+                notes.append(f"{workflow} job {job} runs pytest on {d}, but no CPU stage can be "
+                             "named after it; its files stay in exclude")
+                continue
+            known = sorted(by_suite.get(stage, []))
+            est = known[len(known) // 2] if known else 60.0
+            out.append({"path": d, "backend": "cpu", "suite": stage, "est_time": est})
+            taken.add(d)
+            notes.append(f"{d}: every file runs in {workflow} job {job} ('{line[:80]}') without a "
+                         f"marker; declared [[implicit]] in stage {stage}"
+                         + ("" if known else " (est_time 60 s assumed until history exists)"))
+    return out
 
 
 def _labels(calls: list[FoundCall], project: ProjectCI, findings: list[Finding],
