@@ -366,6 +366,9 @@ def project_runner(tree: Path, stage: str, backend: str, trigger: Trigger) -> se
 def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
     assert code == 0, out + err
+    # what cannot be adopted is a list the user reads at the end
+    tail = out.split("not carried over from the existing CI (")[1]
+    assert "  - .github/workflows/pr-test.yml job stage-c-4-gpu-h200: timeout-minutes 120" in tail
     code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
     assert code == 0, out + err
     assert json.loads(out)["errors"] == 0

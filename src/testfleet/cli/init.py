@@ -318,6 +318,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if adoption is not None:
         for note in adoption.notes:
             click.echo(f"note: {note}")
+        if adoption.not_carried:
+            click.echo(f"not carried over from the existing CI ({len(adoption.not_carried)}):")
+            for item in adoption.not_carried:
+                click.echo(f"  - {item.render()}")
         for f in adoption.findings:
             click.echo(f.render(), err=True)
     if blocked:
