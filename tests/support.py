@@ -3,6 +3,8 @@ because its conftest sits outside any package)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -54,3 +56,31 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err, out + err
     return int(info.value.code or 0), out, err
+
+
+def commit_tree(root: Path) -> str:
+    """Make ``root`` a git repository (if it is not one) and commit everything in it;
+    returns the commit id. Fork pull requests read their trust settings from the base
+    commit's configuration, so tests that plan one need a real commit to point at."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                              text=True, timeout=60).stdout.strip()
+
+    if not (root / ".git").exists():
+        git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q",
+        "--allow-empty", "-m", "base")
+    return git("rev-parse", "HEAD")
+
+
+def with_base_sha(payload: Path, dest: Path, sha: str) -> Path:
+    """A copy of a pull_request payload whose ``pull_request.base.sha`` is ``sha``."""
+    import json
+
+    data = json.loads(payload.read_text(encoding="utf-8"))
+    data.setdefault("pull_request", {}).setdefault("base", {})["sha"] = sha
+    dest.write_text(json.dumps(data), encoding="utf-8")
+    return dest

@@ -482,6 +482,15 @@ def load_project(cwd: Path, config_file: Path | None = None) -> Project:
         raise ConfigError(f"config file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    config = config_from_text(text, name)
+    return Project(root=path.parent.resolve(), config_path=path.resolve(), config=config,
+                   raw_config_text=text)
+
+
+def config_from_text(text: str, name: str) -> Config:
+    """Validate one configuration document (``name`` is the file name it came from,
+    which decides whether the keys live under ``[tool.testfleet]``). Also used for a
+    fork's base-branch configuration, read from git rather than from a file."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -499,9 +508,7 @@ def load_project(cwd: Path, config_file: Path | None = None) -> Project:
         prefix = "tool.testfleet."
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: [tool.testfleet] must be a table")
-    config = validate_config(data, name, prefix)
-    return Project(root=path.parent.resolve(), config_path=path.resolve(), config=config,
-                   raw_config_text=text)
+    return validate_config(data, name, prefix)
 
 
 def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -33,6 +33,9 @@ class Trigger:
     fork: bool = False
     match_all_labels: bool = False
     draft: bool = False
+    #: the pull request's base commit (payload ``pull_request.base.sha``): a fork's
+    #: trust settings are read from the configuration there, not from the fork
+    base_sha: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -175,11 +178,34 @@ def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list
     return "regular"
 
 
-def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]:
+def authorizing_labels(config: Config, raw_labels: set[str]) -> list[str]:
+    """The raw PR labels that authorize a fork for ``trusted_only`` stages (sorted).
+
+    With ``policy.authorize_labels`` set, exactly those. Otherwise only a label that
+    selects something: a scope label (``run-ci-all``) or the prefix plus a registered
+    label. A prefixed label that names nothing (``run-ci-nosuchlabel``) grants
+    nothing, so it must not authorize either. ``config`` is the trusted one (the
+    base branch's for a fork), so a fork cannot add the label that authorizes it.
+    """
+    pconf = config.policy
+    if pconf.authorize_labels is not None:
+        return sorted(raw_labels & set(pconf.authorize_labels))
+    registered = set(config.labels)
+    prefix = pconf.label_prefix
+    return sorted(
+        raw for raw in raw_labels
+        if raw in pconf.scope_labels
+        or (raw.startswith(prefix) and raw[len(prefix):] in registered)
+    )
+
+
+def resolve_policy(config: Config, trigger: Trigger, *,
+                   trust: Config | None = None) -> tuple[Policy, list[str]]:
     """Resolve ``trigger`` against the project's policy rules.
 
     Returns the policy and the warnings about the trigger (ignored labels and
-    the like), which the plan reports verbatim.
+    the like), which the plan reports verbatim. ``trust`` is the configuration
+    that decides a fork's authorization (the base branch's); by default ``config``.
     """
     if trigger.event not in EVENTS:
         raise UsageError(f"unknown event {show(trigger.event)}; valid: {', '.join(EVENTS)}")
@@ -212,11 +238,14 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
     requested: set[str] = set()
     scopes: list[tuple[int, str, list[str]]] = []
     workflow = {pconf.nightly_label, pconf.bypass_label, *gate_labels(config)}
+    authorize_names = set(pconf.authorize_labels or ())
+    if trust is not None:
+        authorize_names |= set(trust.policy.authorize_labels or ())
     for raw in sorted(raw_set):
         if raw in pconf.scope_labels:
             scope = pconf.scope_labels[raw]
             scopes.append((scope.rank, raw, scope.exclude_labels))
-        elif raw in workflow or raw in (pconf.authorize_labels or ()):
+        elif raw in workflow or raw in authorize_names:
             continue
         elif raw.startswith(pconf.label_prefix):
             name = raw[len(pconf.label_prefix):]
@@ -262,10 +291,7 @@ def resolve_policy(config: Config, trigger: Trigger) -> tuple[Policy, list[str]]
 
     authorized, authorized_by = True, None
     if trigger.is_pull_request and trigger.fork:
-        if pconf.authorize_labels is None:
-            granting = sorted(r for r in raw_set if r.startswith(pconf.label_prefix))
-        else:
-            granting = sorted(raw_set & set(pconf.authorize_labels))
+        granting = authorizing_labels(trust if trust is not None else config, raw_set)
         authorized = bool(granting)
         authorized_by = granting[0] if granting else None
 
@@ -337,7 +363,8 @@ def authorization_hint(config: Config) -> str:
     """How a fork PR gets authorized, for messages."""
     labels = config.policy.authorize_labels
     if labels is None:
-        return f"any '{config.policy.label_prefix}*' label"
+        return (f"a '{config.policy.label_prefix}<label>' label of a registered label, "
+                "or a scope label")
     if not labels:
         return "nothing (policy.authorize_labels is empty)"
     return "one of the labels " + ", ".join(labels)

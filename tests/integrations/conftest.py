@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from support import commit_tree, with_base_sha
+
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
 CASES: dict[str, dict[str, Any]] = json.loads((EVENTS_DIR / "cases.json").read_text())
 MI300X = "stage-c-4-gpu-mi300x"
@@ -31,8 +33,14 @@ def tool(name: str) -> str:
 def github_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], dict[str, Path]]:
     """Point the GITHUB_* variables at a recorded payload, as a runner would."""
 
-    def use(case: str) -> dict[str, Path]:
+    def use(case: str, project: Path | None = None) -> dict[str, Path]:
+        """``project``: commit it and point the payload's base.sha at that commit, as
+        GitHub does (a fork's trust settings are read from the base commit)."""
         meta = CASES[case]
+        event_path = EVENTS_DIR / case
+        if project is not None and meta["event_name"].startswith("pull_request"):
+            event_path = with_base_sha(event_path, tmp_path / f"base-{case}",
+                                       commit_tree(project))
         files = {"output": tmp_path / f"{case}.output", "summary": tmp_path / f"{case}.summary"}
         for p in files.values():
             p.write_text("")
@@ -41,7 +49,7 @@ def github_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str
                 monkeypatch.delenv(key)
         monkeypatch.setenv("GITHUB_ACTIONS", "true")
         monkeypatch.setenv("GITHUB_EVENT_NAME", meta["event_name"])
-        monkeypatch.setenv("GITHUB_EVENT_PATH", str(EVENTS_DIR / case))
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(event_path))
         monkeypatch.setenv("GITHUB_OUTPUT", str(files["output"]))
         monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(files["summary"]))
         return files

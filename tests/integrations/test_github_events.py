@@ -84,7 +84,7 @@ def test_plan_reads_the_recorded_payload(case: str, example_project: Path,
                                          github_env: Callable[[str], dict[str, Path]],
                                          capsys: pytest.CaptureFixture[str]) -> None:
     args, policy, stages = EXPECT[case]
-    github_env(case)
+    github_env(case, example_project)
     code, out, err = run_cli(capsys, "-C", str(example_project), "plan", "--github",
                              "--format", "json", *args)
     assert code == 0, err
@@ -104,7 +104,7 @@ def test_github_format_outputs_every_wave(case: str, example_project: Path,
     """What the workflow consumes: one output of each name, matrices per wave whose
     entries are exactly the jobs of the plan file written alongside."""
     args, _, _ = EXPECT[case]
-    files = github_env(case)
+    files = github_env(case, example_project)
     plan_file = tmp_path / "plan.json"
     code, _, err = run_cli(capsys, "-C", str(example_project), "plan", "--github", *args,
                            "--format", "github", "--plan-file", str(plan_file))

@@ -50,7 +50,7 @@ def test_fork_prs_need_an_authorizing_label_for_trusted_stages(
         case: str, authorized: bool, trusted_fleet: Path,
         github_env: Callable[[str], dict[str, Path]], capsys: pytest.CaptureFixture[str],
         tmp_path: Path) -> None:
-    files = github_env(case)
+    files = github_env(case, trusted_fleet)
     plan_file = tmp_path / "plan.json"
     code, _, err = run_cli(capsys, "-C", str(trusted_fleet), "plan", "--github",
                            "--format", "github", "--plan-file", str(plan_file))
@@ -97,8 +97,8 @@ def test_no_label_set_lets_an_unauthorized_fork_into_a_trusted_stage(
         authorize: tuple[str, ...] | None, labels: list[str], cadence: str | None,
         trusted_fleet: Path) -> None:
     project, registry = _fleet(str(trusted_fleet), authorize)
-    granting = ({lbl for lbl in labels if lbl.startswith("run-ci-")} if authorize is None
-                else set(labels) & set(authorize))
+    selecting = {"run-ci-all", "run-ci-image"} | {f"run-ci-{name}" for name in project.config.labels}
+    granting = (set(labels) & selecting if authorize is None else set(labels) & set(authorize))
     trigger = Trigger(event="pull_request", labels=tuple(labels), fork=True, cadence=cadence)
     try:
         plan = make_plan(project, registry, PlanRequest(trigger=trigger))

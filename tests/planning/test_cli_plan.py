@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support import github_output_dict, run_cli
+from support import commit_tree, github_output_dict, run_cli
 from testfleet.planning.model import load_plan
 
 MI300X = "stage-c-4-gpu-mi300x"
@@ -186,7 +186,7 @@ def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
     event.write_text(json.dumps({"pull_request": {
         "labels": [{"name": "run-ci-fsdp"}],
         "head": {"repo": {"full_name": "someone/fork"}},
-        "base": {"repo": {"full_name": "org/repo"}}}}))
+        "base": {"repo": {"full_name": "org/repo"}, "sha": commit_tree(example_project)}}}))
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")

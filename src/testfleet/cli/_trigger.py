@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _NAMES = (
     "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
-    "diff_base", "files", "stages", "include_disabled", "github", "draft",
+    "diff_base", "files", "stages", "include_disabled", "github", "draft", "trust_base",
 )
 
 
@@ -55,6 +55,7 @@ class TriggerOptions:
     include_disabled: bool = False
     github: bool = False
     draft: bool = False
+    trust_base: str | None = None
 
 
 def trigger_options(f: F) -> F:
@@ -93,6 +94,10 @@ def trigger_options(f: F) -> F:
                      help="Read the trigger from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH."),
         click.option("--draft", is_flag=True,
                      help="The pull request is a draft (see policy.drafts)."),
+        click.option("--trust-base", default=None, metavar="REF",
+                     help="With --fork: take the trust settings (trusted_only, runs_on, "
+                          "container, authorize_labels, ...) from the configuration at this "
+                          "commit, not from the checkout. --github reads it from the payload."),
     ]
 
     @functools.wraps(f)
@@ -122,7 +127,7 @@ def _conflicts(opts: TriggerOptions) -> None:
     flag["files"], flag["stages"] = "--file", "--stage"
     pairs = [("changed_files", "diff_base")]
     pairs += [("github", n) for n in ("event", "labels", "schedule", "fork", "match_all_labels",
-                                      "draft")]
+                                      "draft", "trust_base")]
     pairs += [("files", n) for n in ("labels", "match_all_labels", "changed_files", "diff_base")]
     for a, b in pairs:
         if given(a) and given(b):
@@ -134,11 +139,11 @@ def _conflicts(opts: TriggerOptions) -> None:
             raise UsageError(f"conflicting flags: {flag[a]} and {flag[b]} ({why})")
 
 
-def safe_ref(ref: str) -> str:
+def safe_ref(ref: str, flag: str = "--diff-base") -> str:
     """A git revision as an argument, never an option or something with control characters."""
     if not ref or ref.startswith("-") or any(ord(c) < 33 or ord(c) == 127 for c in ref) \
             or len(ref) > 256:
-        raise UsageError(f"--diff-base {show(ref)}: not a usable git revision")
+        raise UsageError(f"{flag} {show(ref)}: not a usable git revision")
     return ref
 
 
@@ -218,9 +223,13 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
         if labels and event not in PR_EVENTS:
             raise UsageError(f"conflicting flags: --labels with --event {event} "
                              "(labels come only with pull_request events)")
+        if opts.trust_base is not None and not opts.fork:
+            raise UsageError("--trust-base applies only with --fork (a fork's pull request)")
         trigger = Trigger(event=event, labels=labels, cadence=opts.cadence,
                           schedule=opts.schedule, fork=opts.fork,
-                          match_all_labels=opts.match_all_labels, draft=opts.draft)
+                          match_all_labels=opts.match_all_labels, draft=opts.draft,
+                          base_sha=None if opts.trust_base is None else safe_ref(
+                              opts.trust_base, "--trust-base"))
 
     changes = None
     if opts.changed_files is not None:
@@ -233,7 +242,15 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
         changes = within_project(changes, git_prefix(project.root))
 
     files = tuple(dict.fromkeys(resolve_file(project, base, f) for f in opts.files))
+    trust = None
+    if trigger.is_pull_request and trigger.fork and (opts.github or trigger.base_sha):
+        # The fork's checkout must not decide its own trust: read the base's config.
+        # With --github a payload without base.sha fails closed inside read_base.
+        from testfleet.planning.trust import read_base
+
+        trust = read_base(project, trigger.base_sha, from_payload=opts.github)
     return PlanRequest(
+        trust=trust,
         trigger=trigger,
         files=files,
         stages=tuple(dict.fromkeys(opts.stages)),

@@ -292,7 +292,8 @@ if [ "${BUILDKITE_PULL_REQUEST:-false}" != "false" ]; then
   args+=(--event pull_request)
   if [ -n "${BUILDKITE_PULL_REQUEST_REPO:-}" ] \
      && [ "$(slug "$BUILDKITE_PULL_REQUEST_REPO")" != "$(slug "${BUILDKITE_REPO:-}")" ]; then
-    args+=(--fork)
+    # a fork's trust settings come from the base branch's config, not the fork's
+    args+=(--fork --trust-base "origin/${BUILDKITE_PULL_REQUEST_BASE_BRANCH:-HEAD}")
   fi
   labels="${TESTFLEET_PR_LABELS:-${BUILDKITE_PULL_REQUEST_LABELS:-}}"
   if [ -n "$labels" ]; then args+=(--labels "$labels"); fi

@@ -95,8 +95,10 @@ def trigger_from_payload(event: str, payload: Any, where: str, *,
         if not isinstance(payload.get("pull_request"), dict):
             raise UsageError(f"{where}: a {event} payload needs a 'pull_request' object")
         draft = _at(payload, ["pull_request", "draft"], where, bool, optional=True)
+        base_sha = _at(payload, ["pull_request", "base", "sha"], where, str, optional=True)
         return Trigger(event=event, labels=_labels(payload, where),
-                       fork=_is_fork(payload, where), cadence=cadence, draft=bool(draft))
+                       fork=_is_fork(payload, where), cadence=cadence, draft=bool(draft),
+                       base_sha=base_sha)
     if event == "schedule":
         cron = _at(payload, ["schedule"], where, str)
         return Trigger(event=event, schedule=cron, cadence=cadence)

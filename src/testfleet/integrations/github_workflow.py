@@ -227,7 +227,8 @@ PY
         f"      - uses: {_uses('actions/checkout')}",
         "        with:",
         "          persist-credentials: false",
-        f"          fetch-depth: {2 if opts.diff_pruning else 1}",
+        # depth 2: the base commit, whose config decides a fork's trust (and the diff base)
+        "          fetch-depth: 2",
         f"      - uses: {_uses('actions/setup-python')}",
         "        with:",
         f"          python-version: {json.dumps(opts.python_version)}",

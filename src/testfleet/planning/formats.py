@@ -136,6 +136,13 @@ def _fork(plan: Plan) -> str:
     return " from a fork" if plan.trigger.get("fork") else ""
 
 
+def _trust_line(plan: Plan) -> str:
+    """Where a fork's trust settings came from (the base commit, or nowhere: fail closed)."""
+    from testfleet.planning.trust import describe
+
+    return describe(plan.trust)
+
+
 def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
     p = plan.policy
     lines = ["## testfleet plan", ""]
@@ -147,6 +154,8 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         + f" · write baselines: {'yes' if p.get('write_baseline') else 'no'}"
     )
     lines.append("")
+    if plan.trust:
+        lines += [f"**Trust:** {md(_trust_line(plan))}", ""]
     if plan.holes:
         lines.append("### ⚠️ Coverage holes")
         lines.append("")
@@ -223,6 +232,8 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
                 f"{'yes' if p.get('bypass_fastfail') else 'no'} · write baselines "
                 f"{'yes' if p.get('write_baseline') else 'no'}")
     console.print(head)
+    if plan.trust:
+        console.print(Text(_trust_line(plan), style="bold"))
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for col, justify in [("stage", "left"), ("backend", "left"), ("status", "left"),
                          ("wave", "right"), ("shards", "right"), ("est. min", "right"),

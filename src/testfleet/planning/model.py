@@ -167,6 +167,8 @@ class Plan:
     warnings: tuple[str, ...]
     trigger: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
+    #: fork pull requests only: where the trust settings came from (planning/trust.py)
+    trust: dict[str, Any] = field(default_factory=dict)
     #: canonical bytes of ``content()``, kept by :func:`seal` so writing the plan does
     #: not encode it twice; not an init field, so ``replace()`` never carries it over.
     _content_bytes: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -190,7 +192,7 @@ class Plan:
     # -- JSON ------------------------------------------------------------
     def content(self) -> dict[str, Any]:
         """The canonical content, without the digest."""
-        return {
+        content = {
             "schema": SCHEMA,
             "policy": self.policy,
             "trigger": self.trigger,
@@ -199,6 +201,9 @@ class Plan:
             "skipped": [s.to_json() for s in self.skipped],
             "warnings": list(self.warnings),
         }
+        if self.trust:
+            content["trust"] = self.trust
+        return content
 
     def to_json(self) -> dict[str, Any]:
         data = self.content()
@@ -434,6 +439,7 @@ def _parse_plan(data: Any) -> Plan:
         skipped=_list(data, "skipped", _parse_skipped),
         warnings=_strs(_get(data, "warnings", "plan"), "warnings"),
         digest=digest,
+        trust=_obj(data.get("trust", {}), "trust"),
     )
     ids = [j.id for j in plan.jobs]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

@@ -122,7 +122,25 @@ def make_plan(
     from the caller (e.g. about the history database) are added to the plan's."""
     config = project.config
     registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
-    policy, policy_warnings = resolve_policy(config, request.trigger)
+    # A fork's trust settings come from its base commit (planning/trust.py).
+    denied: dict[str, str] = {}
+    trust_config: Config | None = None
+    trust_json: dict[str, object] = {}
+    fork_pr = request.trigger.is_pull_request and request.trigger.fork
+    if fork_pr and request.trust is not None:
+        from testfleet.planning.trust import apply as apply_trust
+
+        config, denied = apply_trust(config, request.trust)
+        trust_config = request.trust.base
+        trust_json = request.trust.to_json()
+    policy, policy_warnings = resolve_policy(config, request.trigger, trust=trust_config)
+    if fork_pr and request.trust is not None and request.trust.base is None:
+        from dataclasses import replace
+
+        policy = replace(policy, authorized=False, authorized_by=None)
+        policy_warnings.insert(0, "fork pull request planned without trust: the base commit's "
+                               f"configuration could not be read ({request.trust.problem}); "
+                               "every stage is unauthorized")
     warnings = [*policy_warnings, *warnings]
     validate_request(config, registrations, request)
 
@@ -133,7 +151,7 @@ def make_plan(
         change_impact(request.changes, stages_of_file, config.policy.no_impact)
         if request.changes is not None else None
     )
-    sel = select(config, registrations, policy, request, impact)
+    sel = select(config, registrations, policy, request, impact, denied, trust_config)
     warnings.extend(sel.warnings)
 
     waves = stage_waves(config)
@@ -237,6 +255,7 @@ def make_plan(
         stages=tuple(summaries),
         skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.reason))),
         warnings=tuple(_dedupe(warnings)),
+        trust=trust_json,
     )
     check_invariants(plan, registrations)
     return seal(plan)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testfleet.planning.changes import ChangeSet
+from testfleet.planning.trust import Trust
 from testfleet.policy import Trigger
 
 
@@ -22,3 +23,5 @@ class PlanRequest:
     stages: tuple[str, ...] = ()
     include_disabled: bool = False
     changes: ChangeSet | None = None
+    #: for a fork pull request: the base commit's configuration (see planning/trust.py)
+    trust: Trust | None = None

@@ -13,7 +13,7 @@ registration's own ``disabled``, then the stage's state (``stage-dormant``,
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from testfleet.config import Config, StageConfig
@@ -86,13 +86,21 @@ def select(
     policy: Policy,
     request: PlanRequest,
     impact: Impact | None,
+    denied: Mapping[str, str] | None = None,
+    trust: Config | None = None,
 ) -> Selection:
-    """Decide each registration's fate; ``impact`` is None when no diff was given."""
+    """Decide each registration's fate; ``impact`` is None when no diff was given.
+
+    ``denied`` maps the stages a fork may not run at all to the reason (see
+    :mod:`testfleet.planning.trust`); ``trust`` is the configuration whose
+    authorization rules apply (the base branch's for a fork).
+    """
     sel = Selection(chosen={name: [] for name in config.stages})
     include = set(policy.include_labels)
     files = set(request.files)
     stages = set(request.stages)
-    auth_hint = authorization_hint(config)
+    denied = denied or {}
+    auth_hint = authorization_hint(trust if trust is not None else config)
     gates = {} if files else {name: stage_gate(config, policy, name) for name in config.stages}
 
     def skip(reg: Registration, reason: str, detail: str) -> None:
@@ -119,6 +127,8 @@ def select(
                 )
         elif stage.disabled is not None:
             skip(reg, "stage-dormant", stage.disabled)
+        elif reg.suite in denied:
+            skip(reg, "unauthorized", f"fork pull request: {denied[reg.suite]}")
         elif stage.trusted_only and not policy.authorized:
             skip(reg, "unauthorized",
                  f"{reg.suite} is trusted_only and this pull request comes from a fork "
@@ -140,7 +150,7 @@ def select(
             sel.chosen[reg.suite].append(reg)
 
     _prune(config, policy, request, impact, sel)
-    _statuses(config, policy, request, sel, auth_hint, gates)
+    _statuses(config, policy, request, sel, auth_hint, gates, denied)
     return sel
 
 
@@ -172,7 +182,8 @@ def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact 
 
 
 def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selection,
-              auth_hint: str, gates: dict[str, tuple[str, str] | None]) -> None:
+              auth_hint: str, gates: dict[str, tuple[str, str] | None],
+              denied: Mapping[str, str]) -> None:
     reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
     for s in sel.skipped:
         reasons[s.suite][s.reason] += 1
@@ -181,6 +192,8 @@ def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selecti
             continue
         if stage.disabled is not None:
             sel.status[name] = ("dormant", stage.disabled)
+        elif name in denied:
+            sel.status[name] = ("unauthorized", f"fork pull request: {denied[name]}")
         elif stage.trusted_only and not policy.authorized:
             sel.status[name] = (
                 "unauthorized",
