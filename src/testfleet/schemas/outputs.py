@@ -163,6 +163,8 @@ class PlanOutput(_Open):
     skipped: list[dict[str, Any]]
     warnings: list[Any]
     digest: str
+    #: fork pull requests only: where the trust settings came from (planning/trust.py)
+    trust: dict[str, Any] | None = None
 
 
 class ReportOutput(_Open):
