@@ -458,3 +458,15 @@ def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
                      PlanRequest(trigger=Trigger(event="pull_request")))
     assert {t.file for j in plan.jobs if j.stage == "unit" for t in j.tests} == \
         {"tests/unit/test_a.py", "tests/unit/deep/test_b.py"}
+
+
+def test_a_script_in_a_pytest_stage_is_a_warning(tree: Path) -> None:
+    (tree / "tests" / "e2e" / "test_script_cpu.py").write_text(
+        "from tests.ci.ci_register import register_cpu_ci\n"
+        "register_cpu_ci(est_time=60, suite='stage-b-cpu')\n"
+        "if __name__ == '__main__':\n    print('ran')\n")
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["stages"]["stage-b-cpu"]["command"] == "pytest"
+    (warning,) = [f for f in result.findings if f.code == "adopt-command"]
+    assert warning.file == "tests/e2e/test_script_cpu.py" and warning.severity == "warning"
+    assert "pytest would collect no tests" in warning.message

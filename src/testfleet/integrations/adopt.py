@@ -621,6 +621,15 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if from_ci and from_ci.container:
             stage["container"] = from_ci.container
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
+        if stage["command"] == "pytest":
+            for c in scalls:
+                if scan_result.python_style.get(c.file) and c.backend == backend:
+                    findings.append(Finding(
+                        c.file, c.line, c.col, "warning", "adopt-command",
+                        f"script-style file (a __main__ block, no test functions) in stage "
+                        f"{suite!r}, whose other files run with pytest: pytest would collect no "
+                        "tests from it; give it test functions or move it to a stage of "
+                        "script-style files (command = \"python\")"))
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
         if gpu:
