@@ -470,3 +470,30 @@ def test_a_script_in_a_pytest_stage_is_a_warning(tree: Path) -> None:
     (warning,) = [f for f in result.findings if f.code == "adopt-command"]
     assert warning.file == "tests/e2e/test_script_cpu.py" and warning.severity == "warning"
     assert "pytest would collect no tests" in warning.message
+
+
+def test_hostile_workflows_are_read_in_bounded_time(tree: Path) -> None:
+    """Nested YAML aliases ("billion laughs") in a workflow and a called workflow, a file
+    that is not YAML, one that is too large: adoption reads each once, reports the bad
+    ones and goes on."""
+    import time
+
+    levels = ["a0: &a0 ['python -m pytest tests/fast']"]
+    levels += [f"a{i}: &a{i} [{', '.join(['*a' + str(i - 1)] * 9)}]" for i in range(1, 9)]
+    bomb = "\n".join(levels) + "\n"
+    wf = tree / ".github" / "workflows"
+    (wf / "bomb.yml").write_text(
+        bomb + "on: [pull_request]\njobs:\n  stage-b-cpu:\n    runs-on: ubuntu-latest\n"
+               "    steps: *a8\n  called:\n    uses: ./.github/workflows/bomb-called.yml\n")
+    (wf / "bomb-called.yml").write_text(
+        bomb + "on: {workflow_call: {}}\njobs:\n  run:\n    runs-on: ubuntu-latest\n"
+               "    env: {X: *a8}\n    steps: *a8\n")
+    (wf / "broken.yml").write_text("on: [push\njobs: {\n")
+    (wf / "huge.yml").write_bytes(b"# " + b"x" * (3 << 20) + b"\n")
+    started = time.perf_counter()
+    result = adopt.derive(adopt.scan(tree))
+    assert time.perf_counter() - started < 30
+    bad = {f.file: f.message for f in result.findings if f.code == "adopt-workflow"}
+    assert "not valid YAML" in bad[".github/workflows/broken.yml"]
+    assert "larger than 2 MiB" in bad[".github/workflows/huge.yml"]
+    assert result.data["stages"]["stage-c-4-gpu-h200"]["runs_on"] == ["h200", "4gpu"]

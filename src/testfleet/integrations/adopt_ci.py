@@ -30,6 +30,7 @@ _SECRET_REF = re.compile(r"\bsecrets\.([A-Za-z_][A-Za-z0-9_]*)")
 _SUITE = re.compile(r"--suite[= ]+([A-Za-z0-9][A-Za-z0-9._-]*)")
 _INT_FLAG = r"--{name}[= ]+(\d+)"
 _TEST_COMMAND = re.compile(r"\b(?:pytest|py\.test|unittest|run_suite|testfleet\s+run|tox|nox)\b")
+_MAX_WORKFLOW = 2 << 20
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}")
 
 
@@ -82,8 +83,10 @@ class CIRead:
 def _load(path: Path, rel: str, findings: list[Finding]) -> dict[str, Any] | None:
     import yaml  # only adoption reads YAML
 
+    from testfleet.fileio import read_capped
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, _MAX_WORKFLOW).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         findings.append(Finding(rel, 0, 0, "warning", "adopt-workflow", f"cannot read: {exc}"))
         return None
@@ -127,19 +130,28 @@ def _crons(on: Any) -> list[str]:
     return out
 
 
-def _text(value: Any) -> str:
-    """Every string inside a value, joined: the commands a job can run."""
+def _text(value: Any, seen: set[int] | None = None) -> str:
+    """Every string inside a value, joined: the commands a job can run.
+
+    A YAML alias is the same Python object wherever it is used, so each container is
+    visited once: a workflow of nested aliases ("billion laughs") stays linear.
+    """
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping):
-        return "\n".join(_text(v) for v in value.values())
-    if isinstance(value, list):
-        return "\n".join(_text(v) for v in value)
-    return ""
+    if not isinstance(value, (Mapping, list)):
+        return ""
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return ""
+    seen.add(id(value))
+    items = value.values() if isinstance(value, Mapping) else value
+    return "\n".join(_text(v, seen) for v in items)
 
 
-def _subst(value: Any, inputs: Mapping[str, Any]) -> Any:
-    """``${{ inputs.x }}`` / ``${{ fromJSON(inputs.x) }}`` replaced by the caller's value."""
+def _subst(value: Any, inputs: Mapping[str, Any], memo: dict[int, Any] | None = None) -> Any:
+    """``${{ inputs.x }}`` / ``${{ fromJSON(inputs.x) }}`` replaced by the caller's value.
+
+    Containers shared through YAML aliases are substituted once and stay shared."""
     if isinstance(value, str):
         whole = _EXPR.fullmatch(value.strip())
         if whole:
@@ -160,11 +172,18 @@ def _subst(value: Any, inputs: Mapping[str, Any]) -> Any:
             return match.group(0)
 
         return _EXPR.sub(one, value)
+    if not isinstance(value, (Mapping, list)):
+        return value
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
+    out: Any = {} if isinstance(value, Mapping) else []
+    memo[id(value)] = out
     if isinstance(value, Mapping):
-        return {k: _subst(v, inputs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_subst(v, inputs) for v in value]
-    return value
+        out.update({k: _subst(v, inputs, memo) for k, v in value.items()})
+    else:
+        out.extend(_subst(v, inputs, memo) for v in value)
+    return out
 
 
 def _has_expr(value: Any) -> bool:
