@@ -127,7 +127,9 @@ class StageConfig(_Strict):
     backend: str
     runs_on: list[str] = Field(default_factory=lambda: ["ubuntu-latest"], min_length=1)
     container: str | None = None
-    command: Literal["pytest", "python"] = "pytest"
+    # "pytest", "python", "auto" (per file, from its syntax tree) or a template such as
+    # "python3 {file} -f"; see testfleet.commands and docs/stages.md.
+    command: str = "pytest"
     shards: int | None = Field(default=None, ge=1, le=256)
     target_minutes: float | None = Field(default=None, gt=0, le=MAX_EST_TIME / 60)
     max_shards: int | None = Field(default=None, ge=1, le=256)
@@ -139,9 +141,33 @@ class StageConfig(_Strict):
     needs: list[str] = Field(default_factory=list)
     prune: bool | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    # Stages and triggers (#12): when the stage runs at all (cadences, PR label gates).
+    # Stages and triggers (#12): when the stage runs at all (cadences, PR label gates) and
+    # how the runner executes its files (fixed per-file timeout, retries, extra arguments).
     cadences: list[str] | None = Field(default=None, min_length=1)
     requires_labels: list[str] = Field(default_factory=list)
+    file_timeout: float | None = Field(default=None, gt=0, le=MAX_EST_TIME)
+    max_attempts: int | None = Field(default=None, ge=1, le=10)
+    retry_wait: float | None = Field(default=None, ge=0, le=3600)
+    retry_timeout_factor: float | None = Field(default=None, ge=1, le=100)
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: str) -> str:
+        from testfleet.commands import command_problem
+
+        problem = command_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, v: list[str]) -> list[str]:
+        for arg in v:
+            if "\x00" in arg:
+                raise ValueError(f"extra argument {arg!r} contains a NUL character")
+        return v
 
     @field_validator("requires_labels")
     @classmethod
@@ -276,12 +302,16 @@ class DurationsConfig(_Strict):
 
 
 class RunnerConfig(_Strict):
-    """Defaults for executing a job; a stage may override the timeout keys."""
+    """Defaults for executing a job; a stage may override the timeout and retry keys."""
 
     timeout_floor: float = Field(default=300.0, gt=0)
     timeout_factor: float = Field(default=3.0, gt=0, le=1000)
     grace_seconds: float = Field(default=30.0, ge=0)
     max_attempts: int = Field(default=1, ge=1, le=10)
+    # Seconds between a failed attempt and its retry (devices settle, ports free up), and
+    # the factor a retry's timeout is raised by (a retried file is often a slow one).
+    retry_wait: float = Field(default=0.0, ge=0, le=3600)
+    retry_timeout_factor: float = Field(default=1.0, ge=1, le=100)
     retriable_patterns: RegexList = Field(default_factory=lambda: list(DEFAULT_RETRIABLE))
     fatal_patterns: RegexList = Field(default_factory=lambda: list(DEFAULT_FATAL))
 

@@ -246,7 +246,7 @@ def _plan(*jobs: SimpleNamespace, stages: tuple = ()) -> SimpleNamespace:
 def _pjob(stage: str, shard: int, shards: int, files: list[str]) -> SimpleNamespace:
     return SimpleNamespace(id=f"{stage}-{shard}-of-{shards}", stage=stage, backend="cpu",
                            command="pytest", env={}, shard=shard, shards=shards,
-                           tests=[SimpleNamespace(file=f, estimate=1.0, source="est_time")
+                           tests=[SimpleNamespace(file=f, estimate=1.0, source="est_time", command=None)
                                   for f in files])
 
 

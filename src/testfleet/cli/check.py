@@ -48,6 +48,16 @@ def _gate_specs(project: Project, registry: Registry) -> list[Finding]:
 
 PRODUCERS.append(_gate_specs)
 
+
+def _command_fit(project: Project, registry: Registry) -> list[Finding]:
+    """Files that would run no test under their stage's command (pytest on a script)."""
+    from testfleet.registry.collectable import command_findings
+
+    return command_findings(project, registry)
+
+
+PRODUCERS.append(_command_fit)
+
 JSON_SCHEMA = "testfleet.check/1"
 
 

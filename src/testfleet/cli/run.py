@@ -91,7 +91,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
                              + ", --stage ".join(opts.stages) + ")")
         sel = _plan_in_process(project, base, opts, shard, database)
     policy = sel.policy
-    options = run_options(project.config, max_attempts=max_attempts,
+    options = run_options(project.config, max_attempts=max_attempts, stage=sel.stage,
                           continue_on_error=continue_on_error,
                           bypass_fastfail=bool(policy.get("bypass_fastfail", False)))
     spec = build_spec(project, sel, options,
@@ -166,6 +166,8 @@ def _estimates(project: Any, registry: Any, stage: str | None, database: str | N
 
 
 def _print_dry_run(spec: Any) -> None:
+    import shlex
+
     from rich.console import Console
     from rich.table import Table
 
@@ -180,10 +182,11 @@ def _print_dry_run(spec: Any) -> None:
     for col in ("#", "file", "estimate", "timeout", "command"):
         table.add_column(col, overflow="fold")
     for i, item in enumerate(spec.items, 1):
-        argv = command_argv(s.command, item.file)
+        argv = command_argv(s.command_for(item), item.file, s.extra_args)
         table.add_row(str(i), item.file, fmt_seconds(item.estimate),
                       fmt_seconds(s.timeout_for(item.estimate)),
-                      " ".join(["python", *argv[1:]]))
+                      shlex.join(["python" if argv[0] == sys.executable else argv[0],
+                                  *argv[1:]]))
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)

@@ -36,6 +36,8 @@ REASONS = (
     "not-requested",
 )
 SOURCES = ("history", "est_time")
+#: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a
+#: template (see testfleet.commands; a template is checked like the config checks it).
 COMMANDS = ("pytest", "python")
 
 
@@ -53,9 +55,15 @@ class PlannedTest:
     file: str
     estimate: float
     source: str = "est_time"
+    #: the command this file runs with when its stage's is ``auto`` (resolved when planning
+    #: from the file's syntax tree); None: the job's command
+    command: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "estimate": _r(self.estimate), "source": self.source}
+        if self.command is None:
+            return {"file": self.file, "estimate": _r(self.estimate), "source": self.source}
+        return {"file": self.file, "estimate": _r(self.estimate), "source": self.source,
+                "command": self.command}
 
 
 @dataclass(frozen=True)
@@ -343,12 +351,28 @@ def _obj(value: Any, where: str) -> dict[str, Any]:
     return dict(_typed(value, dict, where, "an object"))
 
 
+def _command(value: Any, where: str, *, auto: bool) -> str:
+    """A command from a plan: shorthand, template (checked as the config checks it), or
+    ``auto`` where allowed. A plan is data and may lie: it never reaches a shell."""
+    from testfleet.commands import AUTO, command_problem
+
+    v = _str(value, where)
+    if v == AUTO and not auto:
+        raise _fail(where, "a file's command cannot be 'auto' (planning resolves it)")
+    problem = command_problem(v)
+    if problem:
+        raise _fail(where, problem)
+    return v
+
+
 def _parse_test(value: Any, where: str) -> PlannedTest:
     d = _obj(value, where)
+    command = d.get("command")
     return PlannedTest(
         file=_str(_get(d, "file", where), f"{where}.file"),
         estimate=_num(_get(d, "estimate", where), f"{where}.estimate"),
         source=_str(_get(d, "source", where), f"{where}.source", SOURCES),
+        command=None if command is None else _command(command, f"{where}.command", auto=False),
     )
 
 
@@ -362,7 +386,7 @@ def _parse_job(value: Any, where: str) -> Job:
         backend=_str(_get(d, "backend", where), f"{where}.backend"),
         runs_on=_strs(_get(d, "runs_on", where), f"{where}.runs_on"),
         container=None if container is None else _str(container, f"{where}.container"),
-        command=_str(_get(d, "command", where), f"{where}.command", COMMANDS),
+        command=_command(_get(d, "command", where), f"{where}.command", auto=True),
         shard=_int(_get(d, "shard", where), f"{where}.shard", 1),
         shards=_int(_get(d, "shards", where), f"{where}.shards", 1),
         wave=_int(_get(d, "wave", where), f"{where}.wave"),
@@ -378,6 +402,8 @@ def _parse_job(value: Any, where: str) -> Job:
         raise _fail(where, f"shard {job.shard} is beyond shards {job.shards}")
     if not job.tests:
         raise _fail(where, "a job must hold at least one test")
+    if job.command == "auto" and any(t.command is None for t in job.tests):
+        raise _fail(where, "an 'auto' job names each file's command")
     return job
 
 

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from functools import cache
 
+from testfleet.commands import AUTO, Style, resolve
 from testfleet.config import Config, Project
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
@@ -116,10 +117,13 @@ def make_plan(
     request: PlanRequest,
     estimates: Estimates | None = None,
     warnings: Sequence[str] = (),
+    styles: Mapping[str, Style | None] | None = None,
 ) -> Plan:
     """Plan one trigger. ``estimates`` maps (file, stage) -> (seconds, source); when
     a pair is missing the registration's literal ``est_time`` is used. ``warnings``
-    from the caller (e.g. about the history database) are added to the plan's."""
+    from the caller (e.g. about the history database) are added to the plan's.
+    ``styles`` (file -> script or pytest style) resolve ``command = "auto"`` stages; when
+    not given, the files of those stages are parsed (never imported) under the root."""
     config = project.config
     registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
     # A fork's trust settings come from its base commit (planning/trust.py).
@@ -169,8 +173,18 @@ def make_plan(
         stage = config.stages[name]
         status, reason = sel.status[name]
         chosen = sel.chosen[name]
-        tests = [PlannedTest(r.file, *_estimate(r, estimates)) for r in chosen]
+        auto = stage.command == AUTO
+        if auto and chosen and styles is None:
+            from testfleet.planning.styles import read_styles
+
+            styles = read_styles(project.root, sorted(
+                {r.file for n, regs in sel.chosen.items() for r in regs
+                 if config.stages[n].command == AUTO}))
+        tests = [PlannedTest(r.file, *_estimate(r, estimates),
+                             command=resolve(AUTO, (styles or {}).get(r.file)) if auto else None)
+                 for r in chosen]
         source_of = {t.file: t.source for t in tests}
+        command_of = {t.file: t.command for t in tests}
         seconds = [t.estimate for t in tests]
         n = _shard_count(name, config, seconds, warnings) if tests else 0
         groups = sharding.partition([(t.file, t.estimate) for t in tests], n) if n else []
@@ -187,7 +201,7 @@ def make_plan(
                 wave=waves[name],
                 needs=tuple(stage.needs),
                 estimate=rounded(sum(sec for _, sec in group)),
-                tests=tuple(PlannedTest(f, sec, source_of[f]) for f, sec in group),
+                tests=tuple(PlannedTest(f, sec, source_of[f], command_of[f]) for f, sec in group),
                 env=dict(stage.env),
             ))
         regs = by_stage.get(name, [])

@@ -145,16 +145,25 @@ def _unregistered_message(rules: Rules) -> str:
             "implicit directory, or add it to 'exclude'" + where)
 
 
+def runs_as_script(command: str) -> bool:
+    """``python`` or a template that is not pytest (``python3 {file} -f``, ``torchrun ...``)."""
+    from testfleet.commands import AUTO, is_pytest
+
+    return command != AUTO and not is_pytest(command)
+
+
 def _python_main(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) -> None:
     """A ``python FILE`` stage passes a file with no main block without running a test."""
     if not rules.python_main_check or scanned.has_main_call:
         return
     for reg in out.registrations:
         stage = rules.stages.get(reg.suite)
-        if stage is not None and stage.command == "python":
+        if stage is not None and runs_as_script(stage.command):
             out.findings.append(Finding(
                 rel, reg.line, reg.col, "warning", "no-main-call",
-                f"stage {reg.suite!r} runs files as `python FILE`, but this file has no "
+                f"stage {reg.suite!r} runs files as "
+                f"{'`python FILE`' if stage.command == 'python' else repr(stage.command)}, "
+                "but this file has no "
                 "`if __name__ == \"__main__\":` block that calls anything: it would exit 0 "
                 "without running a test",
             ))

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from testfleet import commands
 from testfleet.runner.capture import OutputCapture, compile_patterns
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.model import (
@@ -78,11 +79,10 @@ class NoHooks:
         pass
 
 
-def command_argv(command: Command, file: str) -> list[str]:
-    """How a stage executes one file; ``sys.executable`` so the runner's environment is used."""
-    if command == "python":
-        return [sys.executable, file]
-    return [sys.executable, "-m", "pytest", file]
+def command_argv(command: Command, file: str, extra_args: Sequence[str] = ()) -> list[str]:
+    """How a stage executes one file (see :mod:`testfleet.commands`); shorthands use
+    ``sys.executable`` so the runner's environment is used."""
+    return commands.command_argv(command, file, extra_args)
 
 
 def record_slug(file: str) -> str:
@@ -152,7 +152,7 @@ def attempt_outcome(res: ProcessResult, command: Command, timeout: float) -> tup
         return Outcome.ERROR, "no exit status"
     if rc < 0:
         return Outcome.FAILED, f"killed by {_signame(-rc)}"
-    if command == "pytest" and rc == PYTEST_NO_TESTS:
+    if rc == PYTEST_NO_TESTS and commands.is_pytest(command):
         return Outcome.FAILED, "pytest collected no tests (exit status 5)"
     return Outcome.FAILED, f"exit status {rc}"
 
@@ -220,6 +220,7 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
               retriable: tuple[re.Pattern[str], ...], fatal: tuple[re.Pattern[str], ...]) -> FileResult:
     settings, options = spec.settings, spec.options
     timeout = settings.timeout_for(item.estimate)
+    command = settings.command_for(item)
     problem = file_problem(spec.root, item.file)
     if problem:
         return FileResult(item, timeout, Outcome.ERROR, message=problem)
@@ -237,13 +238,14 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
             capture.feed(data)
             reporter.output(data)
 
-        reporter.attempt_started(index, item, number, timeout)
-        res = run_process(command_argv(settings.command, item.file), cwd=spec.root,
-                          env=child_env(spec, number, record_dir), timeout=timeout,
+        limit = settings.timeout_for(item.estimate, number)
+        reporter.attempt_started(index, item, number, limit)
+        res = run_process(command_argv(command, item.file, settings.extra_args), cwd=spec.root,
+                          env=child_env(spec, number, record_dir), timeout=limit,
                           grace=settings.grace_seconds, sink=sink, interrupt=interrupt,
                           subreaper=reaping)
         capture.close()
-        outcome, reason = attempt_outcome(res, settings.command, timeout)
+        outcome, reason = attempt_outcome(res, command, limit)
         fatal_hits = list(capture.fatal)
         if res.returncode is not None and res.returncode < 0 and -res.returncode in FATAL_SIGNALS:
             fatal_hits.insert(0, f"killed by {_signame(-res.returncode)}")
@@ -262,8 +264,10 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
                           record_dir, decision.reason, res.leftovers, capture.total_bytes)
         attempts.append(attempt)
         retrying = decision.retry and not stop
+        if retrying and settings.retry_wait > 0:
+            attempt.retry_reason += f"; retrying after {settings.retry_wait:g}s"
         reporter.attempt_finished(index, item, attempt, retrying)
-        if not retrying:
+        if not retrying or not retry_pause(settings.retry_wait, interrupt):
             break
         hooks.attempt_done(spec, item, attempt)
     result = _verdict(spec, item, timeout, attempts, hooks)
@@ -290,6 +294,22 @@ def _verdict(spec: JobSpec, item: RunItem, timeout: float, attempts: list[Attemp
             result.gate_failed = True
             result.message = gate_note(verdict.lines)
     return result
+
+
+def retry_pause(seconds: float, interrupt: Interrupt | None) -> bool:
+    """Wait before a retry; False when the runner was told to stop meanwhile."""
+    if seconds <= 0:
+        return True
+    if interrupt is None:
+        time.sleep(seconds)
+        return True
+    deadline = time.monotonic() + seconds
+    while interrupt.signum is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        select.select([interrupt], [], [], left)
+    return False
 
 
 def gate_note(lines: Sequence[str]) -> str:

@@ -48,7 +48,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _items(job: Any) -> list[RunItem]:
-    return [RunItem(t.file, float(t.estimate), t.source) for t in job.tests]
+    return [RunItem(t.file, float(t.estimate), t.source, t.command or job.command)
+            for t in job.tests]
 
 
 def select_plan_job(plan: Any, job_id: str) -> Selected:
@@ -108,7 +109,7 @@ def make_run_id(job_id: str, environ: Mapping[str, str] | None = None) -> str:
 def build_spec(project: Project, sel: Selected, options: RunOptions, *,
                records: Path | None = None, run_id: str | None = None) -> JobSpec:
     settings = stage_settings(project.config, sel.stage, backend=sel.backend,
-                              command=sel.command if sel.command in ("pytest", "python") else None,  # type: ignore[arg-type]
+                              command=None if sel.command == "auto" else sel.command,
                               env=sel.env)
     rid = run_id or make_run_id(sel.job_id)
     records_dir = records if records is not None else (

@@ -9,9 +9,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-Command = Literal["pytest", "python"]
+#: "pytest", "python" or a command template (testfleet.commands); never "auto" here.
+Command = str
 
 
 class Outcome(str, enum.Enum):
@@ -41,6 +41,7 @@ class RunItem:
     file: str
     estimate: float
     source: str = ""  # where the estimate came from (history, registration, ...)
+    command: str = ""  # the plan's resolved command for this file; "" = the stage's
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,24 @@ class StageSettings:
     timeout_factor: float
     grace_seconds: float
     env: dict[str, str] = field(default_factory=dict)
+    # Per-stage runner settings real runners use (#12): a fixed per-file timeout instead of
+    # the estimate-derived one, a wait before a retry and a raised timeout for it, and
+    # arguments appended after the file (``python3 FILE -f``).
+    file_timeout: float | None = None
+    retry_wait: float = 0.0
+    retry_timeout_factor: float = 1.0
+    extra_args: tuple[str, ...] = ()
 
-    def timeout_for(self, estimate: float) -> float:
-        """``max(floor, factor x estimate)``: a generous multiple, never below the floor."""
-        return max(self.timeout_floor, self.timeout_factor * max(estimate, 0.0))
+    def timeout_for(self, estimate: float, attempt: int = 1) -> float:
+        """``file_timeout`` when the stage fixes one, else ``max(floor, factor x estimate)``
+        (a generous multiple, never below the floor); a retry's is raised by
+        ``retry_timeout_factor``."""
+        base = (self.file_timeout if self.file_timeout is not None
+                else max(self.timeout_floor, self.timeout_factor * max(estimate, 0.0)))
+        return base * self.retry_timeout_factor if attempt > 1 else base
+
+    def command_for(self, item: RunItem) -> Command:
+        return item.command or self.command
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,11 @@ def stage_settings(
         ),
         grace_seconds=spec.grace_seconds if spec.grace_seconds is not None else runner.grace_seconds,
         env=dict(spec.env if env is None else env),
+        file_timeout=spec.file_timeout,
+        retry_wait=spec.retry_wait if spec.retry_wait is not None else runner.retry_wait,
+        retry_timeout_factor=(spec.retry_timeout_factor if spec.retry_timeout_factor is not None
+                              else runner.retry_timeout_factor),
+        extra_args=tuple(spec.extra_args),
     )
 
 
@@ -47,10 +52,15 @@ def run_options(
     max_attempts: int | None = None,
     continue_on_error: bool = False,
     bypass_fastfail: bool = False,
+    stage: str | None = None,
 ) -> RunOptions:
-    """Attempts and fast-fail from the command line and policy, patterns from ``[runner]``."""
+    """Attempts and fast-fail from the command line and policy, patterns from ``[runner]``;
+    attempts: the command line, else the stage's ``max_attempts``, else ``[runner]``'s."""
     runner = config.runner
-    attempts = runner.max_attempts if max_attempts is None else max_attempts
+    spec = config.stages.get(stage) if stage is not None else None
+    default = spec.max_attempts if spec is not None and spec.max_attempts is not None \
+        else runner.max_attempts
+    attempts = default if max_attempts is None else max_attempts
     if attempts < 1:
         raise UsageError(f"--max-attempts must be at least 1 (got {attempts})")
     return RunOptions(

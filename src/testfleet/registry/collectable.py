@@ -1,0 +1,63 @@
+"""``check``: a file that would run no test under its stage's command.
+
+``python -m pytest FILE`` on a script-style file (only an ``if __name__ == "__main__":``
+block) collects nothing and fails with exit status 5 on the runner, long after the PR
+merged; ``command = "auto"`` on a file with neither tests nor a main block runs nothing.
+Both are found here statically: the file is parsed, never imported. (A ``python``
+stage's file without a main block is the registry's ``no-main-call`` warning.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from testfleet.commands import AUTO, file_style, is_pytest
+from testfleet.config import Project
+from testfleet.fileio import read_capped
+from testfleet.findings import Finding
+from testfleet.registry.model import Registry
+
+MAX_SOURCE_BYTES = 8 << 20
+
+
+def command_findings(project: Project, registry: Registry) -> list[Finding]:
+    """One warning per (file, stage) whose command would run no test from the file."""
+    stages = project.config.stages
+    findings: list[Finding] = []
+    for reg in registry.registrations:
+        stage = stages.get(reg.suite)
+        if stage is None or reg.disabled or stage.dormant:
+            continue
+        command = stage.command
+        if command != AUTO and not is_pytest(command):
+            continue
+        try:
+            source = read_capped(project.root / reg.file, MAX_SOURCE_BYTES)
+        except OSError:
+            continue  # collection reports unreadable files
+        if command != AUTO and _has_test_candidates(source):
+            continue
+        style = file_style(source)
+        if style is None or style == "pytest":
+            continue
+        if command == AUTO and style == "none":
+            findings.append(Finding(
+                reg.file, reg.line, reg.col, "warning", "no-tests-collected",
+                f"stage {reg.suite!r} has command = 'auto', but this file has neither tests "
+                "pytest would collect nor an `if __name__ == \"__main__\":` block: it would run "
+                "nothing"))
+        elif command != AUTO:
+            what = ("only an `if __name__ == \"__main__\":` block" if style == "python"
+                    else "no test functions or classes")
+            findings.append(Finding(
+                reg.file, reg.line, reg.col, "warning", "no-tests-collected",
+                f"stage {reg.suite!r} runs files with pytest ({command!r}), which would collect "
+                f"no tests from this file ({what}; pytest exits 5): use command = 'auto' or "
+                "'python' for script-style files"))
+    return findings
+
+
+def _has_test_candidates(source: bytes) -> bool:
+    """Cheap pre-filter: most pytest files are recognised without parsing them."""
+    return bool(re.search(rb"^\s*(?:async\s+)?def\s+test", source, re.MULTILINE)
+                or re.search(rb"^\s*class\s+Test|TestCase\b", source, re.MULTILINE))
