@@ -135,7 +135,8 @@ jobs:
       execute_command: >-
         python tests/ci/run_suite.py --hw cuda --suite stage-c-4-gpu-h200
         --auto-partition-id ${{ matrix.partition_id }} --auto-partition-size 2
-        --enable-retry --max-attempts 3
+        --enable-retry --max-attempts 3 --retry-wait-seconds 30 --timeout-per-file 1200
+        --retry-timeout-increase 600
     secrets: inherit
 '''
 
@@ -290,7 +291,9 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
     assert "job stage-c-4-gpu-h200: timeout-minutes 120" in told
     assert "secrets WANDB_API_KEY" in told
     assert "container image '${{ needs.docker-build.outputs.image }}'" in told
-    assert "retries enabled=1, max_attempts=3" in told
+    # the runner flags of the job become the stage's runner settings
+    assert (gpu["max_attempts"], gpu["retry_wait"], gpu["file_timeout"]) == (3, 30, 1200)
+    assert "retry timeout increase 600s" in told
     assert "env COMMIT -- computed at run time" in told
 
 
@@ -460,16 +463,27 @@ def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
         {"tests/unit/test_a.py", "tests/unit/deep/test_b.py"}
 
 
-def test_a_script_in_a_pytest_stage_is_a_warning(tree: Path) -> None:
+def test_scripts_beside_pytest_files_run_each_by_its_style(tree: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """One command cannot run a script-only file and a file without a __main__ block:
+    the stage gets command = "auto", so neither would 'collect no tests'."""
     (tree / "tests" / "e2e" / "test_script_cpu.py").write_text(
         "from tests.ci.ci_register import register_cpu_ci\n"
         "register_cpu_ci(est_time=60, suite='stage-b-cpu')\n"
         "if __name__ == '__main__':\n    print('ran')\n")
     result = adopt.derive(adopt.scan(tree))
-    assert result.data["stages"]["stage-b-cpu"]["command"] == "pytest"
-    (warning,) = [f for f in result.findings if f.code == "adopt-command"]
-    assert warning.file == "tests/e2e/test_script_cpu.py" and warning.severity == "warning"
-    assert "pytest would collect no tests" in warning.message
+    assert result.data["stages"]["stage-b-cpu"]["command"] == "auto"
+    assert result.data["stages"]["stage-a-cpu"]["command"] == "pytest"
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--cadence", "nightly",
+                             "--format", "json")
+    assert code == 0, err
+    commands = {t["file"]: t["command"] for j in json.loads(out)["jobs"] if j["stage"] == "stage-b-cpu"
+                for t in j["tests"]}
+    assert commands == {"tests/e2e/test_script_cpu.py": "python",
+                        "tests/e2e/test_unit_style.py": "pytest",
+                        "tests/e2e/test_nightly_cpu.py": "pytest"}
 
 
 def test_hostile_workflows_are_read_in_bounded_time(tree: Path) -> None:

@@ -621,15 +621,6 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if from_ci and from_ci.container:
             stage["container"] = from_ci.container
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
-        if stage["command"] == "pytest":
-            for c in scalls:
-                if scan_result.python_style.get(c.file) and c.backend == backend:
-                    findings.append(Finding(
-                        c.file, c.line, c.col, "warning", "adopt-command",
-                        f"script-style file (a __main__ block, no test functions) in stage "
-                        f"{suite!r}, whose other files run with pytest: pytest would collect no "
-                        "tests from it; give it test functions or move it to a stage of "
-                        "script-style files (command = \"python\")"))
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
         if gpu:
@@ -642,6 +633,12 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
+            if from_ci.file_timeout is not None:
+                stage["file_timeout"] = from_ci.file_timeout
+            if from_ci.retry.get("enabled"):
+                stage["max_attempts"] = min(10, max(1, from_ci.retry.get("max_attempts", 2)))
+                if "retry_wait_seconds" in from_ci.retry:
+                    stage["retry_wait"] = min(3600, from_ci.retry["retry_wait_seconds"])
             not_carried += _unmapped(from_ci)
         stages[suite] = stage
     for suite, stage in stages.items():
@@ -662,9 +659,13 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
 
 def _command(files: list[str], scan_result: Scan) -> str:
     """How the stage's files run: as scripts when every one of them has a ``__main__``
-    block that calls something (the way a per-file runner starts them), else pytest."""
+    block that calls something (the way a per-file runner starts them); ``auto`` (each
+    file by its own style) when script-only files sit beside files without a
+    ``__main__`` block, since one command cannot run both; else pytest."""
     if files and all(f in scan_result.python_style for f in files):
         return "python"
+    if any(scan_result.python_style.get(f) for f in files):
+        return "auto"
     return "pytest"
 
 
@@ -682,14 +683,17 @@ def _unmapped(stage: CIStage) -> list[NotCarried]:
     if stage.secrets:
         out.append(NotCarried(where, f"secrets {', '.join(stage.secrets)}",
                               "secrets are not passed to the generated test jobs"))
-    if stage.retry:
-        out.append(NotCarried(where, "retries " + ", ".join(f"{k}={v}" for k, v in sorted(stage.retry.items())),
-                              "per-stage retries are not configured; [tool.testfleet.runner] "
-                              "max_attempts applies to every stage"))
-    if stage.file_timeout is not None:
-        out.append(NotCarried(where, f"per-file timeout {stage.file_timeout}s",
-                              "testfleet derives a file's timeout from its estimate "
-                              "(runner timeout_floor / timeout_factor)"))
+    if stage.retry.get("enabled") and "max_attempts" not in stage.retry:
+        out.append(NotCarried(where, "--enable-retry without --max-attempts",
+                              "the runner's own default number of attempts is not read; "
+                              "max_attempts = 2 adopted (edit it if the runner uses another)"))
+    if "retry_timeout_increase" in stage.retry:
+        out.append(NotCarried(where, f"retry timeout increase {stage.retry['retry_timeout_increase']}s",
+                              "testfleet raises a retry's timeout by a factor "
+                              "(retry_timeout_factor), not by seconds"))
+    if stage.retry and not stage.retry.get("enabled"):
+        out.append(NotCarried(where, "retry flags without --enable-retry",
+                              "retries are off for this job; nothing adopted"))
     return out
 
 
