@@ -216,3 +216,19 @@ def test_draft_flag_makes_a_pull_request_trigger(tmp_path) -> None:
     assert req.trigger.event == PR and req.trigger.draft
     with pytest.raises(UsageError, match="--github and --draft"):
         build_request(project, tmp_path, TriggerOptions(draft=True, github=True), env={})
+
+
+def test_a_fork_cannot_drop_the_gates_of_the_base_config() -> None:
+    from testfleet.planning.trust import Trust
+
+    base = config_with(STAGES, {"required_label": "run-ci"})
+    fork_stages = {**STAGES, "extra": {"backend": "cuda"}}  # the fork deleted the gates
+    fork = config_with(fork_stages)
+    trust = Trust(commit="abc1234", path="testfleet.toml", base=base)
+    p = make_plan(make_project(fork), REGS, PlanRequest(
+        trigger=Trigger(event=PR, labels=("run-ci-all", "run-ci-megatron"), fork=True),
+        trust=trust))
+    f = fates(p)
+    assert f["tests/test_extra.py"] == "label-required"
+    assert f["tests/test_gpu.py"] == "label-required"
+    assert "'run-ci'" in stage(p, "gpu").reason

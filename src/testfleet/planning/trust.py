@@ -31,9 +31,13 @@ from testfleet.errors import ConfigError
 
 #: Per-stage settings that decide where a fork's code runs and what it can reach.
 #: Keys that this version's StageConfig does not have are skipped.
-TRUST_STAGE_KEYS = ("trusted_only", "runs_on", "container", "secrets", "setup")
+TRUST_STAGE_KEYS = ("trusted_only", "runs_on", "container", "secrets", "setup",
+                    # the stage's trigger gates (a fork must not drop its label gate)
+                    "cadences", "requires_labels")
 #: Settings whose base value decides a fork's authorization (see ``authorizing_labels``).
 TRUST_POLICY_KEYS = ("authorize_labels", "label_prefix", "scope_labels", "labels")
+#: Policy gates every PR passes before stages run (docs/stages.md), taken from the base too.
+TRUST_GATE_KEYS = ("required_label", "required_label_scope", "drafts")
 
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 _MAX_CONFIG_BYTES = 16 << 20
@@ -57,7 +61,7 @@ class Trust:
             "source": "base" if self.base is not None else "unavailable",
             "commit": self.commit,
             "config": self.path,
-            "settings": sorted([*stage_keys(), *TRUST_POLICY_KEYS]),
+            "settings": sorted([*stage_keys(), *TRUST_POLICY_KEYS, *TRUST_GATE_KEYS]),
             "problem": self.problem,
         }
 
@@ -151,4 +155,6 @@ def apply(config: Config, trust: Trust) -> tuple[Config, dict[str, str]]:
             stages[name] = stage
             continue
         stages[name] = stage.model_copy(update={k: getattr(base_stage, k) for k in keys})
-    return config.model_copy(update={"stages": stages}), denied
+    policy = config.policy.model_copy(
+        update={k: getattr(trust.base.policy, k) for k in TRUST_GATE_KEYS})
+    return config.model_copy(update={"stages": stages, "policy": policy}), denied
