@@ -106,8 +106,16 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
     if not calls and not problems:
         raise UsageError(f"{file} declares no register_ci_gate(...): nothing to evaluate")
     backend, stage = _registration(project, file, suite)
+    records = read_records(record)
+    if records.out_of_range:
+        # The runner turns these into ERROR verdicts; here, the records are the input.
+        shown = "\n  ".join(records.out_of_range[:10])
+        more = len(records.out_of_range) - 10
+        raise UsageError(f"--record {record}: {len(records.out_of_range)} record line(s) hold "
+                         f"a number no metric can hold:\n  {shown}"
+                         + (f"\n  ... and {more} more" if more > 0 else ""))
     result = evaluate_run(
-        project, calls=calls, problems=problems, records=read_records(record), file=file,
+        project, calls=calls, problems=problems, records=records, file=file,
         backend=backend, suite=stage, write_baseline=write_baseline,
         run_id=run_id or f"manual-{uuid.uuid4().hex[:12]}", ci_run_id=ci_run_id or None,
         commit=commit or None, database=database,
@@ -117,6 +125,11 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
     else:
         for line in result.lines:
             click.echo(line)
+    if write_baseline and not result.written:
+        # Asked to write and nothing was: a CI step that seeds baselines must see that.
+        click.echo("testfleet: gate evaluate --write-baseline: nothing was written "
+                   "(see the lines above)", err=True)
+        return 1
     if result.findings:
         return 1
     return 0 if result.trusted else 1

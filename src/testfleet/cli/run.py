@@ -205,6 +205,7 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
                      junit=junit_path, write_baseline=write_baseline)
     interrupt = Interrupt()
+    hooks.interrupted = lambda: interrupt.signum is not None
     try:
         with interrupt.handling():
             # A red placeholder first: a runner killed before its first checkpoint must not
@@ -220,7 +221,9 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
                     raise UsageError(f"--junit {junit_path}: cannot write it "
                                      f"({exc.strerror or exc}); nothing was run") from None
             job = execute(spec, reporter=reporter, interrupt=interrupt, hooks=hooks)
-            hooks.write_junit(job)
+            # The file on disk would still be the red placeholder (or a checkpoint): a
+            # green exit beside it would contradict what CI reads.
+            junit_lost = junit_path is not None and not hooks.write_junit(job)
             try:
                 append_step_summary(job)
             except OSError as exc:
@@ -232,6 +235,10 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     if job.interrupted_by is not None:
         click.echo(f"testfleet: interrupted by signal {job.interrupted_by}; partial results "
                    "written", err=True)
+    if junit_lost and job.exit_code == 0:
+        click.echo(f"testfleet: every file passed, but the final JUnit file {junit_path} could "
+                   "not be written (see the warning above); exit 1", err=True)
+        return 1
     return job.exit_code
 
 

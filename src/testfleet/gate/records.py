@@ -24,6 +24,26 @@ from pathlib import Path
 from typing import Any
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: Steps are stored as 64-bit integers; a larger one cannot be a real step.
+MAX_STEP = 2**63 - 1
+#: The largest float has 309 integer digits; a longer integer literal is out of range
+#: for a value and a step alike, and is never converted (``int()`` of 4,300+ digits
+#: raises in Python 3.11+, and converting millions of digits takes quadratic time).
+_MAX_INT_DIGITS = 400
+
+
+class _OutOfRange:
+    """An integer literal too long to be any metric value or step."""
+
+    def __init__(self, digits: str) -> None:
+        self.digits = len(digits.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<integer of {self.digits} digits>"
+
+
+def _parse_int(text: str) -> int | _OutOfRange:
+    return _OutOfRange(text) if len(text) > _MAX_INT_DIGITS else int(text)
 
 
 @dataclass
@@ -43,22 +63,36 @@ class RecordSet:
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     missing: bool = False
+    #: lines holding a number no metric can hold (an integer beyond the float range, a
+    #: step >= 2**63): ERROR verdicts for the runner, bad input for ``gate evaluate``
+    out_of_range: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> MetricSeries | None:
         return self.series.get(key)
 
 
 class _LineError(ValueError):
-    def __init__(self, message: str, metric: str | None = None) -> None:
+    def __init__(self, message: str, metric: str | None = None, *,
+                 out_of_range: bool = False) -> None:
         super().__init__(message)
         self.metric = metric
+        self.out_of_range = out_of_range
 
 
 def _value(raw: Any, metric: str) -> float:
     if isinstance(raw, bool):
         raise _LineError(f"value must be a number, got {raw!r}", metric)
-    if isinstance(raw, (int, float)):
-        return float(raw)
+    if isinstance(raw, _OutOfRange):
+        raise _LineError(f"value is an integer of {raw.digits} digits, beyond the range of a "
+                         "float", metric, out_of_range=True)
+    if isinstance(raw, int):
+        try:
+            return float(raw)
+        except OverflowError:
+            raise _LineError(f"value is an integer of {len(str(abs(raw)))} digits, beyond the "
+                             "range of a float", metric, out_of_range=True) from None
+    if isinstance(raw, float):
+        return raw
     if isinstance(raw, str) and raw in _NON_FINITE:
         return _NON_FINITE[raw]
     raise _LineError(f"value must be a number or 'NaN'/'Infinity'/'-Infinity', got {raw!r:.60}",
@@ -66,6 +100,10 @@ def _value(raw: Any, metric: str) -> float:
 
 
 def _step(raw: Any, metric: str) -> int:
+    if isinstance(raw, _OutOfRange) or (isinstance(raw, int) and not isinstance(raw, bool)
+                                        and raw > MAX_STEP):
+        raise _LineError(f"step {raw!r:.60} is beyond the largest step, 2**63-1", metric,
+                         out_of_range=True)
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
         raise _LineError(f"step must be a non-negative integer, got {raw!r:.60}", metric)
     return raw
@@ -74,7 +112,7 @@ def _step(raw: Any, metric: str) -> int:
 def parse_line(text: str) -> tuple[str, list[tuple[int, float]]]:
     """One record line -> (metric key, points). Raises ``_LineError`` naming the metric if it can."""
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_int=_parse_int)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise _LineError(f"not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})") from None
     if not isinstance(obj, dict):
@@ -147,6 +185,8 @@ def _read_lines(out: RecordSet, name: str, data: bytes) -> None:
                 continue
             bad_metric = exc.metric if isinstance(exc, _LineError) else None
             message = f"{name}:{number}: {exc if isinstance(exc, _LineError) else 'not UTF-8'}"
+            if isinstance(exc, _LineError) and exc.out_of_range:
+                out.out_of_range.append(message)
             if bad_metric is None:
                 out.warnings.append(f"{message}; line skipped")
             else:

@@ -7,8 +7,10 @@ prints a warning and never changes a verdict or stops the run.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,23 @@ from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, Outc
 
 Warn = Callable[[str], None]
 CHECKPOINT_EVERY = 2.0  # seconds between JUnit checkpoints (the final write is always done)
+#: Longest wait for one history write or gate evaluation (seconds); a database that
+#: stops answering must not hold the run, nor its signal handling (issue #17).
+HISTORY_TIMEOUT_ENV = "TESTFLEET_HISTORY_TIMEOUT"
+DEFAULT_HISTORY_TIMEOUT = 60.0
+
+
+class HistoryTimeout(Exception):
+    """A history operation did not finish in time, or the run was interrupted meanwhile."""
+
+
+def history_timeout(environ: dict[str, str]) -> float:
+    raw = environ.get(HISTORY_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_HISTORY_TIMEOUT
+    except ValueError:
+        return DEFAULT_HISTORY_TIMEOUT
+    return value if math.isfinite(value) and value > 0 else DEFAULT_HISTORY_TIMEOUT
 
 
 def current_commit(root: Path, environ: dict[str, str] | None = None) -> str | None:
@@ -74,6 +93,41 @@ class RunHooks:
         self._history = record_history and project is not None
         self._gate = gate and project is not None
         self._last_checkpoint = 0.0
+        self.timeout = history_timeout(env)
+        #: set by the caller: True once the run was asked to stop (a signal arrived)
+        self.interrupted: Callable[[], bool] = lambda: False
+        self._stuck = False  # a history call was abandoned: never touch its store again
+
+    def _bounded(self, what: str, call: Callable[[], Any]) -> Any:
+        """Run ``call`` in a worker thread and wait for it at most ``self.timeout``
+        seconds, giving up at once when the run is interrupted. The database driver
+        blocks in C on a silent server, where neither a timeout nor a signal can reach
+        it; the main thread waiting here stays free to handle the signal."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:  # handed to the caller below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name=f"testfleet-{what}", daemon=True).start()
+        deadline = time.monotonic() + self.timeout
+        while not done.wait(0.05):
+            if self.interrupted():
+                self._stuck = True
+                raise HistoryTimeout(f"{what} abandoned: the run was interrupted")
+            if time.monotonic() > deadline:
+                self._stuck = True
+                raise HistoryTimeout(f"{what} did not finish within {self.timeout:g}s "
+                                     f"(the database stopped answering; ${HISTORY_TIMEOUT_ENV} "
+                                     "sets the limit)")
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
     # -- history ---------------------------------------------------------------------------
 
@@ -96,7 +150,19 @@ class RunHooks:
     def _disable_history(self, exc: BaseException) -> None:
         self._history = False
         self._store = None
-        self.warn(f"history database unavailable, durations of this run are not recorded: {exc}")
+        if self._stuck:  # its connection is held by a stuck thread: never touch it again
+            self._store_cm = None
+        self.warn(f"history database unavailable, durations of this run are not recorded "
+                  f"(verdicts unchanged): {exc}")
+
+    def _reset_store(self) -> None:
+        old_cm, old = self._store_cm, self._store
+        self._store = self._store_cm = None
+        with contextlib.suppress(Exception):
+            if old_cm is not None:
+                old_cm.__exit__(None, None, None)
+            elif old is not None and hasattr(old, "close"):
+                old.close()
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
         self._record(spec, item, attempt, history_outcome(attempt), attempt.reason)
@@ -110,8 +176,7 @@ class RunHooks:
 
     def _record(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
                 reason: str, gate_status: str | None = None, gate_mode: str | None = None) -> None:
-        store = self._open_store()
-        if store is None:
+        if not self._history:
             return
         try:
             from testfleet.store.durations import REASON_MAX, Execution
@@ -123,11 +188,33 @@ class RunHooks:
                 timestamp=time.time(), gate_status=gate_status, gate_mode=gate_mode,
                 reason=reason[:REASON_MAX] or None,
             )
-            store.record_executions([row])
+
+            def record() -> None:
+                store = self._open_store()
+                if store is None:
+                    return
+                try:
+                    store.record_executions([row])
+                except Exception as first:
+                    from testfleet.store.errors import StoreUnavailable
+
+                    if not isinstance(first, StoreUnavailable):
+                        raise
+                    # A dropped connection (server restart, idle cut): reopen once, retry once.
+                    self._reset_store()
+                    store = self._open_store()
+                    if store is not None:
+                        store.record_executions([row])
+
+            self._bounded("history write", record)
         except Exception as exc:
-            self._disable_history(exc)
+            if self._history:
+                self._disable_history(exc)
 
     def close(self) -> None:
+        if self._stuck:  # closing would wait on the connection the stuck thread holds
+            self._store = self._store_cm = None
+            return
         if self._store_cm is not None:
             with contextlib.suppress(Exception):
                 self._store_cm.__exit__(None, None, None)
@@ -152,13 +239,17 @@ class RunHooks:
         except Exception as exc:
             self.warn(f"metric gate could not be loaded, {item.file} not gated: {exc}")
             return None
+        project, record_dir = self.project, attempt.record_dir
         try:
-            res = gate_file(
-                self.project, file=item.file, backend=spec.settings.backend,
-                suite=spec.settings.stage, record_dir=attempt.record_dir,
+            res = self._bounded("metric gate", lambda: gate_file(
+                project, file=item.file, backend=spec.settings.backend,
+                suite=spec.settings.stage, record_dir=record_dir,
                 write_baseline=self.write_baseline, run_id=spec.run_id,
                 ci_run_id=self.ci_run_id, commit=self.commit, database=self.database,
-            )
+            ))
+        except HistoryTimeout as exc:
+            self.warn(f"metric gate on {item.file} gave no verdict (verdict unchanged): {exc}")
+            return None
         except Exception as exc:
             self.warn(f"metric gate failed with an internal error on {item.file} "
                       f"(verdict unchanged): {type(exc).__name__}: {exc}")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testfleet.runner.interrupt import Interrupt
+from testfleet.runner.interrupt import Interrupt, forwarded
 from testfleet.runner.tree import ProcessTree, direct_children, group_alive
 
 READ_SIZE = 64 * 1024
@@ -152,7 +152,7 @@ class _Attempt:
 
     def _stop(self) -> None:
         """Timeout or interrupt: polite signal to the group, grace, then SIGKILL everything."""
-        sig = self.result.interrupted or signal.SIGTERM
+        sig = forwarded(self.result.interrupted) if self.result.interrupted else signal.SIGTERM
         self.tree.poll()
         self.tree.terminate(sig)
         grace_end = time.monotonic() + self.grace

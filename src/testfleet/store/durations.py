@@ -9,6 +9,11 @@ longest recent ``TIMEOUT``, which estimates use as a lower bound.
 Timestamps: ``Execution.timestamp`` is a timezone-aware ``datetime`` or a float
 POSIX epoch (seconds, UTC); ``None`` means "now". It is stored as epoch seconds.
 Naive datetimes are refused: their meaning depends on the machine's zone.
+
+"Newest" means most recently *recorded* first, and only among rows recorded together
+by the timestamp: a timestamp comes from the outside (an imported JUnit file says when
+it ran), and one dated 9999-12-31 would otherwise stay "newest" forever, pinning
+estimates and making ``db prune`` delete the real rows instead of it (issue #17).
 """
 
 from __future__ import annotations
@@ -157,10 +162,10 @@ def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
     if conn.dialect.name == "postgresql":
         lateral = text(
             "SELECT f.file, e.duration FROM unnest(CAST(:files AS text[])) AS f(file) "
-            "CROSS JOIN LATERAL (SELECT x.duration, x.ts, x.id FROM executions x "
+            "CROSS JOIN LATERAL (SELECT x.duration, x.recorded_at, x.ts, x.id FROM executions x "
             f"WHERE x.stage = :stage AND x.file = f.file AND x.outcome IN ({_PASSING_SQL}) "
-            "ORDER BY x.ts DESC, x.id DESC LIMIT :k) AS e "
-            "ORDER BY f.file, e.ts DESC, e.id DESC"
+            "ORDER BY x.recorded_at DESC, x.ts DESC, x.id DESC LIMIT :k) AS e "
+            "ORDER BY f.file, e.recorded_at DESC, e.ts DESC, e.id DESC"
         )
         for i in range(0, len(wanted), 5 * _IN_CHUNK):
             params = {"files": wanted[i:i + 5 * _IN_CHUNK], "stage": stage, "k": window}
@@ -171,7 +176,7 @@ def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
         select(ex.c.duration)
         .where(ex.c.stage == bindparam("stage"), ex.c.file == bindparam("file"),
                ex.c.outcome.in_(PASSING))
-        .order_by(ex.c.ts.desc(), ex.c.id.desc())
+        .order_by(ex.c.recorded_at.desc(), ex.c.ts.desc(), ex.c.id.desc())
         .limit(bindparam("k"))
     )
     for file in wanted:
@@ -213,13 +218,16 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
     # kind 0: one row per passing sample, newest first; kind 1: a single aggregate row,
     # NULL when none of the last :r executions timed out.
     branches = (
-        "SELECT 0 AS kind, p.duration, p.ts, p.id FROM (SELECT x.duration, x.ts, x.id "
+        "SELECT 0 AS kind, p.duration, p.recorded_at, p.ts, p.id FROM (SELECT x.duration, "
+        "x.recorded_at, x.ts, x.id "
         "FROM executions x WHERE x.stage = :stage AND x.file = {file} "
-        f"AND x.outcome IN ({_PASSING_SQL}) ORDER BY x.ts DESC, x.id DESC LIMIT :k) p "
+        f"AND x.outcome IN ({_PASSING_SQL}) ORDER BY x.recorded_at DESC, x.ts DESC, x.id DESC "
+        "LIMIT :k) p "
         "UNION ALL "
-        "SELECT 1 AS kind, MAX(r.duration), NULL, NULL FROM (SELECT y.duration, y.outcome "
+        "SELECT 1 AS kind, MAX(r.duration), NULL, NULL, NULL FROM (SELECT y.duration, y.outcome "
         "FROM executions y WHERE y.stage = :stage AND y.file = {file} "
-        "ORDER BY y.ts DESC, y.id DESC LIMIT :r) r WHERE r.outcome = 'TIMEOUT'"
+        "ORDER BY y.recorded_at DESC, y.ts DESC, y.id DESC LIMIT :r) r "
+        "WHERE r.outcome = 'TIMEOUT'"
     )
     passing: dict[str, list[float]] = {}
     timeouts: dict[str, float] = {}
@@ -236,7 +244,7 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
         lateral = text(
             "SELECT f.file, e.kind, e.duration FROM unnest(CAST(:files AS text[])) AS f(file) "
             f"CROSS JOIN LATERAL ({branches.format(file='f.file')}) AS e "
-            "ORDER BY f.file, e.kind, e.ts DESC, e.id DESC"
+            "ORDER BY f.file, e.kind, e.recorded_at DESC, e.ts DESC, e.id DESC"
         )
         for i in range(0, len(wanted), 5 * _IN_CHUNK):
             params = {"files": wanted[i:i + 5 * _IN_CHUNK], "stage": stage, "k": window, "r": recent}
@@ -244,7 +252,7 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
                 take(file, kind, duration)
     else:
         per_file = text(f"SELECT e.kind, e.duration FROM ({branches.format(file=':file')}) AS e "
-                        "ORDER BY e.kind, e.ts DESC, e.id DESC")
+                        "ORDER BY e.kind, e.recorded_at DESC, e.ts DESC, e.id DESC")
         for file in wanted:
             params = {"stage": stage, "file": file, "k": window, "r": recent}
             for kind, duration in conn.execute(per_file, params):
@@ -293,7 +301,8 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
         raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
     passing = case((ex.c.outcome.in_(PASSING), 1), else_=0)
     rn = func.row_number().over(partition_by=(ex.c.stage, ex.c.file, passing),
-                                order_by=(ex.c.ts.desc(), ex.c.id.desc())).label("rn")
+                                order_by=(ex.c.recorded_at.desc(), ex.c.ts.desc(),
+                                          ex.c.id.desc())).label("rn")
     ranked = select(ex.c.id, ex.c.ts, rn).subquery()
     doomed = select(ranked.c.id).where(
         or_(ranked.c.rn > keep, *([ranked.c.ts < older_than] if older_than is not None else [])))

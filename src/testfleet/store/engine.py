@@ -160,9 +160,42 @@ def create_engine_for(target: Target, *, busy_timeout: float = 10.0, wal: bool =
         return engine
     return create_engine(
         target.url,
-        connect_args={"connect_timeout": max(1, int(busy_timeout))},
-        pool_pre_ping=False,
+        connect_args=pg_connect_args(target.url, busy_timeout),
+        # a connection the server or a proxy dropped is replaced at checkout (once)
+        pool_pre_ping=True,
     )
+
+
+#: Server-side limits for every PostgreSQL session (milliseconds).
+PG_STATEMENT_TIMEOUT_MS = 60_000
+PG_LOCK_TIMEOUT_MS = 15_000
+PG_IDLE_IN_TRANSACTION_MS = 120_000
+#: Unacknowledged data older than this kills the connection (network gone).
+PG_TCP_USER_TIMEOUT_MS = 30_000
+
+
+def pg_connect_args(url: str, busy_timeout: float = 10.0) -> dict[str, Any]:
+    """libpq settings so that a server that stops answering cannot hold a run forever:
+    statement and lock timeouts (the server gives up), TCP keepalives and
+    ``tcp_user_timeout`` (the client notices a dead peer). A server that keeps the
+    connection but never answers is bounded by the runner's history timeout
+    (runner/hooks.py). The URL's own ``options`` (e.g. a search_path) are kept."""
+    from sqlalchemy.engine import make_url
+
+    own = make_url(url).query.get("options")
+    existing = own if isinstance(own, str) else " ".join(own or ())
+    limits = (f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS} "
+              f"-c lock_timeout={PG_LOCK_TIMEOUT_MS} "
+              f"-c idle_in_transaction_session_timeout={PG_IDLE_IN_TRANSACTION_MS}")
+    return {
+        "connect_timeout": max(1, int(busy_timeout)),
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": PG_TCP_USER_TIMEOUT_MS,
+        "options": f"{existing} {limits}".strip(),
+    }
 
 
 def translate(exc: BaseException, target: Target) -> StoreError:

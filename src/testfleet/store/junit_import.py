@@ -28,6 +28,8 @@ from testfleet.registry.model import MAX_EST_TIME
 from testfleet.store.durations import Execution
 
 MAX_BYTES = 256 * 1024 * 1024
+#: Clock skew tolerated between the machine that wrote a JUnit file and this one.
+FUTURE_SKEW = 300.0
 _RANK = {"PASSED": 0, "NOT_RUN": -1, "FAILED": 2, "ERROR": 3}
 
 
@@ -53,8 +55,15 @@ class ImportResult:
     matched_cases: int = 0
 
 
-def read_cases(path: Path) -> list[Case]:
-    """Every testcase in a JUnit file; raises :class:`UsageError` on bad input."""
+def read_cases(path: Path, *, now: float | None = None) -> list[Case]:
+    """Every testcase in a JUnit file; raises :class:`UsageError` on bad input.
+
+    A ``timestamp`` in the future (beyond a few minutes of clock skew) is refused:
+    it cannot be when the tests ran, and history must not hold a date nothing
+    real can ever be newer than."""
+    import time
+
+    now = time.time() if now is None else now
     from junitparser import Error, Failure, Skipped, TestCase
 
     try:
@@ -110,6 +119,10 @@ def read_cases(path: Path) -> list[Case]:
 
     for suite in root.iter("testsuite"):
         stamp = _timestamp(suite.get("timestamp"))
+        if stamp is not None and stamp > now + FUTURE_SKEW:
+            problems.append(f"testsuite {suite.get('name') or '<unnamed>'}: timestamp "
+                            f"{suite.get('timestamp')!r:.60} is in the future")
+            stamp = None
         for elem in suite.findall("testcase"):
             take(elem, stamp)
     for elem in root.iter("testcase"):
