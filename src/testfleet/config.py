@@ -121,6 +121,61 @@ class BackendConfig(_Strict):
         return v
 
 
+# --- marker signatures (#12): a project's own marker keywords, described in config ---
+
+# Keyword types a marker signature may declare; ``None`` is accepted for each
+# (a Python default of None means "not given").
+KEYWORD_TYPES = ("str", "int", "number", "bool", "list[str]")
+# The keywords every registration marker understands; a signature may reorder the
+# positional ones and add its own.
+BASE_KEYWORDS = ("est_time", "suite", "labels", "nightly", "disabled")
+
+
+class MarkerSignature(_Strict):
+    """How a project's marker is called: ``[tool.testfleet.markers.<marker>]``
+    (``"*"`` applies to every registration marker without a table of its own)."""
+
+    positional: list[str] = Field(default_factory=lambda: ["est_time", "suite"])
+    keywords: dict[str, Literal["str", "int", "number", "bool", "list[str]"]] = Field(default_factory=dict)
+    suite_template: str | None = None
+    ignore: list[str] = Field(default_factory=list)
+    allow_zero_est_time: bool = False
+    allow_empty_suite: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MarkerSignature:
+        import string
+
+        known = set(BASE_KEYWORDS) | set(self.keywords) | set(self.ignore)
+        for name in [*self.keywords, *self.ignore]:
+            if not name.isidentifier():
+                raise ValueError(f"keyword {name!r} is not a Python identifier")
+        clash = sorted(set(BASE_KEYWORDS) & (set(self.keywords) | set(self.ignore)))
+        if clash:
+            raise ValueError(f"{', '.join(map(repr, clash))} is a built-in keyword; declare only extra ones")
+        both = sorted(set(self.keywords) & set(self.ignore))
+        if both:
+            raise ValueError(f"{', '.join(map(repr, both))} is both declared and ignored")
+        for name in self.positional:
+            if name not in known or name in self.ignore:
+                raise ValueError(f"positional {name!r} is not a keyword of this marker; "
+                                 f"valid: {', '.join(sorted(known - set(self.ignore)))}")
+        if len(set(self.positional)) != len(self.positional):
+            raise ValueError("positional lists a keyword twice")
+        if self.suite_template is not None:
+            try:
+                fields = [f for _, f, _, _ in string.Formatter().parse(self.suite_template) if f is not None]
+            except ValueError as exc:
+                raise ValueError(f"suite_template {self.suite_template!r}: {exc}") from None
+            if not fields:
+                raise ValueError("suite_template names no keyword (write e.g. \"{stage}-test-{runner_config}\")")
+            for name in fields:
+                if self.keywords.get(name) not in ("str", "int"):
+                    raise ValueError(f"suite_template field {{{name}}} must be a declared keyword of "
+                                     "type str or int")
+        return self
+
+
 class StageConfig(_Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
@@ -380,6 +435,8 @@ class CheckConfig(_Strict):
     # Extra regular expressions that count as a tracking reference (e.g. Jira ``FLEET-\d+``).
     reference_patterns: RegexList = Field(default_factory=list)
     python_main_check: bool = True
+    # suppressions (#12): glob of repo-relative paths -> finding codes silenced in those files
+    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
 
 
 class Config(_Strict):
@@ -397,6 +454,8 @@ class Config(_Strict):
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     gate: GateConfig = Field(default_factory=GateConfig)
     check: CheckConfig = Field(default_factory=CheckConfig)
+    # marker signatures (#12)
+    markers: dict[str, MarkerSignature] = Field(default_factory=dict)
 
     @field_validator("roots")
     @classmethod
@@ -624,6 +683,12 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                                  f"{marker!r} is already the marker of {seen[marker]!r}"))
             if isinstance(marker, str):
                 seen[marker] = str(backend)
+    raw_markers = data.get("markers")
+    for marker in raw_markers if isinstance(raw_markers, Mapping) else {}:
+        if marker != "*" and marker not in seen:
+            problems.append((f"markers.{marker}",
+                             f"{marker!r} is not a registration marker{_did_you_mean(str(marker), seen)}; "
+                             f"valid: {', '.join(sorted(seen))} or '*' (every marker)"))
     return problems
 
 

@@ -87,10 +87,11 @@ CASES = [
     Case("gpu-empty-labels", IMP + 'register_rocm_ci(5, "stage-c-4-gpu-mi300x", labels=[])\n', 2,
          "labels-required", "rocm registrations need at least one label"),
     Case("two-cuda", IMP + 'register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n'
-         'register_cuda_ci(9, "stage-c-4-gpu-h200", labels=["fsdp"])\n', 3, "duplicate-backend",
-         "second cuda registration in this file (register_cuda_ci here, register_cuda_ci at line 2)"),
+         'register_cuda_ci(9, "stage-c-4-gpu-h200", labels=["fsdp"])\n', 3, "duplicate-stage",
+         "second cuda registration of this file for stage 'stage-c-4-gpu-h200' (register_cuda_ci here, "
+         "register_cuda_ci at line 2)"),
     Case("amd-alias-twice", IMP + 'register_rocm_ci(5, "stage-c-4-gpu-mi300x", labels=["amd"])\n'
-         'register_amd_ci(5, "stage-c-4-gpu-mi300x", labels=["amd"])\n', 3, "duplicate-backend",
+         'register_amd_ci(5, "stage-c-4-gpu-mi300x", labels=["amd"])\n', 3, "duplicate-stage",
          "second rocm registration"),
     Case("unregistered", "def test_x():\n    pass\n", 0, "unregistered", "test file has no registration"),
     Case("gpu-in-implicit", IMP + 'register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n', 2,
@@ -98,9 +99,10 @@ CASES = [
     Case("aliased-import", "from testfleet import register_cuda_ci as rc\n\n"
          'rc(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n', 1, "marker-not-read",
          "register_cuda_ci is imported as 'rc'"),
-    Case("call-in-function", IMP + "\n\ndef setup():\n"
-         '    register_cpu_ci(5, "stage-a-cpu")\n', 5, "marker-not-read",
-         "register_cpu_ci(...) is called inside `def setup():` (line 4), not at module level"),
+    Case("call-in-function", CPU + 'register_cpu_ci(5, "stage-a-cpu")\n\n\ndef setup():\n'
+         '    register_cpu_ci(5, "stage-a-cpu")\n', 6, "marker-in-function",
+         "register_cpu_ci(...) is called inside `def setup():` (line 5), not at module level",
+         severity="warning"),
     Case("call-in-if", IMP + "import os\nif os.environ.get('GPU'):\n"
          '    register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n'
          'register_cpu_ci(5, "stage-a-cpu")\n', 4, "marker-not-read",

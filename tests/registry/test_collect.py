@@ -113,7 +113,7 @@ def test_gate_in_function_is_reported(tree) -> None:
            'def test_x():\n    register_ci_gate(metric_key="x")\n')
     registry = collect(tree({"tests/unit/test_g.py": src}), use_cache=False)
     assert [(f.line, f.code) for f in registry.findings if f.file == "tests/unit/test_g.py"] == [
-        (4, "marker-not-read")]
+        (4, "marker-in-function")]
 
 
 def test_extra_backend_from_config(tree) -> None:

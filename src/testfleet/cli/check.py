@@ -74,6 +74,15 @@ def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, li
             name = getattr(producer, "__qualname__", repr(producer))
             findings.append(Finding("", 0, 0, "error", "internal",
                                     f"validator {name} failed: {type(exc).__name__}: {exc}"))
+    ignores = project.config.check.per_file_ignores
+    if registry.suppressions or ignores:
+        from testfleet.registry.suppress import apply_suppressions
+
+        config_name = project.config_path.name
+        findings, _, problems = apply_suppressions(
+            [*findings, *registry.suppressed], registry.suppressions,
+            [(glob, tuple(codes)) for glob, codes in ignores.items()], config_name=config_name)
+        findings.extend(problems)
     return registry, sorted(set(findings))
 
 

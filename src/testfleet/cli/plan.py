@@ -17,21 +17,37 @@ from testfleet.cli._common import (
 )
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
+from testfleet.findings import Finding
 from testfleet.planning.formats import FORMATS, render_table
 
 MAX_FINDINGS_SHOWN = 20
 
 
 class RegistryInvalid(TestfleetError):
-    """The tree has registration errors; planning on it would hide tests."""
+    """The tree has registration errors and ``--strict`` asked for no plan at all."""
+
+    exit_code = 1
+
+
+class TreeHasErrors(TestfleetError):
+    """The plan was made and written, but the tree has errors (exit 1, after the output)."""
 
     exit_code = 1
 
 
 def _annotation(message: str) -> str:
-    """A GitHub ``::warning::`` command whose data cannot start a second command."""
+    """A GitHub ``::warning::`` command whose data cannot start a second command; a warning that
+    repeats on every run with nothing to fix (see :func:`is_note`) is a ``::notice::``."""
     data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::warning title=testfleet plan::{data}"
+    kind = "notice" if is_note(message) else "warning"
+    return f"::{kind} title=testfleet plan::{data}"
+
+
+def is_note(message: str) -> bool:
+    """Warnings that every run repeats without anything to fix: a PR label that is not a CI
+    label, and a project that has no history database yet."""
+    return ((message.startswith("PR label ") and "lacks the prefix" in message)
+            or message.startswith("no history database at "))
 
 
 @click.command("plan")
@@ -44,11 +60,19 @@ def _annotation(message: str) -> str:
 @click.option("--plan-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
               metavar="PATH", help="Also write the plan JSON to PATH, whatever --format is.")
 @database_option("Duration estimates come from it; unavailable history falls back to est_time.")
+@click.option("--strict", is_flag=True,
+              help="Make no plan at all when the tree has registration errors (default: plan what is "
+                   "valid, give each invalid registration the fate 'invalid', exit 1).")
 @click.pass_context
 def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
-            plan_file: Path | None, database: str | None) -> int:
+            plan_file: Path | None, database: str | None, strict: bool) -> int:
     """Resolve a CI trigger into a plan: jobs per stage and shard, and for every
     registration not in a job the one reason why.
+
+    \b
+    Exit status: 0 plan made, tree clean; 1 plan made and written, but the tree
+    has registration errors (each invalid registration has the fate 'invalid';
+    with --strict: no plan); 2 usage or configuration error.
 
     \b
     Examples:
@@ -65,16 +89,9 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     base = ctx.find_root().obj.directory
     request = build_request(project, base, trigger_options)
     registry = collect(project)
-    if not registry.ok:
-        errors = [f for f in registry.findings if f.severity == "error"]
-        shown = "\n".join("  " + f.render() for f in errors[:MAX_FINDINGS_SHOWN])
-        more = len(errors) - MAX_FINDINGS_SHOWN
-        raise RegistryInvalid(
-            f"the tree has {len(errors)} registration error(s); fix them before planning "
-            f"('testfleet check' lists them all):\n{shown}"
-            + (f"\n  ... and {more} more" if more > 0 else ""),
-            errors,
-        )
+    errors = [f for f in registry.findings if f.severity == "error"]
+    if errors and strict:
+        raise RegistryInvalid(_errors_message(errors, "fix them before planning (--strict)"), errors)
 
     # Measured durations (median/p90 of recent passing runs per file and stage); when
     # history is unavailable the literals are used and the plan's warnings say so.
@@ -95,6 +112,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     else:
         text = FORMATS[fmt](plan)
 
+    annotated = False
     if output is not None:
         write_output(output if output.is_absolute() else base / output, text.encode("utf-8"))
     elif fmt == "github" and os.environ.get("GITHUB_OUTPUT"):
@@ -107,12 +125,34 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
                              f"{exc.strerror or exc}") from None
         for warning in plan.warnings:
             click.echo(_annotation(warning))
+        annotated = True
         click.echo(f"testfleet: {len(plan.jobs)} job(s) in {plan.waves} wave(s) written to "
                    f"$GITHUB_OUTPUT; {len(plan.holes)} coverage hole(s)")
     else:
         click.echo(text, nl=False)
 
-    if fmt != "table":
+    if fmt != "table" and not annotated:  # under GitHub Actions each warning is shown once
         for warning in plan.warnings:
-            click.echo(f"testfleet: warning: {warning}", err=True)
+            click.echo(f"testfleet: {'note' if is_note(warning) else 'warning'}: {warning}", err=True)
+    if errors:
+        # The plan is out; now say loudly that the tree is broken, so that a pull request
+        # introducing an error cannot pass a required check.
+        summary = (f"the tree has {len(errors)} registration error(s); {len(registry.invalid)} "
+                   "invalid registration(s) are in no job (fate 'invalid')")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            click.echo(_error_annotation(summary + "; run 'testfleet check'"))
+        raise TreeHasErrors(_errors_message(errors, "the plan above leaves them out"), errors)
     return 0
+
+
+def _error_annotation(message: str) -> str:
+    data = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::error title=testfleet plan::{data}"
+
+
+def _errors_message(errors: list[Finding], tail: str) -> str:
+    shown = "\n".join("  " + f.render() for f in errors[:MAX_FINDINGS_SHOWN])
+    more = len(errors) - MAX_FINDINGS_SHOWN
+    return (f"the tree has {len(errors)} registration error(s); {tail} "
+            f"('testfleet check' lists them all):\n{shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""))

@@ -34,6 +34,9 @@ REASONS = (
     "not-selected-by-labels",
     "stage-unaffected",
     "not-requested",
+    # #12: a marker call the registry rejected; a registration with suite "" (run by path only)
+    "invalid",
+    "path-only",
 )
 SOURCES = ("history", "est_time")
 #: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 
 from testfleet.commands import AUTO, Style, resolve
@@ -24,6 +25,7 @@ from testfleet.planning.model import (
     Job,
     Plan,
     PlannedTest,
+    Skipped,
     StageSummary,
     rounded,
     seal,
@@ -100,15 +102,44 @@ def _shard_count(name: str, config: Config, seconds: list[float],
     return n
 
 
-def _hole_cause(name: str, config: Config, regs: list[Registration]) -> str | None:
+def _hole_cause(name: str, config: Config, regs: list[Registration], invalid: int = 0) -> str | None:
     stage = config.stages[name]
+    rejected = (f"{invalid} registration{' for this stage is' if invalid == 1 else 's for this stage are'} "
+                "invalid") if invalid else ""
     if stage.disabled is not None:
         return f"the stage is dormant: {stage.disabled}"
     if not regs:
-        return "no test file registers it"
+        return rejected or "no test file registers it"
     if all(r.disabled for r in regs):
-        return f"all {len(regs)} registration(s) are disabled"
-    return None
+        return f"all {len(regs)} registration(s) are disabled" + (f"; {rejected}" if rejected else "")
+    return rejected or None
+
+
+def _bind_path_only(registrations: list[Registration], config: Config,
+                    request: PlanRequest) -> list[Registration]:
+    """A path-only registration (suite "") named by --file runs on each requested stage of its backend."""
+    if not request.files or not request.stages:
+        return registrations
+    files = set(request.files)
+    out: list[Registration] = []
+    for reg in registrations:
+        if reg.suite == "" and reg.file in files:
+            stages = [n for n in request.stages if n in config.stages and config.stages[n].backend == reg.backend]
+            taken = {r.suite for r in registrations if r.file == reg.file and r.backend == reg.backend}
+            bound = [replace(reg, suite=n) for n in stages if n not in taken]
+            if bound:
+                out.extend(bound)
+                continue
+        out.append(reg)
+    return out
+
+
+def _invalid_fates(registry: Registry | Sequence[Registration]) -> list[Skipped]:
+    """Every rejected marker call gets the fate ``invalid`` with its error (#12: errors are fates)."""
+    if not isinstance(registry, Registry):
+        return []
+    return [Skipped(bad.file, bad.backend, bad.suite, "invalid",
+                    f"line {bad.line}: {bad.message} ({bad.code})") for bad in registry.invalid]
 
 
 def make_plan(
@@ -147,6 +178,8 @@ def make_plan(
                                "every stage is unauthorized")
     warnings = [*policy_warnings, *warnings]
     validate_request(config, registrations, request)
+    registrations = _bind_path_only(registrations, config, request)
+    invalid = _invalid_fates(registry)
 
     stages_of_file: dict[str, set[str]] = defaultdict(set)
     for reg in registrations:
@@ -157,6 +190,7 @@ def make_plan(
     )
     sel = select(config, registrations, policy, request, impact, denied, trust_config)
     warnings.extend(sel.warnings)
+    sel.skipped.extend(invalid)
 
     waves = stage_waves(config)
     by_stage: dict[str, list[Registration]] = defaultdict(list)
@@ -208,8 +242,10 @@ def make_plan(
         total = sum(seconds)
         makespan = max((sum(sec for _, sec in g) for g in groups), default=0.0)
         lower = max(max(seconds, default=0.0), total / len(groups)) if groups else 0.0
-        cause = _hole_cause(name, config, regs)
-        if cause:
+        cause = _hole_cause(name, config, regs, skip_counts[name].get("invalid", 0))
+        if cause and any(not r.disabled for r in regs) and stage.disabled is None:
+            hole_warnings.append(f"coverage hole: stage {name} ({stage.backend}) is missing tests: {cause}")
+        elif cause:
             hole_warnings.append(f"coverage hole: stage {name} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
         counts: dict[str, int] = {
@@ -233,7 +269,7 @@ def make_plan(
     for summary in summaries:
         by_backend[summary.backend].append(summary)
     for backend, members in sorted(by_backend.items()):
-        if all(m.hole for m in members):
+        if all(m.hole and (m.counts.get("enabled", 0) == 0 or m.status == "dormant") for m in members):
             warnings.append(f"backend {backend} has no enabled coverage at all "
                             f"({len(members)} stage(s), every one a coverage hole)")
     per_wave = Counter(j.wave for j in jobs)
@@ -271,7 +307,7 @@ def make_plan(
         warnings=tuple(_dedupe(warnings)),
         trust=trust_json,
     )
-    check_invariants(plan, registrations)
+    check_invariants(plan, registrations, invalid)
     return seal(plan)
 
 
@@ -280,9 +316,12 @@ def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def check_invariants(plan: Plan, registrations: Sequence[Registration]) -> None:
-    """Every registration exactly once across jobs and skipped; no empty job; holes reported."""
+def check_invariants(plan: Plan, registrations: Sequence[Registration],
+                     invalid: Sequence[Skipped] = ()) -> None:
+    """Every registration (and rejected call) exactly once across jobs and skipped; no empty job;
+    holes reported."""
     want = Counter([(r.file, r.suite) for r in registrations])
+    want.update((s.file, s.suite) for s in invalid)
     got: Counter[tuple[str, str]] = Counter([(s.file, s.suite) for s in plan.skipped])
     for job in plan.jobs:
         if not job.tests:

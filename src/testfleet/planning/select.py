@@ -66,8 +66,13 @@ def validate_request(config: Config, registrations: Sequence[Registration],
         regs = by_file.get(path)
         if not regs:
             raise UsageError(f"--file {path}: not a registered test file (see 'testfleet list')")
+        if all(r.suite == "" for r in regs) and not request.stages:
+            backends = sorted({r.backend for r in regs})
+            choices = sorted(n for n, st in config.stages.items() if st.backend in backends)
+            raise UsageError(f"--file {path} is registered by path only (suite \"\"): name the stage "
+                             f"to run it on with --stage ({', '.join(choices[:12]) or 'no stage of its backend'})")
         if request.stages:
-            regs = [r for r in regs if r.suite in request.stages]
+            regs = [r for r in regs if r.suite in request.stages or r.suite == ""]
             if not regs:
                 raise UsageError(
                     f"--file {path}: not registered on the requested stage(s) "
@@ -108,6 +113,10 @@ def select(
         sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, reason, detail))
 
     for reg in sorted(registrations, key=lambda r: (r.file, r.backend, r.suite)):
+        if reg.suite == "":
+            skip(reg, "path-only", "suite \"\": run by path only, never scheduled by a stage "
+                                   "(plan it with --file FILE --stage STAGE)")
+            continue
         stage = config.stages.get(reg.suite)
         if stage is None or stage.backend != reg.backend:
             raise UsageError(
@@ -186,7 +195,8 @@ def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selecti
               denied: Mapping[str, str]) -> None:
     reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
     for s in sel.skipped:
-        reasons[s.suite][s.reason] += 1
+        if s.suite in reasons:
+            reasons[s.suite][s.reason] += 1
     for name, stage in config.stages.items():
         if name in sel.status:
             continue

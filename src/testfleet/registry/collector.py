@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.discover import StatKey, discover, strays
-from testfleet.registry.model import GateCall, Registration, Registry
+from testfleet.registry.model import GateCall, InvalidRegistration, Registration, Registry
 from testfleet.registry.parallel import two_way_map
 from testfleet.registry.result import FileResult
 from testfleet.registry.rules import ImplicitRule, Rules
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from testfleet.config import Project
 
 _INF = float("inf")
-_REG_ORDER = attrgetter("file", "backend")
+_REG_ORDER = attrgetter("file", "backend", "suite")
 
 
 def collect(project: Project, *, use_cache: bool = True, thorough: bool = False) -> Registry:
@@ -72,6 +72,10 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         registry.registrations.extend(result.registrations)
         registry.gates.extend(result.gates)
         registry.findings.extend(result.findings)
+        if result.invalid:
+            registry.invalid.extend(result.invalid)
+        if result.suppressions:
+            registry.suppressions[rel] = result.suppressions
 
     for rel in registry.files:
         st = found.files[rel]
@@ -114,13 +118,19 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         body, extra = cache.encode_table(kept, new_stats, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
-    registry.findings.extend(_unused_stages(settings, registry.registrations))
+    registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
     if thorough:
         from testfleet.registry.syntax import syntax_findings
 
         registry.findings.extend(syntax_findings(root, cache_dir, registry, use_cache=use_cache))
         registry.findings.extend(strays(root, roots, rules, exclude, cache_dir, settings.exclude_regex))
+    if registry.suppressions or rules.per_file_ignores:
+        from testfleet.registry.suppress import apply_suppressions
+
+        registry.findings, registry.suppressed, _ = apply_suppressions(
+            registry.findings, registry.suppressions, rules.per_file_ignores)
     registry.registrations.sort(key=_REG_ORDER)
+    registry.invalid.sort()
     registry.gates.sort(key=lambda g: (g.file, g.line))
     registry.findings.sort()
     return registry
@@ -262,18 +272,20 @@ def _encode(result: FileResult, racy: str | None, rules: Rules) -> Any:
         return index if racy is None else [racy, index]
     regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit]
             for r in result.registrations]
-    if not result.gates and not result.findings:
+    if not result.gates and not result.findings and not result.invalid and not result.suppressions:
         return [racy, [regs]]
     return [racy, [
         regs,
         [[g.line, g.col, src, g.positional, list(g.non_literal)]
          for g, src in zip(result.gates, result.gate_sources, strict=True)],
         [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
+        [[i.backend, i.suite, i.line, i.col, i.code, i.message] for i in result.invalid],
+        [[line, list(codes)] for line, codes in result.suppressions.items()],
     ]]
 
 
 def _plain_implicit(result: FileResult, rules: Rules) -> int | None:
-    if result.gates or result.findings or len(result.registrations) != 1:
+    if result.gates or result.findings or result.invalid or result.suppressions or len(result.registrations) != 1:
         return None
     reg = result.registrations[0]
     if not reg.implicit:
@@ -300,15 +312,17 @@ def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
     Any surprise raises (TypeError/ValueError), which the caller turns into a miss.
     """
     out = FileResult()
-    if type(payload) is not list or len(payload) not in (1, 3):
+    if type(payload) is not list or len(payload) not in (1, 5):
         raise TypeError("bad payload")
-    regs, gates, finds = payload if len(payload) == 3 else (payload[0], [], [])
-    if type(regs) is not list or type(gates) is not list or type(finds) is not list:
+    regs, gates, finds, invalid, supp = payload if len(payload) == 5 else (payload[0], [], [], [], [])
+    if (type(regs) is not list or type(gates) is not list or type(finds) is not list
+            or type(invalid) is not list or type(supp) is not list):
         raise TypeError("bad payload")
     append = out.registrations.append
     for backend, suite, est, line, col, labels, nightly, disabled, implicit in regs:
-        if not (type(backend) is str and backend in rules.gpu and type(suite) is str and suite in rules.stages
-                and type(est) in (int, float) and 0 < est < _INF and type(line) is int and type(col) is int
+        if not (type(backend) is str and backend in rules.gpu and type(suite) is str
+                and (suite in rules.stages or suite == "")
+                and type(est) in (int, float) and 0 <= est < _INF and type(line) is int and type(col) is int
                 and type(labels) is list and type(nightly) is bool and type(implicit) is bool
                 and (disabled is None or type(disabled) is str)):
             raise TypeError("bad registration")
@@ -331,21 +345,38 @@ def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
         if severity not in ("error", "warning"):
             raise ValueError("bad severity")
         out.findings.append(Finding(rel, _int(line), _int(col), severity, _str(code), _str(message)))
+    for backend, suite, line, col, code, message in invalid:
+        out.invalid.append(InvalidRegistration(rel, _str(backend), _str(suite), _int(line), _int(col),
+                                               _str(code), _str(message)))
+    for line, codes in supp:
+        if type(codes) is not list:
+            raise TypeError("bad suppression")
+        out.suppressions[_int(line)] = tuple(_str(c) for c in codes)
     return out
 
 
-def _unused_stages(settings: Settings, registrations: list[Registration]) -> list[Finding]:
+def _unused_stages(settings: Settings, registrations: list[Registration],
+                   invalid: list[InvalidRegistration]) -> list[Finding]:
     used = {r.suite for r in registrations}
+    rejected: dict[str, int] = {}
+    for bad in invalid:
+        rejected[bad.suite] = rejected.get(bad.suite, 0) + 1
     name = settings.config_name
     out = []
     for stage in sorted(settings.rules.stages):
         if stage in used:
             continue
-        out.append(Finding(
-            name, _stage_line(settings.raw_config_text, stage), 0, "warning", "unused-stage",
-            f"stage {stage!r} is configured but no test registers for it; register tests with "
-            f"suite={stage!r} or remove the stage", key=f"stages.{stage}",
-        ))
+        n = rejected.get(stage, 0)
+        if n:
+            # Registrations exist but were rejected: say so, the fix is in the test files.
+            message = (f"stage {stage!r} has no valid registration: {n} registration"
+                       f"{' for this stage is' if n == 1 else 's for this stage are'} invalid "
+                       "(see their errors; 'testfleet check' lists them)")
+        else:
+            message = (f"stage {stage!r} is configured but no test registers for it; register tests with "
+                       f"suite={stage!r} or remove the stage")
+        out.append(Finding(name, _stage_line(settings.raw_config_text, stage), 0, "warning", "unused-stage",
+                           message, key=f"stages.{stage}"))
     return out
 
 

@@ -46,6 +46,28 @@ class Registration:
         }
 
 
+@dataclass(frozen=True, order=True)
+class InvalidRegistration:
+    """A marker call that could not become a registration (#12: errors are fates).
+
+    It keeps what could be read (backend, and the suite when it was a string) and
+    the first error found, so a plan gives it the fate ``invalid`` and counts it
+    as a hole of its stage instead of refusing to plan the whole tree.
+    """
+
+    file: str
+    backend: str
+    suite: str
+    line: int
+    col: int
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "backend": self.backend, "suite": self.suite,
+                "code": self.code, "message": self.message}
+
+
 @dataclass(frozen=True)
 class GateCall:
     """A ``register_ci_gate(...)`` call as found in a file, arguments still literal.
@@ -71,6 +93,12 @@ class Registry:
     gates: list[GateCall] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    # marker calls rejected by validation; each also has its error in ``findings``
+    invalid: list[InvalidRegistration] = field(default_factory=list)
+    # per file, line -> codes of its ``# testfleet: ignore[...]`` comments
+    suppressions: dict[str, dict[int, tuple[str, ...]]] = field(default_factory=dict)
+    # findings a suppression silenced (``check`` needs them to know which suppressions were used)
+    suppressed: list[Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

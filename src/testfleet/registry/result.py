@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from testfleet.findings import Finding
-from testfleet.registry.model import GateCall, Registration
+from testfleet.registry.model import GateCall, InvalidRegistration, Registration
 
 
 class FileResult:
@@ -15,10 +15,12 @@ class FileResult:
     rebuild :class:`GateCall` exactly.
     """
 
-    __slots__ = ("findings", "gate_sources", "gates", "registrations")
+    __slots__ = ("findings", "gate_sources", "gates", "invalid", "registrations", "suppressions")
 
     def __init__(self, registrations: list[Registration] | None = None) -> None:
         self.registrations: list[Registration] = registrations if registrations is not None else []
         self.gates: list[GateCall] = []
         self.findings: list[Finding] = []
         self.gate_sources: list[dict[str, str]] = []
+        self.invalid: list[InvalidRegistration] = []
+        self.suppressions: dict[int, tuple[str, ...]] = {}

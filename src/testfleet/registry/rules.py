@@ -15,6 +15,41 @@ POSITIONAL = ("est_time", "suite")
 
 
 @dataclass(frozen=True)
+class Signature:
+    """A marker's calling convention (``[tool.testfleet.markers.<marker>]``).
+
+    ``extra`` holds (keyword, type) pairs beyond :data:`KEYWORDS`; the suite is
+    composed from ``suite_template`` when the call gives its fields instead of ``suite``.
+    """
+
+    positional: tuple[str, ...] = POSITIONAL
+    extra: tuple[tuple[str, str], ...] = ()
+    suite_template: str | None = None
+    ignore: tuple[str, ...] = ()
+    allow_zero_est_time: bool = False
+    allow_empty_suite: bool = False
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return KEYWORDS + tuple(name for name, _ in self.extra) + self.ignore
+
+    @property
+    def template_fields(self) -> tuple[str, ...]:
+        if self.suite_template is None:
+            return ()
+        import string
+
+        return tuple(f for _, f, _, _ in string.Formatter().parse(self.suite_template) if f is not None)
+
+    def to_json(self) -> list[object]:
+        return [list(self.positional), [list(e) for e in self.extra], self.suite_template, list(self.ignore),
+                self.allow_zero_est_time, self.allow_empty_suite]
+
+
+DEFAULT_SIGNATURE = Signature()
+
+
+@dataclass(frozen=True)
 class StageRule:
     name: str
     backend: str
@@ -54,6 +89,18 @@ class Rules:
     pattern_text: str
     python_main_check: bool
     gate_marker: str = "register_ci_gate"
+    signatures: tuple[tuple[str, Signature], ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def signature_of(self, marker: str) -> Signature:
+        """The marker's own signature, else the ``"*"`` one, else the built-in one."""
+        fallback = DEFAULT_SIGNATURE
+        for name, sig in self.signatures:
+            if name == marker:
+                return sig
+            if name == "*":
+                fallback = sig
+        return fallback
 
     def implicit_for(self, rel: str) -> ImplicitRule | None:
         """The deepest implicit directory holding ``rel`` whose pattern matches it."""
@@ -115,4 +162,10 @@ def build_rules(config: Config) -> Rules:
         pattern_text=config.pattern,
         python_main_check=config.check.python_main_check,
         gate_marker=GATE_MARKER,
+        signatures=tuple(sorted(
+            (name, Signature(tuple(sig.positional), tuple(sorted(sig.keywords.items())), sig.suite_template,
+                             tuple(sig.ignore), sig.allow_zero_est_time, sig.allow_empty_suite))
+            for name, sig in config.markers.items()
+        )),
+        per_file_ignores=tuple((glob, tuple(codes)) for glob, codes in config.check.per_file_ignores.items()),
     )

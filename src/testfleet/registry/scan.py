@@ -49,6 +49,9 @@ _MAIN = re.compile(
 )
 _NEXT_TOP = re.compile(r"^[^\s#]", re.MULTILINE)
 _CALLISH = re.compile(r"[\w)\]]\s*\(")
+# ``# testfleet: ignore[code, code]`` (#12 suppressions); group 1 is None for a bare ``ignore``.
+_SUPPRESS = re.compile(r"#[ \t]*testfleet:[ \t]*ignore(?:\[([^\]\n]*)\])?")
+_FUNC_HEADER = re.compile(r"(?:async[ \t]+)?def[ \t]")
 
 # Occurrence kinds that are not a top-level call (the validator explains each).
 INDENTED_CALL = "indented-call"
@@ -82,6 +85,7 @@ class Occurrence:
     col: int
     kind: str
     detail: str = ""
+    in_function: bool = False
 
 
 @dataclass
@@ -93,6 +97,8 @@ class FileScan:
     syntax_errors: list[tuple[int, int, str]] = field(default_factory=list)
     has_main_call: bool = False
     decode_error: str | None = None
+    # line -> codes named by a ``# testfleet: ignore[...]`` comment there (empty: no codes given)
+    suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 def marker_pattern(names: frozenset[str] | set[str]) -> re.Pattern[str]:
@@ -139,12 +145,15 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
     result = FileScan()
     has_marker = may_hold_marker(data, needles)
     has_main = b"__main__" in data
-    if not has_marker and not has_main and data.isascii():
+    has_suppression = b"testfleet:" in data
+    if not has_marker and not has_main and not has_suppression and data.isascii():
         return result
     text, error = decode(data)
     if text is None:
         result.decode_error = error
         return result
+    if has_suppression:
+        result.suppressions = suppressions(text)
     if has_main:
         result.has_main_call = _main_calls_something(text)
     if not has_marker:
@@ -160,6 +169,37 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
             continue
         _classify(text, start, end, name, depth, result)
     return result
+
+
+def suppressions(text: str) -> dict[int, tuple[str, ...]]:
+    """Line -> codes of each ``# testfleet: ignore[...]`` comment (a bare ``ignore``: no codes)."""
+    out: dict[int, tuple[str, ...]] = {}
+    for m in _SUPPRESS.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        codes = tuple(c.strip() for c in (m.group(1) or "").split(",") if c.strip())
+        out[line] = out.get(line, ()) + codes
+    return out
+
+
+def _in_function(text: str, line_start: int) -> bool:
+    """Is the statement on this line inside a ``def`` (walking out through less-indented
+    headers up to module level)? A marker used in a unit test of the marker itself."""
+    eol = text.find("\n", line_start)
+    raw = text[line_start:eol if eol >= 0 else len(text)]
+    indent = len(raw.expandtabs()) - len(raw.expandtabs().lstrip())
+    pos = line_start - 1
+    while indent > 0 and pos > 0:
+        prev_start = text.rfind("\n", 0, pos) + 1
+        prev = text[prev_start:pos].expandtabs()
+        stripped = prev.strip()
+        if stripped and not stripped.startswith("#"):
+            width = len(prev) - len(prev.lstrip())
+            if width < indent:
+                if _FUNC_HEADER.match(stripped):
+                    return True
+                indent = width
+        pos = prev_start - 1
+    return False
 
 
 def _is_word(ch: str) -> bool:
@@ -197,6 +237,16 @@ def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[
 
 
 def _classify(text: str, start: int, end: int, name: str, depth: int, result: FileScan) -> None:
+    before = len(result.others)
+    _classify_one(text, start, end, name, depth, result)
+    if len(result.others) > before:
+        occ = result.others[-1]
+        line_start = text.rfind("\n", 0, start) + 1
+        if occ.kind != MENTION and _in_function(text, line_start):
+            result.others[-1] = Occurrence(occ.name, occ.line, occ.col, occ.kind, occ.detail, True)
+
+
+def _classify_one(text: str, start: int, end: int, name: str, depth: int, result: FileScan) -> None:
     line_start = text.rfind("\n", 0, start) + 1
     line = text.count("\n", 0, start) + 1
     col = start - line_start + 1

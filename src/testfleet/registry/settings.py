@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from testfleet.configfile import find_config, parse_toml
 from testfleet.registry import cache
-from testfleet.registry.rules import ImplicitRule, Rules, StageRule, compile_pattern
+from testfleet.registry.rules import ImplicitRule, Rules, Signature, StageRule, compile_pattern
 
 if TYPE_CHECKING:
     from testfleet.config import Project
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 KIND = "testfleet-config-snapshot"
 NAME = "config-snapshot.json"
 _SOURCES = ("config.py", "configfile.py", "registry/rules.py", "registry/settings.py", "registry/scan.py",
-            "registry/validate.py", "registry/collector.py", "registry/cache.py", "registry/discover.py")
+            "registry/validate.py", "registry/collector.py", "registry/cache.py", "registry/discover.py",
+            "registry/suppress.py")
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _to_json(s: Settings) -> dict[str, Any]:
         "marker_backend": r.marker_backend, "labels": list(r.labels), "labels_required": r.labels_required,
         "gpu": r.gpu, "pattern": r.pattern_text, "python_main_check": r.python_main_check,
         "gate_marker": r.gate_marker,
+        "signatures": [[name, sig.to_json()] for name, sig in r.signatures],
+        "per_file_ignores": [[glob, list(codes)] for glob, codes in r.per_file_ignores],
         "stages": [[st.name, st.backend, st.command, st.dormant] for st in r.stages.values()],
         "implicit": [[i.path, i.backend, i.suite, i.est_time, list(i.labels), i.pattern_text] for i in r.implicit],
     }
@@ -115,6 +118,23 @@ def _strs(v: Any) -> list[str]:
     if not isinstance(v, list) or not all(type(x) is str for x in v):
         raise TypeError("expected a list of strings")
     return v
+
+
+def _str(v: Any) -> str:
+    if type(v) is not str:
+        raise TypeError("expected a string")
+    return v
+
+
+def _signature(d: Any) -> Signature:
+    positional, extra, template, ignore, zero, empty = d
+    pairs = []
+    for pair in extra:
+        name, kind = pair
+        pairs.append((_str(name), _str(kind)))
+    if (template is not None and type(template) is not str) or type(zero) is not bool or type(empty) is not bool:
+        raise TypeError("signature")
+    return Signature(tuple(_strs(positional)), tuple(pairs), template, tuple(_strs(ignore)), zero, empty)
 
 
 def _from_json(root: Path, config_path: Path, raw: str, d: dict[str, Any]) -> Settings:
@@ -143,11 +163,14 @@ def _from_json(root: Path, config_path: Path, raw: str, d: dict[str, Any]) -> Se
     if (type(pattern) is not str or type(cache_dir) is not str or type(main_check) is not bool
             or type(gate) is not str):
         raise TypeError("scalars")
+    signatures = tuple((_str(name), _signature(sig)) for name, sig in d["signatures"])
+    ignores = tuple((_str(glob), tuple(_strs(codes))) for glob, codes in d["per_file_ignores"])
     rules = Rules(
         marker_backend=marker_backend, markers=frozenset(marker_backend) | {gate},
         stages=stages, labels=tuple(_strs(d["labels"])), labels_required=flags[0], gpu=flags[1],
         implicit=tuple(implicit), pattern=compile_pattern(pattern), pattern_text=pattern,
-        python_main_check=main_check, gate_marker=gate,
+        python_main_check=main_check, gate_marker=gate, signatures=signatures,
+        per_file_ignores=ignores,
     )
     regex = d["exclude_regex"]
     if regex is not None and type(regex) is not str:

@@ -14,9 +14,9 @@ from typing import Any
 
 from testfleet.findings import Finding
 from testfleet.registry import scan as sc
-from testfleet.registry.model import MAX_EST_TIME, GateCall, Registration
+from testfleet.registry.model import MAX_EST_TIME, GateCall, InvalidRegistration, Registration
 from testfleet.registry.result import FileResult
-from testfleet.registry.rules import KEYWORDS, POSITIONAL, Rules
+from testfleet.registry.rules import Rules, Signature
 
 _MISSING = object()
 
@@ -67,9 +67,10 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     """Registrations, gates and findings for one discovered file."""
     out = FileResult()
     if (not scanned.calls and not scanned.others and not scanned.syntax_errors
-            and scanned.decode_error is None):
+            and scanned.decode_error is None and not scanned.suppressions):
         return _without_markers(rel, scanned, rules, out)
     err = _Sink(rel, out.findings)
+    out.suppressions = scanned.suppressions
 
     if scanned.decode_error is not None:
         err(0, 0, "encoding", f"file is not UTF-8 ({scanned.decode_error}); testfleet reads test files as UTF-8")
@@ -79,7 +80,9 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
 
     implicit = rules.implicit_for(rel)
     called_backends: set[str] = set()
-    first_line: dict[str, tuple[int, str]] = {}
+    # (backend, stage) -> (line, marker) of the registration that took it: a file registers
+    # once per stage, but may register several times for one backend (#12).
+    taken: dict[tuple[str, str], tuple[int, str]] = {}
     explicit: list[Registration] = []
     for call in scanned.calls:
         if call.name == rules.gate_marker:
@@ -89,22 +92,30 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
             continue
         backend = rules.marker_backend[call.name]
         called_backends.add(backend)
-        if backend in first_line:
-            prev_line, prev_name = first_line[backend]
-            err(call.line, call.col, "duplicate-backend",
-                f"second {backend} registration in this file ({call.name} here, {prev_name} at line "
-                f"{prev_line}); a file registers at most once per backend")
-            continue
-        first_line[backend] = (call.line, call.name)
+        first = len(out.findings)
+        reg: Registration | None = None
         if implicit is not None and backend != implicit.backend:
             err(call.line, call.col, "backend-in-implicit",
                 f"{call.name}(...) in {implicit.path!r}, an implicit {implicit.backend} directory "
                 f"(every file there runs on {implicit.backend} in {implicit.suite!r}); move this "
                 f"{backend} test out of {implicit.path!r}")
-            continue
-        reg = _registration(rel, call, backend, rules, err)
+            suite = _suite_guess(call)
+        else:
+            reg, suite = _registration(rel, call, backend, rules, err)
         if reg is not None:
-            explicit.append(reg)
+            prev = taken.get((backend, reg.suite))
+            if prev is not None:
+                shown = echo(reg.suite) if reg.suite else "'' (run by path only)"
+                err(call.line, call.col, "duplicate-stage",
+                    f"second {backend} registration of this file for stage {shown} ({call.name} here, "
+                    f"{prev[1]} at line {prev[0]}); a file registers at most once per stage "
+                    "(register it for another stage, or remove one)")
+                reg = None
+            else:
+                taken[(backend, reg.suite)] = (call.line, call.name)
+                explicit.append(reg)
+        if reg is None:
+            _invalid(rel, call, backend, suite, out, first)
 
     _explain_unread(scanned, rules, called_backends, out.gates, err)
 
@@ -119,8 +130,27 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     ):
         err(0, 0, "unregistered", _unregistered_message(rules))
     _python_main(rel, scanned, rules, out)
-    out.registrations.sort(key=lambda r: r.backend)
+    out.registrations.sort(key=lambda r: (r.backend, r.suite))
     return out
+
+
+def _invalid(rel: str, call: sc.MarkerCall, backend: str, suite: str, out: FileResult, first: int) -> None:
+    """Record a rejected call with its first error: it becomes the fate ``invalid``."""
+    error = next((f for f in out.findings[first:] if f.severity == "error"), None)
+    if error is None:  # every path that rejects a call reports an error; keep the call visible anyway
+        return
+    out.invalid.append(InvalidRegistration(rel, backend, suite, call.line, call.col, error.code, error.message))
+
+
+def _suite_guess(call: sc.MarkerCall) -> str:
+    """The suite a rejected call names, when it is written as a plain string (else '')."""
+    node = call.node
+    for kw in node.keywords:
+        if kw.arg == "suite" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return node.args[1].value
+    return ""
 
 
 def _without_markers(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) -> FileResult:
@@ -157,6 +187,8 @@ def _python_main(rel: str, scanned: sc.FileScan, rules: Rules, out: FileResult) 
     if not rules.python_main_check or scanned.has_main_call:
         return
     for reg in out.registrations:
+        if reg.disabled:
+            continue  # it does not run: a missing main block changes nothing until it is enabled
         stage = rules.stages.get(reg.suite)
         if stage is not None and runs_as_script(stage.command):
             out.findings.append(Finding(
@@ -183,6 +215,12 @@ def _explain_unread(scanned: sc.FileScan, rules: Rules, called: set[str],
             if occ.kind == sc.MENTION:
                 continue
             reported = True
+            if occ.in_function:
+                # A unit test of the marker itself, most likely: nothing to register, but say it.
+                err(occ.line, occ.col, "marker-in-function",
+                    _unread_message(occ) + " (inside a function: fine for a test of the marker itself)",
+                    "warning")
+                continue
             err(occ.line, occ.col, "marker-not-read", _unread_message(occ))
         has_call = bool(gates) if key == rules.gate_marker else key in called
         if not reported and not has_call:
@@ -236,8 +274,27 @@ def _literal(call: sc.MarkerCall, node: ast.AST, what: str, err: _Sink) -> Any:
         return _MISSING
 
 
-def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err: _Sink) -> Registration | None:
+_DEFAULTS = {"labels": "None", "nightly": "False", "disabled": "None"}
+
+
+def _and(names: list[str] | tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _shape(marker: str, sig: Signature) -> str:
+    """The call signature a message quotes, e.g. ``m(est_time, suite, *, labels=None, ...)``."""
+    kw_only = [k for k in sig.keywords if k not in sig.positional and k not in sig.ignore]
+    tail = ", ".join(f"{k}={_DEFAULTS.get(k, 'None')}" for k in kw_only)
+    return f"{marker}({', '.join(sig.positional)}" + (f", *, {tail}" if tail else "") + ")"
+
+
+def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
+                  err: _Sink) -> tuple[Registration | None, str]:
+    """The registration a call makes (None if it is invalid) and the suite it names ('' if unknown)."""
     node = call.node
+    sig = rules.signature_of(call.name)
+    positional = sig.positional
+    keywords = sig.keywords
     before = err.errors
     values: dict[str, Any] = {}
     where: dict[str, ast.AST] = {}
@@ -247,54 +304,93 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
                 f"*{call.segment(arg.value)[:40]} in {call.name}(...): arguments must be written out "
                 "as literals")
             continue
-        if i >= len(POSITIONAL):
+        if i >= len(positional):
+            rest = [k for k in keywords if k not in positional and k not in sig.ignore]
             err(arg.lineno, arg.col_offset + 1, "too-many-positional",
-                f"{call.name}(...) takes at most 2 positional arguments (est_time, suite); "
-                "labels, nightly and disabled are keyword-only")
+                f"{call.name}(...) takes at most {len(positional)} positional argument"
+                f"{'s' * (len(positional) != 1)} ({', '.join(positional)})"
+                + (f"; {_and(rest)} {'are' if len(rest) > 1 else 'is'} keyword-only" if rest else ""))
             continue
-        values[POSITIONAL[i]] = _literal(call, arg, f"argument {POSITIONAL[i]!r}", err)
-        where[POSITIONAL[i]] = arg
+        values[positional[i]] = _literal(call, arg, f"argument {positional[i]!r}", err)
+        where[positional[i]] = arg
     for kw in node.keywords:
         if kw.arg is None:
             err(kw.lineno, kw.col_offset + 1, "starred-argument",
                 f"**{call.segment(kw.value)[:40]} in {call.name}(...): arguments must be written out "
                 "as literals")
             continue
-        if kw.arg not in KEYWORDS:
+        if kw.arg not in keywords:
             err(kw.lineno, kw.col_offset + 1, "unknown-keyword",
-                f"unknown keyword {echo(kw.arg)}{did_you_mean(kw.arg, KEYWORDS)}; valid: {', '.join(KEYWORDS)}")
+                f"unknown keyword {echo(kw.arg)}{did_you_mean(kw.arg, keywords)}; valid: "
+                f"{_cut_list(keywords)}" + ("" if sig.extra or sig.ignore else
+                                            " (a project's own keywords are declared in "
+                                            f"[tool.testfleet.markers.{call.name}])"))
             continue
         if kw.arg in where:
             how = "twice" if not any(a is where[kw.arg] for a in node.args) else "positionally and as keyword"
             err(kw.lineno, kw.col_offset + 1, "duplicate-keyword", f"{echo(kw.arg)} is given {how}")
             continue
-        values[kw.arg] = _literal(call, kw.value, f"argument {kw.arg!r}", err)
         where[kw.arg] = kw.value
-    for name in POSITIONAL:
-        if name not in where and not _any_starred(node):
-            err(call.line, call.col, "missing-argument",
-                f"{call.name}(...) is missing {name!r} (signature: {call.name}(est_time, suite, *, "
-                "labels=None, nightly=False, disabled=None))")
+        if kw.arg in sig.ignore:
+            continue  # declared as ignored: not read, so it need not even be a literal
+        values[kw.arg] = _literal(call, kw.value, f"argument {kw.arg!r}", err)
 
     def at(name: str) -> tuple[int, int]:
         n = where[name]
         return n.lineno, n.col_offset + 1  # type: ignore[attr-defined]
 
+    fields = sig.template_fields
+    composed = [f for f in fields if f in where]
+    if composed and "suite" in where:
+        err(*at("suite"), "suite-conflict",
+            f"{call.name}(...) gives both suite and {_and(composed)}, which compose the suite "
+            f"({sig.suite_template!r}); give one or the other")
+    elif composed and len(composed) < len(fields):
+        missing = [f for f in fields if f not in where]
+        err(call.line, call.col, "missing-argument",
+            f"{call.name}(...) gives {_and(composed)} but not {_and(missing)}: the suite is composed as "
+            f"{sig.suite_template!r}")
+    required = ("est_time",) if composed else ("est_time", "suite")
+    for name in required:
+        if name not in where and not _any_starred(node):
+            either = f" (or {_and(fields)})" if name == "suite" and fields else ""
+            err(call.line, call.col, "missing-argument",
+                f"{call.name}(...) is missing {name!r}{either} (signature: {_shape(call.name, sig)})")
+
     est = values.get("est_time", _MISSING)
     if est is not _MISSING:
         if isinstance(est, bool) or not isinstance(est, (int, float)):
             err(*at("est_time"), "wrong-type", f"est_time must be a number of seconds, got {echo(est)}")
+        elif sig.allow_zero_est_time and _finite_zero(est):
+            pass
         elif not _finite_positive(est):
-            err(*at("est_time"), "est-time-range", f"est_time must be a finite number > 0, got {_short(est)}")
+            floor = ">= 0" if sig.allow_zero_est_time else "> 0"
+            err(*at("est_time"), "est-time-range", f"est_time must be a finite number {floor}, got {_short(est)}")
         elif est > MAX_EST_TIME:
             err(*at("est_time"), "est-time-range",
                 f"est_time must be at most {MAX_EST_TIME:.0f} seconds (7 days), got {_short(est)}")
-    suite = values.get("suite", _MISSING)
+    for name, kind in sig.extra:
+        value = values.get(name, _MISSING)
+        if value is not _MISSING and value is not None and not _is_type(value, kind):
+            err(*at(name), "wrong-type", f"{name} must be {_TYPE_WORDS[kind]} or None, got {echo(value)}")
+    suite: Any = _MISSING
+    suite_at = at("suite") if "suite" in where else (call.line, call.col)
+    types = dict(sig.extra)
+    if composed and len(composed) == len(fields) and "suite" not in where:
+        parts = {f: values.get(f, _MISSING) for f in fields}
+        if all(_is_type(v, types[f]) for f, v in parts.items()):
+            suite = sig.suite_template.format(**parts)  # type: ignore[union-attr]
+        suite_at = at(composed[0])
+    elif not composed:
+        suite = values.get("suite", _MISSING)
+    guess = suite if isinstance(suite, str) else ""
     if suite is not _MISSING:
         if not isinstance(suite, str):
-            err(*at("suite"), "wrong-type", f"suite must be a string naming a stage, got {echo(suite)}")
+            err(*suite_at, "wrong-type", f"suite must be a string naming a stage, got {echo(suite)}")
+        elif suite == "" and sig.allow_empty_suite:
+            pass  # run by path only: no stage schedules it, only an explicit --file request
         else:
-            _check_suite(suite, backend, call.name, rules, at("suite"), err)
+            _check_suite(suite, backend, call.name, rules, suite_at, err)
     labels = values.get("labels")
     label_tuple: tuple[str, ...] = ()
     if labels is not _MISSING and labels is not None:
@@ -308,7 +404,7 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
             f"{backend} registrations need at least one label (labels=[...]); valid labels: "
             f"{_label_list(rules)}")
     nightly = values.get("nightly", False)
-    if nightly is not _MISSING and not isinstance(nightly, bool):
+    if nightly is not _MISSING and nightly is not None and not isinstance(nightly, bool):
         err(*at("nightly"), "wrong-type", f"nightly must be True or False, got {echo(nightly)}")
     disabled = values.get("disabled")
     if disabled is not _MISSING and disabled is not None:
@@ -319,11 +415,46 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules, err
             err(*at("disabled"), "empty-disabled",
                 "disabled needs a non-empty reason (say why and how it comes back), or remove it")
     if err.errors != before:
-        return None
+        return None, guess
     return Registration(
         file=rel, backend=backend, suite=suite, est_time=float(est), line=call.line, col=call.col,
         labels=label_tuple, nightly=bool(nightly), disabled=disabled, implicit=False,
-    )
+    ), guess
+
+
+_TYPE_WORDS = {"str": "a string", "int": "an integer", "number": "a number", "bool": "True or False",
+               "list[str]": "a list of strings"}
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "number":
+        return isinstance(value, (int, float))
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+# Lists of valid names in a message stop after this many, with a count of the rest.
+LIST_LIMIT = 12
+
+
+def _cut_list(names: list[str] | tuple[str, ...], limit: int = LIST_LIMIT) -> str:
+    """``a, b, c`` or, past ``limit`` names, the first ones and ``... (N more)``."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown}, ... ({len(names) - limit} more)"
+
+
+def _finite_zero(value: float) -> bool:
+    try:
+        return math.isfinite(value) and value == 0
+    except OverflowError:
+        return False
 
 
 def _short(value: object) -> str:
@@ -347,18 +478,20 @@ def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[
     if stage is not None and stage.backend == backend:
         return
     own = rules.stages_of(backend)
-    valid = f"valid {backend} stages: {', '.join(own)}" if own else (
+    valid = f"valid {backend} stages: {_cut_list(own)}" if own else (
         f"no stage is configured for backend {backend!r} (add one with backend = {backend!r})")
     if stage is None:
         hint = did_you_mean(suite, own) or did_you_mean(suite, sorted(rules.stages))
-        err(*at, "unknown-suite", f"suite {echo(suite)} is not a configured stage{hint}; {valid}")
+        empty = (f"; an empty suite (run by path only) needs allow_empty_suite = true in "
+                 f"[tool.testfleet.markers.{marker}]") if suite == "" else ""
+        err(*at, "unknown-suite", f"suite {echo(suite)} is not a configured stage{hint}; {valid}{empty}")
     elif stage.backend != backend:
         err(*at, "suite-backend",
             f"suite {echo(suite)} is a {stage.backend} stage, but {marker} registers for {backend}; {valid}")
 
 
 def _label_list(rules: Rules) -> str:
-    return ", ".join(rules.labels) if rules.labels else "(none configured: add [tool.testfleet.labels])"
+    return _cut_list(rules.labels) if rules.labels else "(none configured: add [tool.testfleet.labels])"
 
 
 def _check_labels(labels: list[Any] | tuple[Any, ...], node: ast.AST, rules: Rules, err: _Sink) -> tuple[str, ...]:

@@ -1,0 +1,285 @@
+"""#12 registrations: several per backend, marker signatures from config, est_time 0,
+run-by-path suites, suppressions, and the findings that must tell the truth."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from testfleet.errors import ConfigError
+from testfleet.registry import collect
+from testfleet.registry.suppress import NEVER_SILENCED
+
+from .conftest import BASE_CONFIG
+
+CPU = "from testfleet import register_cpu_ci\n"
+CUDA = "from testfleet import register_cuda_ci\n"
+F = "tests/unit/test_f.py"
+
+SGLANG_CONFIG = BASE_CONFIG + """
+[stages.base-b-test-1-gpu-small]
+backend = "cuda"
+
+[stages.nightly-kernel-1-gpu]
+backend = "cuda"
+
+[markers."*"]
+positional = ["est_time", "suite", "nightly", "disabled"]
+keywords = { stage = "str", runner_config = "str" }
+suite_template = "{stage}-test-{runner_config}"
+ignore = ["in_process_group"]
+allow_zero_est_time = true
+allow_empty_suite = true
+"""
+
+
+def regs(registry, file=F):  # type: ignore[no-untyped-def]
+    return sorted((r.backend, r.suite) for r in registry.registrations if r.file == file)
+
+
+def codes(registry, file=F):  # type: ignore[no-untyped-def]
+    return sorted((f.line, f.code) for f in registry.findings if f.file == file)
+
+
+def test_two_stages_of_one_backend_in_one_file(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(9, "stage-b-cpu")\n' \
+        'if __name__ == "__main__":\n    main()\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    assert regs(registry) == [("cpu", "stage-a-cpu"), ("cpu", "stage-b-cpu")]
+    assert codes(registry) == []
+
+
+def test_two_registrations_to_one_stage_stay_an_error_and_keep_the_first(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(9, "stage-a-cpu")\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    assert regs(registry) == [("cpu", "stage-a-cpu")]
+    assert codes(registry) == [(3, "duplicate-stage")]
+    assert [(i.line, i.suite, i.code) for i in registry.invalid] == [(3, "stage-a-cpu", "duplicate-stage")]
+
+
+def test_invalid_registration_never_hides_a_valid_sibling(tree) -> None:
+    src = CUDA + 'register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n' \
+        'register_cuda_ci(5, "stage-c-4-gpu-h200x", labels=["fsdp"])\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    assert regs(registry) == [("cuda", "stage-c-4-gpu-h200")]
+    assert [(i.backend, i.suite, i.code) for i in registry.invalid] == [
+        ("cuda", "stage-c-4-gpu-h200x", "unknown-suite")]
+
+
+def test_invalid_registrations_survive_the_cache(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(-1, "stage-b-cpu")\n# testfleet: ignore[x]\n'
+    project = tree({F: src})
+    cold = collect(project)
+    warm = collect(project)
+    assert cold.invalid == warm.invalid and len(warm.invalid) == 1
+    assert cold.suppressions == warm.suppressions == {F: {4: ("x",)}}
+    assert cold.findings == warm.findings
+
+
+def test_sglang_signature_composes_the_suite(tree) -> None:
+    src = CUDA + ('register_cuda_ci(est_time=60, stage="base-b", runner_config="1-gpu-small", labels=["fsdp"],\n'
+                  '                 in_process_group=GROUP)\n'
+                  'register_cuda_ci(30, "nightly-kernel-1-gpu", True, labels=["fsdp"])\n')
+    registry = collect(tree({F: src}, config=SGLANG_CONFIG), use_cache=False)
+    assert codes(registry) == []
+    got = {r.suite: r for r in registry.registrations if r.file == F}
+    assert sorted(got) == ["base-b-test-1-gpu-small", "nightly-kernel-1-gpu"]
+    assert got["nightly-kernel-1-gpu"].nightly is True
+
+
+def test_sglang_signature_errors(tree) -> None:
+    src = CUDA + ('register_cuda_ci(60, stage="base-b", labels=["fsdp"])\n'
+                  'register_cuda_ci(60, "x", stage="base-b", runner_config="1-gpu-small", labels=["fsdp"])\n'
+                  'register_cuda_ci(60, stage=3, runner_config="1-gpu-small", labels=["fsdp"])\n'
+                  'register_cuda_ci(60, stage="base-c", runner_config="1-gpu-small", labels=["fsdp"])\n'
+                  'register_cuda_ci(60, "nightly-kernel-1-gpu", labels=["fsdp"], sgl_only=True)\n')
+    registry = collect(tree({F: src}, config=SGLANG_CONFIG), use_cache=False)
+    assert codes(registry) == [(2, "missing-argument"), (3, "suite-conflict"), (4, "wrong-type"),
+                               (5, "unknown-suite"), (6, "unknown-keyword")]
+    unknown = next(f for f in registry.findings if f.code == "unknown-suite")
+    assert "'base-c-test-1-gpu-small'" in unknown.message
+    assert regs(registry) == []
+    assert len(registry.invalid) == 5
+
+
+def test_undeclared_keyword_is_an_error_that_says_where_to_declare_it(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu", runner_config="x")\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    f = next(f for f in registry.findings if f.code == "unknown-keyword")
+    assert "[tool.testfleet.markers.register_cpu_ci]" in f.message
+
+
+def test_est_time_zero_only_where_configured(tree) -> None:
+    src = CUDA + 'register_cuda_ci(0, "stage-c-4-gpu-h200", labels=["fsdp"])\n'
+    assert codes(collect(tree({F: src}), use_cache=False)) == [(2, "est-time-range")]
+    registry = collect(tree({F: src}, config=SGLANG_CONFIG), use_cache=False)
+    assert codes(registry) == []
+    assert [r.est_time for r in registry.registrations if r.file == F] == [0.0]
+    negative = CUDA + 'register_cuda_ci(-1, "stage-c-4-gpu-h200", labels=["fsdp"])\n'
+    f = next(f for f in collect(tree({F: negative}, config=SGLANG_CONFIG), use_cache=False).findings
+             if f.code == "est-time-range")
+    assert ">= 0" in f.message
+
+
+def test_empty_suite_is_run_by_path_only_where_configured(tree) -> None:
+    src = CUDA + 'register_cuda_ci(10, "", labels=["fsdp"])\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    f = next(f for f in registry.findings if f.code == "unknown-suite")
+    assert "allow_empty_suite" in f.message
+    registry = collect(tree({F: src}, config=SGLANG_CONFIG), use_cache=False)
+    assert regs(registry) == [("cuda", "")] and codes(registry) == []
+
+
+def test_marker_signature_config_errors(tree) -> None:
+    bad = BASE_CONFIG + """
+[markers.register_cpu_ci]
+keywords = { suite = "str", stage = "text" }
+suite_template = "{nope}"
+
+[markers.register_tpu_ci]
+"""
+    with pytest.raises(ConfigError) as info:
+        tree(config=bad)
+    keys = sorted({f.key for f in info.value.findings})
+    assert "markers.register_tpu_ci" in keys
+    assert any(k.startswith("markers.register_cpu_ci") for k in keys)
+    assert "'register_tpu_ci' is not a registration marker" in str(info.value)
+    template_only = BASE_CONFIG + '[markers.register_cpu_ci]\nsuite_template = "{stage}-x"\n'
+    with pytest.raises(ConfigError, match=r"suite_template field \{stage\} must be a declared keyword"):
+        tree(config=template_only)
+
+
+def test_suppression_on_a_line_and_per_file(tree, run_cli) -> None:
+    config = BASE_CONFIG + """
+[check]
+per-file-ignores = { "tests/ci/*.py" = ["marker-in-function"], "tests/zzz/*.py" = ["no-main-call"] }
+"""
+    src_line = CPU + 'register_cpu_ci(5, "stage-b-cpu")  # testfleet: ignore[no-main-call]\n'
+    src_fn = CPU + 'register_cpu_ci(5, "stage-a-cpu")\n\ndef test_marker():\n    register_cpu_ci(1, "x")\n'
+    project = tree({F: src_line, "tests/ci/test_marker.py": src_fn}, config=config)
+    registry = collect(project, use_cache=False)
+    assert codes(registry) == [] and codes(registry, "tests/ci/test_marker.py") == []
+    assert sorted(f.code for f in registry.suppressed) == ["marker-in-function", "no-main-call"]
+    code, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
+    doc = json.loads(out)
+    unused = [f for f in doc["findings"] if f["code"] == "unused-suppression"]
+    # the per-file entry for tests/zzz silenced nothing: a warning on the config, not an error
+    assert [(f["file"], f["severity"]) for f in unused] == [("testfleet.toml", "warning")]
+    assert "tests/zzz/*.py" in unused[0]["message"] and code == 0
+
+
+def test_unused_and_unsilenceable_suppressions_are_warnings(tree, run_cli) -> None:
+    src = CPU + ('register_cpu_ci(-5, "stage-a-cpu")  # testfleet: ignore[est-time-range]\n'
+                 'register_cpu_ci(5, "stage-b-cpu")  # testfleet: ignore[duplicate-label]\n'
+                 'x = 1  # testfleet: ignore\n'
+                 'if __name__ == "__main__":\n    main()\n')
+    project = tree({F: src})
+    code, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
+    found = sorted((f["line"], f["code"]) for f in json.loads(out)["findings"] if f["file"] == F)
+    assert found == [(2, "est-time-range"), (2, "unused-suppression"), (3, "unused-suppression"),
+                     (4, "unused-suppression")]
+    assert code == 1
+    messages = [f["message"] for f in json.loads(out)["findings"] if f["code"] == "unused-suppression"]
+    assert any("can never be silenced" in m for m in messages)
+    assert "est-time-range" in NEVER_SILENCED
+
+
+def test_marker_in_a_unit_test_function_is_a_warning(tree) -> None:
+    src = CPU + ('register_cpu_ci(5, "stage-a-cpu")\n\n\nclass TestMarker:\n    def test_it(self):\n'
+                 '        assert register_cpu_ci(5, "stage-a-cpu") is None\n\n'
+                 'if True:\n    register_cpu_ci(5, "stage-b-cpu")\n')
+    registry = collect(tree({F: src}), use_cache=False)
+    got = [(f.line, f.code, f.severity) for f in registry.findings if f.file == F]
+    assert got == [(7, "marker-in-function", "warning"), (10, "marker-not-read", "error")]
+
+
+def test_no_main_call_is_silent_for_disabled_registrations(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-b-cpu", disabled="flaky, see #3")\n'
+    assert codes(collect(tree({F: src}), use_cache=False)) == []
+    enabled = CPU + 'register_cpu_ci(5, "stage-b-cpu")\n'
+    assert codes(collect(tree({F: enabled}), use_cache=False)) == [(2, "no-main-call")]
+
+
+def test_unused_stage_names_rejected_registrations(tree) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(-1, "stage-b-cpu")\n'
+    registry = collect(tree({F: src}), use_cache=False)
+    f = next(f for f in registry.findings if f.code == "unused-stage" and "stage-b-cpu" in f.message)
+    assert "1 registration for this stage is invalid" in f.message
+    assert "no test registers" not in f.message
+
+
+def test_long_lists_in_messages_are_cut_with_a_count(tree) -> None:
+    many = "".join(f"[stages.s{i:02d}]\nbackend = \"cpu\"\n" for i in range(40))
+    src = CPU + 'register_cpu_ci(5, "nope")\n'
+    registry = collect(tree({F: src}, config=BASE_CONFIG + many), use_cache=False)
+    f = next(f for f in registry.findings if f.code == "unknown-suite")
+    assert "(30 more)" in f.message and "s39" not in f.message
+
+
+def test_silenceable_codes_are_documented() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "registration.md").read_text(encoding="utf-8")
+    for code in sorted(NEVER_SILENCED):
+        assert f"`{code}`" in doc, code
+
+
+def _plan(run_cli, root, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    out_file = root / "plan.json"
+    if out_file.exists():
+        out_file.unlink()
+    code, out, err = run_cli("-C", str(root), "plan", "--format", "json", "--output", str(out_file), *args,
+                             env=env)
+    return code, (json.loads(out_file.read_text()) if out_file.exists() else None), out, err
+
+
+def test_plan_is_made_with_invalid_fates_and_exit_1(tree, run_cli) -> None:
+    src = CUDA + ('register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n'
+                  'register_cuda_ci(5, "stage-c-4-gpu-h200", labels=["fsdp"])\n')
+    project = tree({F: src, "tests/unit/test_g.py": CPU + 'register_cpu_ci(-3, "stage-b-cpu")\n'})
+    code, plan, _, err = _plan(run_cli, project.root, "--cadence", "nightly")
+    assert code == 1 and "registration error" in err
+    invalid = [(s["file"], s["suite"]) for s in plan["skipped"] if s["reason"] == "invalid"]
+    assert invalid == [("tests/unit/test_g.py", "stage-b-cpu"), (F, "stage-c-4-gpu-h200")]
+    scheduled = {t["file"] for j in plan["jobs"] for t in j["tests"]}
+    assert F in scheduled and "tests/unit/test_good.py" in scheduled
+    stages = {s["name"]: s for s in plan["stages"]}
+    assert stages["stage-b-cpu"]["hole"] and stages["stage-b-cpu"]["counts"]["invalid"] == 1
+    assert stages["stage-c-4-gpu-h200"]["hole"] and stages["stage-c-4-gpu-h200"]["counts"]["invalid"] == 1
+    assert any("1 registration for this stage is invalid" in w for w in plan["warnings"])
+    # --strict: no plan at all
+    code, plan, _, err = _plan(run_cli, project.root, "--strict")
+    assert code == 1 and plan is None and "--strict" in err
+    # under GitHub Actions the plan says so with one ::error annotation
+    code, _, out, _ = _plan(run_cli, project.root, env={"GITHUB_ACTIONS": "true"})
+    assert code == 1 and out.count("::error title=testfleet plan::") == 1
+
+
+def test_clean_tree_plans_with_exit_0(tree, run_cli) -> None:
+    project = tree({F: CPU + 'register_cpu_ci(5, "stage-a-cpu")\n'})
+    code, plan, _, _ = _plan(run_cli, project.root)
+    assert code == 0 and not [s for s in plan["skipped"] if s["reason"] == "invalid"]
+
+
+def test_path_only_registration_runs_only_by_file_and_stage(tree, run_cli) -> None:
+    src = CUDA + 'register_cuda_ci(10, "", labels=["fsdp"])\n'
+    project = tree({F: src}, config=SGLANG_CONFIG)
+    code, plan, _, _ = _plan(run_cli, project.root, "--cadence", "nightly")
+    assert code == 0
+    assert [(s["suite"], s["reason"]) for s in plan["skipped"] if s["file"] == F] == [("", "path-only")]
+    code, _, _, err = _plan(run_cli, project.root, "--file", F)
+    assert code == 2 and "--stage" in err and "by path only" in err
+    code, plan, _, _ = _plan(run_cli, project.root, "--file", F, "--stage", "stage-c-4-gpu-h200")
+    assert code == 0
+    assert [(j["stage"], [t["file"] for t in j["tests"]]) for j in plan["jobs"]] == [("stage-c-4-gpu-h200", [F])]
+
+
+def test_list_and_check_agree_with_plan_on_invalid(tree, run_cli) -> None:
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(5, "stage-zzz")\n'
+    project = tree({F: src})
+    code, out, err = run_cli("-C", str(project.root), "list", "--format", "json")
+    assert code == 1 and (F, "stage-a-cpu") in {(r["file"], r["suite"]) for r in json.loads(out)}
+    assert "unknown-suite" in err
+    code, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
+    assert code == 1 and any(f["code"] == "unknown-suite" for f in json.loads(out)["findings"])
