@@ -10,6 +10,7 @@ not walked at all.
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,6 +218,8 @@ def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache
     is_excluded = excluder(exclude, regex)
     covered = {*roots, *(imp.path for imp in rules.implicit), cache_dir}
     found: list[Finding] = []
+    per_dir: dict[str, list[str]] = defaultdict(list)
+    needles = tuple(sorted(m.encode() for m in rules.markers))
     stack = [""]
     root_str = str(root)
     while stack:
@@ -238,10 +241,39 @@ def strays(root: Path, roots: list[str], rules: Rules, exclude: list[str], cache
                         or is_excluded(rel + "/")):
                     continue
                 stack.append(rel)
-            elif matches(rules.pattern, rules.pattern_text, rel) and not is_excluded(rel):
-                found.append(Finding(
-                    _shown(rel), 0, 0, "warning", "outside-roots",
-                    f"test file outside every root ({', '.join(roots)}): CI will never run it; "
-                    "add its directory to 'roots', or to 'exclude' if it is not a CI test",
-                ))
+            elif (matches(rules.pattern, rules.pattern_text, rel) and not is_excluded(rel)
+                  and _looks_like_a_test(root_str, rel, entry.name, needles)):
+                per_dir[rel_dir].append(rel)
+    for rel_dir, files in sorted(per_dir.items()):
+        for rel in sorted(files)[:STRAYS_PER_DIR]:
+            found.append(Finding(
+                _shown(rel), 0, 0, "warning", "outside-roots",
+                f"test file outside every root ({', '.join(roots)}): CI will never run it; "
+                "add its directory to 'roots', or to 'exclude' if it is not a CI test",
+            ))
+        if len(files) > STRAYS_PER_DIR:
+            found.append(Finding(
+                _shown(rel_dir or "."), 0, 0, "warning", "outside-roots",
+                f"... and {len(files) - STRAYS_PER_DIR} more test files in this directory outside every "
+                f"root ({len(files)} in all); add the directory to 'roots' or to 'exclude'",
+            ))
     return found
+
+
+# outside-roots names at most this many files per directory, then one summary line.
+STRAYS_PER_DIR = 5
+# A file that may be a test: a name like a test, or (read up to this size) a marker in it.
+_STRAY_READ_LIMIT = 1 << 20
+
+
+def _looks_like_a_test(root: str, rel: str, name: str, needles: tuple[bytes, ...]) -> bool:
+    """With a broad pattern (``*.py``) most matching files are helpers, not tests: only a
+    test-like name (``test_*.py``, ``*_test.py``) or a file that names a marker counts."""
+    if name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    try:
+        with open(os.path.join(root, rel), "rb") as fh:
+            data = fh.read(_STRAY_READ_LIMIT)
+    except OSError:
+        return False
+    return any(n in data for n in needles)

@@ -53,9 +53,14 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     notes = []
     n_err = sum(1 for f in registry.findings if f.severity == "error")
     if n_err:
-        notes.append(f"the registry has {n_err} error(s); the numbers above leave out what could "
+        rejected = (f", {len(registry.invalid)} invalid registration(s) (fate 'invalid')"
+                    if registry.invalid else "")
+        notes.append(f"the registry has {n_err} error(s){rejected}; the numbers above leave out what could "
                      "not be read — run 'testfleet check'")
-    report = build_report(project=_name(project), config=project.config, registrations=regs,
+    from testfleet.report.rules import invalid_by_stage
+
+    report = build_report(invalid=invalid_by_stage(registry),
+                          project=_name(project), config=project.config, registrations=regs,
                           now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes,
                           config_file=_config_name(project), config_text=project.raw_config_text)
     findings = evaluate_rules(report, project.config, _config_name(project),

@@ -63,8 +63,10 @@ def build_report(
     findings: Sequence[str] = (),
     config_file: str = "",
     config_text: str = "",
+    invalid: Mapping[str, int] | None = None,
 ) -> Report:
-    """Everything the report shows, computed from its inputs only."""
+    """Everything the report shows, computed from its inputs only. ``invalid`` counts the
+    registrations the registry rejected, per stage they name (#12: holes name that cause)."""
     patterns = tuple(config.check.reference_patterns)
     stages = _stage_rows(config, registrations, patterns, config_text)
     dormant = {s.name for s in stages if s.status == "dormant"}
@@ -84,7 +86,7 @@ def build_report(
         backends=backends,
         labels=labels,
         totals=count(registrations),
-        holes=find_holes(stages, backends),
+        holes=find_holes(stages, backends, invalid or {}),
         ledger=ledger,
         git=git,
         history=history or HistorySection(False, "no history database consulted"),
@@ -142,8 +144,10 @@ def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool
     return tuple(rows)
 
 
-def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow]) -> tuple[Hole, ...]:
+def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow],
+               invalid: Mapping[str, int] | None = None) -> tuple[Hole, ...]:
     """Backends and stages with nothing that can run; backends first (the bigger loss)."""
+    invalid = invalid or {}
     holes: list[Hole] = []
     configured = [s for s in stages if s.status != "unconfigured"]
     for group in backends:
@@ -156,6 +160,9 @@ def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow]) -> tupl
             names = ", ".join(s.name for s in dormant)
             detail = (f"its only stage {names} is dormant" if len(dormant) == 1
                       else f"all its stages are dormant: {names}")
+        elif group.counts.total == 0 and (n := sum(invalid.get(row.name, 0) for row in own)):
+            cause = "all-invalid"
+            detail = f"{n} registration{' for this backend is' if n == 1 else 's for this backend are'} invalid"
         elif group.counts.total == 0:
             cause = "no-registrations"
             detail = "no test registers for this backend"
@@ -171,12 +178,19 @@ def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow]) -> tupl
         if s.status == "dormant":
             holes.append(Hole("stage", s.name, "dormant", s.reason or "", s.counts.active))
         elif s.counts.active == 0:
-            if s.counts.total == 0:
+            if s.counts.total == 0 and invalid.get(s.name):
+                n = invalid[s.name]
+                holes.append(Hole("stage", s.name, "all-invalid",
+                                  f"{n} registration{' for this stage is' if n == 1 else 's for this stage are'} "
+                                  "invalid", 0))
+            elif s.counts.total == 0:
                 holes.append(Hole("stage", s.name, "no-registrations",
                                   "no test registers for this stage", 0))
             else:
+                n = invalid.get(s.name, 0)
+                also = f"; {n} more {'is' if n == 1 else 'are'} invalid" if n else ""
                 holes.append(Hole("stage", s.name, "all-disabled",
-                                  f"all {s.counts.total} registrations are disabled", 0))
+                                  f"all {s.counts.total} registrations are disabled{also}", 0))
     return tuple(holes)
 
 

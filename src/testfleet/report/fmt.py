@@ -65,6 +65,7 @@ def cause(c: str) -> str:
         "all-stages-dormant": "every stage dormant",
         "all-disabled": "every registration disabled",
         "no-registrations": "no registrations",
+        "all-invalid": "every registration invalid",
         "nothing-scheduled": "nothing scheduled",
     }.get(c, c)
 

@@ -36,7 +36,7 @@ def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None
     needs_git = cfg.check.max_disabled_days is not None
     ages, info = disabled_ages(project.root, regs, use_git=needs_git)
     report = build_report(project=project.root.name, config=cfg, registrations=regs,
-                          now=now, ages=ages)
+                          now=now, ages=ages, invalid=invalid_by_stage(registry))
     findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)
     if needs_git:
         findings += git_findings(project, report, info)
@@ -104,6 +104,14 @@ def evaluate_rules(report: Report, cfg: Config, config_file: str = "pyproject.to
                                f"can run ({hole.cause}: {_short(hole.detail, 160)}){lost}",
                                where[2]))
     return out
+
+
+def invalid_by_stage(registry: Registry) -> dict[str, int]:
+    """How many rejected registrations name each stage (a hole's real cause, #12)."""
+    counts: dict[str, int] = {}
+    for bad in registry.invalid:
+        counts[bad.suite] = counts.get(bad.suite, 0) + 1
+    return counts
 
 
 def _config_name(project: Project) -> str:
