@@ -125,6 +125,9 @@ def test_check_github_annotations(project, run, tmp_path: Path, only_collection)
     assert code == 1
     (ann,) = [ln for ln in out.splitlines() if ln.startswith("::")]
     assert ann.startswith("::error file=p/tests/test_c.py,line=2,col=20,title=testfleet unknown-suite::suite ")
+    # each finding once: the annotation, not also a text line; the summary still counts it
+    assert out.count("is not a configured stage") == 1
+    assert "testfleet check: FAILED: 1 error" in out
     # In JSON mode stdout stays a JSON document; annotations go to stderr.
     code, out, err = run("-C", str(root), "check", "--format", "json", env={"GITHUB_ACTIONS": "true"})
     json.loads(out)

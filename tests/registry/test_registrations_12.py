@@ -283,3 +283,21 @@ def test_list_and_check_agree_with_plan_on_invalid(tree, run_cli) -> None:
     assert "unknown-suite" in err
     code, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
     assert code == 1 and any(f["code"] == "unknown-suite" for f in json.loads(out)["findings"])
+
+
+def test_plan_under_github_prints_each_warning_once_and_notes_as_notices(tree, run_cli, tmp_path) -> None:
+    project = tree({F: CPU + 'register_cpu_ci(5, "stage-a-cpu")\n'})
+    output = tmp_path / "gh-output"
+    output.write_text("")
+    code, out, err = run_cli("-C", str(project.root), "plan", "--event", "pull_request", "--labels",
+                             "documentation,run-ci-nope", "--format", "github",
+                             env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(output)})
+    assert code == 0
+    notices = [ln for ln in out.splitlines() if ln.startswith("::notice")]
+    warnings = [ln for ln in out.splitlines() if ln.startswith("::warning")]
+    # a label that is not a CI label, and no history database yet: notes, not warnings
+    assert any("documentation" in ln for ln in notices) and any("no history database" in ln for ln in notices)
+    # a CI-prefixed label that grants nothing is a real warning
+    assert any("run-ci-nope" in ln for ln in warnings)
+    # and nothing is repeated as a stderr line
+    assert "testfleet: warning:" not in err and "testfleet: note:" not in err

@@ -152,11 +152,14 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
             "findings": [f.to_json() for f in findings],
         }
         click.echo(json.dumps(doc, indent=2))
-    else:
+    github = os.environ.get("GITHUB_ACTIONS") == "true"
+    if fmt != "json":
         # click keeps the styles on a terminal; NO_COLOR (no-color.org) turns them off there too.
-        click.echo(render_text(findings, registry), nl=False,
+        # Under GitHub Actions each finding is shown once, as its annotation (below), not also
+        # as a line; the summary line stays.
+        click.echo(render_text([] if github else findings, registry, counted=findings), nl=False,
                    color=False if "NO_COLOR" in os.environ else None)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if github:
         prefix = _workspace_prefix(root)
         for f in findings:
             shown = Finding(prefix + f.file if f.file else f.file, f.line, f.col, f.severity,
@@ -165,8 +168,9 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
             click.echo(shown.github_annotation(), err=fmt == "json")
 
 
-def render_text(findings: list[Finding], registry: Registry | None) -> str:
-    """Findings grouped by file, then one summary line."""
+def render_text(findings: list[Finding], registry: Registry | None,
+                counted: list[Finding] | None = None) -> str:
+    """Findings grouped by file, then one summary line (counting ``counted``, default ``findings``)."""
     lines: list[str] = []
     current: str | None = None
     for f in findings:
@@ -177,8 +181,9 @@ def render_text(findings: list[Finding], registry: Registry | None) -> str:
         sev = click.style(f.severity, fg="red" if f.severity == "error" else "yellow")
         key = f" [{_printable(f.key)}]" if f.key else ""
         lines.append(f"  {where:>7}  {sev}  {_printable(f.message)}{key} ({f.code})")
-    n_err = sum(1 for f in findings if f.severity == "error")
-    n_warn = len(findings) - n_err
+    counted = findings if counted is None else counted
+    n_err = sum(1 for f in counted if f.severity == "error")
+    n_warn = len(counted) - n_err
     scope = (f"{len(registry.files)} files, {len(registry.registrations)} registrations, "
              f"{len(registry.gates)} gates" if registry else "configuration")
     verdict = "FAILED" if n_err else "ok"

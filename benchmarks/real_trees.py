@@ -1,0 +1,192 @@
+"""Benchmark: testfleet against a real project's own collector and runner, on its unmodified tree.
+
+    python benchmarks/real_trees.py [--miles /work/trees/miles] [--repeat 5]
+
+The tree's ``tests/`` is copied into a temporary directory beside
+``benchmarks/real_trees/miles.toml`` (configuration only: no test file is edited).
+Then, in the same run:
+
+* the project's own collector (``tests/ci/ci_register.py``: ``discover_ci_files`` +
+  ``collect_tests``) runs in a subprocess from the project's checkout, without
+  writing bytecode, and its registrations are compared with ``testfleet list``;
+* for every CI run the project's workflows dispatch (each ``run_suite.py --hw H
+  --suite S`` in ``.github/workflows/*.yml``) under each trigger below, the files the
+  project's runner would run (``run_suite.filter_tests`` with ``ci_policy.resolve_policy``)
+  are compared with the files of that stage in ``testfleet plan``;
+* collection time: the project's collector vs ``testfleet list`` (cold and warm cache),
+  medians of ``--repeat`` runs, whole-process wall time.
+
+Prints a Markdown section for BENCHMARKS.md; exits 1 if anything differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CONFIG = HERE / "real_trees" / "miles.toml"
+
+# (miles cadence, miles raw PR labels) and the same trigger as testfleet plan arguments.
+TRIGGERS: list[tuple[str, list[str], list[str]]] = [
+    ("regular", [], ["--event", "pull_request"]),
+    ("regular", ["run-ci-megatron"], ["--event", "pull_request", "--labels", "run-ci-megatron"]),
+    ("regular", ["run-ci-fsdp", "run-ci-amd"], ["--event", "pull_request", "--labels", "run-ci-fsdp,run-ci-amd"]),
+    ("regular", ["run-ci-image"], ["--event", "pull_request", "--labels", "run-ci-image"]),
+    ("regular", ["run-ci-all"], ["--event", "pull_request", "--labels", "run-ci-all"]),
+    ("nightly", [], ["--cadence", "nightly"]),
+    ("weekly", [], ["--cadence", "weekly"]),
+    ("release", [], ["--cadence", "release"]),
+]
+
+# Runs in the project's checkout: its own collector and selection, printed as JSON.
+PROJECT_SIDE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from tests.ci.ci_register import collect_tests, discover_ci_files
+regs = collect_tests(discover_ci_files(), sanity_check=True)
+elapsed = time.perf_counter() - t0
+out = {"seconds": elapsed, "registrations": sorted(
+    [r.filename, r.backend.name.lower(), r.suite, r.nightly, r.disabled is not None, sorted(r.labels)]
+    for r in regs)}
+if len(sys.argv) > 1:
+    from tests.ci.ci_policy import resolve_policy
+    from tests.ci.run_suite import HW_MAPPING, filter_tests
+    runs, selections = json.loads(sys.argv[1])
+    for cadence, labels in runs:
+        policy = resolve_policy(cadence, set(labels))
+        for hw, suite in selections:
+            enabled, _ = filter_tests(regs, HW_MAPPING[hw], suite, policy.admit_nightly_tests,
+                                      labels=set(policy.include_labels))
+            out.setdefault("selected", []).append([cadence, labels, hw, suite,
+                                                   sorted(t.filename for t in enabled)])
+print(json.dumps(out))
+"""
+
+_DISPATCH = re.compile(r"run_suite\.py\s+--hw\s+(\w+)\s+--suite\s+([\w.-]+)")
+
+
+def dispatched(tree: Path) -> list[tuple[str, str]]:
+    """Every (hw, suite) the project's workflows run, read from the workflow files."""
+    found: set[tuple[str, str]] = set()
+    for wf in sorted((tree / ".github" / "workflows").glob("*.y*ml")):
+        found.update(_DISPATCH.findall(wf.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def project_side(tree: Path, runs: list[tuple[str, list[str]]] | None,
+                 selections: list[tuple[str, str]] | None) -> dict[str, object]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tree)}
+    argv = [sys.executable, "-c", PROJECT_SIDE]
+    if runs is not None:
+        argv.append(json.dumps([runs, selections]))
+    out = subprocess.run(argv, cwd=tree, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def timed(argv: list[str], cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    return time.perf_counter() - t0, proc
+
+
+def testfleet_cmd() -> list[str]:
+    exe = shutil.which("testfleet", path=str(Path(sys.executable).parent)) or shutil.which("testfleet")
+    return [exe] if exe else [sys.executable, "-m", "testfleet"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--miles", type=Path, default=Path("/work/trees/miles"))
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    tree = args.miles.resolve()
+    tf = testfleet_cmd()
+    selections = [d for d in dispatched(tree)]
+    runs = [(cadence, labels) for cadence, labels, _ in TRIGGERS]
+    with tempfile.TemporaryDirectory(prefix="tf-real-") as tmp:
+        work = Path(tmp) / "miles"
+        shutil.copytree(tree / "tests", work / "tests",
+                        ignore=shutil.ignore_patterns("__pycache__", ".testfleet"))
+        shutil.copy(CONFIG, work / "testfleet.toml")
+
+        ref = project_side(tree, runs, selections)
+        _, listed = timed([*tf, "-C", str(work), "list", "--format", "json"])
+        ours = sorted([r["file"], r["backend"], r["suite"], r["nightly"], r["disabled"] is not None,
+                       sorted(r["labels"])] for r in json.loads(listed.stdout))
+        theirs = ref["registrations"]
+        missing = [r for r in theirs if r not in ours]
+        extra = [r for r in ours if r not in theirs]
+        _, checked = timed([*tf, "-C", str(work), "check", "--format", "json"])
+        check_doc = json.loads(checked.stdout)
+
+        selected = {(c, tuple(lb), hw, s): files for c, lb, hw, s, files in ref["selected"]}  # type: ignore[union-attr]
+        rows = []
+        bad_runs = []
+        for cadence, labels, plan_args in TRIGGERS:
+            plan_path = work / "plan.json"
+            _, planned = timed([*tf, "-C", str(work), "plan", "--format", "json", "--output", str(plan_path),
+                                *plan_args])
+            plan = json.loads(plan_path.read_text())
+            by_stage: dict[str, list[str]] = {}
+            for job in plan["jobs"]:
+                by_stage.setdefault(job["stage"], []).extend(t["file"] for t in job["tests"])
+            same = 0
+            for hw, suite in selections:
+                want = selected[(cadence, tuple(labels), hw, suite)]
+                got = sorted(by_stage.get(suite, []))
+                if got == want:
+                    same += 1
+                else:
+                    bad_runs.append((cadence, labels, suite, sorted(set(want) - set(got)),
+                                     sorted(set(got) - set(want))))
+            files = sum(len(selected[(cadence, tuple(labels), hw, s)]) for hw, s in selections)
+            rows.append((f"{cadence} {' '.join(labels) or '(no labels)'}", len(selections), same, files,
+                         planned.returncode))
+
+        t_ref, t_cold, t_warm = [], [], []
+        for _ in range(args.repeat):
+            t_ref.append(timed([sys.executable, "-c", PROJECT_SIDE], cwd=tree)[0])
+            shutil.rmtree(work / ".testfleet", ignore_errors=True)
+            t_cold.append(timed([*tf, "-C", str(work), "list", "--format", "json"])[0])
+            t_warm.append(timed([*tf, "-C", str(work), "list", "--format", "json"])[0])
+
+    med = statistics.median
+    print("### miles (`/work/trees/miles`, unmodified; config `benchmarks/real_trees/miles.toml`)\n")
+    print("| figure | project's collector | testfleet |")
+    print("|---|---|---|")
+    print(f"| registrations | {len(theirs)} | {len(ours)} |")
+    print(f"| files | {len({r[0] for r in theirs})} | {check_doc['files']} (discovered; "
+          f"{len({r[0] for r in ours})} with a registration) |")
+    print(f"| registrations only one side finds | - | {len(missing)} missing, {len(extra)} extra |")
+    print(f"| `testfleet check` | - | {check_doc['errors']} errors, {check_doc['warnings']} warnings |")
+    print(f"| collection, whole process (median of {args.repeat}) | {med(t_ref):.3f} s "
+          f"| {med(t_cold):.3f} s cold, {med(t_warm):.3f} s warm |")
+    print()
+    print(f"Selection per dispatched CI run ({len(selections)} `run_suite.py` jobs in the workflows: "
+          f"{', '.join(s for _, s in selections)}):\n")
+    print("| trigger | runs compared | same files as run_suite.py | files selected | plan exit |")
+    print("|---|---|---|---|---|")
+    for name, n, same, files, rc in rows:
+        print(f"| {name} | {n} | {same} | {files} | {rc} |")
+    for cadence, labels, suite, lost, more in bad_runs:
+        print(f"\nDIFF {cadence} {labels} {suite}: missing {lost} extra {more}")
+    for r in missing[:10]:
+        print(f"MISSING {r}")
+    for r in extra[:10]:
+        print(f"EXTRA {r}")
+    return 1 if missing or extra or bad_runs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
