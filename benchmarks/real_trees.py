@@ -105,6 +105,85 @@ def testfleet_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "testfleet"]
 
 
+SGLANG_TREE = HERE.parent / "tests" / "fixtures" / "real_trees" / "sglang"
+_SGLANG_BACKENDS = {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda", "register_amd_ci": "rocm",
+                    "register_npu_ci": "npu", "register_xpu_ci": "xpu", "register_musa_ci": "musa",
+                    "register_mlx_ci": "mlx"}
+
+
+def sglang_reference(root: Path) -> tuple[set[tuple[str, str, str]], dict[str, str]]:
+    """SGLang's collection rules, re-stated (ci_register.ut_parse_one_file/collect_tests and the
+    file glob of run_suite.py): (file, backend, effective suite) and, per refused file, why.
+
+    SGLang's own collector raises on the first refused file; here every file is tried so
+    the two sides can be compared file by file.
+    """
+    import ast
+
+    regs: set[tuple[str, str, str]] = set()
+    refused: dict[str, str] = {}
+    base = root / "test" / "registered"
+    for path in sorted(base.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if path.name in ("conftest.py", "__init__.py") or rel.endswith("/cpu/utils.py"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found: list[tuple[str, str, str, bool]] = []
+        has_main = False
+        try:
+            for stmt in tree.body:
+                if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+                    has_main = any(isinstance(n, ast.Call) for n in ast.walk(stmt))
+                if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                        and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in _SGLANG_BACKENDS):
+                    continue
+                call = stmt.value
+                args = dict(zip(("est_time", "suite", "nightly", "disabled"),
+                                (a.value if isinstance(a, ast.Constant) else None for a in call.args), strict=False))
+                for kw in call.keywords:
+                    args[kw.arg or "**"] = kw.value.value if isinstance(kw.value, ast.Constant) else None
+                stage, runner, suite = args.get("stage"), args.get("runner_config"), args.get("suite")
+                if ("stage" in args) != ("runner_config" in args) or (("stage" in args) == ("suite" in args)):
+                    raise ValueError("must specify exactly one of (stage, runner_config) pair or suite")
+                effective = f"{stage}-test-{runner}" if "stage" in args else str(suite)
+                found.append((rel, _SGLANG_BACKENDS[call.func.id], effective, args.get("disabled") is None))
+            if not found:
+                raise ValueError("No CI registry found")
+            if any(enabled for *_, enabled in found) and not has_main:
+                raise ValueError('missing `if __name__ == "__main__":` entry')
+        except ValueError as exc:
+            refused[rel] = str(exc)
+            continue
+        regs.update(r[:3] for r in found)
+    return regs, refused
+
+
+def sglang_section(tf: list[str]) -> list[str]:
+    """The SGLang-shaped corpus tree: testfleet vs SGLang's rules, file by file."""
+    with tempfile.TemporaryDirectory(prefix="tf-sgl-") as tmp:
+        work = Path(tmp) / "sglang"
+        shutil.copytree(SGLANG_TREE, work)
+        listed = subprocess.run([*tf, "-C", str(work), "list", "--format", "json"], capture_output=True,
+                                text=True)
+        checked = json.loads(subprocess.run([*tf, "-C", str(work), "check", "--format", "json"],
+                                            capture_output=True, text=True).stdout)
+        ours = {(r["file"], r["backend"], r["suite"]) for r in json.loads(listed.stdout)}
+        theirs, refused = sglang_reference(work)
+    files = {r[0] for r in ours} | set(refused)
+    agree = sum(1 for f in files if f not in refused and {r for r in ours if r[0] == f} == {r for r in theirs if r[0] == f})
+    by_file: dict[str, list[str]] = {}
+    for f in checked["findings"]:
+        by_file.setdefault(f["file"], []).append(f"{f['severity']} {f['code']}")
+    lines = ["### SGLang-shaped corpus (`tests/fixtures/real_trees/sglang`, 12 files reconstructed "
+             "from sgl-project/sglang)", "",
+             "| figure | SGLang's rules (re-stated in the script) | testfleet |", "|---|---|---|",
+             f"| registrations | {len(theirs)} (refuses {len(refused)} files) | {len(ours)} |",
+             f"| files read the same | {agree} of {len(files) - len(refused)} accepted files | |"]
+    for f, why in sorted(refused.items()):
+        lines.append(f"| refused: `{f}` | {why} | {'; '.join(by_file.get(f, ['listed, no finding']))} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--miles", type=Path, default=Path("/work/trees/miles"))
@@ -185,6 +264,8 @@ def main() -> int:
         print(f"MISSING {r}")
     for r in extra[:10]:
         print(f"EXTRA {r}")
+    print()
+    print("\n".join(sglang_section(tf)))
     return 1 if missing or extra or bad_runs else 0
 
 

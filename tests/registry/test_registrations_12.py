@@ -201,12 +201,20 @@ def test_no_main_call_is_silent_for_disabled_registrations(tree) -> None:
     assert codes(collect(tree({F: enabled}), use_cache=False)) == [(2, "no-main-call")]
 
 
-def test_unused_stage_names_rejected_registrations(tree) -> None:
+def test_unused_stage_and_coverage_hole_name_rejected_registrations(tree, run_cli) -> None:
     src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(-1, "stage-b-cpu")\n'
-    registry = collect(tree({F: src}), use_cache=False)
+    project = tree({F: src})
+    registry = collect(project, use_cache=False)
     f = next(f for f in registry.findings if f.code == "unused-stage" and "stage-b-cpu" in f.message)
     assert "1 registration for this stage is invalid" in f.message
     assert "no test registers" not in f.message
+    _, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
+    holes = [x["message"] for x in json.loads(out)["findings"]
+             if x["code"] == "coverage-hole" and "stage-b-cpu" in x["message"]]
+    assert holes == ["coverage hole: stage stage-b-cpu has no registration that can run "
+                     "(all-invalid: 1 registration for this stage is invalid)"]
+    _, out, _ = run_cli("-C", str(project.root), "report", "--format", "json", "--no-history")
+    assert "1 invalid registration(s)" in out
 
 
 def test_long_lists_in_messages_are_cut_with_a_count(tree) -> None:
