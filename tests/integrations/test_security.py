@@ -139,7 +139,7 @@ def test_hostile_payload_reaches_no_shell_and_no_other_output(
     # workflow commands on stdout: only our own escaped warnings, one per line
     for line in out.splitlines():
         if line.startswith("::"):
-            assert line.startswith("::warning title=testfleet plan::"), line
+            assert line.startswith(("::warning title=testfleet plan::", "::notice title=testfleet plan::")), line
     assert not any(line.startswith(("::set-output", "GITHUB_ENV", "matrix=")) for line in out.splitlines())
     assert not PWNED.exists()
 
