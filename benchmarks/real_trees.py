@@ -167,7 +167,7 @@ def sglang_section(tf: list[str]) -> list[str]:
                                 text=True)
         checked = json.loads(subprocess.run([*tf, "-C", str(work), "check", "--format", "json"],
                                             capture_output=True, text=True).stdout)
-        ours = {(r["file"], r["backend"], r["suite"]) for r in json.loads(listed.stdout)}
+        ours = {(r["file"], r["backend"], r["suite"]) for r in json.loads(listed.stdout)["registrations"]}
         theirs, refused = sglang_reference(work)
     files = {r[0] for r in ours} | set(refused)
     agree = sum(1 for f in files if f not in refused and {r for r in ours if r[0] == f} == {r for r in theirs if r[0] == f})
