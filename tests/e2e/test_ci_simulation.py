@@ -238,7 +238,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     listed = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(repo), "list",
                              "--format", "json"], capture_output=True, text=True, check=True,
                             timeout=120)
-    regs = Counter((r["file"], r["backend"]) for r in json.loads(listed.stdout))
+    regs = Counter((r["file"], r["backend"]) for r in json.loads(listed.stdout)["registrations"])
     fates = Counter([(t["file"], j["backend"]) for j in plan["jobs"] for t in j["tests"]]
                     + [(s["file"], s["backend"]) for s in plan["skipped"]])
     assert fates == regs
