@@ -123,6 +123,7 @@ def validate(rows: Sequence[Execution]) -> None:
 
 
 def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
+    from testfleet.store.identity import new_uid
     from testfleet.store.schema import executions
 
     now = time.time()
@@ -131,13 +132,28 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
             "file": r.file, "stage": r.stage, "backend": r.backend,
             "duration": float(r.duration), "outcome": r.outcome, "attempt": r.attempt,
             "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
-            "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now,
+            "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now, "uid": new_uid(),
             "gate_status": r.gate_status, "gate_mode": r.gate_mode, "reason": r.reason,
         }
         for r in rows
     ]
     if payload:
         conn.execute(executions.insert(), payload)
+
+
+def insert_ignoring_known(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> int:
+    """``INSERT ... ON CONFLICT (uid) DO NOTHING`` on both engines; returns rows added."""
+    stmt: Any
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt = pg_insert(table).on_conflict_do_nothing(index_elements=["uid"])
+    else:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["uid"])
+    result = conn.execute(stmt, rows)
+    return int(result.rowcount or 0)
 
 
 def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,

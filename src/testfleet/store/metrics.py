@@ -44,6 +44,7 @@ from sqlalchemy import (
 )
 
 from testfleet.store.errors import StoreError
+from testfleet.store.identity import new_uid
 from testfleet.store.schema import metadata
 
 if TYPE_CHECKING:
@@ -70,7 +71,10 @@ gate_runs = Table(
     Column("recorded_at", Double, nullable=False),  # POSIX epoch seconds
     Column("untrusted_at", Double, nullable=True),
     Column("untrusted_by", String(300), nullable=True),
+    # Step 4: the run's stable identity (testfleet.store.identity); NULL never after step 4.
+    Column("uid", String(32), nullable=True, info={"since": 4}),
 )
+Index("ux_gate_runs_uid", gate_runs.c.uid, unique=True, info={"since": 4})
 Index("ix_gate_runs_run_id", gate_runs.c.run_id)
 Index("ix_gate_runs_ci_run_id", gate_runs.c.ci_run_id)
 Index("ix_gate_runs_commit_sha", gate_runs.c.commit_sha)
@@ -110,8 +114,10 @@ Index("ix_gate_values_run", gate_values.c.run_pk)
 
 def create_tables(conn: Connection) -> None:
     """DDL of schema step 2 (called only from the migration; runtime never needs it)."""
+    from testfleet.store.schema import create_as_of
+
     for table in (gate_runs, gate_series, gate_values):
-        table.create(conn)  # with its indexes
+        create_as_of(conn, table, 2)  # with its indexes
 
 
 # --------------------------------------------------------------------------- data
@@ -309,13 +315,14 @@ def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], tru
         for h, sid in conn.execute(select(gate_series.c.coord_hash, gate_series.c.id)
                                    .where(gate_series.c.coord_hash.in_(chunk))):
             ids[h] = sid
+    commit = _normal_commit(run.commit)
+    recorded_at = run.recorded_at if run.recorded_at is not None else time.time()
     run_pk = conn.execute(
         gate_runs.insert().returning(gate_runs.c.id),
         {"run_id": run.run_id, "test_path": run.test_path, "test_hash": thash,
          "backend": run.backend, "suite": run.suite, "env_key": run.env_key,
-         "ci_run_id": run.ci_run_id, "commit_sha": _normal_commit(run.commit),
-         "trusted": bool(trusted),
-         "recorded_at": run.recorded_at if run.recorded_at is not None else time.time()},
+         "ci_run_id": run.ci_run_id, "commit_sha": commit,
+         "trusted": bool(trusted), "recorded_at": recorded_at, "uid": new_uid()},
     ).scalar_one()
     if values:
         conn.execute(gate_values.insert(), [

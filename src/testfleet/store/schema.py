@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -77,10 +78,13 @@ executions = Table(
     Column("gate_status", String(16), nullable=True),  # PASS | FAIL | ERROR | INACTIVE
     Column("gate_mode", String(16), nullable=True),  # enforced | shadow
     Column("reason", String(500), nullable=True),  # why the verdict is what it is
+    # Step 4: the record's stable identity (testfleet.store.identity); NULL never after step 4.
+    Column("uid", String(32), nullable=True, info={"since": 4}),
 )
 _ix_stage_file_ts = Index("ix_executions_stage_file_ts", executions.c.stage,
                           executions.c.file, executions.c.ts)
 _ix_run = Index("ix_executions_ci_run_id", executions.c.ci_run_id)
+_ux_uid = Index("ux_executions_uid", executions.c.uid, unique=True, info={"since": 4})
 
 # The executions table exactly as step 1 created it. Later steps ALTER it, so step 1
 # must not create today's columns (a fresh database then takes every step in order,
@@ -114,6 +118,26 @@ class Migration:
     apply: Callable[[Connection], None]
 
 
+def create_as_of(conn: Connection, table: Table, version: int) -> None:
+    """Create ``table`` as step ``version`` defined it.
+
+    Columns and indexes added by a later step carry ``info={"since": <step>}`` on the
+    ``Table`` (queries need them there); a released step must keep creating exactly
+    what it always created, so that the later step's ``ALTER`` finds the table as
+    databases in the field have it.
+    """
+    later = [c for c in table.columns if c.info.get("since", 1) > version]
+    if not later:
+        table.create(conn)  # with its indexes
+        return
+    frozen = Table(table.name, MetaData(),
+                   *[c._copy() for c in table.columns if c.info.get("since", 1) <= version])
+    for index in table.indexes:
+        if index.info.get("since", 1) <= version:
+            Index(index.name, *[frozen.c[c.name] for c in index.columns], unique=index.unique)
+    frozen.create(conn)
+
+
 def _v1_durations(conn: Connection) -> None:
     schema_version.create(conn)
     _executions_v1.create(conn)  # creates its indexes too
@@ -135,10 +159,68 @@ def _v3_final_verdict(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE executions ADD COLUMN {column}"))
 
 
+def _v4_record_identities(conn: Connection) -> None:
+    """``uid`` on executions and gate runs, filled for existing rows, then unique.
+
+    Rows are read in id order by key ranges and updated in batches, so a large
+    history is migrated without holding it in memory twice.
+    """
+    from testfleet.store.identity import execution_uid, gate_run_uid
+    from testfleet.store.metrics import gate_runs
+
+    uid_type = String(32).compile(dialect=conn.dialect)
+    for table in (executions, gate_runs):
+        conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN uid {uid_type}"))
+    ex, gr = executions, gate_runs
+    _backfill_uids(conn, ex, [ex.c.file, ex.c.stage, ex.c.backend, ex.c.attempt, ex.c.commit_sha,
+                              ex.c.ci_run_id, ex.c.ts, ex.c.duration, ex.c.outcome],
+                   lambda r, seq: execution_uid(file=r[0], stage=r[1], backend=r[2], attempt=r[3],
+                                                commit=r[4], ci_run_id=r[5], ts=r[6],
+                                                duration=r[7], outcome=r[8], seq=seq))
+    _backfill_uids(conn, gr, [gr.c.run_id, gr.c.test_path, gr.c.backend, gr.c.suite, gr.c.env_key,
+                              gr.c.ci_run_id, gr.c.commit_sha, gr.c.recorded_at],
+                   lambda r, seq: gate_run_uid(run_id=r[0], test_path=r[1], backend=r[2],
+                                               suite=r[3], env_key=r[4], ci_run_id=r[5],
+                                               commit=r[6], recorded_at=r[7], seq=seq))
+    for table in (executions, gate_runs):
+        for index in table.indexes:
+            if index.info.get("since") == 4:
+                index.create(conn)
+
+
+def _backfill_uids(conn: Connection, table: Table, columns: list[Column[Any]],
+                   uid: Callable[[Any, int], str]) -> None:
+    from sqlalchemy import bindparam, update
+
+    seen: set[str] = set()
+    last = -1
+    stmt = update(table).where(table.c.id == bindparam("b_id")).values(uid=bindparam("b_uid"))
+    while True:
+        rows = conn.execute(select(table.c.id, *columns).where(table.c.id > last)
+                            .order_by(table.c.id).limit(_BACKFILL_BATCH)).all()
+        if not rows:
+            return
+        batch = []
+        for row in rows:
+            seq = 0
+            value = uid(row[1:], seq)
+            while value in seen:  # an identical older row: see testfleet.store.identity
+                seq += 1
+                value = uid(row[1:], seq)
+            seen.add(value)
+            batch.append({"b_id": row[0], "b_uid": value})
+        conn.execute(stmt, batch)
+        last = rows[-1][0]
+
+
+_BACKFILL_BATCH = 5000
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
     Migration(3, "results: executions record the gate's verdict and the reason", _v3_final_verdict),
+    Migration(4, "record identities: uid on executions and gate_runs (history bundles)",
+              _v4_record_identities),
     # Append new steps here; see the module docstring.
 ]
 
