@@ -1,7 +1,38 @@
-"""History-bundle fixtures: the store's project and per-engine databases."""
+"""History-bundle fixtures: the store's project and per-engine databases, seeded records."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from tests.store.conftest import MINIMAL_CONFIG, engine_name, project, store_url
 
-__all__ = ["MINIMAL_CONFIG", "engine_name", "project", "store_url"]
+from testfleet.config import Project
+
+__all__ = ["MINIMAL_CONFIG", "engine_name", "project", "seed", "store_url"]
+
+
+def seed_records(project: Project, url: str | None, *, ci_run_id: str = "100", files: int = 3,
+                 t0: float = 1000.0) -> None:
+    """Executions of ``files`` files in one CI run, and a trusted and an untrusted gate run."""
+    from testfleet.store import open_store
+    from testfleet.store.durations import Execution
+    from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+
+    with open_store(project, url) as store:
+        store.record_executions([
+            Execution(f"tests/test_{i}.py", "stage-a-cpu", "cpu", 1.5 + i, commit="abc123",
+                      ci_run_id=ci_run_id, timestamp=t0 + i, outcome="PASSED" if i else "FAILED")
+            for i in range(files)])
+        ms = MetricStore(store)
+        for n, trusted in ((1, True), (2, False)):
+            ms.write_run(GateRun(f"{ci_run_id}.1-job{n}", "tests/test_1.py", "cuda", "stage-c-h200",
+                                 env_key="torch=2", ci_run_id=ci_run_id, commit="ABC123",
+                                 recorded_at=t0 + 10 * n),
+                         [StoredValue("train/loss", "all", "lt:2", s, 0.1 * s + n, s + 1)
+                          for s in range(3)], trusted=trusted)
+
+
+@pytest.fixture
+def seed() -> Callable[..., None]:
+    return seed_records

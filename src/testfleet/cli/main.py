@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("testfleet.cli.gate", "Evaluate metric records, show history, untrust runs."),
     "durations": ("testfleet.cli.durations", "Import, show and correct test durations."),
     "db": ("testfleet.cli.db", "Create or migrate the history database."),
+    "history": ("testfleet.cli.history", "Export, merge and inspect portable history bundles."),
     "report": ("testfleet.cli.report", "Disabled ledger, coverage, holes, balance, trends."),
     "init": ("testfleet.cli.init", "Scaffold config and a CI workflow."),
     "schema": ("testfleet.cli.schema", "Print a published JSON Schema (config, or a --format json output)."),

@@ -294,8 +294,12 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[i:i + size]
 
 
-def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], trusted: bool) -> int:
-    """Insert one run and its values in the caller's transaction; returns the run's key."""
+def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], trusted: bool, *,
+              uid: str | None = None, untrusted: tuple[float, str] | None = None) -> int:
+    """Insert one run and its values in the caller's transaction; returns the run's key.
+
+    ``uid`` keeps the identity of a run copied from elsewhere (a history bundle);
+    ``untrusted`` is its ``(untrusted_at, untrusted_by)`` when it is not trusted."""
     from sqlalchemy import select
 
     ident = run.identity
@@ -322,7 +326,9 @@ def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], tru
         {"run_id": run.run_id, "test_path": run.test_path, "test_hash": thash,
          "backend": run.backend, "suite": run.suite, "env_key": run.env_key,
          "ci_run_id": run.ci_run_id, "commit_sha": commit,
-         "trusted": bool(trusted), "recorded_at": recorded_at, "uid": new_uid()},
+         "trusted": bool(trusted), "recorded_at": recorded_at, "uid": uid or new_uid(),
+         "untrusted_at": untrusted[0] if untrusted else None,
+         "untrusted_by": untrusted[1][:300] if untrusted else None},
     ).scalar_one()
     if values:
         conn.execute(gate_values.insert(), [

@@ -1,0 +1,170 @@
+"""``testfleet history``: portable history bundles, so history survives ephemeral CI runners.
+
+- ``history export [--run-id ID] --output FILE``: one job's records (by CI run id) or
+  the whole database as a bundle (see ``testfleet.history.bundle``).
+- ``history merge FILE...``: every bundle into the history database, in one
+  transaction, idempotently; prunes like ``db prune``; prints size and row counts.
+  Refuses bundles from pull requests (see ``testfleet.history.trust``).
+- ``history show FILE``: a bundle's header and counts, after verifying it.
+
+A bad bundle is exit 2 naming the file and the problem, with nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from testfleet.cli._common import database_option, project_from, single_line, write_output
+
+
+@click.group("history")
+def command() -> None:
+    """Export, merge and inspect portable history bundles."""
+
+
+@command.command("export")
+@database_option()
+@click.option("--run-id", "run_id", metavar="ID", default=None, callback=single_line,
+              help="Only the records of this CI run (the GITHUB_RUN_ID the runner recorded) or "
+                   "of this gate run id; default: the whole database.")
+@click.option("--output", "-o", "output", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path), help="Bundle file to write.")
+@click.option("--plan", "plan_file", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="The plan the job ran: its event, cadence and whether it writes metric "
+                   "baselines are recorded in the bundle.")
+@click.option("--event", default=None, callback=single_line, metavar="NAME",
+              help="Event the records come from (default: GITHUB_EVENT_NAME, Buildkite's).")
+@click.option("--ref", default=None, callback=single_line, metavar="REF",
+              help="Git ref the records come from (default: GITHUB_REF, BUILDKITE_BRANCH).")
+@click.option("--cadence", default=None, callback=single_line, metavar="NAME",
+              help="Cadence of the run (default: the plan's).")
+@click.option("--write-baseline/--no-write-baseline", "write_baseline", default=None,
+              help="Whether the run's cadence writes metric baselines (default: the plan's).")
+@click.pass_context
+def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, output: Path,
+               plan_file: Path | None, event: str | None, ref: str | None, cadence: str | None,
+               write_baseline: bool | None) -> int:
+    """Write one job's (or the whole database's) records as a bundle."""
+    from testfleet.history.bundle import Payload, encode
+    from testfleet.history.export import export_payload
+    from testfleet.history.trust import source_from_env
+    from testfleet.store import open_store, resolve_target
+
+    project = project_from(ctx)
+    if plan_file is not None:
+        from testfleet.planning.model import load_plan
+
+        policy = load_plan(plan_file).policy
+        event = event if event is not None else policy.get("event")
+        cadence = cadence if cadence is not None else policy.get("cadence")
+        if write_baseline is None and "write_baseline" in policy:
+            write_baseline = bool(policy["write_baseline"])
+    source = source_from_env(event=event, ref=ref, cadence=cadence, write_baseline=write_baseline)
+    target = resolve_target(project, database)
+    if target.path is not None and not target.path.exists() and target.default:
+        # A job that recorded nothing (history off, nothing ran) still hands on a bundle.
+        from testfleet import __version__
+        from testfleet.store.schema import latest_version
+
+        click.echo(f"note: no history database at {target.display}; writing an empty bundle",
+                   err=True)
+        payload = Payload(store_schema=latest_version(), created_at=0.0, testfleet=__version__,
+                          source=source)
+    else:
+        with open_store(project, database) as store:
+            payload = export_payload(store, run_id=run_id, source=source)
+    data = encode(payload)
+    write_output(output, data)
+    what = f"run {run_id}" if run_id is not None else "the whole database"
+    click.echo(f"exported {len(payload.executions)} execution(s), {len(payload.gate_runs)} gate "
+               f"run(s) ({len(payload.gate_values)} value(s)) of {what} from {target.display} "
+               f"to {output} ({_size(len(data))})")
+    return 0
+
+
+@command.command("merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@database_option()
+@click.option("--allow-untrusted", is_flag=True,
+              help="Merge bundles from pull requests or other refs too (their gate runs are "
+                   "stored untrusted). Never in a default-branch workflow.")
+@click.option("--require-ref", default=None, metavar="REF", callback=single_line,
+              help="Refuse bundles exported on another ref (e.g. refs/heads/main).")
+@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Prune as 'db prune --keep': executions kept per stage and file.")
+@click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
+@click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.pass_context
+def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
+              allow_untrusted: bool, require_ref: str | None, keep: int,
+              older_than_days: float | None, no_prune: bool, fmt: str) -> int:
+    """Merge bundles into the history database in one transaction (idempotent)."""
+    import time
+
+    from testfleet.history.merge import merge_bundles, read_bundles
+    from testfleet.store import open_store
+
+    project = project_from(ctx)
+    bundles = read_bundles(list(files))  # every file verified before the database is touched
+    cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
+    with open_store(project, database) as store:
+        result = merge_bundles(store, bundles, allow_untrusted=allow_untrusted,
+                               require_ref=require_ref, keep=None if no_prune else keep,
+                               older_than=cutoff)
+        where = store.target.display
+    for note in result.notes:
+        click.echo(f"warning: {note}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"database": where, **result.to_json()}, indent=2, sort_keys=True))
+        return 0
+    a, k = result.added, result.known
+    click.echo(f"merged {result.bundles} bundle(s) into {where}: "
+               f"+{a['executions']} execution(s) ({k['executions']} already present), "
+               f"+{a['gate_runs']} gate run(s) ({k['gate_runs']} already present) with "
+               f"{a['gate_values']} value(s); pruned {result.pruned}")
+    rows = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in result.rows.items())
+    size = _size(result.size_bytes) if result.size_bytes is not None else "size unknown"
+    click.echo(f"history: {size}; {rows}")
+    return 0
+
+
+@command.command("show")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def show_cmd(file: Path, fmt: str) -> int:
+    """Verify a bundle and print its header and record counts."""
+    from testfleet.history.bundle import read_file
+    from testfleet.history.trust import admit
+
+    bundle = read_file(file)
+    header: dict[str, Any] = {"file": str(file), **bundle.header()}
+    verdict = admit(bundle.payload.source)
+    header["merge"] = ("refused without --allow-untrusted: " + verdict.refused if verdict.refused
+                       else verdict.note or "accepted; gate runs keep their trust")
+    if fmt == "json":
+        click.echo(json.dumps(header, indent=2, sort_keys=True))
+        return 0
+    src = header["source"]
+    counts = header["counts"]
+    click.echo(f"{file}: {header['schema']}, history schema {header['store_schema']}, "
+               f"testfleet {header['testfleet']}, sha256 {header['sha256'][:16]}...")
+    click.echo("source: " + ", ".join(f"{k}={v}" for k, v in sorted(src.items()) if v is not None)
+               if any(v is not None for v in src.values()) else "source: not recorded (local export)")
+    click.echo(f"records: {counts['executions']} execution(s), {counts['gate_runs']} gate run(s), "
+               f"{counts['gate_values']} gate value(s)")
+    click.echo(f"merge: {header['merge']}")
+    return 0
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 10 * 1024 else f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 \
+        else f"{n / 1024:.1f} KiB"

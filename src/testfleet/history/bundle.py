@@ -1,0 +1,357 @@
+"""The history bundle: one job's (or a whole database's) records as one portable file.
+
+On disk a bundle is gzip of one canonical JSON document (sorted keys, no spaces,
+UTF-8, no NaN)::
+
+    {"payload": {...}, "schema": "testfleet.bundle/1", "sha256": "<hex>"}
+
+``sha256`` is the digest of the canonical JSON of ``payload``, so any change to a
+record after export -- a flipped bit, an edited value, a forged ``trusted`` -- is
+caught before anything is written. The payload carries the history schema version
+the records were read from, where they came from (event, ref, cadence: see
+:mod:`testfleet.history.trust`) and the rows: executions, gate runs, and gate
+values that name their run by uid.
+
+Decoding is strict and bounded: the compressed file and the decompressed JSON are
+read only up to a cap, every problem is a :class:`BundleError` naming the file,
+and a bundle that passes :func:`decode` is consistent on its own (no value of an
+unknown run, no identity used twice for different content).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import os
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from testfleet.errors import TestfleetError
+from testfleet.store.durations import OUTCOMES
+from testfleet.store.identity import UID_PATTERN
+
+SCHEMA_PREFIX = "testfleet.bundle/"
+FORMAT_VERSION = 1
+SCHEMA = f"{SCHEMA_PREFIX}{FORMAT_VERSION}"
+
+#: The most compressed bytes read from a bundle file (a whole 100k-execution history
+#: is ~4 MiB compressed), and the most JSON they may inflate to (a gzip bomb stops here).
+MAX_COMPRESSED = 64 << 20
+MAX_JSON = 512 << 20
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class BundleError(TestfleetError):
+    """A bundle that cannot be used; the message names the file and the problem."""
+
+
+# --------------------------------------------------------------------------- model
+
+_UID = Field(pattern=UID_PATTERN.pattern)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*", mode="after")  # type: ignore[untyped-decorator,unused-ignore]
+    @classmethod
+    def _finite_and_clean(cls, value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+
+class ExecutionRecord(_Row):
+    """One row of ``executions`` (every column but the local ``id``)."""
+
+    uid: str = _UID
+    file: str = Field(min_length=1, max_length=1024)
+    stage: str = Field(min_length=1, max_length=255)
+    backend: str = Field(min_length=1, max_length=64)
+    duration: float = Field(ge=0)
+    outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
+    attempt: int = Field(ge=1)
+    commit_sha: str | None = Field(default=None, max_length=64)
+    ci_run_id: str | None = Field(default=None, max_length=255)
+    ts: float
+    recorded_at: float
+
+    @field_validator("duration", "ts", "recorded_at", mode="before")
+    @classmethod
+    def _int_is_a_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class GateRunRecord(_Row):
+    """One row of ``gate_runs`` (every column but ``id`` and the derived ``test_hash``)."""
+
+    uid: str = _UID
+    run_id: str = Field(min_length=1, max_length=255)
+    test_path: str = Field(min_length=1, max_length=1024)
+    backend: str = Field(min_length=1, max_length=64)
+    suite: str = Field(min_length=1, max_length=255)
+    env_key: str
+    ci_run_id: str | None = Field(default=None, max_length=255)
+    commit_sha: str | None = Field(default=None, max_length=64)
+    trusted: bool
+    recorded_at: float
+    untrusted_at: float | None = None
+    untrusted_by: str | None = Field(default=None, max_length=300)
+
+    @field_validator("recorded_at", "untrusted_at", mode="before")
+    @classmethod
+    def _int_is_a_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class GateValueRecord(_Row):
+    """One gate value: its run (by uid), its coordinate and the value."""
+
+    run: str = _UID
+    metric_key: str = Field(min_length=1)
+    steps_key: str = Field(min_length=1)
+    constraint_key: str = Field(min_length=1)
+    step: int = Field(ge=-1)
+    value: float
+    actual_step: int | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _int_is_a_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.run, self.metric_key, self.steps_key, self.constraint_key, self.step)
+
+
+class Source(_Row):
+    """Where the records came from, as the exporting job saw it (see ``history.trust``)."""
+
+    event: str | None = Field(default=None, max_length=100)
+    ref: str | None = Field(default=None, max_length=1024)
+    cadence: str | None = Field(default=None, max_length=100)
+    write_baseline: bool | None = None
+    ci_run_id: str | None = Field(default=None, max_length=255)
+    repository: str | None = Field(default=None, max_length=300)
+
+
+class Payload(_Row):
+    store_schema: int = Field(ge=1)
+    created_at: float
+    testfleet: str = Field(max_length=100)
+    source: Source
+    executions: list[ExecutionRecord] = Field(default_factory=list)
+    gate_runs: list[GateRunRecord] = Field(default_factory=list)
+    gate_values: list[GateValueRecord] = Field(default_factory=list)
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _int_is_a_float(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A decoded, verified bundle and the file it came from (for messages)."""
+
+    payload: Payload
+    sha256: str
+    name: str = "<bundle>"
+
+    def counts(self) -> dict[str, int]:
+        p = self.payload
+        return {"executions": len(p.executions), "gate_runs": len(p.gate_runs),
+                "gate_values": len(p.gate_values)}
+
+    def header(self) -> dict[str, Any]:
+        """What ``history show`` prints: everything but the rows."""
+        p = self.payload
+        return {"schema": SCHEMA, "sha256": self.sha256, "store_schema": p.store_schema,
+                "created_at": p.created_at, "testfleet": p.testfleet,
+                "source": p.source.model_dump(), "counts": self.counts()}
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def canonical(obj: Any) -> bytes:
+    """The one JSON form a bundle and its checksum are computed over."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def encode(payload: Payload) -> bytes:
+    """The file bytes of a bundle (deterministic: the gzip header carries no time)."""
+    data = payload.model_dump(mode="json")
+    body = canonical(data)
+    digest = hashlib.sha256(body).hexdigest()
+    # The envelope is spliced around the already-canonical payload instead of dumping
+    # it again: sorted keys put "payload" before "schema" and "sha256".
+    doc = b'{"payload":' + body + b',"schema":' + canonical(SCHEMA) + b',"sha256":' + \
+        canonical(digest) + b"}"
+    return gzip.compress(doc, compresslevel=6, mtime=0)
+
+
+def read_file(path: Path) -> Bundle:
+    """Read, inflate, verify and validate one bundle file; :class:`BundleError` otherwise."""
+    name = str(path)
+    raw = _read_compressed(path, name)
+    return decode(raw, name)
+
+
+def _read_compressed(path: Path, name: str) -> bytes:
+    from testfleet.fileio import read_capped
+
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            head = fh.read(2)
+    except FileNotFoundError:
+        raise BundleError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise BundleError(f"{name}: is a directory, not a bundle file") from None
+    except OSError as exc:
+        raise BundleError(f"{name}: cannot read it: {exc.strerror or exc}") from None
+    if head != _GZIP_MAGIC:
+        # Decided from two bytes: 100 MB of junk is refused without reading it.
+        what = "empty" if not head else "not gzip-compressed"
+        raise BundleError(f"{name}: {what}; not a testfleet history bundle")
+    if st.st_size > MAX_COMPRESSED:
+        raise BundleError(f"{name}: {st.st_size} bytes, larger than the {MAX_COMPRESSED >> 20} MiB "
+                          "a history bundle may be")
+    try:
+        return read_capped(path, MAX_COMPRESSED)
+    except OSError as exc:
+        raise BundleError(f"{name}: cannot read it: {exc.strerror or exc}") from None
+
+
+def _inflate(raw: bytes, name: str) -> bytes:
+    inflater = zlib.decompressobj(wbits=31)  # gzip container, CRC and length checked at the end
+    try:
+        data = inflater.decompress(raw, MAX_JSON + 1)
+    except zlib.error as exc:
+        raise BundleError(f"{name}: damaged gzip data ({exc})") from None
+    if len(data) > MAX_JSON:
+        raise BundleError(f"{name}: inflates to more than {MAX_JSON >> 20} MiB; refused")
+    if not inflater.eof:
+        raise BundleError(f"{name}: truncated: the gzip stream ends early "
+                          f"({len(raw)} bytes; incomplete download or upload?)")
+    if inflater.unused_data:
+        raise BundleError(f"{name}: {len(inflater.unused_data)} unexpected byte(s) after the "
+                          "gzip stream")
+    return data
+
+
+def decode(raw: bytes, name: str = "<bundle>") -> Bundle:
+    """Verify and validate bundle bytes; the checks run cheapest first."""
+    if raw[:2] != _GZIP_MAGIC:
+        raise BundleError(f"{name}: not gzip-compressed; not a testfleet history bundle")
+    data = _inflate(raw, name)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{name}: not UTF-8 JSON ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{name}: not valid JSON: {exc.msg} at line {exc.lineno}, "
+                          f"column {exc.colno}") from None
+    except RecursionError:
+        raise BundleError(f"{name}: JSON nested too deeply") from None
+    if not isinstance(doc, dict) or "schema" not in doc:
+        raise BundleError(f"{name}: not a testfleet history bundle (no 'schema' field)")
+    _check_schema(doc["schema"], name)
+    extra = sorted(set(doc) - {"schema", "sha256", "payload"})
+    if extra or not isinstance(doc.get("sha256"), str) or not isinstance(doc.get("payload"), dict):
+        raise BundleError(f"{name}: malformed bundle envelope (expected exactly 'schema', "
+                          f"'sha256' and an object 'payload'{'; unexpected ' + ', '.join(extra) if extra else ''})")
+    try:
+        actual = hashlib.sha256(canonical(doc["payload"])).hexdigest()
+    except ValueError as exc:  # NaN/Infinity are not canonical JSON
+        raise BundleError(f"{name}: payload is not canonical JSON ({exc})") from None
+    if actual != doc["sha256"]:
+        raise BundleError(f"{name}: checksum mismatch: the records were changed after export "
+                          f"(bundle says sha256 {str(doc['sha256'])[:16]}..., content is "
+                          f"{actual[:16]}...)")
+    try:
+        payload = Payload.model_validate(doc["payload"])
+    except ValidationError as exc:
+        raise BundleError(f"{name}: invalid records:\n  " + "\n  ".join(_errors(exc))) from None
+    _check_store_schema(payload, name)
+    _check_consistency(payload, name)
+    return Bundle(payload, actual, name)
+
+
+def _check_schema(schema: Any, name: str) -> None:
+    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
+        raise BundleError(f"{name}: foreign schema {str(schema)[:80]!r}; expected {SCHEMA!r}")
+    version = schema[len(SCHEMA_PREFIX):]
+    if not version.isdigit() or version.startswith("0"):
+        raise BundleError(f"{name}: foreign schema {schema[:80]!r}; expected {SCHEMA!r}")
+    if int(version) > FORMAT_VERSION:
+        raise BundleError(f"{name}: bundle format {schema!r} is newer than this testfleet reads "
+                          f"({SCHEMA!r}); upgrade testfleet to merge it")
+    if int(version) < FORMAT_VERSION:  # pragma: no cover - no older format exists yet
+        raise BundleError(f"{name}: bundle format {schema!r} is no longer read")
+
+
+def _check_store_schema(payload: Payload, name: str) -> None:
+    from testfleet.store.schema import latest_version
+
+    if payload.store_schema > latest_version():
+        raise BundleError(f"{name}: records were exported from history schema version "
+                          f"{payload.store_schema}, newer than the {latest_version()} this "
+                          "testfleet knows; upgrade testfleet to merge it")
+
+
+def _errors(exc: ValidationError, limit: int = 20) -> list[str]:
+    out = []
+    for err in exc.errors()[:limit]:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        out.append(f"{loc or 'payload'}: {err['msg']}")
+    if exc.error_count() > limit:
+        out.append(f"... and {exc.error_count() - limit} more")
+    return out
+
+
+def _duplicates(items: Iterable[tuple[Any, Any]], what: str, name: str) -> None:
+    seen: dict[Any, Any] = {}
+    for key, row in items:
+        other = seen.setdefault(key, row)
+        if other is not row and other != row:
+            shown = key if isinstance(key, str) else "/".join(str(k) for k in key)
+            raise BundleError(f"{name}: {what} {str(shown)[:120]} appears twice with different "
+                              "content; the bundle is inconsistent")
+
+
+def _check_consistency(payload: Payload, name: str) -> None:
+    """Identities unique (identical repeats are harmless), values only of runs it carries."""
+    _duplicates(((r.uid, r) for r in payload.executions), "execution uid", name)
+    _duplicates(((r.uid, r) for r in payload.gate_runs), "gate run uid", name)
+    _duplicates(((v.key, v) for v in payload.gate_values), "gate value", name)
+    runs = {r.uid for r in payload.gate_runs}
+    for i, v in enumerate(payload.gate_values):
+        if v.run not in runs:
+            raise BundleError(f"{name}: gate_values[{i}] references run {v.run}, which the "
+                              "bundle does not contain")
+
+
+def unique(rows: Iterable[Any], key: str = "uid") -> list[Any]:
+    """Rows without identical repeats, first occurrence order."""
+    seen: set[Any] = set()
+    out = []
+    for row in rows:
+        k = getattr(row, key)
+        if k not in seen:
+            seen.add(k)
+            out.append(row)
+    return out

@@ -1,0 +1,181 @@
+"""Export and merge against both engines (SQLite file and the real PostgreSQL server)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from testfleet.config import Project
+from testfleet.history.bundle import BundleError, Payload, Source, decode, encode
+from testfleet.history.export import EXECUTION_COLUMNS, GATE_RUN_COLUMNS, export_payload
+from testfleet.history.merge import merge_bundles, read_bundles
+from testfleet.store import open_store
+from testfleet.store.metrics import MetricStore, gate_runs
+from testfleet.store.schema import executions
+
+PUSH = Source(event="push", ref="refs/heads/main", cadence="nightly", write_baseline=True)
+
+
+def bundle_of(project: Project, url: str | None, path: Path, *, run_id: str | None = None,
+              source: Source = PUSH) -> Path:
+    with open_store(project, url) as store:
+        path.write_bytes(encode(export_payload(store, run_id=run_id, source=source)))
+    return path
+
+
+def records(project: Project, url: str | None) -> dict[str, Any]:
+    """Everything the history holds, without local keys, comparable across databases."""
+    with open_store(project, url) as store:
+        p = export_payload(store, run_id=None, source=Source())
+    run_of = {r.uid: r for r in p.gate_runs}
+    return {
+        "executions": by_repr(r.model_dump() for r in p.executions),
+        "gate_runs": by_repr((r.uid, r.trusted, r.commit_sha, r.recorded_at, r.run_id)
+                            for r in p.gate_runs),
+        "gate_values": by_repr((run_of[v.run].run_id, *v.key[1:], v.value, v.actual_step)
+                              for v in p.gate_values),
+    }
+
+
+def by_repr(rows: Any) -> list[Any]:
+    """Rows in a stable order (dicts do not sort by themselves)."""
+    return sorted(rows, key=repr)
+
+
+@pytest.fixture
+def source_db(project: Project, seed: Callable[..., None]) -> str:
+    """A second SQLite history (a job's runner) seeded with two CI runs."""
+    url = str(project.root / "job.db")
+    seed(project, url, ci_run_id="100")
+    seed(project, url, ci_run_id="200", t0=5000.0)
+    return url
+
+
+def test_round_trip_keeps_every_record(project: Project, store_url: str | None, source_db: str,
+                                       tmp_path: Path) -> None:
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    with open_store(project, store_url) as store:
+        result = merge_bundles(store, read_bundles([b]))
+    assert result.added == {"executions": 6, "gate_runs": 4, "gate_values": 12}
+    assert result.rows == {"executions": 6, "gate_runs": 4, "gate_series": 3, "gate_values": 12}
+    assert records(project, store_url) == records(project, source_db)
+    with open_store(project, store_url) as store:  # the merged baseline is what the gate reads
+        got = MetricStore(store).baselines(("tests/test_1.py", "cuda", "stage-c-h200", "torch=2"),
+                                           [("train/loss", "all", "lt:2", 2)], 10)
+    assert got == {("train/loss", "all", "lt:2", 2): [1.2, 1.2]}  # trusted runs of both CI runs
+
+
+def test_merging_twice_adds_nothing(project: Project, store_url: str | None, source_db: str,
+                                    tmp_path: Path) -> None:
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    run1 = bundle_of(project, source_db, tmp_path / "run1.tfb", run_id="100")
+    with open_store(project, store_url) as store:
+        first = merge_bundles(store, read_bundles([b, run1]))  # overlapping bundles, one merge
+        again = merge_bundles(store, read_bundles([run1, b]))
+    assert first.rows == again.rows
+    assert first.added["executions"] == 6 and first.known["executions"] == 3
+    assert again.added == {"executions": 0, "gate_runs": 0, "gate_values": 0}
+    assert again.known == {"executions": 9, "gate_runs": 6}  # per record in the bundles
+
+
+def test_run_id_selects_one_run(project: Project, source_db: str, tmp_path: Path) -> None:
+    with open_store(project, source_db) as store:
+        p = export_payload(store, run_id="200", source=PUSH)
+        gate_run = export_payload(store, run_id="100.1-job2", source=PUSH)
+    assert {r.ci_run_id for r in p.executions} == {"200"} and len(p.executions) == 3
+    assert {r.ci_run_id for r in p.gate_runs} == {"200"} and len(p.gate_values) == 6
+    assert (len(gate_run.executions), [r.run_id for r in gate_run.gate_runs]) == (0, ["100.1-job2"])
+
+
+def test_a_bad_bundle_among_good_ones_changes_nothing(project: Project, store_url: str | None,
+                                                      source_db: str, tmp_path: Path) -> None:
+    good = bundle_of(project, source_db, tmp_path / "good.tfb")
+    bad = tmp_path / "bad.tfb"
+    bad.write_bytes(good.read_bytes()[:-10])
+    with pytest.raises(BundleError, match=r"bad\.tfb: truncated"):
+        read_bundles([good, bad])
+    with open_store(project, store_url) as store, store.read() as conn:
+        assert conn.execute(select(executions.c.id)).first() is None
+
+
+def test_a_failure_inside_the_transaction_rolls_everything_back(
+        project: Project, store_url: str | None, source_db: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import testfleet.store.durations as durations
+
+    def broken(*_a: object, **_k: object) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(durations, "prune", broken)
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    with open_store(project, store_url) as store:
+        with pytest.raises(RuntimeError):
+            merge_bundles(store, read_bundles([b]))
+        with store.read() as conn:
+            assert conn.execute(select(executions.c.id)).first() is None
+            assert conn.execute(select(gate_runs.c.id)).first() is None
+
+
+def test_pull_request_bundles_are_refused(project: Project, store_url: str | None,
+                                          source_db: str, tmp_path: Path) -> None:
+    good = bundle_of(project, source_db, tmp_path / "push.tfb", run_id="100")
+    pr = bundle_of(project, source_db, tmp_path / "pr.tfb", run_id="200",
+                   source=Source(event="pull_request", ref="refs/pull/7/merge"))
+    with open_store(project, store_url) as store:
+        with pytest.raises(BundleError, match=r"pr.tfb: refused: exported by a 'pull_request' run"):
+            merge_bundles(store, read_bundles([good, pr]))
+        with store.read() as conn:
+            assert conn.execute(select(executions.c.id)).first() is None
+        with pytest.raises(BundleError, match="not 'refs/heads/main'"):
+            merge_bundles(store, read_bundles([bundle_of(
+                project, source_db, tmp_path / "branch.tfb",
+                source=Source(event="push", ref="refs/heads/topic"))]),
+                require_ref="refs/heads/main")
+        forced = merge_bundles(store, read_bundles([pr]), allow_untrusted=True)
+        with store.read() as conn:
+            trusted = list(conn.execute(select(gate_runs.c.trusted, gate_runs.c.untrusted_by)))
+    assert forced.added["executions"] == 3 and "merged as untrusted" in forced.notes[0]
+    assert [t for t, _ in trusted] == [False, False]
+    assert any("may not write baselines" in (by or "") for _, by in trusted)
+
+
+def test_cadences_that_do_not_write_baselines_never_merge_trusted_runs(
+        project: Project, store_url: str | None, source_db: str, tmp_path: Path) -> None:
+    b = bundle_of(project, source_db, tmp_path / "regular.tfb", run_id="100",
+                  source=Source(event="push", ref="refs/heads/main", cadence="regular",
+                                write_baseline=False))
+    with open_store(project, store_url) as store:
+        result = merge_bundles(store, read_bundles([b]))
+        with store.read() as conn:
+            assert not any(conn.execute(select(gate_runs.c.trusted)).scalars())
+    assert "cadence regular does not write metric baselines" in result.notes[0]
+
+
+def test_merge_prunes_like_db_prune(project: Project, store_url: str | None,
+                                    seed: Callable[..., None], tmp_path: Path) -> None:
+    job = str(tmp_path / "job.db")
+    for n in range(4):
+        seed(project, job, ci_run_id=str(n), t0=1000.0 * (n + 1))
+    b = bundle_of(project, job, tmp_path / "all.tfb")
+    with open_store(project, store_url) as store:
+        result = merge_bundles(store, read_bundles([b]), keep=2)
+        assert store.durations("stage-a-cpu", None, 10)["tests/test_2.py"] == [3.5, 3.5]
+    # 4 runs x 3 files; test_0 fails every time: per (file, outcome class) 2 are kept.
+    assert (result.pruned, result.rows["executions"]) == (6, 6)
+
+
+def test_bundle_models_carry_every_column() -> None:
+    """A column added to a history table must be carried by bundles (or merged history
+    silently loses it): add it to ExecutionRecord / GateRunRecord."""
+    assert set(EXECUTION_COLUMNS) == {c.name for c in executions.columns} - {"id"}
+    assert set(GATE_RUN_COLUMNS) == {c.name for c in gate_runs.columns} - {"id", "test_hash"}
+
+
+def test_export_then_decode_is_valid(project: Project, source_db: str, tmp_path: Path) -> None:
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    decoded = decode(b.read_bytes(), "all.tfb")
+    assert isinstance(decoded.payload, Payload) and decoded.payload.source == PUSH
