@@ -87,10 +87,17 @@ def test_damaged_foreign_and_newer_bundles_are_refused(mutate: Any, message: str
 
 
 def test_an_edited_record_breaks_the_checksum() -> None:
-    doc = json.loads(gzip.decompress(encode(Payload.model_validate(payload()))))
-    doc["payload"]["gate_runs"][0]["trusted"] = False  # a forger flips one field
+    data = gzip.decompress(encode(Payload.model_validate(payload())))
+    forged = data.replace(b'"trusted":true', b'"trusted":false')  # a forger flips one field
+    assert forged != data
     with pytest.raises(BundleError, match="checksum mismatch"):
-        decode(gzip.compress(json.dumps(doc).encode()))
+        decode(gzip.compress(forged))
+
+
+def test_a_reformatted_envelope_is_named_as_such() -> None:
+    doc = json.loads(gzip.decompress(encode(Payload.model_validate(payload()))))
+    with pytest.raises(BundleError, match="malformed bundle envelope"):
+        decode(gzip.compress(json.dumps(doc, indent=1).encode()))
 
 
 def test_values_of_unknown_runs_are_refused() -> None:
@@ -126,10 +133,24 @@ def test_invalid_records_are_named_by_their_path(change: dict[str, Any], where: 
     assert "invalid records" in str(info.value) and where in str(info.value)
 
 
-def test_nan_is_not_canonical() -> None:
-    doc = json.dumps({"schema": SCHEMA, "sha256": "0", "payload": {"created_at": float("nan")}})
-    with pytest.raises(BundleError, match="not canonical JSON"):
-        decode(gzip.compress(doc.encode()))
+@pytest.mark.parametrize(("raw_value", "message"), [
+    (b"NaN", "finite number"),
+    (b"1e999", "finite number"),
+    (b'"5"', "valid number"),
+])
+def test_non_finite_and_quoted_numbers_are_refused(raw_value: bytes, message: str) -> None:
+    body = canonical(payload()).replace(b'"created_at":5.0', b'"created_at":' + raw_value)
+    digest = hashlib.sha256(body).hexdigest().encode()
+    doc = b'{"payload":' + body + b',"schema":"' + SCHEMA.encode() + b'","sha256":"' + digest + b'"}'
+    with pytest.raises(BundleError, match=f"created_at: .*{message}"):
+        decode(gzip.compress(doc))
+
+
+def test_nul_characters_are_refused() -> None:
+    doc = payload()
+    doc["executions"][0]["file"] = "tests/t\x00.py"
+    with pytest.raises(BundleError, match="NUL character"):
+        decode(sealed(doc))
 
 
 def test_a_gzip_bomb_stops_at_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -179,3 +179,20 @@ def test_export_then_decode_is_valid(project: Project, source_db: str, tmp_path:
     b = bundle_of(project, source_db, tmp_path / "all.tfb")
     decoded = decode(b.read_bytes(), "all.tfb")
     assert isinstance(decoded.payload, Payload) and decoded.payload.source == PUSH
+
+
+def test_a_failed_compaction_is_a_warning_after_the_commit(
+        project: Project, source_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    import testfleet.history.merge as merge_mod
+
+    def busy(_raw: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(merge_mod, "_vacuum", busy)
+    with open_store(project, None) as store:
+        result = merge_bundles(store, read_bundles([b]))
+    assert result.rows["executions"] == 6 and result.size_bytes
+    assert "not compacted (the merge itself is committed): database is locked" in result.notes[-1]

@@ -23,15 +23,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import math
 import os
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testfleet.errors import TestfleetError
 from testfleet.store.durations import OUTCOMES
@@ -59,16 +59,9 @@ _UID = Field(pattern=UID_PATTERN.pattern)
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    @field_validator("*", mode="after")  # type: ignore[untyped-decorator,unused-ignore]
-    @classmethod
-    def _finite_and_clean(cls, value: Any) -> Any:
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        return value
+    # Strict: "1.5" is not a number, 1 is not true. Non-finite floats are refused by
+    # pydantic itself; NUL characters are refused on the raw text (see decode).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ExecutionRecord(_Row):
@@ -85,11 +78,6 @@ class ExecutionRecord(_Row):
     ci_run_id: str | None = Field(default=None, max_length=255)
     ts: float
     recorded_at: float
-
-    @field_validator("duration", "ts", "recorded_at", mode="before")
-    @classmethod
-    def _int_is_a_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class GateRunRecord(_Row):
@@ -108,11 +96,6 @@ class GateRunRecord(_Row):
     untrusted_at: float | None = None
     untrusted_by: str | None = Field(default=None, max_length=300)
 
-    @field_validator("recorded_at", "untrusted_at", mode="before")
-    @classmethod
-    def _int_is_a_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
 
 class GateValueRecord(_Row):
     """One gate value: its run (by uid), its coordinate and the value."""
@@ -124,11 +107,6 @@ class GateValueRecord(_Row):
     step: int = Field(ge=-1)
     value: float
     actual_step: int | None = None
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _int_is_a_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @property
     def key(self) -> tuple[str, str, str, str, int]:
@@ -154,11 +132,6 @@ class Payload(_Row):
     executions: list[ExecutionRecord] = Field(default_factory=list)
     gate_runs: list[GateRunRecord] = Field(default_factory=list)
     gate_values: list[GateValueRecord] = Field(default_factory=list)
-
-    @field_validator("created_at", mode="before")
-    @classmethod
-    def _int_is_a_float(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 @dataclass(frozen=True)
@@ -253,11 +226,45 @@ def _inflate(raw: bytes, name: str) -> bytes:
     return data
 
 
+_HEAD = b'{"payload":'
+#: The envelope after the payload, as :func:`encode` writes it (looked for in the last bytes).
+_TAIL = re.compile(rb',"schema":("(?:[^"\\]|\\.){0,200}"),"sha256":"([0-9a-f]{64})"\}$')
+
+
 def decode(raw: bytes, name: str = "<bundle>") -> Bundle:
-    """Verify and validate bundle bytes; the checks run cheapest first."""
+    """Verify and validate bundle bytes; the checks run cheapest first.
+
+    The payload is checksummed and validated as the exact bytes the exporter wrote
+    (its canonical JSON), found between the fixed head and tail of the envelope;
+    anything else is parsed as generic JSON only to say precisely what is wrong.
+    """
     if raw[:2] != _GZIP_MAGIC:
         raise BundleError(f"{name}: not gzip-compressed; not a testfleet history bundle")
     data = _inflate(raw, name)
+    tail = _TAIL.search(data, max(0, len(data) - 400)) if data.startswith(_HEAD) else None
+    if tail is None:
+        _diagnose(data, name)  # always raises
+        raise AssertionError("unreachable")
+    _check_schema(json.loads(tail.group(1)), name)
+    body = data[len(_HEAD):tail.start()]
+    actual = hashlib.sha256(body).hexdigest()
+    claimed = tail.group(2).decode("ascii")
+    if actual != claimed:
+        raise BundleError(f"{name}: checksum mismatch: the records were changed after export "
+                          f"(bundle says sha256 {claimed[:16]}..., content is {actual[:16]}...)")
+    if b"\\u0000" in body:
+        raise BundleError(f"{name}: invalid records: a text value contains a NUL character")
+    try:
+        payload = Payload.model_validate_json(body)
+    except ValidationError as exc:
+        raise BundleError(f"{name}: invalid records:\n  " + "\n  ".join(_errors(exc))) from None
+    _check_store_schema(payload, name)
+    _check_consistency(payload, name)
+    return Bundle(payload, actual, name)
+
+
+def _diagnose(data: bytes, name: str) -> None:
+    """Why ``data`` is not a bundle in the exporter's layout, as a :class:`BundleError`."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -270,25 +277,9 @@ def decode(raw: bytes, name: str = "<bundle>") -> Bundle:
     if not isinstance(doc, dict) or "schema" not in doc:
         raise BundleError(f"{name}: not a testfleet history bundle (no 'schema' field)")
     _check_schema(doc["schema"], name)
-    extra = sorted(set(doc) - {"schema", "sha256", "payload"})
-    if extra or not isinstance(doc.get("sha256"), str) or not isinstance(doc.get("payload"), dict):
-        raise BundleError(f"{name}: malformed bundle envelope (expected exactly 'schema', "
-                          f"'sha256' and an object 'payload'{'; unexpected ' + ', '.join(extra) if extra else ''})")
-    try:
-        actual = hashlib.sha256(canonical(doc["payload"])).hexdigest()
-    except ValueError as exc:  # NaN/Infinity are not canonical JSON
-        raise BundleError(f"{name}: payload is not canonical JSON ({exc})") from None
-    if actual != doc["sha256"]:
-        raise BundleError(f"{name}: checksum mismatch: the records were changed after export "
-                          f"(bundle says sha256 {str(doc['sha256'])[:16]}..., content is "
-                          f"{actual[:16]}...)")
-    try:
-        payload = Payload.model_validate(doc["payload"])
-    except ValidationError as exc:
-        raise BundleError(f"{name}: invalid records:\n  " + "\n  ".join(_errors(exc))) from None
-    _check_store_schema(payload, name)
-    _check_consistency(payload, name)
-    return Bundle(payload, actual, name)
+    raise BundleError(f"{name}: malformed bundle envelope: expected the canonical form "
+                      '{"payload":{...},"schema":"' + SCHEMA + '","sha256":"<64 hex digits>"} '
+                      "as 'testfleet history export' writes it")
 
 
 def _check_schema(schema: Any, name: str) -> None:

@@ -278,7 +278,7 @@ def validate_run(run: GateRun, values: Sequence[StoredValue]) -> None:
 # --------------------------------------------------------------------------- statements
 
 
-def _insert_ignore(conn: Connection, table: Table, rows: list[dict[str, Any]], key: str) -> None:
+def insert_ignore(conn: Connection, table: Table, rows: list[dict[str, Any]], key: str) -> None:
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -313,7 +313,7 @@ def write_run(conn: Connection, run: GateRun, values: Sequence[StoredValue], tru
              "constraint_key": v.constraint_key, "step": v.step}
             for v in values
         ]
-        _insert_ignore(conn, gate_series, series_rows, "coord_hash")
+        insert_ignore(conn, gate_series, series_rows, "coord_hash")
     ids: dict[str, int] = {}
     for chunk in _chunks(list(hashes.values()), _IN_CHUNK):
         for h, sid in conn.execute(select(gate_series.c.coord_hash, gate_series.c.id)
