@@ -46,7 +46,13 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "gate-evaluate": ["gate", "evaluate", "--test", "tests/unit/test_train_curve_loss.py",
                           "--record", str(gated), "--format", "json"],
         "db-status": ["db", "status", "--format", "json"],
+        # the whole history as a bundle, then shown and merged into a second database
+        "history-show": ["history", "show", str(root / "all.tfb"), "--format", "json"],
+        "history-merge": ["history", "merge", str(root / "all.tfb"), "--database",
+                          str(root / "merged.db"), "--format", "json"],
     }
+    exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
+    assert exported.returncode == 0, exported.stderr
     docs: dict[str, object] = {}
     for kind, args in commands.items():
         proc = _tf(root, *args)

@@ -101,7 +101,7 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
               default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
 @click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="Report as text or as JSON (testfleet.history-merge/1).")
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
@@ -123,7 +123,8 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     for note in result.notes:
         click.echo(f"warning: {note}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"database": where, **result.to_json()}, indent=2, sort_keys=True))
+        click.echo(json.dumps({"schema": "testfleet.history-merge/1", "database": where,
+                               **result.to_json()}, indent=2, sort_keys=True))
         return 0
     a, k = result.added, result.known
     click.echo(f"merged {result.bundles} bundle(s) into {where}: "
@@ -139,14 +140,15 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
 @command.command("show")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="Header as text or as JSON (testfleet.history-show/1).")
 def show_cmd(file: Path, fmt: str) -> int:
     """Verify a bundle and print its header and record counts."""
     from testfleet.history.bundle import read_file
     from testfleet.history.trust import admit
 
     bundle = read_file(file)
-    header: dict[str, Any] = {"file": str(file), **bundle.header()}
+    header: dict[str, Any] = {"schema": "testfleet.history-show/1", "file": str(file),
+                              **bundle.header()}
     verdict = admit(bundle.payload.source)
     header["merge"] = ("refused without --allow-untrusted: " + verdict.refused if verdict.refused
                        else verdict.note or "accepted; gate runs keep their trust")
@@ -155,7 +157,7 @@ def show_cmd(file: Path, fmt: str) -> int:
         return 0
     src = header["source"]
     counts = header["counts"]
-    click.echo(f"{file}: {header['schema']}, history schema {header['store_schema']}, "
+    click.echo(f"{file}: {header['format']}, history schema {header['store_schema']}, "
                f"testfleet {header['testfleet']}, sha256 {header['sha256'][:16]}...")
     click.echo("source: " + ", ".join(f"{k}={v}" for k, v in sorted(src.items()) if v is not None)
                if any(v is not None for v in src.values()) else "source: not recorded (local export)")

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testfleet.errors import TestfleetError
-from testfleet.store.durations import OUTCOMES
+from testfleet.store.durations import GATE_MODES, GATE_STATUSES, OUTCOMES
 from testfleet.store.identity import UID_PATTERN
 
 SCHEMA_PREFIX = "testfleet.bundle/"
@@ -78,6 +78,10 @@ class ExecutionRecord(_Row):
     ci_run_id: str | None = Field(default=None, max_length=255)
     ts: float
     recorded_at: float
+    # The gate's verdict recorded beside the final outcome (schema step 3; None before it).
+    gate_status: Literal[GATE_STATUSES] | None = None  # type: ignore[valid-type]
+    gate_mode: Literal[GATE_MODES] | None = None  # type: ignore[valid-type]
+    reason: str | None = Field(default=None, max_length=500)
 
 
 class GateRunRecord(_Row):
@@ -150,7 +154,7 @@ class Bundle:
     def header(self) -> dict[str, Any]:
         """What ``history show`` prints: everything but the rows."""
         p = self.payload
-        return {"schema": SCHEMA, "sha256": self.sha256, "store_schema": p.store_schema,
+        return {"format": SCHEMA, "sha256": self.sha256, "store_schema": p.store_schema,
                 "created_at": p.created_at, "testfleet": p.testfleet,
                 "source": p.source.model_dump(), "counts": self.counts()}
 

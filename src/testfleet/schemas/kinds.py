@@ -1,5 +1,5 @@
 """The names of the published schemas, without importing pydantic (``--help`` stays lean)."""
 
 OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
-                "gate-evaluate", "gate-history", "db-status")
+                "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show")
 KINDS = ("config", *OUTPUT_KINDS)

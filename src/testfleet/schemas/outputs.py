@@ -180,6 +180,37 @@ class ReportOutput(_Open):
     ledger: list[dict[str, Any]]
 
 
+class HistoryMergeOutput(_Closed):
+    """``testfleet history merge --format json``: what the merge added (and found already
+    stored), how many executions pruning removed, and the history after it."""
+
+    schema_: Literal["testfleet.history-merge/1"] = Field(alias="schema")
+    database: str
+    bundles: int
+    added: dict[str, int]
+    already_present: dict[str, int]
+    pruned: int
+    notes: list[str]
+    rows: dict[str, int]
+    size_bytes: int | None
+
+
+class HistoryShowOutput(_Closed):
+    """``testfleet history show --format json``: a verified bundle's header (``format`` is
+    the bundle's own schema, ``store_schema`` the history schema of its records)."""
+
+    schema_: Literal["testfleet.history-show/1"] = Field(alias="schema")
+    file: str
+    format: str
+    sha256: str
+    store_schema: int
+    created_at: float
+    testfleet: str
+    source: dict[str, Any]
+    counts: dict[str, int]
+    merge: str
+
+
 OUTPUTS: dict[str, type[BaseModel]] = {
     "check": CheckOutput,
     "list": ListOutput,
@@ -190,6 +221,8 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "gate-evaluate": GateEvaluateOutput,
     "gate-history": GateHistoryOutput,
     "db-status": DbStatusOutput,
+    "history-merge": HistoryMergeOutput,
+    "history-show": HistoryShowOutput,
 }
 
 
