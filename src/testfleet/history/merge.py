@@ -208,7 +208,10 @@ def row_counts(conn: Connection) -> dict[str, int]:
 def _vacuum(raw: Any) -> None:
     cur = raw.cursor()
     try:
-        cur.execute("VACUUM")
+        free = cur.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = cur.execute("PRAGMA page_count").fetchone()[0]
+        if pages and free * 4 > pages:
+            cur.execute("VACUUM")
         cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         cur.close()
@@ -218,9 +221,10 @@ def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
     """Size of the history after a merge, in bytes.
 
     Returns the size (``None`` when unknown) and a warning when compaction failed.
-    SQLite: the file is rebuilt (``VACUUM``: pages pruning freed are returned, indexes
-    that random identities fill to ~70% are packed) and checkpointed out of the
-    write-ahead log, so a CI cache stores one complete, compact file.
+    SQLite: the changes are checkpointed out of the write-ahead log, so a CI cache
+    stores one complete file, and the file is rebuilt (``VACUUM``) when pruning left
+    more than a quarter of it free: it shrinks as well as stops growing, without
+    rewriting the whole file on every merge.
     PostgreSQL: the tables' total relation size (``None`` when the role may not read it).
     """
     from sqlalchemy import text
