@@ -75,6 +75,12 @@ print(json.dumps(out))
 _DISPATCH = re.compile(r"run_suite\.py\s+--hw\s+(\w+)\s+--suite\s+([\w.-]+)")
 
 
+def _rows(listed: str) -> list[dict[str, object]]:
+    """``testfleet list --format json`` rows (a ``testfleet.list/1`` document, or a bare list before it)."""
+    doc = json.loads(listed)
+    return doc["registrations"] if isinstance(doc, dict) else doc  # type: ignore[no-any-return]
+
+
 def dispatched(tree: Path) -> list[tuple[str, str]]:
     """Every (hw, suite) the project's workflows run, read from the workflow files."""
     found: set[tuple[str, str]] = set()
@@ -167,7 +173,7 @@ def sglang_section(tf: list[str]) -> list[str]:
                                 text=True)
         checked = json.loads(subprocess.run([*tf, "-C", str(work), "check", "--format", "json"],
                                             capture_output=True, text=True).stdout)
-        ours = {(r["file"], r["backend"], r["suite"]) for r in json.loads(listed.stdout)["registrations"]}
+        ours = {(r["file"], r["backend"], r["suite"]) for r in _rows(listed.stdout)}
         theirs, refused = sglang_reference(work)
     files = {r[0] for r in ours} | set(refused)
     agree = sum(1 for f in files if f not in refused and {r for r in ours if r[0] == f} == {r for r in theirs if r[0] == f})
@@ -202,7 +208,7 @@ def main() -> int:
         ref = project_side(tree, runs, selections)
         _, listed = timed([*tf, "-C", str(work), "list", "--format", "json"])
         ours = sorted([r["file"], r["backend"], r["suite"], r["nightly"], r["disabled"] is not None,
-                       sorted(r["labels"])] for r in json.loads(listed.stdout))
+                       sorted(r["labels"])] for r in _rows(listed.stdout))
         theirs = ref["registrations"]
         missing = [r for r in theirs if r not in ours]
         extra = [r for r in ours if r not in theirs]

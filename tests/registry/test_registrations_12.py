@@ -287,7 +287,8 @@ def test_list_and_check_agree_with_plan_on_invalid(tree, run_cli) -> None:
     src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(5, "stage-zzz")\n'
     project = tree({F: src})
     code, out, err = run_cli("-C", str(project.root), "list", "--format", "json")
-    assert code == 1 and (F, "stage-a-cpu") in {(r["file"], r["suite"]) for r in json.loads(out)["registrations"]}
+    assert code == 1
+    assert (F, "stage-a-cpu") in {(r["file"], r["suite"]) for r in json.loads(out)["registrations"]}
     assert "unknown-suite" in err
     code, out, _ = run_cli("-C", str(project.root), "check", "--format", "json")
     assert code == 1 and any(f["code"] == "unknown-suite" for f in json.loads(out)["findings"])
