@@ -288,6 +288,13 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         template = _UNREAD.get(occ.kind)
         if template is None:
             continue
+        if getattr(occ, "in_function", False):
+            # as 'check' has it: most likely a unit test of the marker itself
+            result.findings.append(Finding(
+                rel, occ.line, occ.col, "warning", "adopt-in-function",
+                f"{occ.name} {template.format(detail=occ.detail or '?')} inside a function: "
+                "not a registration (fine for a test of the marker itself)"))
+            continue
         result.findings.append(Finding(
             rel, occ.line, occ.col, "error", "adopt-unread",
             f"{occ.name} {template.format(detail=occ.detail or '?')}: testfleet reads only "
