@@ -238,6 +238,33 @@ class StageConfig(_Strict):
             raise ValueError("a dormant stage needs a non-empty reason (or remove the key)")
         return v
 
+    # -- hardening (#17): values that pass here must not crash `run` or inject lines ----
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"{name!r} is not an environment variable name (empty, '=' "
+                                 "or NUL)")
+            if "\x00" in value:
+                raise ValueError(f"the value of {name!r} holds a NUL character")
+        return v
+
+    @field_validator("runs_on", "container")
+    @classmethod
+    def _one_line(cls, v: Any) -> Any:
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str) and any(ord(c) < 32 or ord(c) == 127 for c in item):
+                raise ValueError(f"{item!r} holds a newline or control character")
+        return v
+
+    @field_validator("shards", "max_shards", mode="before")
+    @classmethod
+    def _not_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # TOML true would otherwise be taken as 1
+            raise ValueError(f"must be a whole number, not {str(v).lower()}")
+        return v
+
     @model_validator(mode="after")
     def _shard_mode(self) -> StageConfig:
         if self.shards is not None and (self.target_minutes is not None or self.max_shards is not None):
@@ -441,7 +468,7 @@ class CheckConfig(_Strict):
 
 class Config(_Strict):
     roots: list[str] = Field(default_factory=lambda: ["tests"], min_length=1)
-    pattern: str = "test_*.py"
+    pattern: str = Field(default="test_*.py", min_length=1)
     exclude: list[str] = Field(default_factory=list)
     cache_dir: str = ".testfleet"
     database: str | None = None
@@ -461,6 +488,19 @@ class Config(_Strict):
     @classmethod
     def _roots(cls, v: list[str]) -> list[str]:
         return [_relative_path(r) for r in v]
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude(cls, v: list[str]) -> list[str]:
+        # A pattern gitignore cannot read ("!") crashed discovery in every command.
+        import pathspec
+
+        for pattern in v:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([pattern])
+            except Exception as exc:
+                raise ValueError(f"{pattern!r} is not a gitignore-style pattern: {exc}") from None
+        return v
 
     @field_validator("cache_dir")
     @classmethod
@@ -582,6 +622,11 @@ def config_from_text(text: str, name: str) -> Config:
     fork's base-branch configuration, read from git rather than from a file."""
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid TOML: nested too deeply (anywhere in the file, even "
+                          "in another tool's section)",
+                          [Finding(name, 0, 0, "error", "config-toml",
+                                   "invalid TOML: nested too deeply")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{name}: invalid TOML: {exc}",

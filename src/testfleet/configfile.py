@@ -23,7 +23,7 @@ def parse_toml(text: str) -> dict[str, Any] | None:
         import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # nested ~500 deep: not usable TOML
         return None
     return data
 
@@ -39,9 +39,12 @@ def find_config(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = parse_toml(candidate.read_text(encoding="utf-8"))
+                text = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+            data = parse_toml(text)
+            if data is None and "[tool.testfleet" in text:
+                return candidate  # ours, but broken: loading it says what is wrong
             if data and isinstance(data.get("tool"), dict) and "testfleet" in data["tool"]:
                 return candidate
     return None

@@ -139,6 +139,8 @@ def label_problem(raw: str) -> str | None:
         return f"is {len(raw)} characters long (limit {MAX_LABEL_CHARS})"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in raw):
         return "contains control characters (newline, tab, ...)"
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in raw):
+        return "contains a lone surrogate (not text any output can hold)"
     return None
 
 

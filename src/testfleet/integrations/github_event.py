@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from testfleet.errors import UsageError
+from testfleet.fileio import read_capped
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
 
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
@@ -129,7 +130,8 @@ def trigger_from_github(env: Mapping[str, str], *, cadence: str | None = None) -
     try:
         if path.stat().st_size > MAX_PAYLOAD_BYTES:
             raise UsageError(f"{where}: larger than {MAX_PAYLOAD_BYTES >> 20} MiB")
-        text = path.read_text(encoding="utf-8")
+        # capped: /dev/zero or a pipe has size 0 to stat() and would be read without end
+        text = read_capped(path, MAX_PAYLOAD_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file") from None
     except UnicodeDecodeError as exc:

@@ -281,13 +281,26 @@ def load_plan(path: str | Path) -> Plan:
     except OSError as exc:
         raise UsageError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise UsageError(f"plan file {p} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"plan file {p} is not a plan: JSON nested too deeply") from None
+    try:
+        raw.decode("utf-8").encode("utf-8")
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"plan file {p} holds a lone surrogate (\\ud800-style escape), "
+                         "which no plan testfleet writes can hold") from None
     try:
         return _parse_plan(data)
     except UsageError as exc:
         raise UsageError(f"plan file {p}: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON, and no plan testfleet writes holds them."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 # -- validation -------------------------------------------------------------
@@ -452,7 +465,10 @@ def _parse_plan(data: Any) -> Plan:
     digest = data.get("digest")
     if not isinstance(digest, str) or not digest:
         raise UsageError("missing field 'digest'")
-    expected = content_digest(data)
+    try:
+        expected = content_digest(data)
+    except (UnicodeEncodeError, ValueError) as exc:  # a lone surrogate, NaN: not a plan's
+        raise UsageError(f"not a plan testfleet wrote: {exc}") from None
     if digest != expected:
         raise UsageError(
             f"digest mismatch (file says {digest[:19]}…, content is {expected[:19]}…): "

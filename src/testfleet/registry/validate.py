@@ -414,6 +414,12 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
         elif not disabled.strip():
             err(*at("disabled"), "empty-disabled",
                 "disabled needs a non-empty reason (say why and how it comes back), or remove it")
+        elif not _encodable(disabled):
+            # a lone surrogate ("\ud800") passes Python but no UTF-8 output can hold it:
+            # list, plan and the HTML report would crash on it later
+            err(*at("disabled"), "bad-text",
+                f"disabled holds a lone surrogate ({echo(disabled)}), which no output can "
+                "encode; write the reason as plain text")
     if err.errors != before:
         return None, guess
     return Registration(
@@ -455,6 +461,14 @@ def _finite_zero(value: float) -> bool:
         return math.isfinite(value) and value == 0
     except OverflowError:
         return False
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _short(value: object) -> str:

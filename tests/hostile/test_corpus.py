@@ -1,0 +1,133 @@
+"""A permanent corpus of bad inputs (issue #17): each row is a project (files), a command,
+the exit status it must give and a fragment of its message. No row may print a
+traceback or hang. The README's reliability section quotes the counts this file
+computes (``test_readme_quotes_the_corpus``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 60
+
+CONFIG = """\
+roots = ["tests"]
+
+[stages.a]
+backend = "cpu"
+"""
+GOOD_TEST = 'from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="a")\n'
+DEEP_TOML = ("[tool.other]\nx = " + "[" * 600 + "]" * 600 + "\n\n[tool.testfleet]\n"
+             'roots = ["tests"]\n[tool.testfleet.stages.a]\nbackend = "cpu"\n')
+
+
+def _pr_payload(label: str) -> str:
+    return json.dumps({"pull_request": {
+        "labels": [{"name": label}], "head": {"repo": {"full_name": "o/r"}},
+        "base": {"repo": {"full_name": "o/r"}}}}, ensure_ascii=True)
+
+
+# (id, files {path: text}, argv, env, expected exit, message fragment). `check` reports a
+# bad configuration as findings (exit 1); every other command refuses it (exit 2).
+CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = [
+    ("exclude-bang", {"testfleet.toml": 'exclude = ["!"]\n' + CONFIG}, ["check"], {}, 1,
+     "not a gitignore-style pattern"),
+    ("exclude-bang-list", {"testfleet.toml": 'exclude = ["!"]\n' + CONFIG}, ["list"], {}, 2,
+     "exclude"),
+    ("deep-toml-other-tool", {"pyproject.toml": DEEP_TOML}, ["list"], {}, 2,
+     "nested too deeply"),
+    ("disabled-lone-surrogate",
+     {"tests/test_a.py": GOOD_TEST.replace(')', ', disabled="\\ud800")')}, ["check"], {}, 1,
+     "lone surrogate"),
+    ("disabled-lone-surrogate-plan",
+     {"tests/test_a.py": GOOD_TEST.replace(')', ', disabled="\\ud800")')}, ["plan"], {}, 1,
+     "lone surrogate"),
+    ("env-key-equals", {"testfleet.toml": CONFIG + '[stages.a.env]\n"A=B" = "x"\n'}, ["check"],
+     {}, 1, "not an environment variable name"),
+    ("env-key-empty", {"testfleet.toml": CONFIG + '[stages.a.env]\n"" = "x"\n'}, ["check"], {},
+     1, "not an environment variable name"),
+    ("env-key-nul", {"testfleet.toml": CONFIG + '[stages.a.env]\n"A\\u0000" = "x"\n'},
+     ["run", "--stage", "a"], {}, 2, "not an environment variable name"),
+    ("shards-true", {"testfleet.toml": CONFIG + "shards = true\n"}, ["check"], {}, 1,
+     "whole number"),
+    ("runs-on-newline", {"testfleet.toml": CONFIG + 'runs_on = ["ubuntu\\nlatest"]\n'},
+     ["check"], {}, 1, "control character"),
+    ("container-newline", {"testfleet.toml": CONFIG + 'container = "img\\n::error::x"\n'},
+     ["plan"], {}, 2, "control character"),
+    ("pattern-empty", {"testfleet.toml": 'pattern = ""\n' + CONFIG}, ["check"], {}, 1,
+     "pattern"),
+    ("plan-nested-5000", {"plan.json": "[" * 5000 + "]" * 5000},
+     ["run", "--plan", "plan.json", "--job", "x"], {}, 2, "plan file"),
+    ("plan-nan", {"plan.json": '{"schema": "testfleet.plan/1", "x": NaN}'},
+     ["run", "--plan", "plan.json", "--job", "x"], {}, 2, "NaN is not a JSON number"),
+    ("plan-lone-surrogate", {"plan.json": '{"schema": "testfleet.plan/1", "x": "\\ud800"}'},
+     ["run", "--plan", "plan.json", "--job", "x"], {}, 2, "lone surrogate"),
+    ("payload-label-lone-surrogate", {"event.json": _pr_payload("run-ci-\ud800")},
+     ["plan", "--github"], {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "event.json"},
+     0, "lone surrogate"),
+    ("payload-dev-zero", {}, ["plan", "--github"],
+     {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "/dev/zero"}, 2, "larger than"),
+    ("payload-nested", {"event.json": "[" * 100000 + "]" * 100000}, ["plan", "--github"],
+     {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "event.json"}, 2, "nested"),
+]
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    defaults = {"testfleet.toml": CONFIG, "tests/test_a.py": GOOD_TEST}
+    if "pyproject.toml" in files:
+        defaults.pop("testfleet.toml")
+    for rel, text in {**defaults, **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return root
+
+
+def run_case(tmp_path: Path, files: dict[str, str], argv: list[str],
+             env: dict[str, str]) -> tuple[int | None, str]:
+    """(exit status or None when it hung, combined output)."""
+    import os
+
+    root = _project(tmp_path, files)
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    for key, value in env.items():
+        full_env[key] = str(root / value) if value.endswith(".json") else value
+    try:
+        proc = subprocess.run([sys.executable, "-m", "testfleet", "-C", str(root), *argv],
+                              capture_output=True, text=True, timeout=TIMEOUT, env=full_env,
+                              errors="replace")
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("files", "argv", "env", "code", "fragment"),
+                         [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS])
+def test_bad_input_gets_a_clear_message(files: dict[str, str], argv: list[str],
+                                        env: dict[str, str], code: int, fragment: str,
+                                        tmp_path: Path) -> None:
+    status, out = run_case(tmp_path, files, argv, env)
+    assert status is not None, "hung"
+    assert "Traceback" not in out, out
+    assert status == code, out
+    assert fragment in out, out
+
+
+def test_readme_quotes_the_corpus() -> None:
+    """The reliability figures in the README are this corpus's: inputs, and the 0
+    tracebacks / hangs / data losses every row above asserts."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"inputs in the hostile corpus: (\d+)", text)
+    assert match, "README lacks the reliability section"
+    assert int(match.group(1)) == len(CORPUS)
+    for what in ("tracebacks: 0", "hangs: 0", "data losses: 0"):
+        assert what in text
