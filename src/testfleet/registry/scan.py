@@ -164,59 +164,44 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
     ]
     if not occurrences:
         return result
-    for (start, end, name), (masked, depth) in zip(occurrences, _contexts(text, occurrences), strict=True):
+    cursor = _Cursor(text)
+    for (start, end, name), (masked, depth, comment_end) in zip(
+            occurrences, _contexts(text, occurrences), strict=True):
         if masked:
             continue
-        _classify(text, start, end, name, depth, result)
+        _classify(cursor, start, end, name, depth, comment_end, result)
     return result
 
 
 def suppressions(text: str) -> dict[int, tuple[str, ...]]:
     """Line -> codes of each ``# testfleet: ignore[...]`` comment (a bare ``ignore``: no codes)."""
     out: dict[int, tuple[str, ...]] = {}
+    line, pos = 1, 0
     for m in _SUPPRESS.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
+        line += text.count("\n", pos, m.start())  # counted forward: linear in the file
+        pos = m.start()
         codes = tuple(c.strip() for c in (m.group(1) or "").split(",") if c.strip())
         out[line] = out.get(line, ()) + codes
     return out
-
-
-def _in_function(text: str, line_start: int) -> bool:
-    """Is the statement on this line inside a ``def`` (walking out through less-indented
-    headers up to module level)? A marker used in a unit test of the marker itself."""
-    eol = text.find("\n", line_start)
-    raw = text[line_start:eol if eol >= 0 else len(text)]
-    indent = len(raw.expandtabs()) - len(raw.expandtabs().lstrip())
-    pos = line_start - 1
-    while indent > 0 and pos > 0:
-        prev_start = text.rfind("\n", 0, pos) + 1
-        prev = text[prev_start:pos].expandtabs()
-        stripped = prev.strip()
-        if stripped and not stripped.startswith("#"):
-            width = len(prev) - len(prev.lstrip())
-            if width < indent:
-                if _FUNC_HEADER.match(stripped):
-                    return True
-                indent = width
-        pos = prev_start - 1
-    return False
 
 
 def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[bool, int]]:
-    """For each occurrence: is it inside a string or comment, and at what bracket depth."""
-    out: list[tuple[bool, int]] = []
+def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[bool, int, int]]:
+    """For each occurrence: is it inside a string or comment, its bracket depth, and where
+    the last comment before it ends (-1 if none): a line-ending backslash there is text."""
+    out: list[tuple[bool, int, int]] = []
     n = len(occurrences)
     i = 0
     depth = 0
+    comment_end = -1
     limit = occurrences[-1][1]
     for m in _TOKEN.finditer(text, 0, limit):
         start = m.start()
         while i < n and occurrences[i][0] < start:
-            out.append((False, depth))
+            out.append((False, depth, comment_end))
             i += 1
         ch = text[start]
         if ch in "([{":
@@ -226,59 +211,146 @@ def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[
         else:
             stop = m.end()
             while i < n and occurrences[i][0] < stop:
-                out.append((True, depth))
+                out.append((True, depth, comment_end))
                 i += 1
+            if ch == "#":
+                comment_end = stop
         if i == n:
             break
     while i < n:
-        out.append((False, depth))
+        out.append((False, depth, comment_end))
         i += 1
     return out
 
 
-def _classify(text: str, start: int, end: int, name: str, depth: int, result: FileScan) -> None:
+# How far back from an occurrence the per-line checks look: enough for any real
+# prefix (``obj.attr.``, ``async def``), and what keeps a file of 100,000 mentions on
+# one line linear.
+_WINDOW = 256
+_BLANK = re.compile(r"[ \t]*")
+
+
+class _Cursor:
+    """Line numbers, line starts and enclosing headers for increasing offsets.
+
+    A file can hold any number of marker mentions (a PR controls it); counting
+    newlines from the top, or walking back to the enclosing ``def`` for every
+    occurrence, would make the scan quadratic. The cursor only moves forward.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+        self.line_start = 0
+        # headers: lines not yet folded into the indentation stack start at head_pos
+        self.head_pos = 0
+        self.head_line = 1
+        self.stack: list[tuple[int, int, str]] = []  # (indent width, line, stripped text[:60])
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """(1-based line, offset of that line's start) of ``offset``."""
+        if offset < self.pos:  # never happens in order; stay correct anyway
+            self.pos, self.line, self.line_start = 0, 1, 0
+        text = self.text
+        newlines = text.count("\n", self.pos, offset)
+        if newlines:
+            self.line += newlines
+            self.line_start = text.rfind("\n", self.pos, offset) + 1
+        self.pos = offset
+        return self.line, self.line_start
+
+    def enclosing_header(self, line_start: int, indent: int) -> str:
+        """The nearest less-indented line above (``def f():``, ``if x:``), for the message.
+
+        Lines are folded once into a stack of strictly increasing indentation: a
+        line pops every entry at least as indented, so the nearest line above with a
+        smaller indentation is always the topmost such entry.
+        """
+        self._fold(line_start)
+        for width, line, shown in reversed(self.stack):
+            if width < indent:
+                return f"`{shown}` (line {line})"
+        return "an indented block"
+
+    def in_function(self, line_start: int) -> bool:
+        """Is the statement on this line inside a ``def``, walking out through the
+        less-indented headers to module level? (A marker used in a unit test of itself.)"""
+        first = _BLANK.match(self.text, line_start).end()  # type: ignore[union-attr]
+        indent = len(self.text[line_start:first].expandtabs())
+        if not indent:
+            return False
+        self._fold(line_start)
+        return any(width < indent and _FUNC_HEADER.match(shown) for width, _line, shown in self.stack)
+
+    def _fold(self, line_start: int) -> None:
+        """Fold the lines before ``line_start`` into the indentation stack (once each)."""
+        if line_start < self.head_pos:
+            self.head_pos, self.head_line, self.stack = 0, 1, []
+        text = self.text
+        while self.head_pos < line_start:
+            eol = text.find("\n", self.head_pos, line_start)
+            if eol < 0:
+                eol = line_start
+            raw = text[self.head_pos:eol]
+            stripped = raw.strip()
+            if stripped and not stripped.startswith("#"):
+                expanded = raw.expandtabs()
+                width = len(expanded) - len(expanded.lstrip())
+                while self.stack and self.stack[-1][0] >= width:
+                    self.stack.pop()
+                self.stack.append((width, self.head_line, stripped[:60]))
+            self.head_pos = eol + 1
+            self.head_line += 1
+
+
+def _classify(cursor: _Cursor, start: int, end: int, name: str, depth: int, comment_end: int,
+              result: FileScan) -> None:
     before = len(result.others)
-    _classify_one(text, start, end, name, depth, result)
+    _classify_one(cursor, start, end, name, depth, comment_end, result)
     if len(result.others) > before:
         occ = result.others[-1]
-        line_start = text.rfind("\n", 0, start) + 1
-        if occ.kind != MENTION and _in_function(text, line_start):
+        if occ.kind != MENTION and cursor.in_function(cursor.locate(start)[1]):
             result.others[-1] = Occurrence(occ.name, occ.line, occ.col, occ.kind, occ.detail, True)
 
 
-def _classify_one(text: str, start: int, end: int, name: str, depth: int, result: FileScan) -> None:
-    line_start = text.rfind("\n", 0, start) + 1
-    line = text.count("\n", 0, start) + 1
+def _classify_one(cursor: _Cursor, start: int, end: int, name: str, depth: int, comment_end: int,
+                  result: FileScan) -> None:
+    """What one code occurrence is; every look-around is bounded (see :class:`_Cursor`)."""
+    text = cursor.text
+    line, line_start = cursor.locate(start)
     col = start - line_start + 1
-    prefix = text[line_start:start]
+    blank = _BLANK.match(text, line_start, start).end() == start  # type: ignore[union-attr]
+    tail = text[max(line_start, start - _WINDOW):start]
     after = end
     while after < len(text) and text[after] in " \t":
         after += 1
     is_call = text.startswith("(", after)
-    if prefix.rstrip().endswith("."):
-        obj = re.search(r"([\w.]+)\.\s*$", prefix)
-        shown = f"{obj.group(1)}.{name}" if obj else f"....{name}"
+    trimmed = tail.rstrip()
+    if trimmed.endswith("."):
+        obj = _object_before(trimmed)
+        shown = f"{obj}.{name}" if obj else f"....{name}"
         kind = ATTRIBUTE_CALL if is_call else MENTION
         result.others.append(Occurrence(name, line, col, kind, shown))
         return
-    if _DEF.search(prefix):
+    if _DEF.search(tail if start - line_start <= _WINDOW else "x" + tail):
         # ``def register_cpu_ci(...)``: a local fallback definition, not a use.
         result.others.append(Occurrence(name, line, col, MENTION))
         return
-    continued = is_call and depth == 0 and not prefix.strip() and _continues_previous_line(text, line_start)
-    if is_call and depth == 0 and not prefix and not continued:
+    continued = (is_call and depth == 0 and blank
+                 and _continues_previous_line(text, line_start, comment_end))
+    if is_call and depth == 0 and start == line_start and not continued:
         _top_level_call(text, start, after, name, line, result)
         return
-    if is_call and depth == 0 and not prefix.strip() and not continued:
-        header = _enclosing_header(text, line_start, len(prefix.expandtabs()))
+    if is_call and depth == 0 and blank and not continued:
+        header = cursor.enclosing_header(line_start, len(text[line_start:start].expandtabs()))
         result.others.append(Occurrence(name, line, col, INDENTED_CALL, header))
         return
     if is_call:
-        nl = text.find("\n", start)
-        snippet = text[line_start:nl if nl >= 0 else len(text)]
-        if not snippet[:col - 1].strip():  # the statement began on an earlier line ("x = \\")
-            prev = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
-            snippet = text[prev:line_start - 1].strip() + " " + snippet.strip()
+        snippet = _line_text(text, line_start)
+        if blank:  # the statement began on an earlier line ("x = \\")
+            prev = text.rfind("\n", max(0, line_start - 1 - _WINDOW), max(line_start - 1, 0)) + 1
+            snippet = text[prev:line_start - 1].strip() + " " + snippet
         result.others.append(Occurrence(name, line, col, EMBEDDED_CALL, snippet.strip()[:80]))
         return
     alias = _ALIAS.match(text, end)
@@ -288,12 +360,32 @@ def _classify_one(text: str, start: int, end: int, name: str, depth: int, result
     result.others.append(Occurrence(name, line, col, MENTION))
 
 
-def _continues_previous_line(text: str, line_start: int) -> bool:
-    """Does the line before end in a backslash continuation (and not inside a comment)?"""
+def _continues_previous_line(text: str, line_start: int, comment_end: int) -> bool:
+    """Does the line before end in a backslash continuation (one not inside a comment)?
+
+    A comment runs to the end of its line, so the backslash is comment text exactly
+    when the last comment before this line ends there; a ``#`` inside a string
+    (``x = "#" \\``) is not a comment.
+    """
     if line_start < 2 or text[line_start - 2] != "\\":
         return False
-    prev = text[text.rfind("\n", 0, line_start - 1) + 1:line_start - 1]
-    return "#" not in prev
+    return comment_end != line_start - 1
+
+
+def _object_before(trimmed: str) -> str:
+    """``a.b`` in ``x = a.b.`` (the dotted name before a trailing dot), walking back."""
+    end = len(trimmed) - 1
+    i = end
+    while i > 0 and (trimmed[i - 1].isalnum() or trimmed[i - 1] in "._"):
+        i -= 1
+    return trimmed[i:end]
+
+
+def _line_text(text: str, line_start: int) -> str:
+    """The start of a line, stripped, for a message (bounded: lines can be huge)."""
+    first = _BLANK.match(text, line_start).end()  # type: ignore[union-attr]
+    eol = text.find("\n", first, first + _WINDOW)
+    return text[first:eol if eol >= 0 else min(len(text), first + _WINDOW)].strip()
 
 
 def _top_level_call(text: str, start: int, paren: int, name: str, line: int, result: FileScan) -> None:
@@ -357,22 +449,6 @@ def _balanced_end(text: str, paren: int) -> int:
             if s is None:
                 return -1
             pos = s.end()
-
-
-def _enclosing_header(text: str, line_start: int, indent: int) -> str:
-    """The nearest less-indented line above (``def f():``, ``if x:``), for the message."""
-    pos = line_start - 1
-    while pos > 0:
-        prev_start = text.rfind("\n", 0, pos) + 1
-        raw = text[prev_start:pos]
-        stripped = raw.strip()
-        if stripped and not stripped.startswith("#"):
-            width = len(raw.expandtabs()) - len(raw.expandtabs().lstrip())
-            if width < indent:
-                line = text.count("\n", 0, prev_start) + 1
-                return f"`{stripped[:60]}` (line {line})"
-        pos = prev_start - 1
-    return "an indented block"
 
 
 def _main_calls_something(text: str) -> bool:
