@@ -11,12 +11,21 @@ imports from ``testfleet`` or a project module, CUDA+ROCm pairs, nightly-only
 and disabled registrations, docstrings that mention a marker in prose, and
 ``if __name__ == "__main__":`` blocks. The same seed gives the same tree.
 
-CLI: ``python benchmarks/gen_tree.py DIR [--files N] [--seed S]``.
+``profile="real"`` models a real GPU project's ``tests/`` instead (measured on a
+public RL-training project replicated to ~10k files): files of 7 KB on average with
+a long tail up to 60 KB (large end-to-end scripts: argument lists, config dicts,
+many helpers), about 1.05 registrations per file (25% implicit CPU files, the rest
+mostly one explicit registration, some CUDA+ROCm pairs), 40% of the files holding
+5 ``register_ci_gate`` declarations each, and docstrings and strings that mention
+the markers.
+
+CLI: ``python benchmarks/gen_tree.py DIR [--files N] [--seed S] [--profile synthetic|real]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import shutil
 from pathlib import Path
@@ -201,9 +210,12 @@ def _file_text(rng: random.Random, name: str, registration: str, mention: bool,
     return "\n".join(lines) + "\n"
 
 
-def _registration(rng: random.Random) -> tuple[str, str, bool]:
-    """(import line + calls, a stage it uses, whether the file needs a main block)."""
+def _registration(rng: random.Random, pair: float = 0.15) -> tuple[str, str, bool]:
+    """(import line + calls, a stage it uses, whether the file needs a main block);
+    ``pair``: the share of files with a CUDA+ROCm pair."""
     kind = rng.random()
+    if pair != 0.15:  # stretch the draw so that the pair branch (kind >= 0.85) has this share
+        kind *= 0.85 / (1 - pair)
     module = "testfleet" if rng.random() < 0.7 else "tests.ci.ci_register"
     disabled = (rng.choice(REASONS).format(n=rng.randint(1000, 9999)) if rng.random() < 0.12 else None)
     nightly = rng.random() < 0.1
@@ -229,8 +241,113 @@ def _registration(rng: random.Random) -> tuple[str, str, bool]:
     return f"from {module} import register_cuda_ci, register_rocm_ci\n\n{first}{second}", cuda, False
 
 
-def generate(root: Path, n_files: int, seed: int) -> None:
+PROFILES = ("synthetic", "real")
+
+# The real profile: file sizes are log-normal (median ~4.7 KB, mean ~7 KB), capped.
+REAL_MEAN_BYTES = 7_000
+REAL_MAX_BYTES = 58_000  # the last block may overshoot by ~2 KB
+REAL_SIGMA = 0.9
+REAL_IMPLICIT = 0.25
+REAL_GATED = 0.40
+REAL_GATES_PER_FILE = 5
+REAL_PAIRS = 0.067  # explicit files with a CUDA+ROCm pair: 0.25 + 0.75 * 1.067 = 1.05 per file
+METRICS = ["train/loss", "train/grad_norm", "train/ppo_kl", "rollout/reward", "rollout/response_len",
+           "perf/tokens_per_s", "perf/step_time", "eval/accuracy", "train/entropy", "train/lr"]
+
+
+def _real_size(rng: random.Random) -> int:
+    median = REAL_MEAN_BYTES / math.exp(REAL_SIGMA ** 2 / 2)
+    return max(900, min(REAL_MAX_BYTES, int(rng.lognormvariate(math.log(median), REAL_SIGMA))))
+
+
+def _gate(rng: random.Random, metric: str) -> str:
+    steps = rng.choice(['"last"', '"all"', "[10, 20, 30]", "[50, 100]", "(5, 10, 15, 20)"])
+    rel = rng.choice([0.05, 0.1, 0.2, 0.5])
+    constraint = (f'{{"rel_up": {rel}, "abs_floor_up": 0.001, "rel_down": {rel * 2}, '
+                  f'"abs_floor_down": 0.001}}')
+    extra = rng.choice(["", ", hard_max=100.0", ", min_history=3", ", hard_min=0.0"])
+    if rng.random() < 0.5:
+        return f'register_ci_gate(metric_key="{metric}", steps={steps}, constraint={constraint}{extra})\n'
+    return (f"register_ci_gate(\n    metric_key=\"{metric}\",\n    steps={steps},\n"
+            f"    constraint={constraint},{extra.lstrip(',')}\n)\n")
+
+
+def _real_block(rng: random.Random, name: str, i: int) -> list[str]:
+    """One chunk of an end-to-end test script: argument lists, a config dict, a test."""
+    kind = rng.random()
+    if kind < 0.35:
+        args = [f'        "--{rng.choice(["train", "rollout", "eval", "optim"])}-{k}", '
+                f'"{rng.randint(1, 4096)}",' for k in range(rng.randint(6, 30))]
+        return ["", "", f"def build_args_{i}(extra: list[str] | None = None) -> list[str]:",
+                f'    """Command line of stage {i} for {name} (see register_cuda_ci in the CI docs)."""',
+                "    args = [", *args, "    ]", "    return args + list(extra or [])"]
+    if kind < 0.6:
+        items = [f'    "{rng.choice(AREAS)}_{k}": {rng.choice(["True", "None", str(rng.random())[:6]])},'
+                 for k in range(rng.randint(5, 25))]
+        return ["", "", f"CONFIG_{i} = {{", *items, "}"]
+    return ["", "", f"def test_{name}_{i}(tmp_path):",
+            f'    """Case {i}: one training step end to end, compared against the reference run."""',
+            f"    cfg = dict(seed={i}, steps={rng.randint(1, 50)}, name={name!r})",
+            "    out = tmp_path / 'out.json'",
+            "    out.write_text(json.dumps(cfg))",
+            '    assert json.loads(out.read_text())["seed"] == cfg["seed"], "register_cpu_ci wrongly"',
+            "    losses = [1.0 / (k + 1) for k in range(cfg['steps'])]",
+            "    assert all(a >= b for a, b in zip(losses, losses[1:]))"]
+
+
+def _real_file(rng: random.Random, name: str, registration: str, gates: list[str], main: bool) -> str:
+    lines = [f'"""End-to-end test: {name.replace("_", " ")}.']
+    if rng.random() < 0.3:
+        lines += ["", "Registered with register_cuda_ci(est_time, suite, labels=[...]); a",
+                  "register_ci_gate(metric_key=...) line gates its loss curve."]
+    lines += ['"""', ""]
+    lines += rng.sample(IMPORTS, rng.randint(5, 11))
+    if registration:
+        lines += ["", *registration.rstrip("\n").split("\n")]
+    for gate in gates:
+        lines += gate.rstrip("\n").split("\n")
+    if rng.random() < 0.2:
+        lines += ["", 'USAGE = "register_rocm_ci(...) must be a top-level statement"']
+    lines += ["", f'NAME = "{name}"']
+    target = _real_size(rng)
+    size = sum(len(x) + 1 for x in lines)
+    i = 0
+    while size < target:
+        block = _real_block(rng, name, i)
+        size += sum(len(x) + 1 for x in block)
+        lines += block
+        i += 1
+    if main:
+        lines += ["", "", 'if __name__ == "__main__":', "    print(NAME)"]
+    return "\n".join(lines) + "\n"
+
+
+def _generate_real(tests: Path, n_files: int, rng: random.Random) -> None:
+    per_dir = 40
+    for i in range(n_files):
+        implicit = rng.random() < REAL_IMPLICIT
+        name = f"{rng.choice(AREAS)}_{i:05d}"
+        gates = ([_gate(rng, m) for m in rng.sample(METRICS, REAL_GATES_PER_FILE)]
+                 if rng.random() < REAL_GATED else [])
+        if implicit:
+            directory = tests / "fast" / f"pkg{i // per_dir % 75:02d}"
+            registration, main = "", False
+            if gates:
+                registration = "from testfleet import register_ci_gate\n"
+        else:
+            directory = tests / "e2e" / rng.choice(AREAS) / f"group{i // per_dir % 40:02d}"
+            registration, _stage, main = _registration(rng, pair=REAL_PAIRS)
+            if gates:
+                registration = "from testfleet import register_ci_gate\n" + registration
+        directory.mkdir(parents=True, exist_ok=True)
+        text = _real_file(rng, name, registration, gates, main)
+        (directory / f"test_{name}.py").write_text(text, encoding="utf-8")
+
+
+def generate(root: Path, n_files: int, seed: int, profile: str = "synthetic") -> None:
     """Write a project with ``n_files`` test files under ``root`` (replacing its tests/)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; one of {', '.join(PROFILES)}")
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     labels = "\n".join(f'{name} = "{name} tests"' for name in LABELS)
@@ -244,6 +361,9 @@ def generate(root: Path, n_files: int, seed: int) -> None:
     (tests / "ci" / "ci_register.py").write_text(
         "from testfleet import register_amd_ci, register_cpu_ci, register_cuda_ci, register_rocm_ci\n",
         encoding="utf-8")
+    if profile == "real":
+        _generate_real(tests, n_files, rng)
+        return
     per_dir = 40
     for i in range(n_files):
         implicit = rng.random() < 0.6
@@ -266,9 +386,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", choices=PROFILES, default="synthetic")
     args = parser.parse_args(argv)
-    generate(args.root, args.files, args.seed)
-    print(f"wrote {args.files} test files under {args.root}")
+    generate(args.root, args.files, args.seed, args.profile)
+    sizes = [p.stat().st_size for p in (args.root / "tests").rglob("test_*.py")]
+    print(f"wrote {args.files} test files ({args.profile}) under {args.root}: "
+          f"{sum(sizes) / 1e6:.1f} MB, mean {sum(sizes) / len(sizes) / 1e3:.1f} KB, "
+          f"max {max(sizes) / 1e3:.1f} KB")
 
 
 if __name__ == "__main__":

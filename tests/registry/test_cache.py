@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testfleet.config import load_project
 from testfleet.registry import cache, collect
@@ -158,6 +160,9 @@ def forge(project, elements_for: dict[str, object]) -> None:
     [None, [[["tpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
     [None, [[["cpu", "stage-a-cpu", 5.0, 1, 1, [3], False, None, False]]]],
     [None, [[], [[1, 1, {"k": "__import__('os')"}, 0, []]], []]],
+    [None, [[], '[[1, 1, {"metric_key": ["x", 1]}, 0, []]]', []]],  # unknown literal tag
+    [None, [[], "not json", []]],
+    [None, [[], '[[1, 1, {"steps": ["d", 1]}, 0, []]]', []]],  # a dict without its value
     0,  # "implicit file" for a file that is not in an implicit directory
 ])
 def test_well_formed_but_wrong_entries_are_not_trusted(element: object, tree, scans) -> None:
@@ -277,3 +282,81 @@ def test_cache_dir_below_a_symlinked_directory_is_not_written(tree, tmp_path: Pa
     os.symlink(elsewhere, project.root / "build")
     registry = collect(project)
     assert list(elsewhere.iterdir()) == [] and len(registry.registrations) == 4
+
+
+GATED = {"tests/unit/test_gated.py": (
+    "from testfleet import register_cpu_ci, register_ci_gate\n"
+    "register_cpu_ci(est_time=5, suite='stage-a-cpu')\n"
+    "register_ci_gate(metric_key='train/loss', steps=(10, 20), hard_max=1e9,\n"
+    "                 constraint={'rel_up': 0.1, 'abs_floor_up': 0.001}, reason=b'x', enforce=None)\n"
+    "register_ci_gate(metric_key='train/kl', steps='last', min_history=-0.0)\n"
+)}
+
+
+def test_warm_run_parses_no_python(tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm run decodes cached data: no compile, no literal_eval (issue #15's 4,282 compiles)."""
+    import ast
+    import builtins
+
+    project = tree(GATED)
+    cold = collect(project)
+    assert len(cold.gates) == 2 and cold.gates[0].kwargs["steps"] == (10, 20)
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the warm path parsed Python")
+
+    monkeypatch.setattr(builtins, "compile", forbidden)
+    monkeypatch.setattr(ast, "literal_eval", forbidden)
+    monkeypatch.setattr(ast, "parse", forbidden)
+    warm = collect(project)
+    assert summary(warm) == summary(cold)
+    assert [g.kwargs for g in warm.gates] == [g.kwargs for g in cold.gates]
+    assert type(warm.gates[0].kwargs["steps"]) is tuple and warm.gates[0].kwargs["reason"] == b"x"
+
+
+def test_without_gates_the_registry_has_no_gate_calls(tree) -> None:
+    project = tree(GATED)
+    cold = collect(project, gates=False)
+    warm = collect(project, gates=False)
+    full = collect(project)
+    for reg in (cold, warm):
+        assert reg.gates == []
+        assert (reg.registrations, sorted(reg.findings)) == (full.registrations, sorted(full.findings))
+    assert len(full.gates) == 2
+
+
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+            | st.text(max_size=5) | st.binary(max_size=4) | st.complex_numbers(allow_nan=False)
+            | st.just(Ellipsis))
+_HASHABLE = st.recursive(_SCALARS, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
+                         max_leaves=6)
+_LITERALS = st.recursive(
+    _SCALARS,
+    lambda inner: (st.lists(inner, max_size=3) | st.tuples(inner, inner) | st.sets(_HASHABLE, max_size=3)
+                   | st.dictionaries(_HASHABLE, inner, max_size=3)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LITERALS)
+def test_literals_survive_the_cache_exactly(value: object) -> None:
+    data = json.loads(json.dumps(cache.pack_literal(value)))
+    back = cache.unpack_literal(data)
+    assert back == value and _shape(back) == _shape(value)
+
+
+def _shape(value: object) -> object:
+    """Types all the way down (``1 == 1.0 == True`` would hide a wrong type)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value), [_shape(v) for v in value])
+    if isinstance(value, dict):
+        return (dict, [(_shape(k), _shape(v)) for k, v in value.items()])
+    if isinstance(value, (set, frozenset)):
+        return (type(value), sorted(repr(_shape(v)) for v in value))
+    return type(value)
+
+
+def test_a_value_that_is_not_a_literal_is_not_packed() -> None:
+    with pytest.raises(TypeError):
+        cache.pack_literal(object())

@@ -34,7 +34,7 @@ def command() -> None:
 def _registrations(project: Project) -> list[Registration]:
     from testfleet.registry import collect
 
-    registry = collect(project)
+    registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
     if errors:
         shown = "\n".join("  " + f.render() for f in errors[:10])

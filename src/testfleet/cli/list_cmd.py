@@ -52,7 +52,7 @@ def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tup
     _known("--stage", stages, sorted(rules.stages))
     _known("--backend", backends, sorted(rules.gpu))
     _known("--label", labels, list(rules.labels))
-    registry = collect_settings(settings, use_cache=not no_cache)
+    registry = collect_settings(settings, use_cache=not no_cache, gates=False)
     rows = [r for r in registry.registrations if _keep(r, stages, backends, labels, disabled)]
     if fmt == "json":
         click.echo(to_json(rows), nl=False)

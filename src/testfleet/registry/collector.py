@@ -9,6 +9,7 @@ hash) and a walk of the whole project for test files outside every root.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -32,19 +33,23 @@ _INF = float("inf")
 _REG_ORDER = attrgetter("file", "backend", "suite")
 
 
-def collect(project: Project, *, use_cache: bool = True, thorough: bool = False) -> Registry:
+def collect(project: Project, *, use_cache: bool = True, thorough: bool = False,
+            gates: bool = True) -> Registry:
     """Every registration, gate call and finding of the project's tree, in one pass.
 
     Registrations are sorted by (file, backend), findings by location, ``files``
     lists every discovered test file (repo-relative, forward slashes).
+    ``gates=False`` leaves ``registry.gates`` empty (their findings stay): commands
+    that never read gate declarations (list, plan) skip rebuilding thousands of them.
     """
     settings = from_project(project)
     if use_cache:
         save_snapshot(settings)
-    return collect_settings(settings, use_cache=use_cache, thorough=thorough)
+    return collect_settings(settings, use_cache=use_cache, thorough=thorough, gates=gates)
 
 
-def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bool = False) -> Registry:
+def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bool = False,
+                     gates: bool = True) -> Registry:
     """:func:`collect` from already derived settings (see :mod:`testfleet.registry.settings`)."""
     rules = settings.rules
     root = settings.root
@@ -70,7 +75,8 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         new_stats.append(st)
         new_elements.append(element)
         registry.registrations.extend(result.registrations)
-        registry.gates.extend(result.gates)
+        if gates:
+            registry.gates.extend(result.gates)
         registry.findings.extend(result.findings)
         if result.invalid:
             registry.invalid.extend(result.invalid)
@@ -97,7 +103,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
                         new_stats.append(st)
                         new_elements.append(element)
                         continue
-                result = _reuse(root_str, rel, rules, element)
+                result = _reuse(root_str, rel, rules, element, gates)
                 if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
                     # Verified by content and now old enough: drop the digest so later runs
                     # trust the stat key alone instead of re-reading the file every time.
@@ -177,7 +183,7 @@ def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:
             return None if rule is None else FileResult([Registration(
                 rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True)])
         return _decode(rel, element, rules)
-    except (TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
+    except (TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
 
@@ -237,7 +243,7 @@ def _implicit_rule(rules: Rules, rel: str, index: int) -> ImplicitRule | None:
     return None
 
 
-def _reuse(root: str, rel: str, rules: Rules, element: Any) -> FileResult | None:
+def _reuse(root: str, rel: str, rules: Rules, element: Any, gates: bool = True) -> FileResult | None:
     """The cached result if the element is well-formed (and, if racy, the content matches).
 
     Elements: an int ``k`` stands for the commonest file of all, one registration
@@ -261,8 +267,8 @@ def _reuse(root: str, rel: str, rules: Rules, element: Any) -> FileResult | None
                     return None
         if type(payload) is int:
             return _reuse(root, rel, rules, payload)
-        return _decode(rel, payload, rules)
-    except (OSError, TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError, MemoryError):
+        return _decode(rel, payload, rules, gates)
+    except (OSError, TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
 
@@ -274,10 +280,16 @@ def _encode(result: FileResult, racy: str | None, rules: Rules) -> Any:
             for r in result.registrations]
     if not result.gates and not result.findings and not result.invalid and not result.suppressions:
         return [racy, [regs]]
+    try:
+        gates = [[g.line, g.col, {k: cache.pack_literal(v) for k, v in g.kwargs.items()}, g.positional,
+                  list(g.non_literal)] for g in result.gates]
+    except TypeError:
+        return None  # not cacheable: the file is scanned again next time
+    # Nested JSON text: a run that does not want gates (list, plan) skips it as one string.
+    gates_text = json.dumps(gates, separators=(",", ":"), ensure_ascii=False) if gates else ""
     return [racy, [
         regs,
-        [[g.line, g.col, src, g.positional, list(g.non_literal)]
-         for g, src in zip(result.gates, result.gate_sources, strict=True)],
+        gates_text,
         [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
         [[i.backend, i.suite, i.line, i.col, i.code, i.message] for i in result.invalid],
         [[line, list(codes)] for line, codes in result.suppressions.items()],
@@ -306,16 +318,19 @@ def _int(v: Any) -> int:
     return v
 
 
-def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
+def _decode(rel: str, payload: Any, rules: Rules, with_gates: bool = True) -> FileResult:
     """Rebuild a file's result, checking every type: a cache is data, never trusted.
 
     Any surprise raises (TypeError/ValueError), which the caller turns into a miss.
+    Gate arguments are packed JSON data (:func:`~testfleet.registry.cache.pack_literal`):
+    no Python is parsed on this path.
     """
     out = FileResult()
     if type(payload) is not list or len(payload) not in (1, 5):
         raise TypeError("bad payload")
-    regs, gates, finds, invalid, supp = payload if len(payload) == 5 else (payload[0], [], [], [], [])
-    if (type(regs) is not list or type(gates) is not list or type(finds) is not list
+    regs, gates_text, finds, invalid, supp = (payload if len(payload) == 5
+                                              else (payload[0], "", [], [], []))
+    if (type(regs) is not list or type(gates_text) is not str or type(finds) is not list
             or type(invalid) is not list or type(supp) is not list):
         raise TypeError("bad payload")
     append = out.registrations.append
@@ -331,16 +346,17 @@ def _decode(rel: str, payload: Any, rules: Rules) -> FileResult:
             if type(label) is not str:
                 raise TypeError("bad label")
         append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit))
-    for line, col, sources, positional, non_literal in gates:
-        if not isinstance(sources, dict) or not isinstance(non_literal, list):
+    gates = json.loads(gates_text) if with_gates and gates_text else []
+    if type(gates) is not list:
+        raise TypeError("bad gates")
+    unpack = cache.unpack_literal
+    for line, col, packed, positional, non_literal in gates:
+        if type(packed) is not dict or type(non_literal) is not list:
             raise TypeError("bad gate")
-        import ast
-
-        kwargs = {_str(k): ast.literal_eval(_str(v)) for k, v in sources.items()}
+        kwargs = {_str(k): unpack(v) for k, v in packed.items()}
         out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=kwargs,
                                   positional=_int(positional),
                                   non_literal=tuple(_str(x) for x in non_literal)))
-        out.gate_sources.append(sources)
     for line, col, severity, code, message in finds:
         if severity not in ("error", "warning"):
             raise ValueError("bad severity")

@@ -11,16 +11,13 @@ class FileResult:
 
     A plain class rather than a dataclass: it is created on the warm path for
     thousands of files and defining a dataclass costs start-up time there.
-    ``gate_sources`` keeps each gate kwarg's source text so the cache can
-    rebuild :class:`GateCall` exactly.
     """
 
-    __slots__ = ("findings", "gate_sources", "gates", "invalid", "registrations", "suppressions")
+    __slots__ = ("findings", "gates", "invalid", "registrations", "suppressions")
 
     def __init__(self, registrations: list[Registration] | None = None) -> None:
         self.registrations: list[Registration] = registrations if registrations is not None else []
         self.gates: list[GateCall] = []
         self.findings: list[Finding] = []
-        self.gate_sources: list[dict[str, str]] = []
         self.invalid: list[InvalidRegistration] = []
         self.suppressions: dict[int, tuple[str, ...]] = {}

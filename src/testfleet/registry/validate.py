@@ -86,9 +86,7 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     explicit: list[Registration] = []
     for call in scanned.calls:
         if call.name == rules.gate_marker:
-            gate, sources = _gate(rel, call)
-            out.gates.append(gate)
-            out.gate_sources.append(sources)
+            out.gates.append(_gate(rel, call))
             continue
         backend = rules.marker_backend[call.name]
         called_backends.add(backend)
@@ -527,17 +525,14 @@ def _check_labels(labels: list[Any] | tuple[Any, ...], node: ast.AST, rules: Rul
     return tuple(seen)
 
 
-def _gate(rel: str, call: sc.MarkerCall) -> tuple[GateCall, dict[str, str]]:
+def _gate(rel: str, call: sc.MarkerCall) -> GateCall:
     kwargs: dict[str, Any] = {}
-    sources: dict[str, str] = {}
     non_literal: list[str] = []
     for kw in call.node.keywords:
         name = kw.arg if kw.arg is not None else "**"
         try:
             kwargs[name] = ast.literal_eval(kw.value)
-            sources[name] = call.segment(kw.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             non_literal.append(name)
-    gate = GateCall(file=rel, line=call.line, col=call.col, kwargs=kwargs,
+    return GateCall(file=rel, line=call.line, col=call.col, kwargs=kwargs,
                     positional=len(call.node.args), non_literal=tuple(non_literal))
-    return gate, sources
