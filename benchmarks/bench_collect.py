@@ -3,6 +3,7 @@ against a reference collector that fully ``ast.parse``-s every file (what existi
 tools do), all measured in the same run as whole-command wall time (subprocesses).
 
     python benchmarks/bench_collect.py [--files 10000] [--repeat 5] [--seed 0] [--keep DIR]
+        [--profile synthetic|real|both]
 
 "cold" = the cache directory removed before the run (the files themselves are in
 the OS page cache, as they are on a CI runner after checkout); "warm" = run again
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_tree import generate
+from gen_tree import PROFILES, generate
 
 MARKERS = {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda", "register_rocm_ci": "rocm",
            "register_amd_ci": "rocm"}
@@ -88,20 +89,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="generate into this directory and keep it")
     parser.add_argument("--reference", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--no-reference", action="store_true",
+                        help="skip the full-parse reference (minutes on a loaded machine)")
+    parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both",
+                        help="tree shape (gen_tree.py); both = one table per profile")
     args = parser.parse_args(argv)
     if args.reference is not None:
         sys.stdout.write(json.dumps(reference(args.reference)))
         return
+    for profile in PROFILES if args.profile == "both" else (args.profile,):
+        run_profile(args, profile)
 
+
+def run_profile(args: argparse.Namespace, profile: str) -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="testfleet-bench-")) / "fleet"
-    generate(root, args.files, args.seed)
+    generate(root, args.files, args.seed, profile)
     for path in (root / "tests").rglob("*.py"):  # warm the page cache for every contender alike
         path.read_bytes()
     cache_dir = root / ".testfleet"
     tf = [sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "list", "--format", "json"]
     ref = [sys.executable, __file__, "--reference", str(root)]
     base = [sys.executable, "-c", "pass"]
-    names = ("python -c pass", "reference", "cold", "warm")
+    names = tuple(n for n in ("python -c pass", "reference", "cold", "warm")
+                  if n != "reference" or not args.no_reference)
     times: dict[str, list[float]] = {k: [] for k in names}
     cpus: dict[str, list[float]] = {k: [] for k in names}
     loads = []
@@ -117,21 +127,23 @@ def main(argv: list[str] | None = None) -> None:
             times[name].append(wall)
             cpus[name].append(cpu)
         if rep == 0:
-            rows_ref = json.loads(outputs["reference"])
             rows_cold, rows_warm = (json.loads(outputs[k])["registrations"] for k in ("cold", "warm"))
+            rows_ref = json.loads(outputs["reference"]) if "reference" in outputs else rows_cold
             if not rows_ref == rows_cold == rows_warm:
                 raise SystemExit("testfleet's registrations differ from the reference collector's")
             n_rows = len(rows_cold)
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
-    print(f"tree: {args.files} files (seed {args.seed}), {n_rows} registrations (identical to the reference's); "
+    print(f"tree: {args.files} files, profile {profile} (seed {args.seed}), {n_rows} registrations ("
+          f"{'cold and warm identical' if args.no_reference else 'identical to the reference' + chr(39) + 's'}); "
           f"{args.repeat} repetitions; 1-min load average during the runs: "
           f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
     print()
     print("| run | median wall | min wall | median CPU (user+sys) | wall, all runs | vs reference (median wall) |")
     print("|---|---:|---:|---:|---|---:|")
     for name in names:
-        ratio = "" if name in ("python -c pass", "reference") else f"{med['reference'] / med[name]:.1f}x faster"
+        ratio = ("" if name in ("python -c pass", "reference") or args.no_reference
+                 else f"{med['reference'] / med[name]:.1f}x faster")
         runs = ", ".join(f"{t:.2f}" for t in times[name])
         print(f"| {name} | {med[name]:.3f} s | {min(times[name]):.3f} s | {med_cpu[name]:.3f} s | {runs} | {ratio} |")
     if args.keep is None:

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_plan.py                 # 10,000 files, 7 runs per case
     python benchmarks/bench_plan.py --files 2000 --runs 3
-    python benchmarks/bench_plan.py --json out.json
+    python benchmarks/bench_plan.py --json out.json  # out-synthetic.json, out-real.json
+    python benchmarks/bench_plan.py --profile real   # one profile (default: both)
 
 Each case runs the installed ``testfleet`` console script as a fresh process, the
 way CI runs it, with stdout to /dev/null. "Cold" deletes the project's cache
@@ -34,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
-from gen_tree import generate  # noqa: E402
+from gen_tree import PROFILES, generate  # noqa: E402
 from testfleet.planning.model import load_plan  # noqa: E402
 
 
@@ -109,7 +110,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--root", type=Path, default=None, help="tree location (default: a temp dir)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--profile", choices=[*PROFILES, "both"], default="both",
+                    help="tree shape (gen_tree.py); both = one table per profile")
     args = ap.parse_args(argv)
+    for profile in PROFILES if args.profile == "both" else (args.profile,):
+        run_profile(args, profile)
+
+
+def run_profile(args: argparse.Namespace, profile: str) -> None:
 
     tmp = None
     if args.root is None:
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         root = args.root
     try:
-        generate(root, args.files, args.seed)
+        generate(root, args.files, args.seed, profile)
         tf = testfleet_cmd()
         plan_json = [*tf, "plan", "--format", "json"]
         cases = [
@@ -127,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
             ("testfleet plan --format json, warm cache", plan_json, False),
             ("testfleet plan --labels run-ci-all --format json, cold cache",
              [*tf, "plan", "--labels", "run-ci-all", "--format", "json"], True),
+            ("testfleet check, cold cache", [*tf, "check"], True),
         ]
         results = {}
         for name, cmd, cold in cases:
@@ -139,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         plan = load_plan(out)
         n_tests = sum(len(j.tests) for j in plan.jobs)
         summary = {
-            "files": args.files, "seed": args.seed, "runs": args.runs,
+            "files": args.files, "profile": profile, "seed": args.seed, "runs": args.runs,
             "python": platform.python_version(), "cpus": os.cpu_count(),
             "load_avg_1m": os.getloadavg()[0],
             "plan": {"jobs": len(plan.jobs), "scheduled_tests": n_tests,
@@ -151,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         if tmp is not None:
             tmp.cleanup()
 
-    print(f"tree: {args.files} files (seed {args.seed}); plan: {summary['plan']}; "
+    print(f"tree: {args.files} files, profile {profile} (seed {args.seed}); plan: {summary['plan']}; "
           f"python {summary['python']}, {summary['cpus']} cpus, load {summary['load_avg_1m']:.1f}")
     print("| case | wall median (s) | wall min (s) | CPU median (s) |")
     print("|---|---|---|---|")
@@ -160,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
     print("cold plan, CPU seconds by phase (in-process median): "
           + ", ".join(f"{k} {v:.3f}" for k, v in breakdown.items()))
     if args.json:
-        args.json.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        path = args.json.with_name(f"{args.json.stem}-{profile}{args.json.suffix}")
+        path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
