@@ -88,3 +88,15 @@ def history_location_problem(project: Project, url: str | None) -> str | None:
             return (f"the history database {target.display} cannot exist: {shown}{what} is a file, "
                     "not a directory; move or remove that file")
     return None
+
+
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Click callback: NaN passes a FloatRange (every comparison with it is false) and
+    would turn a prune cutoff or a drift factor into nonsense; refuse it and infinities."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        name = param.opts[0] if param.opts else str(param.name)
+        raise click.BadParameter(f"{value!r} is not a finite number", ctx=ctx, param_hint=name)
+    return value
+

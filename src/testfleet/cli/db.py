@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import click
 
-from testfleet.cli._common import database_option, project_from
+from testfleet.cli._common import database_option, finite, project_from
 
 
 @click.group("db")
@@ -123,7 +123,8 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
               help="Executions to keep per stage and file (passing and other outcomes "
                    "counted separately).")
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
-              default=None, metavar="DAYS", help="Also delete executions older than DAYS.")
+              default=None, metavar="DAYS", callback=finite,
+              help="Also delete executions older than DAYS.")
 @database_option()
 @click.pass_context
 def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,

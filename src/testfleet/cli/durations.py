@@ -12,6 +12,7 @@ import click
 
 from testfleet.cli._common import (
     database_option,
+    finite,
     history_location_problem,
     project_from,
     single_line,
@@ -223,6 +224,7 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
 @command.command("suggest")
 @click.option("--stage", default=None, shell_complete=complete_stages, help="Only this stage.")
 @click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=None,
+              callback=finite,
               help="Flag literals off by more than this factor (default: durations.drift_factor).")
 @click.option("--write", is_flag=True,
               help="Rewrite the est_time literals in the test files (only those bytes change).")
