@@ -176,6 +176,21 @@ class MarkerSignature(_Strict):
         return self
 
 
+class ProbeConfig(_Strict):
+    """A dormant stage's probe (results, #14): a few of its files, run on its runners on
+    one cadence, never blocking, to tell when the stage can be restored."""
+
+    files: list[str] = Field(default_factory=list)  # default: the `shortest` N files
+    shortest: int = Field(default=2, ge=1, le=100)
+    cadence: str = "nightly"
+    restore_after: int = Field(default=3, ge=1, le=1000)  # clean probes in a row
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: list[str]) -> list[str]:
+        return [_relative_path(f) for f in v]
+
+
 class StageConfig(_Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
@@ -223,6 +238,8 @@ class StageConfig(_Strict):
             if "\x00" in arg:
                 raise ValueError(f"extra argument {arg!r} contains a NUL character")
         return v
+    # Results (#14): a dormant stage's probe job.
+    probe: ProbeConfig | None = None
 
     @field_validator("requires_labels")
     @classmethod
@@ -274,6 +291,13 @@ class StageConfig(_Strict):
     @property
     def dormant(self) -> bool:
         return self.disabled is not None
+
+    @model_validator(mode="after")
+    def _probe_needs_dormant(self) -> StageConfig:
+        if self.probe is not None and self.disabled is None:
+            raise ValueError("'probe' applies to a dormant stage only (one with 'disabled'); "
+                             "an active stage runs its files anyway")
+        return self
 
 
 class CadenceConfig(_Strict):
@@ -466,6 +490,34 @@ class CheckConfig(_Strict):
     per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
 
 
+# --- results: flaky detection, quarantine, links to CI runs (issue #14) ---------------
+
+
+class FlakyConfig(_Strict):
+    """``[tool.testfleet.flaky]``: how flakiness is judged per (file, stage) from history."""
+
+    window: int = Field(default=30, ge=2, le=1000)  # newest final verdicts read
+    threshold: float = Field(default=0.05, gt=0, le=1)  # runs with evidence / runs
+    min_runs: int = Field(default=5, ge=1, le=1000)
+    quarantine: bool = False  # a flaky file's plan fate is `quarantined`
+    restore_after: int = Field(default=5, ge=1, le=1000)  # clean passes in a row lift it
+
+
+class ResultsConfig(_Strict):
+    """``[tool.testfleet.results]``: where a recorded CI run id links to."""
+
+    run_url: str | None = None  # e.g. "https://ci.example.com/runs/{run_id}"
+    github_repository: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    buildkite_pipeline: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+    @field_validator("run_url")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is not None and (not re.match(r"^https?://[^\s\"'<>]+$", v) or "{run_id}" not in v):
+            raise ValueError("must be an http(s) URL without spaces or quotes that contains {run_id}")
+        return v
+
+
 class Config(_Strict):
     roots: list[str] = Field(default_factory=lambda: ["tests"], min_length=1)
     pattern: str = Field(default="test_*.py", min_length=1)
@@ -483,6 +535,9 @@ class Config(_Strict):
     check: CheckConfig = Field(default_factory=CheckConfig)
     # marker signatures (#12)
     markers: dict[str, MarkerSignature] = Field(default_factory=dict)
+    # results (issue #14)
+    flaky: FlakyConfig = Field(default_factory=FlakyConfig)
+    results: ResultsConfig = Field(default_factory=ResultsConfig)
 
     @field_validator("roots")
     @classmethod
@@ -752,6 +807,12 @@ def _cadence_problems(data: Mapping[str, Any],
                 problems.append((f"stages.{name}.cadences",
                                  f"unknown cadence {cadence!r}{_did_you_mean(cadence, known)}; "
                                  f"valid: {', '.join(sorted(known))} (policy.cadences)"))
+        probe = stage.get("probe")
+        cadence = probe.get("cadence", "nightly") if isinstance(probe, Mapping) else None
+        if isinstance(cadence, str) and cadence not in known:
+            problems.append((f"stages.{name}.probe.cadence",
+                             f"unknown cadence {cadence!r}{_did_you_mean(cadence, known)}; "
+                             f"valid: {', '.join(sorted(known))} (policy.cadences)"))
     return problems
 
 

@@ -233,8 +233,11 @@ def test_example_stage_a_shard_runs_green(example_project: Path) -> None:
     res = run_cli(example_project, "--stage", "stage-a-cpu", "--shard", "1/4", "--junit", "j.xml")
     assert res.returncode == 0, res.stdout + res.stderr
     cases = junit_cases(example_project / "j.xml")
-    assert 1 <= len(cases) < 10 and set(cases.values()) == {"passed"}
-    assert all(name.startswith("tests/fast/") for name in cases)
+    assert 1 <= len(cases) < 40 and set(cases.values()) == {"passed"}
+    # one testcase per test of a pytest stage, each naming its file
+    files = [p.get("value") for p in ET.parse(example_project / "j.xml").iter("property")
+             if p.get("name") == "file"]
+    assert len(files) == len(cases) and all(f.startswith("tests/fast/") for f in files)
 
 
 def test_example_single_file(example_project: Path) -> None:

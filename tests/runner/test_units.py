@@ -135,7 +135,8 @@ def test_attempt_outcome(res, command, expect) -> None:
 
 def test_command_argv_and_slug() -> None:
     assert command_argv("python", "t/x.py")[1:] == ["t/x.py"]
-    assert command_argv("pytest", "t/x.py")[1:] == ["-m", "pytest", "t/x.py"]
+    assert command_argv("pytest", "t/x.py")[1:] == ["-m", "pytest", "-p", "testfleet.runner.pytest_report",
+                                                    "t/x.py"]
     assert record_slug("tests/a b/test_x.py") == "tests__a_b__test_x"
 
 

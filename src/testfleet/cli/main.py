@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("testfleet.cli.report", "Disabled ledger, coverage, holes, balance, trends."),
     "init": ("testfleet.cli.init", "Scaffold config and a CI workflow."),
     "schema": ("testfleet.cli.schema", "Print a published JSON Schema (config, or a --format json output)."),
+    # results (issue #14)
+    "results": ("testfleet.cli.results", "Last outcomes per file and stage, with CI run links."),
+    "flaky": ("testfleet.cli.flaky", "Flaky, recovered and broken files per stage."),
+    "disable": ("testfleet.cli.disable", "Disable registrations in place with a tracked reason."),
+    "enable": ("testfleet.cli.enable", "Restore disabled registrations (by --ref #N or file)."),
 }
 
 

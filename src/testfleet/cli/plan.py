@@ -101,7 +101,11 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     problem = history_location_problem(project, database)
     if problem is not None:  # no history could be read: say why, not "no database yet"
         history_warnings = [f"{problem}; all estimates are est_time literals"]
-    plan = make_plan(project, registry, request, estimates, warnings=history_warnings)
+    from testfleet.results.quarantine import quarantine_for
+
+    quarantine, quarantine_warnings = quarantine_for(project, database)
+    plan = make_plan(project, registry, request, estimates,
+                     warnings=[*history_warnings, *quarantine_warnings], quarantine=quarantine)
 
     if plan_file is not None:
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),

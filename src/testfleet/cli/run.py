@@ -131,7 +131,13 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
     request = build_request(project, base, opts)
     registry = _collect(project)
     stage = opts.stages[0] if opts.stages else None
-    plan = make_plan(project, registry, request, _estimates(project, registry, stage, database))
+    from testfleet.results.quarantine import quarantine_for
+
+    quarantine, notes = quarantine_for(project, database, [stage] if stage else None)
+    for note in notes:
+        click.echo(f"testfleet: note: {note}", err=True)
+    plan = make_plan(project, registry, request, _estimates(project, registry, stage, database),
+                     quarantine=quarantine)
     if opts.files:
         return select_file_jobs(plan, stage)
     assert stage is not None

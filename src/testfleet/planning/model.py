@@ -61,12 +61,17 @@ class PlannedTest:
     #: the command this file runs with when its stage's is ``auto`` (resolved when planning
     #: from the file's syntax tree); None: the job's command
     command: str | None = None
+    # results (issue #14): why a flaky file is quarantined (runs, never blocks); "" if not
+    quarantined: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        if self.command is None:
-            return {"file": self.file, "estimate": _r(self.estimate), "source": self.source}
-        return {"file": self.file, "estimate": _r(self.estimate), "source": self.source,
-                "command": self.command}
+        out: dict[str, Any] = {"file": self.file, "estimate": _r(self.estimate),
+                               "source": self.source}
+        if self.command is not None:
+            out["command"] = self.command
+        if self.quarantined:
+            out["quarantined"] = self.quarantined
+        return out
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,11 @@ class Job:
     estimate: float
     tests: tuple[PlannedTest, ...]
     env: dict[str, str] = field(default_factory=dict)
+    # results (issue #14): a dormant stage's probe job (never blocks; not a fate)
+    probe: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        return {**({"probe": True} if self.probe else {}),
             "id": self.id,
             "stage": self.stage,
             "backend": self.backend,
@@ -389,6 +396,7 @@ def _parse_test(value: Any, where: str) -> PlannedTest:
         estimate=_num(_get(d, "estimate", where), f"{where}.estimate"),
         source=_str(_get(d, "source", where), f"{where}.source", SOURCES),
         command=None if command is None else _command(command, f"{where}.command", auto=False),
+        quarantined=_str(d.get("quarantined", ""), f"{where}.quarantined"),
     )
 
 
@@ -413,6 +421,7 @@ def _parse_job(value: Any, where: str) -> Job:
             for i, t in enumerate(_typed(_get(d, "tests", where), list, f"{where}.tests", "a list"))
         ),
         env={k: _str(v, f"{where}.env.{k}") for k, v in env.items()},
+        probe=_typed(d.get("probe", False), bool, f"{where}.probe", "true or false"),
     )
     if job.shard > job.shards:
         raise _fail(where, f"shard {job.shard} is beyond shards {job.shards}")

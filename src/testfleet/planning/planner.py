@@ -149,12 +149,15 @@ def make_plan(
     estimates: Estimates | None = None,
     warnings: Sequence[str] = (),
     styles: Mapping[str, Style | None] | None = None,
+    quarantine: Mapping[tuple[str, str], str] | None = None,
 ) -> Plan:
     """Plan one trigger. ``estimates`` maps (file, stage) -> (seconds, source); when
     a pair is missing the registration's literal ``est_time`` is used. ``warnings``
     from the caller (e.g. about the history database) are added to the plan's.
     ``styles`` (file -> script or pytest style) resolve ``command = "auto"`` stages; when
-    not given, the files of those stages are parsed (never imported) under the root."""
+    not given, the files of those stages are parsed (never imported) under the root.
+    ``quarantine`` maps (stage, file) of flaky files to why: they run in their job and
+    their failure does not block it (see testfleet.results.quarantine)."""
     config = project.config
     registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
     # A fork's trust settings come from its base commit (planning/trust.py).
@@ -215,10 +218,12 @@ def make_plan(
                 {r.file for n, regs in sel.chosen.items() for r in regs
                  if config.stages[n].command == AUTO}))
         tests = [PlannedTest(r.file, *_estimate(r, estimates),
-                             command=resolve(AUTO, (styles or {}).get(r.file)) if auto else None)
+                             command=resolve(AUTO, (styles or {}).get(r.file)) if auto else None,
+                             quarantined=(quarantine or {}).get((name, r.file), ""))
                  for r in chosen]
         source_of = {t.file: t.source for t in tests}
         command_of = {t.file: t.command for t in tests}
+        quarantined_of = {t.file: t.quarantined for t in tests}
         seconds = [t.estimate for t in tests]
         n = _shard_count(name, config, seconds, warnings) if tests else 0
         groups = sharding.partition([(t.file, t.estimate) for t in tests], n) if n else []
@@ -235,7 +240,8 @@ def make_plan(
                 wave=waves[name],
                 needs=tuple(stage.needs),
                 estimate=rounded(sum(sec for _, sec in group)),
-                tests=tuple(PlannedTest(f, sec, source_of[f], command_of[f]) for f, sec in group),
+                tests=tuple(PlannedTest(f, sec, source_of[f], command_of[f], quarantined_of[f])
+                            for f, sec in group),
                 env=dict(stage.env),
             ))
         regs = by_stage.get(name, [])
@@ -265,6 +271,9 @@ def make_plan(
         ))
 
     warnings.extend(hole_warnings)
+    jobs.extend(probe_jobs(config, by_stage, policy.cadence, estimates, waves, warnings))
+    warnings.extend(f"quarantined: {t.file} ({j.stage}) runs but its failure does not fail "
+                    f"the job: {t.quarantined}" for j in jobs for t in j.tests if t.quarantined)
     by_backend: dict[str, list[StageSummary]] = defaultdict(list)
     for summary in summaries:
         by_backend[summary.backend].append(summary)
@@ -311,6 +320,45 @@ def make_plan(
     return seal(plan)
 
 
+def probe_jobs(config: Config, by_stage: Mapping[str, list[Registration]], cadence: str,
+               estimates: Estimates | None, waves: Mapping[str, int],
+               warnings: list[str]) -> list[Job]:
+    """One probe job per dormant stage whose ``probe`` cadence is this run's: the named
+    files (or the stage's ``shortest`` N) on the stage's own runners. Every file is
+    quarantined, so a failing probe is recorded and never fails the job; no job needs it."""
+    out = []
+    for name in sorted(config.stages):
+        stage = config.stages[name]
+        probe = stage.probe
+        if probe is None or stage.disabled is None or probe.cadence != cadence:
+            continue
+        regs = {r.file: r for r in by_stage.get(name, [])}
+        if probe.files:
+            unknown = [f for f in probe.files if f not in regs]
+            if unknown:
+                warnings.append(f"probe of dormant stage {name}: {', '.join(unknown)} "
+                                "not registered in it; probing the others")
+            chosen = [regs[f] for f in dict.fromkeys(probe.files) if f in regs]
+        else:
+            chosen = sorted(regs.values(), key=lambda r: (_estimate(r, estimates)[0], r.file))
+            chosen = chosen[:probe.shortest]
+        if not chosen:
+            warnings.append(f"probe of dormant stage {name}: no registered file to probe")
+            continue
+        why = (f"probe of dormant stage {name} ({stage.disabled}); ready to restore after "
+               f"{probe.restore_after} clean probe(s) in a row")
+        tests = tuple(PlannedTest(r.file, *_estimate(r, estimates), quarantined=why[:500])
+                      for r in chosen)
+        out.append(Job(
+            id=f"{name}-probe", stage=name, backend=stage.backend, runs_on=tuple(stage.runs_on),
+            container=stage.container, command=stage.command, shard=1, shards=1,
+            wave=waves[name], needs=(), estimate=rounded(sum(t.estimate for t in tests)),
+            tests=tests, env=dict(stage.env), probe=True))
+        warnings.append(f"probe: {name} is dormant; job {name}-probe runs "
+                        f"{len(tests)} of its file(s) on its runners and never blocks")
+    return out
+
+
 def _dedupe(items: list[str]) -> list[str]:
     """Keep the first of repeated warnings, in order."""
     return list(dict.fromkeys(items))
@@ -326,6 +374,8 @@ def check_invariants(plan: Plan, registrations: Sequence[Registration],
     for job in plan.jobs:
         if not job.tests:
             raise PlanInvariantError(f"internal error: job {job.id} has no tests")
+        if job.probe:
+            continue  # a probe runs a dormant stage's files; their fate stays stage-dormant
         got.update([(t.file, job.stage) for t in job.tests])
     # dict equality runs in C; Counter.__eq__ walks both sides in Python
     if not dict.__eq__(got, want):

@@ -50,6 +50,11 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
                             gate_files=sorted({g.file for g in registry.gates}))
     else:
         hist = HistorySection(False, "history not requested (--no-history)")
+    results = None
+    if history:
+        from testfleet.report.results import results_section
+
+        results = results_section(project, database)
     notes = []
     n_err = sum(1 for f in registry.findings if f.severity == "error")
     if n_err:
@@ -71,7 +76,7 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     from testfleet.report.links import github_links
 
     return replace(report, findings=tuple(f.render() for f in sorted(findings)),
-                   links=github_links(os.environ, project.root))
+                   links=github_links(os.environ, project.root), results=results)
 
 
 def report_time() -> dt.datetime:

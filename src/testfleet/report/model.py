@@ -8,10 +8,13 @@ the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from testfleet.report.links import RepoLinks
 from testfleet.report.references import Reference
+
+if TYPE_CHECKING:
+    from testfleet.report.results import ResultsSection
 
 SCHEMA = "testfleet.report/1"
 
@@ -230,6 +233,8 @@ class Report:
     findings: tuple[str, ...] = field(default_factory=tuple)  # check-rule findings, rendered
     config_file: str = ""
     links: RepoLinks | None = None
+    # results (issue #14): pass rates, failing files, strips, flaky files, probes
+    results: ResultsSection | None = None
 
     @property
     def runnable(self) -> int:

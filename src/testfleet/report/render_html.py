@@ -20,6 +20,9 @@ from testfleet.report.model import (
     TrendSeries,
 )
 from testfleet.report.references import Reference
+from testfleet.report.render_results import CSS as RESULTS_CSS
+from testfleet.report.render_results import generated_epoch
+from testfleet.report.render_results import html_section as results_html
 from testfleet.report.svg import esc
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -394,6 +397,7 @@ def _nav(report: Report) -> str:
              *([("gates", "gates")] if h.gates else []),
              *([("trends", "trends")] if h.trends else []),
              *([("history", "history")] if not h.available else []),
+             *([("results", "results")] if report.results is not None else []),
              *([("labels", "labels")] if report.labels else []),
              *([("findings", "check")] if report.findings else [])]
     links = "".join(f'<a href="#{ident}">{esc(text)}</a>' for ident, text in items)
@@ -407,13 +411,14 @@ def render_html(report: Report) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>testfleet report · {esc(report.project)}</title><style>{CSS}</style></head><body><main>"
+        f"<title>testfleet report · {esc(report.project)}</title><style>{CSS}{RESULTS_CSS}</style></head><body><main>"
         f'<header><h1>testfleet · {esc(report.project)}</h1><div class="sub">coverage report generated '
         f"{esc(report.generated)}</div></header>"
         f'<p class="headline">{esc(report.headline())}</p>{_nav(report)}'
         f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
         f'<section>{_groups("Backends", report.backends, "backends")}</section>'
         f"{_ledger(report)}{_plan(report)}{_history(report)}"
+        f"{results_html(report.results, generated_epoch(report), _path)}"
         f"{'<section>' + labels + '</section>' if labels else ''}{_findings(report)}{notes}"
         f"<footer>testfleet report · schema {esc('testfleet.report/1')}</footer>"
         "</main></body></html>\n"

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from testfleet.report.model import SCHEMA, GroupRow, LedgerEntry, Report, StageRow
+from testfleet.report.render_results import json_data as results_json
 
 
 def to_json_data(report: Report) -> dict[str, Any]:
@@ -34,6 +35,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
         "labels": [_group(g) for g in report.labels],
         "ledger": [_entry(e) for e in report.ledger],
         "git": report.git,
+        "results": results_json(report.results),
         "history": {
             "available": h.available,
             "note": h.note,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from testfleet.report import fmt
 from testfleet.report.model import CATEGORIES, GroupRow, Report, StageRow
 from testfleet.report.references import describe
+from testfleet.report.render_results import generated_epoch, markdown_lines
 
 MAX_CELL = 300
 _SPECIAL = "\\`*_{}[]()!~|>"
@@ -96,6 +97,7 @@ def render_markdown(report: Report, *, max_rows: int = 50) -> str:
     if report.plan is not None:
         out += _plan_md(report)
     out += _history_md(report)
+    out += markdown_lines(report.results, generated_epoch(report))
     if report.findings:
         out += ["### Check rules", ""] + [f"- {md(f)}" for f in report.findings] + [""]
     out += [f"_{md(n)}_" for n in report.notes]

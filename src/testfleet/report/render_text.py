@@ -12,6 +12,7 @@ from rich.text import Text
 from testfleet.report import fmt
 from testfleet.report.model import CATEGORIES, GroupRow, Report, StageTimeline
 from testfleet.report.references import describe
+from testfleet.report.render_results import generated_epoch, text_parts
 
 _CAT_STYLE = {"enabled": "green", "label-gated": "cyan", "nightly-only": "blue", "disabled": "red"}
 
@@ -60,6 +61,7 @@ def renderables(report: Report) -> list[object]:
     if report.plan is not None:
         parts.extend(_timelines(report))
     parts.extend(_history(report))
+    parts.extend(text_parts(report.results, generated_epoch(report)))
     if report.findings:
         parts.append(Panel(Group(*[Text(f) for f in report.findings]), title="Check rules",
                            title_align="left", border_style="yellow"))

@@ -30,11 +30,14 @@ from testfleet.runner.model import (
     RunItem,
 )
 from testfleet.runner.process import ProcessResult, run_process
+from testfleet.runner.pytest_report import ENV as TESTCASES_ENV
 from testfleet.runner.reporting import Reporter
 from testfleet.runner.retry import decide
+from testfleet.runner.testcases import log_path, read_log, unreported
 from testfleet.runner.tree import subreaper
 
 PYTEST_NO_TESTS = 5
+PYTEST_PLUGIN = "testfleet.runner.pytest_report"
 # Signals that mean a crash (or the OOM killer), never a noisy assertion: not retried.
 FATAL_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
                  signal.SIGKILL}
@@ -81,8 +84,13 @@ class NoHooks:
 
 def command_argv(command: Command, file: str, extra_args: Sequence[str] = ()) -> list[str]:
     """How a stage executes one file (see :mod:`testfleet.commands`); shorthands use
-    ``sys.executable`` so the runner's environment is used."""
-    return commands.command_argv(command, file, extra_args)
+    ``sys.executable`` so the runner's environment is used. The ``pytest`` shorthand
+    loads the plugin that reports each test as it finishes (per-testcase results, and
+    the proof that every collected test was reported: see runner.testcases)."""
+    argv = commands.command_argv(command, file, extra_args)
+    if command == "pytest":
+        argv[3:3] = ["-p", PYTEST_PLUGIN]  # after "<python> -m pytest"
+    return argv
 
 
 def record_slug(file: str) -> str:
@@ -134,6 +142,7 @@ def child_env(spec: JobSpec, attempt: int, record_dir: Path,
         "TESTFLEET_ATTEMPT": str(attempt),
         "TESTFLEET_RECORD_DIR": str(record_dir),
     })
+    env[TESTCASES_ENV] = str(log_path(record_dir))  # read by the `pytest` shorthand's plugin
     return env
 
 
@@ -193,7 +202,8 @@ def execute(
             if result.outcome is Outcome.INTERRUPTED:
                 stop_reason = f"runner received {_signame(interrupt.signum or 0)}" if interrupt else "interrupted"
                 break
-            if not result.outcome.ok and spec.options.fast_fail and index + 1 < len(spec.items):
+            if (not result.blocks_nothing and spec.options.fast_fail
+                    and index + 1 < len(spec.items)):
                 stop_reason = f"fast-fail: {item.file} {result.outcome.label}"
                 break
             hooks.checkpoint(lambda: partial_result(spec, results, started, t0))
@@ -246,6 +256,13 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
                           subreaper=reaping)
         capture.close()
         outcome, reason = attempt_outcome(res, command, limit)
+        cases = None
+        if command == "pytest":
+            log = read_log(log_path(record_dir))
+            cases = log.cases
+            missing = unreported(log) if outcome is Outcome.PASSED else ""
+            if missing:
+                outcome, reason = Outcome.FAILED, missing
         fatal_hits = list(capture.fatal)
         if res.returncode is not None and res.returncode < 0 and -res.returncode in FATAL_SIGNALS:
             fatal_hits.insert(0, f"killed by {_signame(-res.returncode)}")
@@ -261,7 +278,8 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
                           attempt=number, max_attempts=options.max_attempts)
         stop = interrupt is not None and interrupt.signum is not None
         attempt = Attempt(number, outcome, res.duration, res.returncode, reason, capture.tail,
-                          record_dir, decision.reason, res.leftovers, capture.total_bytes)
+                          record_dir, decision.reason, res.leftovers, capture.total_bytes,
+                          cases)
         attempts.append(attempt)
         retrying = decision.retry and not stop
         if retrying and settings.retry_wait > 0:
@@ -271,6 +289,9 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
             break
         hooks.attempt_done(spec, item, attempt)
     result = _verdict(spec, item, timeout, attempts, hooks)
+    if item.quarantined and not result.outcome.ok:
+        result.message = (f"quarantined, does not fail the job ({item.quarantined}): "
+                          f"{result.message}")
     # Recorded only now: the history's outcome is the final verdict, gate included.
     hooks.file_done(spec, item, result)
     return result

@@ -74,6 +74,24 @@ def final_outcome(result: FileResult) -> str:
     return result.outcome.name
 
 
+def case_rows(spec: JobSpec, item: RunItem, attempt: Attempt, commit: str | None,
+              ci_run_id: str | None, now: float, final: bool,
+              retried: set[str] | frozenset[str]) -> list[Any]:
+    """The history rows of one attempt's testcases; a test that failed in an earlier
+    attempt of this run and passed now is FLAKY (a pass on a retry)."""
+    from testfleet.store.testcases import CaseRow
+
+    rows = []
+    for c in attempt.cases or []:
+        outcome = c.outcome.upper()
+        if final and outcome == "PASSED" and c.nodeid in retried:
+            outcome = "FLAKY"
+        rows.append(CaseRow(item.file, spec.settings.stage, spec.settings.backend, c.name or item.file,
+                            outcome, round(c.duration, 3), attempt.number, commit, ci_run_id,
+                            now, final))
+    return rows
+
+
 class RunHooks:
     """History recording + metric gate + JUnit checkpoints for one ``testfleet run``."""
 
@@ -165,28 +183,31 @@ class RunHooks:
                 old.close()
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
-        self._record(spec, item, attempt, history_outcome(attempt), attempt.reason)
+        self._record(spec, item, attempt, history_outcome(attempt), attempt.reason, final=False)
 
     def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
         if not result.attempts:
             return
+        earlier = {c.nodeid for a in result.attempts[:-1] for c in (a.cases or []) if c.failing}
         self._record(spec, item, result.attempts[-1], final_outcome(result),
                      result.message or result.attempts[-1].reason,
-                     result.gate_status, result.gate_mode)
+                     result.gate_status, result.gate_mode, final=True, retried_cases=earlier)
 
     def _record(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
-                reason: str, gate_status: str | None = None, gate_mode: str | None = None) -> None:
+                reason: str, gate_status: str | None = None, gate_mode: str | None = None, *,
+                final: bool, retried_cases: set[str] | frozenset[str] = frozenset()) -> None:
         if not self._history:
             return
         try:
             from testfleet.store.durations import REASON_MAX, Execution
 
+            now = time.time()
             row = Execution(
                 file=item.file, stage=spec.settings.stage, backend=spec.settings.backend,
                 duration=round(attempt.duration, 3), outcome=outcome,
                 attempt=attempt.number, commit=self.commit, ci_run_id=self.ci_run_id,
-                timestamp=time.time(), gate_status=gate_status, gate_mode=gate_mode,
-                reason=reason[:REASON_MAX] or None,
+                timestamp=now, gate_status=gate_status, gate_mode=gate_mode,
+                reason=reason[:REASON_MAX] or None, final=final,
             )
 
             def record() -> None:
@@ -205,6 +226,9 @@ class RunHooks:
                     store = self._open_store()
                     if store is not None:
                         store.record_executions([row])
+                if store is not None and attempt.cases and hasattr(store, "record_testcases"):
+                    store.record_testcases(case_rows(spec, item, attempt, self.commit,
+                                                     self.ci_run_id, now, final, retried_cases))
 
             self._bounded("history write", record)
         except Exception as exc:

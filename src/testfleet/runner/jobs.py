@@ -48,7 +48,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _items(job: Any) -> list[RunItem]:
-    return [RunItem(t.file, float(t.estimate), t.source, t.command or job.command)
+    return [RunItem(t.file, float(t.estimate), t.source, t.command or job.command,
+                    getattr(t, "quarantined", ""))
             for t in job.tests]
 
 

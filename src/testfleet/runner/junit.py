@@ -1,7 +1,10 @@
-"""JUnit XML for a job: one ``testsuite`` per job, one ``testcase`` per file.
+"""JUnit XML for a job: one ``testsuite`` per job, one ``testcase`` per file, or, for a
+pytest file, one ``testcase`` per test pytest reported (the file as a property).
 
 FAILED -> ``<failure>``; TIMEOUT, ERROR and INTERRUPTED -> ``<error>``; NOT RUN ->
-``<skipped>`` (with why), each carrying the tail of the output. Written to a temporary
+``<skipped>`` (with why), each carrying the tail of the output. A pytest file keeps a
+file-level testcase as well when its verdict is not explained by a failing test: it
+crashed before collection, tests went unreported, it timed out, or its gate failed. Written to a temporary
 file in the same directory and renamed, so a reader (or a runner killed mid-write)
 never sees half a document; the job loop also writes a checkpoint after every file.
 """
@@ -34,6 +37,12 @@ def build_xml(job: JobResult) -> bytes:
     if job.interrupted_by is not None:
         suite.add_property("interrupted_by_signal", str(job.interrupted_by))
     for res in job.results:
+        cases = res.cases or []
+        for test_case in _test_cases(res, cases, spec.settings.stage):
+            suite.append(test_case)
+        if cases and (res.outcome.ok or (res.outcome is Outcome.FAILED and not res.gate_failed
+                                         and any(c.failing for c in cases))):
+            continue  # the tests tell the whole story
         case = TestCase(res.item.file, classname=spec.settings.stage, time=round(res.duration, 3))
         text = clean(res.tail)
         message = clean(_message(res))
@@ -65,6 +74,34 @@ def build_xml(job: JobResult) -> bytes:
     xml.add_testsuite(suite)
     xml.update_statistics()
     return _to_bytes(xml)
+
+
+def _test_cases(res: FileResult, cases: list[Any], stage: str) -> list[Any]:
+    """One ``testcase`` per reported test, with its file and stage as properties."""
+    from junitparser import Error, Failure, Properties, Property, Skipped, TestCase
+
+    classname = res.item.file.removesuffix(".py").replace("/", ".")
+    out = []
+    for c in cases:
+        case = TestCase(c.name, classname=classname, time=round(c.duration, 3))
+        props = Properties()
+        props.add_property(Property("file", res.item.file))
+        props.add_property(Property("stage", stage))
+        case.append(props)
+        message = clean(c.message)
+        first = message.strip().splitlines()[-1][:300] if message.strip() else c.outcome
+        if c.outcome == "failed":
+            failure = Failure(first, "failure")
+            failure.text = message
+            case.result = [failure]
+        elif c.outcome == "error":
+            error = Error(first, f"error in {c.phase}" if c.phase else "error")
+            error.text = message
+            case.result = [error]
+        elif c.outcome in ("skipped", "xfailed"):
+            case.result = [Skipped(first if c.outcome == "skipped" else f"xfail: {first}")]
+        out.append(case)
+    return out
 
 
 def _incomplete(job: JobResult) -> bool:

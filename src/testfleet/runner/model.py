@@ -9,6 +9,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from testfleet.runner.testcases import CaseResult
 
 #: "pytest", "python" or a command template (testfleet.commands); never "auto" here.
 Command = str
@@ -42,6 +46,7 @@ class RunItem:
     estimate: float
     source: str = ""  # where the estimate came from (history, registration, ...)
     command: str = ""  # the plan's resolved command for this file; "" = the stage's
+    quarantined: str = ""  # why a flaky file runs without blocking the job ("" if it blocks)
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,7 @@ class Attempt:
     retry_reason: str = ""  # why it was (or was not) retried; empty when it passed
     leftovers: int = 0  # processes still alive after the test ended, killed by the runner
     output_bytes: int = 0
+    cases: list[CaseResult] | None = None  # pytest stages: the tests pytest reported
 
 
 @dataclass
@@ -137,6 +143,17 @@ class FileResult:
     def tail(self) -> str:
         return self.attempts[-1].tail if self.attempts else ""
 
+    @property
+    def blocks_nothing(self) -> bool:
+        """Passed, or failed while quarantined (its failure is recorded, never blocking);
+        a quarantined file that was never run still blocks: nothing proved it runs."""
+        return self.outcome.ok or (bool(self.item.quarantined) and bool(self.attempts))
+
+    @property
+    def cases(self) -> list[CaseResult] | None:
+        """The last attempt's per-testcase results (None: not a pytest stage)."""
+        return self.attempts[-1].cases if self.attempts else None
+
 
 @dataclass
 class JobResult:
@@ -152,7 +169,7 @@ class JobResult:
     def exit_code(self) -> int:
         if self.interrupted_by is not None:
             return 128 + self.interrupted_by
-        return 0 if self.results and all(r.outcome.ok for r in self.results) else 1
+        return 0 if self.results and all(r.blocks_nothing for r in self.results) else 1
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)

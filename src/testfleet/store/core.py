@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from testfleet.config import Project
     from testfleet.store.durations import Execution, FileSamples
     from testfleet.store.schema import Migration
+    from testfleet.store.testcases import CaseRow
 
 
 class Store:
@@ -171,6 +172,16 @@ class Store:
         with self.write() as conn:
             insert_rows(conn, rows)
 
+    def record_testcases(self, rows: Sequence[CaseRow]) -> None:
+        """Store per-testcase results in one transaction; invalid rows reject the batch."""
+        from testfleet.store.testcases import insert_cases
+
+        rows = list(rows)
+        if not rows:
+            return
+        with self.write() as conn:
+            insert_cases(conn, rows)
+
     def durations(self, stage: str, files: Iterable[str] | None = None,
                   window: int = 10) -> dict[str, list[float]]:
         """Per file, the last ``window`` passing durations in ``stage``, newest first.
@@ -200,9 +211,12 @@ class Store:
     def prune_executions(self, keep: int, older_than: float | None = None) -> int:
         """Bound history: see :func:`testfleet.store.durations.prune`."""
         from testfleet.store.durations import prune
+        from testfleet.store.testcases import prune_cases
 
         with self.write() as conn:
-            return prune(conn, keep, older_than)
+            deleted = prune(conn, keep, older_than)
+            prune_cases(conn, keep, older_than)  # per test, by the same bounds
+            return deleted
 
     def stage_summary(self) -> list[dict[str, Any]]:
         from testfleet.store.durations import stage_summary

@@ -56,6 +56,7 @@ class Execution:
     gate_status: str | None = None
     gate_mode: str | None = None
     reason: str | None = None
+    final: bool = True  # False: an attempt that was retried (not the file's verdict)
 
     def problems(self) -> list[str]:
         """Why this row must not be stored (empty when it is fine)."""
@@ -134,6 +135,7 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
             "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
             "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now, "uid": new_uid(),
             "gate_status": r.gate_status, "gate_mode": r.gate_mode, "reason": r.reason,
+            "final": bool(r.final),
         }
         for r in rows
     ]

@@ -35,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Connection,
     Double,
@@ -80,6 +81,9 @@ executions = Table(
     Column("reason", String(500), nullable=True),  # why the verdict is what it is
     # Step 4: the record's stable identity (testfleet.store.identity); NULL never after step 4.
     Column("uid", String(32), nullable=True, info={"since": 4}),
+    # Results (step 5): true on the row that holds the file's final verdict in its run,
+    # false on an attempt that was retried. Rows before step 5 are classified by it.
+    Column("final", Boolean, nullable=True),
 )
 _ix_stage_file_ts = Index("ix_executions_stage_file_ts", executions.c.stage,
                           executions.c.file, executions.c.ts)
@@ -215,12 +219,22 @@ def _backfill_uids(conn: Connection, table: Table, columns: list[Column[Any]],
 
 _BACKFILL_BATCH = 5000
 
+def _v5_testcases(conn: Connection) -> None:
+    from testfleet.store.finals import mark_final
+    from testfleet.store.testcases import create_tables
+
+    conn.execute(text("ALTER TABLE executions ADD COLUMN final BOOLEAN"))
+    mark_final(conn)
+    create_tables(conn)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
     Migration(3, "results: executions record the gate's verdict and the reason", _v3_final_verdict),
     Migration(4, "record identities: uid on executions and gate_runs (history bundles)",
               _v4_record_identities),
+    Migration(5, "results: executions.final and per-testcase results (testcases)", _v5_testcases),
     # Append new steps here; see the module docstring.
 ]
 

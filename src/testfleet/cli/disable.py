@@ -1,0 +1,50 @@
+"""``testfleet disable``: switch registrations off with a tracked reason, in place.
+
+    testfleet disable FILE... --stage S --reason "..." [--ref URL|#N] [--until DATE]
+
+Only the bytes of each call's ``disabled=`` argument change (it is inserted after the
+last argument when absent). Every edit is checked before anything is written: one
+file that cannot be edited means no file is changed (exit 2).
+"""
+
+from __future__ import annotations
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.errors import UsageError
+
+
+@click.command("disable")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--stage", required=True, metavar="S", help="The stage (suite) whose registration to disable.")
+@click.option("--reason", required=True, metavar="TEXT", help="Why: what is broken.")
+@click.option("--ref", default=None, metavar="URL|#N", help="The issue that tracks the restore.")
+@click.option("--until", default=None, metavar="YYYY-MM-DD",
+              help="When the reason expires (the ledger and `check` flag it after that).")
+@click.pass_context
+def command(ctx: click.Context, files: tuple[str, ...], stage: str, reason: str,
+            ref: str | None, until: str | None) -> int:
+    """Disable FILE's registration for stage S: `disabled="<reason>, see <ref>, until <date>"`."""
+    from testfleet.results.disabling import EditError, compose_reason
+    from testfleet.results.restore import plan_edits, registrations, write_edits
+
+    project = project_from(ctx)
+    if stage not in project.config.stages:
+        raise UsageError(f"--stage {stage!r} is not a configured stage "
+                         f"({', '.join(sorted(project.config.stages)) or 'none'})")
+    try:
+        text = compose_reason(reason, ref, until)
+    except EditError as exc:
+        raise UsageError(str(exc)) from None
+    regs = {(r.file, r.suite): r for r in registrations(project)}
+    wanted = [f.replace("\\", "/").removeprefix("./") for f in files]
+    missing = [f for f in wanted if (f, stage) not in regs]
+    if missing:
+        raise UsageError("nothing was changed: no registration for stage "
+                         f"{stage!r} in: {', '.join(missing)}")
+    edits = plan_edits(project, [(regs[(f, stage)], text) for f in dict.fromkeys(wanted)])
+    write_edits(edits)
+    for e in edits:
+        click.echo(f"disabled {e.file}:{e.edit.line} ({e.suite}): disabled={e.edit.new}")
+    return 0

@@ -1,0 +1,56 @@
+"""``testfleet enable``: restore disabled registrations in place, by issue or by file.
+
+    testfleet enable --ref #N            # every registration whose reason cites #N
+    testfleet enable FILE... [--stage S] # the disabled registrations of these files
+
+Only the bytes of each ``disabled=`` literal change (to ``None``). Every edit is
+checked before anything is written (exit 2 and no change when one cannot be made);
+exit 1 when nothing matched.
+"""
+
+from __future__ import annotations
+
+import click
+
+from testfleet.cli._common import project_from
+from testfleet.errors import UsageError
+
+
+@click.command("enable")
+@click.argument("files", nargs=-1, metavar="[FILE...]")
+@click.option("--ref", default=None, metavar="URL|#N",
+              help="Enable every disabled registration whose reason cites this issue or URL.")
+@click.option("--stage", default=None, metavar="S", help="Only this stage's registrations.")
+@click.pass_context
+def command(ctx: click.Context, files: tuple[str, ...], ref: str | None, stage: str | None) -> int:
+    """Enable disabled registrations: all that cite --ref, or those of FILE..."""
+    from testfleet.results.disabling import mentions_ref, valid_ref
+    from testfleet.results.restore import plan_edits, registrations, write_edits
+
+    if bool(ref) == bool(files):
+        raise UsageError("say what to enable: --ref #N (or URL), or FILE...")
+    if ref is not None and not valid_ref(ref):
+        raise UsageError(f"--ref {ref!r}: expected #N (an issue or pull request) or an http(s) URL")
+    project = project_from(ctx)
+    if stage is not None and stage not in project.config.stages:
+        raise UsageError(f"--stage {stage!r} is not a configured stage "
+                         f"({', '.join(sorted(project.config.stages)) or 'none'})")
+    disabled = [r for r in registrations(project)
+                if r.disabled and (stage is None or r.suite == stage)]
+    if ref is not None:
+        chosen = [r for r in disabled if mentions_ref(r.disabled, ref)]
+        what = f"cites {ref}"
+    else:
+        wanted = {f.replace("\\", "/").removeprefix("./") for f in files}
+        chosen = [r for r in disabled if r.file in wanted]
+        what = "is in " + ", ".join(sorted(wanted))
+    if not chosen:
+        click.echo(f"testfleet: no disabled registration{f' of stage {stage}' if stage else ''} "
+                   f"{what}; nothing changed", err=True)
+        return 1
+    edits = plan_edits(project, [(r, None) for r in sorted(chosen, key=lambda r: (r.file, r.line))])
+    write_edits(edits)
+    for e in edits:
+        click.echo(f"enabled {e.file}:{e.edit.line} ({e.suite}): was disabled={e.edit.old}")
+    click.echo(f"{len(edits)} registration(s) enabled in {len({e.file for e in edits})} file(s)")
+    return 0

@@ -1,0 +1,95 @@
+"""``testfleet flaky``: flaky files (and tests) per stage, with rate, evidence and state.
+
+    testfleet flaky [--stage S] [--all] [--format table|json]
+
+States: ``flaky`` (quarantined when ``[tool.testfleet.flaky] quarantine = true``),
+``recovered`` (its quarantine lifted after ``restore_after`` clean passes), ``broken``
+(fails every run: a real failure, never quarantined); ``--all`` adds ``healthy``.
+Exit status 0; 2 for bad options or an unreadable history database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from testfleet.cli._common import database_option, project_from
+from testfleet.errors import UsageError
+
+SCHEMA = "testfleet.flaky/1"
+
+
+@click.command("flaky")
+@click.option("--stage", default=None, metavar="S", help="Only this stage.")
+@click.option("--all", "show_all", is_flag=True, help="Also list healthy files.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="A table for people, or JSON for tools.")
+@database_option()
+@click.pass_context
+def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
+            database: str | None) -> int:
+    """Flaky, recovered and broken files per stage (and tests, where pytest reported them)."""
+    from testfleet.results.flaky import classify_all
+    from testfleet.results.query import case_results, file_results
+    from testfleet.results.settings import flaky_policy
+    from testfleet.store import open_store
+
+    project = project_from(ctx)
+    if stage is not None and stage not in project.config.stages:
+        raise UsageError(f"--stage {stage!r} is not a configured stage "
+                         f"({', '.join(sorted(project.config.stages)) or 'none'})")
+    policy = flaky_policy(project.config)
+    with open_store(project, database) as store:
+        rows = file_results(store, runs=policy.window, stage=stage)
+        rows += case_results(store, runs=policy.window, stage=stage)
+    verdicts = [v for v in classify_all(rows, policy) if show_all or v.state != "healthy"]
+    if fmt == "json":
+        click.echo(json.dumps({
+            "schema": SCHEMA,
+            "policy": {"window": policy.window, "threshold": policy.threshold,
+                       "min_runs": policy.min_runs, "quarantine": policy.quarantine,
+                       "restore_after": policy.restore_after},
+            "files": [v.to_json() for v in verdicts if not v.test],
+            "tests": [v.to_json() for v in verdicts if v.test],
+        }, indent=2, sort_keys=True))
+        return 0
+    _table(verdicts, policy)
+    return 0
+
+
+def _table(verdicts: list[Any], policy: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    caption = (f"window {policy.window} runs, threshold {policy.threshold:g}, "
+               f"quarantine {'on' if policy.quarantine else 'off'}, "
+               f"restore after {policy.restore_after} clean passes")
+    if not verdicts:
+        console.print(f"no flaky or broken files ({caption})")
+        return
+    table = Table(title=f"flaky: {caption}", title_justify="left")
+    for col in ("stage", "file", "test", "state", "rate", "evidence", "clean streak"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        state = v.state + (" (quarantined)" if v.quarantined else "")
+        evidence = []
+        if v.retry_passes:
+            evidence.append(f"{v.retry_passes} pass(es) on retry")
+        if v.split_commits:
+            shown = ", ".join(c[:10] for c in v.split_commits[:3])
+            more = f" +{len(v.split_commits) - 3}" if len(v.split_commits) > 3 else ""
+            evidence.append(f"failed and passed on {shown}{more}")
+        if v.state == "broken":
+            evidence.append(f"failed {v.failures}/{v.runs} runs")
+        runs = sorted({r.ci_run_id for r in v.evidence if r.ci_run_id})
+        if runs:
+            evidence.append("runs " + ", ".join(runs[:5]) + (" ..." if len(runs) > 5 else ""))
+        table.add_row(v.stage, v.file, v.test or "-", state,
+                      f"{v.evidence_runs}/{v.runs} ({v.rate:.0%})", "; ".join(evidence) or "-",
+                      str(v.clean_streak))
+    console.print(table)

@@ -1,0 +1,100 @@
+"""``testfleet results``: the last N final verdicts per (file, stage), with links to CI runs.
+
+    testfleet results [--stage S] [--file F] [--runs N] [--tests] [--format table|json]
+
+Exit status: 0 (also when files are failing: this reads history, it judges nothing),
+2 for bad options or a history database that cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from testfleet.cli._common import database_option, project_from
+from testfleet.errors import UsageError
+
+SCHEMA = "testfleet.results/1"
+
+
+@click.command("results")
+@click.option("--stage", default=None, metavar="S", help="Only this stage.")
+@click.option("--file", "file", default=None, metavar="F", help="Only this test file (repository-relative).")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, metavar="N",
+              help="Newest final verdicts per (file, stage).")
+@click.option("--tests", "tests", is_flag=True,
+              help="Also per testcase (pytest stages), under each file.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="A table for people, or JSON for tools.")
+@database_option()
+@click.pass_context
+def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, tests: bool,
+            fmt: str, database: str | None) -> int:
+    """Last N outcomes per (file, stage), pass rate, the gate's verdict and CI run links."""
+    from testfleet.results.links import linker
+    from testfleet.results.query import case_results, file_results
+    from testfleet.results.summary import by_file, summary_json
+    from testfleet.store import open_store
+
+    project = project_from(ctx)
+    if stage is not None and stage not in project.config.stages:
+        raise UsageError(f"--stage {stage!r} is not a configured stage "
+                         f"({', '.join(sorted(project.config.stages)) or 'none'})")
+    with open_store(project, database) as store:
+        files = by_file(file_results(store, runs=runs, stage=stage, file=file))
+        cases = case_results(store, runs=runs, stage=stage, file=file) if tests else []
+    cfg = project.config.results
+    link = linker(cfg.run_url, cfg.github_repository, cfg.buildkite_pipeline, os.environ)
+
+    def url(r: Any) -> str | None:
+        return link.url(r.ci_run_id, r.commit)
+
+    if fmt == "json":
+        doc = {"schema": SCHEMA, "runs": runs, "stage": stage, "file": file,
+               "files": [summary_json(f, url) for f in files]}
+        if tests:
+            doc["testcases"] = [{"stage": c.stage, "file": c.file, **c.to_json()} for c in cases]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        return 0
+    _table(files, cases, url, runs)
+    return 0
+
+
+def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from testfleet.results.summary import LETTERS
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    if not files:
+        console.print("no results recorded yet (run `testfleet run` with history on)")
+        return
+    table = Table(title=f"results: newest {runs} run(s) per file (strip oldest -> newest: "
+                        "P pass, R pass on retry, F fail, T timeout, E error)",
+                  title_justify="left")
+    for col in ("stage", "file", "pass rate", "strip", "last", "gate", "commit", "run"):
+        table.add_column(col, overflow="fold")
+    for f in files:
+        last = f.last
+        gate = f"{last.gate_status} ({last.gate_mode})" if last.gate_status else "-"
+        outcome = last.outcome + (f": {last.reason}" if last.failed and last.reason else "")
+        table.add_row(f.stage, f.file, f"{f.passes}/{len(f.runs)}", f.strip, outcome, gate,
+                      (last.commit or "-")[:12], url(last) or (last.ci_run_id or "-"))
+    console.print(table)
+    if cases:
+        ct = Table(title="testcases (newest first)", title_justify="left")
+        for col in ("stage", "file", "test", "outcomes"):
+            ct.add_column(col, overflow="fold")
+        grouped: dict[tuple[str, str, str], list[str]] = {}
+        for c in cases:
+            grouped.setdefault((c.stage, c.file, c.test), []).append(
+                LETTERS.get(c.outcome, c.outcome[:1]))
+        for (stage, file, test), letters in grouped.items():
+            ct.add_row(stage, file, test, "".join(reversed(letters)))
+        console.print(ct)

@@ -1,0 +1,103 @@
+"""The report's results section: pass rates, failing files, strips, flaky files, probes.
+
+Read-only and fail-soft like the rest of the history: a database without results (or
+with a schema older than the results columns) is a note, never an error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from testfleet.results.flaky import FlakyVerdict
+from testfleet.results.links import RunLinker
+from testfleet.results.summary import FailingFile, FileSummary, StageSummary
+
+RUNS = 20  # runs per file shown in the strips and pass rates
+
+
+@dataclass(frozen=True)
+class ProbeView:
+    """A dormant stage's probe history: each probed file's newest results."""
+
+    stage: str
+    reason: str
+    restore_after: int
+    files: tuple[FileSummary, ...]
+
+    @property
+    def clean_streak(self) -> int:
+        """Probes in a row (newest first) in which every probed file passed first time."""
+        if not self.files:
+            return 0
+        return min(next((i for i, r in enumerate(f.runs) if not r.clean), len(f.runs))
+                   for f in self.files)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.files) and self.clean_streak >= self.restore_after
+
+
+@dataclass(frozen=True)
+class ResultsSection:
+    available: bool
+    note: str = ""
+    runs: int = RUNS
+    stages: tuple[StageSummary, ...] = ()
+    failing: tuple[FailingFile, ...] = ()
+    files: tuple[FileSummary, ...] = ()
+    flaky: tuple[FlakyVerdict, ...] = ()  # every state but healthy
+    quarantine: bool = False
+    links: RunLinker = field(default_factory=RunLinker)
+    probes: tuple[ProbeView, ...] = ()
+
+    def url(self, run: Any) -> str | None:
+        return self.links.url(run.ci_run_id, run.commit)
+
+
+def load_results(store: Any, project: Any, runs: int = RUNS) -> ResultsSection:
+    """The section from an open (read-only) store."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from testfleet.results.flaky import classify_all
+    from testfleet.results.links import linker
+    from testfleet.results.query import case_results, file_results
+    from testfleet.results.settings import flaky_policy
+    from testfleet.results.summary import by_file, by_stage, failing_now
+    from testfleet.store.errors import StoreError
+
+    cfg = project.config
+    policy = flaky_policy(cfg)
+    try:
+        rows = file_results(store, runs=max(runs, policy.window))
+        cases = case_results(store, runs=policy.window)
+    except (SQLAlchemyError, StoreError) as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return ResultsSection(False, f"results unreadable ({first}); run 'testfleet db upgrade'")
+    verdicts = [v for v in classify_all([*rows, *cases], policy) if v.state != "healthy"]
+    files = by_file(rows)
+    shown = tuple(FileSummary(f.stage, f.file, f.runs[:runs]) for f in files)
+    link = linker(cfg.results.run_url, cfg.results.github_repository,
+                  cfg.results.buildkite_pipeline, os.environ)
+    note = "" if rows else "no results recorded yet"
+    probes = []
+    for name, stage in sorted(cfg.stages.items()):
+        if stage.disabled is None or stage.probe is None:
+            continue
+        probed = [f for f in shown if f.stage == name
+                  and (not stage.probe.files or f.file in stage.probe.files)]
+        probes.append(ProbeView(name, stage.disabled, stage.probe.restore_after, tuple(probed)))
+    return ResultsSection(True, note, runs, tuple(by_stage(shown)), tuple(failing_now(files)),
+                          shown, tuple(verdicts), policy.quarantine, link, tuple(probes))
+
+
+def results_section(project: Any, url: str | None = None) -> ResultsSection:
+    """Open the history read-only and read the section; every problem is a note."""
+    from testfleet.store import StoreError, open_store
+
+    try:
+        with open_store(project, url, readonly=True) as store:
+            return load_results(store, project)
+    except StoreError as exc:
+        return ResultsSection(False, f"no results: {exc}")

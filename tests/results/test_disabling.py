@@ -1,0 +1,87 @@
+"""disable/enable edit only the disabled= argument: every other byte stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from testfleet.results.disabling import EditError, compose_reason, mentions_ref, set_disabled
+
+M = {"register_cuda_ci", "register_rocm_ci", "register_amd_ci"}
+
+SOURCE = (
+    "\ufeff# -*- coding: utf-8 -*-\r\n"
+    "from tests.ci.ci_register import register_amd_ci, register_cuda_ci  # übung\r\n"
+    "register_cuda_ci(est_time=60, suite=\"stage-c-h200\", labels=[\"x\"])\r\n"
+    "register_amd_ci(\r\n"
+    "    est_time=60,\r\n"
+    "    suite=\"stage-c-mi300x\",  # comment é\r\n"
+    "    labels=[\"x\"],\r\n"
+    "    disabled=\"Disable due to failure\",\r\n"
+    ")\r\n"
+    "def test_x():\r\n"
+    "    pass\r\n"
+).encode("utf-8")
+
+
+def outside(before: bytes, after: bytes, old: bytes, new: bytes) -> None:
+    """Everything except the one argument is byte-identical."""
+    i = before.index(old)
+    assert after == before[:i] + new + before[i + len(old):]
+
+
+def test_enable_replaces_only_the_literal() -> None:
+    out, edit = set_disabled(SOURCE, M, "stage-c-mi300x", None)
+    outside(SOURCE, out, b'"Disable due to failure"', b"None")
+    assert edit.line == 8 and edit.old == '"Disable due to failure"' and edit.new == "None"
+
+
+def test_round_trip_restores_every_byte() -> None:
+    reason = compose_reason("MI300X runners fail at start-up", "#2230", "2027-01-31")
+    assert reason == "MI300X runners fail at start-up, see #2230, until 2027-01-31"
+    enabled, _ = set_disabled(SOURCE, M, "stage-c-mi300x", None)
+    disabled, _ = set_disabled(enabled, M, "stage-c-mi300x", "Disable due to failure")
+    assert disabled == SOURCE
+
+
+def test_disable_inserts_after_the_last_argument_when_absent() -> None:
+    out, edit = set_disabled(SOURCE, M, "stage-c-h200", 'runner "down", see #7')
+    outside(SOURCE, out, b'labels=["x"])\r\n', b'labels=["x"], disabled="runner \\"down\\", see #7")\r\n')
+    assert edit.old == "" and edit.line == 3
+    again, _ = set_disabled(out, M, "stage-c-h200", None)
+    assert b'disabled=None)' in again
+
+
+@pytest.mark.parametrize(("source", "suite", "reason", "message"), [
+    (SOURCE, "nope", "r", "no top-level"),
+    (SOURCE, "stage-c-mi300x", "r", "already disabled"),
+    (SOURCE, "stage-c-h200", None, "enabled already"),
+    (b"register_cuda_ci(1, 's', disabled=REASON)\n", "s", None, "not a string literal"),
+    (b"register_cuda_ci(*args, suite='s')\n", "s", "r", "unpacks arguments"),
+    (b"register_cuda_ci(1, 's'\n", "s", "r", "cannot parse"),
+    (b"# -*- coding: latin-1 -*-\nregister_cuda_ci(1, 's')\n", "s", "r", "only UTF-8"),
+])
+def test_refusals_leave_nothing_half_done(source: bytes, suite: str, reason: str | None,
+                                          message: str) -> None:
+    with pytest.raises(EditError, match=message):
+        set_disabled(source, M, suite, reason)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("  ",), "non-empty"), (("a\nb",), "control character"), (("x", "2230"), "expected #N"),
+    (("x", None, "2027-13-01"), "YYYY-MM-DD"), (("x", None, "20270101"), "YYYY-MM-DD"),
+])
+def test_bad_reason_ref_until(args: tuple, message: str) -> None:
+    with pytest.raises(EditError, match=message):
+        compose_reason(*args)
+
+
+@pytest.mark.parametrize(("reason", "ref", "hit"), [
+    ("runners down, see #2230", "#2230", True),
+    ("runners down, see #22301", "#2230", False),
+    ("see https://github.com/o/r/issues/2230 for details", "#2230", True),
+    ("see o/r#2230", "#2230", False),
+    ("https://ci.example/x/1", "https://ci.example/x/1", True),
+    ("Disable due to failure", "#2230", False),
+])
+def test_mentions_ref(reason: str, ref: str, hit: bool) -> None:
+    assert mentions_ref(reason, ref) is hit
