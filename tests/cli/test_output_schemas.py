@@ -50,6 +50,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "history-show": ["history", "show", str(root / "all.tfb"), "--format", "json"],
         "history-merge": ["history", "merge", str(root / "all.tfb"), "--database",
                           str(root / "merged.db"), "--format", "json"],
+        "results": ["results", "--tests", "--format", "json"],
+        "flaky": ["flaky", "--all", "--format", "json"],
     }
     exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
     assert exported.returncode == 0, exported.stderr

@@ -1,5 +1,6 @@
 """The names of the published schemas, without importing pydantic (``--help`` stays lean)."""
 
 OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
-                "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show")
+                "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show",
+                "results", "flaky")
 KINDS = ("config", *OUTPUT_KINDS)

@@ -211,6 +211,60 @@ class HistoryShowOutput(_Closed):
     merge: str
 
 
+class RunOut(_Closed):
+    """One final verdict of a file in a run (results, #14)."""
+
+    outcome: str
+    ts: float
+    commit: str | None
+    ci_run_id: str | None
+    attempt: int
+    duration: float
+    gate: dict[str, Any] | None
+    reason: str | None
+    url: str | None = None
+    test: str | None = None
+
+
+class ResultFileOut(_Closed):
+    stage: str
+    file: str
+    pass_rate: float
+    last: str
+    strip: str
+    runs: list[RunOut]
+
+
+class ResultsOutput(_Closed):
+    """``testfleet results --format json``: the newest runs per (file, stage)."""
+
+    schema_: Literal["testfleet.results/1"] = Field(alias="schema")
+    runs: int
+    stage: str | None
+    file: str | None
+    files: list[ResultFileOut]
+    testcases: list[dict[str, Any]] | None = None
+
+
+class FlakyOut(_Open):
+    file: str
+    stage: str
+    state: Literal["flaky", "broken", "recovered", "healthy"]
+    rate: float
+    runs: int
+    evidence_runs: int
+    quarantined: bool
+
+
+class FlakyOutput(_Closed):
+    """``testfleet flaky --format json``: flaky, recovered and broken files (and tests)."""
+
+    schema_: Literal["testfleet.flaky/1"] = Field(alias="schema")
+    policy: dict[str, Any]
+    files: list[FlakyOut]
+    tests: list[FlakyOut]
+
+
 OUTPUTS: dict[str, type[BaseModel]] = {
     "check": CheckOutput,
     "list": ListOutput,
@@ -223,6 +277,8 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "db-status": DbStatusOutput,
     "history-merge": HistoryMergeOutput,
     "history-show": HistoryShowOutput,
+    "results": ResultsOutput,
+    "flaky": FlakyOutput,
 }
 
 
