@@ -28,7 +28,7 @@ def file_results(store: Any, *, runs: int, stage: str | None = None,
     inner = select(ex.c.file, ex.c.stage, ex.c.outcome, ex.c.ts, ex.c.commit_sha,
                    ex.c.ci_run_id, ex.c.attempt, ex.c.duration, ex.c.gate_status,
                    ex.c.gate_mode, ex.c.reason, rn).where(
-        ex.c.final.is_(True), ex.c.outcome != "NOT_RUN")
+        ex.c.final.isnot(False), ex.c.outcome != "NOT_RUN")  # NULL: a row merged from a bundle
     if stage is not None:
         inner = inner.where(ex.c.stage == stage)
     if file is not None:
