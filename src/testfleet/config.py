@@ -175,6 +175,56 @@ class MarkerSignature(_Strict):
                                      "type str or int")
         return self
 
+# -- per-stage CI job settings (#11) ------------------------------------------------
+# These land verbatim in generated CI files (GitHub YAML, Buildkite pipeline), where
+# GitHub would evaluate a ``${{ }}`` as an expression: refused at load time, with
+# control characters, so a value is only ever data in the file it lands in.
+
+SECRET_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_SECRET_NAME = re.compile(SECRET_NAME_RE)
+
+
+def _ci_text(value: str, what: str, *, multiline: bool = False) -> str:
+    if "${{" in value:
+        raise ValueError(f"{what} {value[:60]!r} contains '${{{{': GitHub would evaluate it as an "
+                         "expression; read the value from an environment variable instead")
+    bad = [c for c in value if (ord(c) < 32 and not (multiline and c in "\n\t")) or c == "\x7f"]
+    if bad:
+        raise ValueError(f"{what} {value[:60]!r} contains a control character ({bad[0]!r})")
+    return value
+
+
+class ContainerConfig(_Strict):
+    """A stage's job container: the image and what ``docker create`` needs for GPUs
+    and caches (``options = "--gpus all --ipc=host --shm-size=32g"``, volumes
+    ``"/models:/models:ro"``)."""
+
+    image: str = Field(min_length=1)
+    options: str = ""
+    volumes: list[str] = Field(default_factory=list)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        _ci_text(v, "container image")
+        if any(c.isspace() for c in v):
+            raise ValueError(f"container image {v[:60]!r} contains whitespace")
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: str) -> str:
+        return _ci_text(v, "container options")
+
+    @field_validator("volumes")
+    @classmethod
+    def _volumes(cls, v: list[str]) -> list[str]:
+        for volume in v:
+            _ci_text(volume, "volume")
+            if not volume.strip() or any(c.isspace() for c in volume):
+                raise ValueError(f"volume {volume!r} must be 'source:target[:mode]' without spaces")
+        return v
+
 
 class ProbeConfig(_Strict):
     """A dormant stage's probe (results, #14): a few of its files, run on its runners on
@@ -196,7 +246,7 @@ class StageConfig(_Strict):
 
     backend: str
     runs_on: list[str] = Field(default_factory=lambda: ["ubuntu-latest"], min_length=1)
-    container: str | None = None
+    container: ContainerConfig | None = None  # or just the image: container = "rocm/x:1"
     # "pytest", "python", "auto" (per file, from its syntax tree) or a template such as
     # "python3 {file} -f"; see testfleet.commands and docs/stages.md.
     command: str = "pytest"
@@ -248,6 +298,54 @@ class StageConfig(_Strict):
             _check_pr_label(label)
         return v
 
+    # CI job settings (#11), see testfleet.planning.jobci: what the CI engine's job needs
+    # around 'testfleet run' (the runner's own per-file settings are above).
+    setup: list[str] = Field(default_factory=list)
+    secrets: list[str] = Field(default_factory=list)
+    fail_fast: bool | None = None
+    max_parallel: int | None = Field(default=None, ge=1, le=256)
+    job_timeout_minutes: int | None = Field(default=None, ge=1, le=4320)
+    job_timeout_factor: float | None = Field(default=None, gt=0, le=100)
+
+    @field_validator("container", mode="before")
+    @classmethod
+    def _container(cls, v: Any) -> Any:
+        return {"image": v} if isinstance(v, str) else v
+
+    @field_validator("setup")
+    @classmethod
+    def _setup(cls, v: list[str]) -> list[str]:
+        for command in v:
+            if not command.strip():
+                raise ValueError("a setup command is empty")
+            _ci_text(command, "setup command", multiline=True)
+        return v
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not _SECRET_NAME.match(name) or name.upper().startswith("GITHUB_"):
+                raise ValueError(f"{name[:60]!r} is not a secret name (letters, digits and '_', "
+                                 "not starting with a digit or GITHUB_)")
+        if len(set(v)) != len(v):
+            raise ValueError("secrets lists a name more than once")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not _SECRET_NAME.match(name):
+                raise ValueError(f"{name[:60]!r} is not an environment variable name")
+            _ci_text(value, f"env.{name}", multiline=True)
+        return v
+
+    @property
+    def container_image(self) -> str | None:
+        """The image alone (what a plan job's ``container`` field holds)."""
+        return self.container.image if self.container is not None else None
+
     @field_validator("disabled")
     @classmethod
     def _reason(cls, v: str | None) -> str | None:
@@ -286,6 +384,8 @@ class StageConfig(_Strict):
     def _shard_mode(self) -> StageConfig:
         if self.shards is not None and (self.target_minutes is not None or self.max_shards is not None):
             raise ValueError("use either 'shards' or 'target_minutes'/'max_shards', not both")
+        if self.job_timeout_minutes is not None and self.job_timeout_factor is not None:
+            raise ValueError("use either 'job_timeout_minutes' or 'job_timeout_factor', not both")
         return self
 
     @property

@@ -162,23 +162,30 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     assert any("## testfleet plan" in p.read_text() for p in tmp_path.glob("plan-*.summary"))
     contexts["needs"] = {"plan": {"outputs": job_outputs, "result": "success"}}
 
-    # -- the waves -----------------------------------------------------------
+    # -- the stage jobs, in the workflow's order (a stage after the stages it needs) --
     waves = int(job_outputs["waves"])
-    assert waves == 2 and f"wave-{waves - 1}" in workflow["jobs"]
+    assert waves == 2
+    stages = json.loads(job_outputs["stages"])
+    stage_jobs = [name for name in workflow["jobs"] if name not in ("plan", "testfleet")]
+    assert len(stage_jobs) == len(stages)
     results: dict[str, str] = {}
     ran_jobs: list[str] = []
     gpu_jobs: list[dict[str, Any]] = []
     junit_files: list[Path] = []
-    for wave in range(waves):
-        job = workflow["jobs"][f"wave-{wave}"]
-        if job_outputs[f"has_jobs_{wave}"] != "true":
-            results[f"wave-{wave}"] = "skipped"  # asks for no runner
+    for name in stage_jobs:
+        job = workflow["jobs"][name]
+        stage = re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
+        assert job["needs"][0] == "plan" and all(results.get(n) for n in job["needs"][1:])
+        if not stages[stage]["has_jobs"]:
+            results[name] = "skipped"  # asks for no runner
             continue
-        matrix = json.loads(job_outputs[f"matrix_{wave}"])["include"]
+        matrix = stages[stage]["matrix"]["include"]
         assert matrix, "has_jobs says true, so the matrix has entries"
         for entry in matrix:
+            assert entry["stage"] == stage
             if entry["backend"] != "cpu":
                 assert entry["runs_on"][0] == "self-hosted" and entry["container"]
+                assert job["container"]["image"] == entry["container"]
                 gpu_jobs.append(entry)
                 continue
             workspace = tmp_path / "jobs" / entry["id"]
@@ -186,12 +193,12 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
             shutil.copy(plan_ws / "plan.json", workspace / "plan.json")  # download-artifact
             contexts["matrix"] = entry
             ok, _, logs = run_steps(runner, job, workspace, contexts, entry["id"])
-            assert ok, logs  # every CPU job passes, so every later wave may run
+            assert ok, logs  # every CPU job passes, so every later stage may run
             ran_jobs.append(entry["id"])
             junit_files += list((workspace / "testfleet-junit").glob("*.xml"))  # upload-artifact
             summary = (tmp_path / f"{entry['id']}-{len(job['steps']) - 2}.summary")
             assert entry["id"] in summary.read_text()  # the runner's step summary
-        results[f"wave-{wave}"] = "success"
+        results[name] = "success"
 
     # -- the summary job ------------------------------------------------------
     summary_job = workflow["jobs"]["testfleet"]
@@ -257,7 +264,7 @@ def test_hostile_payload_through_the_workflow_scripts(repo: Path, tmp_path: Path
     contexts = {"inputs": {}}
     ok, outputs, logs = run_steps(runner, plan_job, repo, contexts, "hostile")
     assert ok, logs
-    assert set(outputs) >= {"matrix", "waves", "digest", "has_jobs_0", "has_jobs_1"}
+    assert set(outputs) >= {"matrix", "waves", "digest", "has_jobs_0", "has_jobs_1", "stages"}
     for value in outputs.values():
         assert "${{" not in value and "$(" not in value and "\r" not in value
     assert not PWNED.exists()

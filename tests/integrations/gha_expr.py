@@ -154,8 +154,9 @@ class _Parser:
                 if self.peek() == ("op", ","):
                     self.take()
             self.take(")")
-            return self.call(value, args)
-        obj: Any = self.ctx.get(value)
+            obj: Any = self.call(value, args)  # fromJSON(...)['key'].field
+        else:
+            obj = self.ctx.get(value)
         while self.peek() in (("op", "."), ("op", "[")):
             if self.take()[1] == ".":
                 tok = self.take()

@@ -129,4 +129,12 @@ def test_github_format_outputs_every_wave(case: str, example_project: Path,
         assert all(entry["wave"] == i for entry in include)
         seen += [entry["id"] for entry in include]
     assert sorted(seen) == sorted(j["id"] for j in plan["jobs"])
+    # one matrix per stage, read by the stage's job (every configured stage has an entry)
+    stages = json.loads(outputs["stages"])
+    assert set(stages) == {s["name"] for s in plan["stages"]}
+    by_stage = [e["id"] for entry in stages.values() for e in entry["matrix"]["include"]]
+    assert sorted(by_stage) == sorted(seen)
+    for name, entry in stages.items():
+        assert entry["has_jobs"] is bool(entry["matrix"]["include"])
+        assert all(e["stage"] == name for e in entry["matrix"]["include"])
     assert outputs["has_jobs"] == ("true" if plan["jobs"] else "false")

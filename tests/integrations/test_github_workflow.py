@@ -18,6 +18,7 @@ from testfleet.integrations.github_workflow import (
     PINNED_ACTIONS,
     WorkflowOptions,
     render_workflow,
+    stage_job_ids,
     stage_waves,
     wave_count,
 )
@@ -43,6 +44,27 @@ def chain_config(**policy: Any) -> Any:
         },
         "policy": policy,
     })
+
+
+GPU_CI: dict[str, Any] = {
+    "backend": "cuda", "needs": ["unit"], "runs_on": ["self-hosted", "gpu"],
+    "container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                  "options": "--gpus all --ipc=host --shm-size=32g --ulimit memlock=-1",
+                  "volumes": ["/models:/models:ro", "/data/hf:/root/.cache/huggingface"]},
+    "secrets": ["HF_TOKEN", "WANDB_API_KEY"], "fail_fast": False, "max_parallel": 2,
+    "job_timeout_factor": 2.0, "env": {"HF_HOME": "/root/.cache/huggingface"},
+    "setup": ["pip install -e .", "nvidia-smi"],
+}
+
+
+def ci_config(**gpu: Any) -> Any:
+    """A CPU stage with setup and env, and a GPU stage (with a dot in its name) that uses
+    every per-stage CI setting; ``gpu`` overrides keys of the GPU stage."""
+    return validate_config({"stages": {
+        "unit": {"backend": "cpu", "setup": ['echo "setting up $HF_HOME"'],
+                 "env": {"HF_HOME": "/tmp/hf cache"}, "fail_fast": True},
+        "gpu.h200": {**GPU_CI, **gpu},
+    }})
 
 
 def parsed(text: str) -> dict[str, Any]:
@@ -72,6 +94,7 @@ VARIANTS = {
         database_secret="TESTFLEET_DATABASE_URL", python_version="3.11")),
     "three-waves": (lambda: chain_config(label_prefix="ci-'x'-", schedules={}), WorkflowOptions()),
     "no-stages": (lambda: validate_config({}), WorkflowOptions()),
+    "ci-settings": (ci_config, WorkflowOptions(database_secret="TESTFLEET_DATABASE_URL")),
 }
 
 
@@ -136,7 +159,7 @@ def test_plan_job_is_read_only_and_secret_free() -> None:
     for name, job in data["jobs"].items():
         for step in job.get("steps", []):
             has_secret = "secrets." in json.dumps(step)
-            assert has_secret == (name.startswith("wave-") and step.get("name") == "Run")
+            assert has_secret == (name not in ("plan", "testfleet") and step.get("name") == "Run")
 
 
 def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
@@ -155,22 +178,27 @@ def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
     assert "--diff-base" not in json.dumps(no_prune)
 
 
-def test_wave_jobs_consume_one_matrix_each() -> None:
+def test_stage_jobs_consume_their_stage_matrix() -> None:
     config = chain_config()
     data = parsed(render_workflow(config))
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
-    assert set(data["jobs"]) == {"plan", "wave-0", "wave-1", "wave-2", "testfleet"}
-    for i in range(3):
-        job = data["jobs"][f"wave-{i}"]
-        assert job["needs"] == ["plan", *[f"wave-{j}" for j in range(i)]]
+    assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
+    assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "testfleet"}
+    for name in ("unit", "lint", "gpu", "soak"):
+        job = data["jobs"][name]
+        needs = config.stages[name].needs
+        assert job["needs"] == ["plan", *needs]
         cond = job["if"]
-        assert f"needs.plan.outputs.has_jobs_{i} == 'true'" in cond
+        assert f"fromJSON(needs.plan.outputs.stages)['{name}'].has_jobs" in cond
         assert "!cancelled()" in cond and "needs.plan.result == 'success'" in cond
-        assert ("!failure() || needs.plan.outputs.bypass_fastfail == 'true'" in cond) == (i > 0)
-        assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.matrix_{i}) }}}}"
+        assert ("!failure() || needs.plan.outputs.bypass_fastfail == 'true'" in cond) == bool(needs)
+        assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.stages)['{name}'].matrix }}}}"
+        # no fail_fast in the stage table: fail fast within the stage unless the run bypasses it
+        assert job["strategy"]["fail-fast"] == "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
+        assert "max-parallel" not in job["strategy"] and "container" not in job
         assert job["runs-on"] == "${{ matrix.runs_on }}"
-        assert job["container"] == "${{ matrix.container || '' }}"
+        assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
         assert job["permissions"] == {"contents": "read"}
         run = next(s for s in job["steps"] if s.get("name") == "Run")
         assert run["env"]["TESTFLEET_JOB_ID"] == "${{ matrix.id }}"
@@ -181,7 +209,19 @@ def test_wave_jobs_consume_one_matrix_each() -> None:
         assert download["with"]["name"] == "testfleet-plan"
         junit = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
-    assert data["jobs"]["testfleet"]["needs"] == ["plan", "wave-0", "wave-1", "wave-2"]
+    assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+
+
+def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
+    config = validate_config({"stages": {
+        "a.b": {"backend": "cpu"}, "a_b": {"backend": "cpu"}, "1st": {"backend": "cpu"},
+        "plan": {"backend": "cpu"}, "Testfleet": {"backend": "cpu"}}})
+    ids = stage_job_ids(config)
+    assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
+                   "a_b": "a_b-2", "plan": "stage-plan"}
+    data = parsed(render_workflow(config))
+    assert set(data["jobs"]) == {"plan", "testfleet", *ids.values()}
+    assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
 
 
 def test_outputs_match_what_the_planner_writes(example_project: Path,
@@ -236,18 +276,58 @@ def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPr
                           cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
-def test_guard_fails_when_the_plan_outgrew_the_workflow(tmp_path: Path) -> None:
-    data = parsed(render_workflow(example().config))
-    guard = next(s for s in data["jobs"]["plan"]["steps"]
-                 if s.get("name") == "Check the plan fits this workflow")["run"]
-    jobs = [{"id": f"s-{i}", "wave": 1} for i in range(256)] + [{"id": "a", "wave": 0}]
+def _guard(config: Any) -> str:
+    data = parsed(render_workflow(config))
+    return str(next(s for s in data["jobs"]["plan"]["steps"]
+                    if s.get("name") == "Check the plan fits this workflow")["run"])
+
+
+def _plan_file(tmp_path: Path, config: Any, jobs_per_stage: dict[str, int]) -> None:
+    from testfleet.planning.jobci import job_ci
+
+    jobs = []
+    for stage, n in jobs_per_stage.items():
+        ci = job_ci(config.stages[stage])
+        jobs += [{"id": f"{stage}-{i}", "stage": stage, "wave": 0, "ci": ci.to_json(),
+                  "env": ci.env} for i in range(n)]
     (tmp_path / "plan.json").write_text(json.dumps({"jobs": jobs}))
-    assert _bash(guard, {"WAVES": "2"}, tmp_path).returncode == 0
-    bad = _bash(guard, {"WAVES": "3"}, tmp_path)
-    assert bad.returncode == 1 and "testfleet init --github --force" in bad.stdout
-    (tmp_path / "plan.json").write_text(json.dumps({"jobs": [*jobs, {"id": "x", "wave": 1}]}))
-    big = _bash(guard, {"WAVES": "2"}, tmp_path)
-    assert big.returncode == 1 and "wave 1 has 257 jobs" in big.stdout
+
+
+def test_guard_fails_when_the_plan_outgrew_the_workflow(tmp_path: Path) -> None:
+    config = example().config
+    guard = _guard(config)
+    _plan_file(tmp_path, config, {"stage-a-cpu": 256, "stage-b-cpu": 1})
+    assert _bash(guard, {}, tmp_path).returncode == 0
+    _plan_file(tmp_path, config, {"stage-a-cpu": 257})
+    big = _bash(guard, {}, tmp_path)
+    assert big.returncode == 1 and "stage stage-a-cpu has 257 jobs" in big.stdout
+    # a stage the workflow has no job for (added to the config after generating it)
+    newer = validate_config({"stages": {**{n: s.model_dump(exclude_defaults=True)
+                                          for n, s in config.stages.items()},
+                                       "stage-z": {"backend": "cpu"}}})
+    _plan_file(tmp_path, newer, {"stage-z": 1})
+    bad = _bash(guard, {}, tmp_path)
+    assert bad.returncode == 1 and "stage stage-z has jobs but no job" in bad.stdout
+    assert "testfleet init --github --force" in bad.stdout
+
+
+def test_guard_fails_when_a_stage_ci_setting_changed_since_generation(tmp_path: Path) -> None:
+    before = ci_config()
+    guard = _guard(before)
+    _plan_file(tmp_path, before, {"gpu.h200": 2, "unit": 1})
+    ok = _bash(guard, {}, tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    for change in ({"secrets": ["HF_TOKEN"]}, {"setup": ["pip install -e ."]},
+                   {"fail_fast": True}, {"env": {"HF_HOME": "/other"}},
+                   {"container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3"}}):
+        after = ci_config(**change)
+        _plan_file(tmp_path, after, {"gpu.h200": 2, "unit": 1})
+        bad = _bash(guard, {}, tmp_path)
+        assert bad.returncode == 1, change
+        assert bad.stdout.count("the CI settings of stage gpu.h200") == 1, bad.stdout
+    # the timeout travels per job in the matrix: changing it needs no regeneration
+    _plan_file(tmp_path, ci_config(job_timeout_factor=5.0), {"gpu.h200": 2, "unit": 1})
+    assert _bash(guard, {}, tmp_path).returncode == 0
 
 
 @pytest.mark.parametrize(("results", "code"), [
@@ -262,7 +342,7 @@ def test_summary_job_fails_on_any_failed_job(results: str, code: int, tmp_path: 
 
 def test_run_step_refuses_a_plan_from_another_run(tmp_path: Path) -> None:
     data = parsed(render_workflow(example().config))
-    script = next(s for s in data["jobs"]["wave-0"]["steps"] if s.get("name") == "Run")["run"]
+    script = next(s for s in data["jobs"]["stage-a-cpu"]["steps"] if s.get("name") == "Run")["run"]
     (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa"}\n')
     result = _bash(script, {"TESTFLEET_PLAN_DIGEST": "sha256:bbbb", "TESTFLEET_JOB_ID": "x"},
                    tmp_path)
@@ -288,3 +368,60 @@ def test_waves_agree_with_the_planner_dormant_stages_included(tmp_path: Path) ->
     plan = make_plan(project, [], PlanRequest(trigger=Trigger(event="push")))
     assert {s.name: s.wave for s in plan.stages} == stage_waves(config)
     assert plan.waves == wave_count(config) == 3
+
+
+def test_per_stage_ci_settings_land_in_their_own_job() -> None:
+    """Read from the parsed YAML: container options and volumes, setup before Run, the
+    stage's secrets only in its own Setup and Run steps, fail-fast and max-parallel per
+    stage, the stage env on the job."""
+    data = parsed(render_workflow(ci_config(), WorkflowOptions(database_secret="DB_URL")))
+    gpu, unit = data["jobs"]["gpu_h200"], data["jobs"]["unit"]
+    assert gpu["container"] == {
+        "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+        "options": "--gpus all --ipc=host --shm-size=32g --ulimit memlock=-1",
+        "volumes": ["/models:/models:ro", "/data/hf:/root/.cache/huggingface"]}
+    assert "container" not in unit
+    assert gpu["strategy"]["fail-fast"] is False and gpu["strategy"]["max-parallel"] == 2
+    assert unit["strategy"]["fail-fast"] is True and "max-parallel" not in unit["strategy"]
+    assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface"}
+    assert unit["env"] == {"HF_HOME": "/tmp/hf cache"}
+    # setup runs after the plan is downloaded and before Run, in the job's container
+    names = [s.get("name") or s["uses"].split("@")[0] for s in gpu["steps"]]
+    assert names.index("actions/download-artifact") < names.index("Setup") < names.index("Run")
+    # a container job has no setup-python (the image brings Python); a plain one does
+    assert "actions/setup-python" not in names
+    assert any(s.get("uses", "").startswith("actions/setup-python@") for s in unit["steps"])
+    setup = next(s for s in gpu["steps"] if s.get("name") == "Setup")
+    assert setup["run"] == "pip install -e .\nnvidia-smi\n"
+    secrets = {"HF_TOKEN": "${{ secrets.HF_TOKEN }}", "WANDB_API_KEY": "${{ secrets.WANDB_API_KEY }}"}
+    assert setup["env"] == secrets
+    run = next(s for s in gpu["steps"] if s.get("name") == "Run")
+    assert {k: v for k, v in run["env"].items() if k in secrets} == secrets
+    for name, job in data["jobs"].items():
+        for step in job.get("steps", []):
+            text = json.dumps(step)
+            if "HF_TOKEN" in text:
+                assert name == "gpu_h200" and step.get("name") in ("Setup", "Run")
+    assert "secrets.HF_TOKEN" not in json.dumps(unit)
+
+
+def test_the_plan_carries_the_settings_into_the_stage_matrix(tmp_path: Path) -> None:
+    """The matrix a stage job reads (by its name, from the 'stages' output) holds the
+    shard's timeout, sized from its estimate by job_timeout_factor."""
+    from testfleet.planning.jobci import JOB_OVERHEAD_MINUTES, job_ci, job_timeout
+    from testfleet.planning.model import Job, Plan, PlannedTest, seal
+
+    config = ci_config()
+    ci = job_ci(config.stages["gpu.h200"])
+    jobs = tuple(Job(id=f"gpu.h200-{i}-of-2", stage="gpu.h200", backend="cuda",
+                     runs_on=("self-hosted", "gpu"), container=ci.container.image if ci.container else None,
+                     command="pytest", shard=i, shards=2, wave=1, needs=("unit",), estimate=est,
+                     tests=(PlannedTest("tests/test_x.py", est),), env=ci.env, ci=ci,
+                     timeout_minutes=job_timeout(ci, est))
+                 for i, est in ((1, 1800.0), (2, 60.0)))
+    plan = seal(Plan(policy={}, jobs=jobs, stages=(), skipped=(), warnings=()))
+    entries = [j.matrix_entry() for j in plan.jobs]
+    assert [e["timeout_minutes"] for e in entries] == [60 + JOB_OVERHEAD_MINUTES,
+                                                       2 + JOB_OVERHEAD_MINUTES]
+    assert entries[0]["ci"]["container"]["options"].startswith("--gpus all")
+    assert entries[0]["ci"]["secrets"] == ["HF_TOKEN", "WANDB_API_KEY"]

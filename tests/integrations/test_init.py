@@ -3,7 +3,6 @@ half-written when it refuses."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -87,7 +86,7 @@ def test_existing_config_is_kept_and_drives_the_workflow(
     assert "kept the existing configuration in pyproject.toml" in out
     assert (example_project / "pyproject.toml").read_text() == before
     workflow = (example_project / WORKFLOW_PATH).read_text()
-    assert "0 15 * * 6" in workflow and "wave-1:" in workflow
+    assert "0 15 * * 6" in workflow and "\n  stage-c-4-gpu-mi300x:\n" in workflow
 
 
 def test_refusals_write_nothing(example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -251,9 +250,9 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     assert load_project(root / "sub").config_path == (root / "sub" / "testfleet.toml").resolve()
     text = (root / WORKFLOW_PATH).read_text()
     assert text.count("testfleet --config sub/testfleet.toml plan") == 2
-    waves = len(re.findall(r"(?m)^  wave-\d+:$", text))
-    assert waves >= 1
-    assert text.count("testfleet --config sub/testfleet.toml run --plan plan.json") == waves
+    stage_jobs = len(load_project(root / "sub").config.stages)
+    assert stage_jobs >= 1
+    assert text.count("testfleet --config sub/testfleet.toml run --plan plan.json") == stage_jobs
     code, out, err = run_cli(capsys, "--config", str(root / "sub" / "testfleet.toml"), "check")
     assert code == 0, out + err
 

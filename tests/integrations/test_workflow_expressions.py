@@ -88,35 +88,46 @@ def test_other_events_always_plan_and_only_prs_share_a_group(workflow: dict[str,
     assert evaluate(workflow["concurrency"]["cancel-in-progress"], ctx) is (event == "pull_request")
 
 
+def _stages(has_jobs: bool, **extra: Any) -> dict[str, Any]:
+    """The plan job's outputs as GitHub holds them: strings (``stages`` is JSON)."""
+    stages = {name: {"has_jobs": has_jobs, "matrix": {"include": []}}
+              for name in ("stage-a-cpu", "stage-b-cpu")}
+    return {"stages": json.dumps(stages), **extra}
+
+
 @pytest.mark.parametrize(("has_jobs", "earlier_failed", "bypass", "cancelled", "runs"), [
-    ("true", False, "false", False, True),
-    ("true", True, "false", False, False),   # fast-fail: an earlier wave failed
-    ("true", True, "true", False, True),     # nightly/weekly bypass fast-fail
-    ("false", False, "false", False, False), # empty wave: no runner is asked for
-    ("true", False, "false", True, False),   # the run was cancelled
+    (True, False, "false", False, True),
+    (True, True, "false", False, False),   # fast-fail: a stage it needs failed
+    (True, True, "true", False, True),     # nightly/weekly bypass fast-fail
+    (False, False, "false", False, False), # a stage without jobs asks for no runner
+    (True, False, "false", True, False),   # the run was cancelled
 ])
-def test_wave_gating(workflow: dict[str, Any], has_jobs: str, earlier_failed: bool, bypass: str,
-                     cancelled: bool, runs: bool) -> None:
-    ctx = {"needs": {"plan": {"result": "success", "outputs": {
-        "has_jobs_1": has_jobs, "bypass_fastfail": bypass}}}}
+def test_stage_gating(workflow: dict[str, Any], has_jobs: bool, earlier_failed: bool, bypass: str,
+                      cancelled: bool, runs: bool) -> None:
+    ctx = {"needs": {"plan": {"result": "success",
+                              "outputs": _stages(has_jobs, bypass_fastfail=bypass)}}}
     status = {"failure": earlier_failed, "cancelled": cancelled}
-    assert truthy(evaluate(workflow["jobs"]["wave-1"]["if"], ctx, status)) is runs
-    # the first wave depends on the plan only
-    ctx0 = {"needs": {"plan": {"result": "success", "outputs": {"has_jobs_0": has_jobs}}}}
-    assert truthy(evaluate(workflow["jobs"]["wave-0"]["if"], ctx0, status)) is (
-        has_jobs == "true" and not cancelled)
-    failed_plan = {"needs": {"plan": {"result": "failure", "outputs": {"has_jobs_0": "true"}}}}
-    assert not truthy(evaluate(workflow["jobs"]["wave-0"]["if"], failed_plan, status))
+    # stage-b-cpu needs stage-a-cpu
+    assert truthy(evaluate(workflow["jobs"]["stage-b-cpu"]["if"], ctx, status)) is runs
+    # a stage without needs depends on the plan only
+    ctx0 = {"needs": {"plan": {"result": "success", "outputs": _stages(has_jobs)}}}
+    assert truthy(evaluate(workflow["jobs"]["stage-a-cpu"]["if"], ctx0, status)) is (
+        has_jobs and not cancelled)
+    failed_plan = {"needs": {"plan": {"result": "failure", "outputs": _stages(True)}}}
+    assert not truthy(evaluate(workflow["jobs"]["stage-a-cpu"]["if"], failed_plan, status))
+
+
+def test_a_stage_matrix_is_read_by_its_name(workflow: dict[str, Any]) -> None:
+    include = [{"id": "stage-b-cpu-1-of-1"}]
+    outputs = {"stages": json.dumps({"stage-a-cpu": {"has_jobs": False, "matrix": {"include": []}},
+                                     "stage-b-cpu": {"has_jobs": True, "matrix": {"include": include}}})}
+    expr = workflow["jobs"]["stage-b-cpu"]["strategy"]["matrix"]
+    assert expr.startswith("${{ ") and expr.endswith(" }}")
+    assert evaluate(expr[4:-3], {"needs": {"plan": {"outputs": outputs}}}) == {"include": include}
 
 
 @pytest.mark.parametrize(("bypass", "fail_fast"), [("true", False), ("false", True), ("", True)])
 def test_matrix_fail_fast_follows_the_policy(workflow: dict[str, Any], bypass: str,
                                               fail_fast: bool) -> None:
     ctx = {"needs": {"plan": {"outputs": {"bypass_fastfail": bypass}}}}
-    assert evaluate(workflow["jobs"]["wave-0"]["strategy"]["fail-fast"], ctx) is fail_fast
-
-
-def test_container_expression_is_empty_without_an_image(workflow: dict[str, Any]) -> None:
-    expr = workflow["jobs"]["wave-0"]["container"]
-    assert interpolate(expr, {"matrix": {"container": None}}) == ""
-    assert interpolate(expr, {"matrix": {"container": "rocm/x:1"}}) == "rocm/x:1"
+    assert evaluate(workflow["jobs"]["stage-a-cpu"]["strategy"]["fail-fast"], ctx) is fail_fast

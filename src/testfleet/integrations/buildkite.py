@@ -21,6 +21,16 @@ Mapping:
   ``cuda`` and the ROCm devices for ``rocm``);
 * ``artifact_paths``: the JUnit file; ``retry``: only when the agent was lost.
 
+The stage's CI job settings (:mod:`testfleet.planning.jobci`) map as follows:
+``container`` options and volumes become the Docker plugin's own keys (an option the
+plugin has no key for is an error naming the stage, never dropped); ``setup``
+commands run before ``testfleet run``; ``secrets`` become the step's ``secrets``
+(Buildkite secrets of those names); ``max_parallel`` is a ``concurrency`` limit in
+a group of this build and stage; the job timeout is ``timeout_in_minutes``;
+``fail_fast = true`` sets ``cancel_on_build_failing`` on the stage's steps (Buildkite
+has no per-stage fail-fast: the stage's running jobs stop once the build is
+failing, while other stages' steps are never cancelled by it).
+
 Coverage holes and plan warnings are not left in the uploader's log, where nobody
 reads them: when there are any, the first step (default queue, no checkout work,
 soft-failing) prints them and posts them as a ``warning`` annotation with context
@@ -44,6 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from testfleet.errors import UsageError
 from testfleet.planning.model import Job, Plan
 
 DOCKER_PLUGIN = "docker#v5.12.0"
@@ -104,6 +115,62 @@ def agents_for(runs_on: Sequence[str]) -> dict[str, str]:
     return agents
 
 
+#: ``docker run`` options and the Docker plugin key each becomes: (key, kind), where
+#: kind is "str" (one value), "list" (repeatable) or "flag" (no value).
+_DOCKER_OPTIONS: dict[str, tuple[str, str]] = {
+    "--gpus": ("gpus", "str"), "--ipc": ("ipc", "str"), "--shm-size": ("shm-size", "str"),
+    "--network": ("network", "str"), "--net": ("network", "str"), "--pid": ("pid", "str"),
+    "--runtime": ("runtime", "str"), "--user": ("user", "str"), "-u": ("user", "str"),
+    "--cpus": ("cpus", "str"), "--memory": ("memory", "str"), "-m": ("memory", "str"),
+    "--memory-swap": ("memory-swap", "str"), "--userns": ("userns", "str"),
+    "--workdir": ("workdir", "str"), "-w": ("workdir", "str"),
+    "--storage-opt": ("storage-opt", "str"),
+    "--device": ("devices", "list"), "--volume": ("volumes", "list"), "-v": ("volumes", "list"),
+    "--env": ("environment", "list"), "-e": ("environment", "list"),
+    "--add-host": ("add-host", "list"), "--group-add": ("additional-groups", "list"),
+    "--tmpfs": ("tmpfs", "list"), "--sysctl": ("sysctls", "list"),
+    "--publish": ("publish", "list"), "-p": ("publish", "list"),
+    "--privileged": ("privileged", "flag"), "--init": ("init", "flag"),
+}
+
+
+def docker_plugin_options(options: str) -> tuple[dict[str, Any], list[str]]:
+    """A stage's ``container.options`` (``docker run`` syntax) as Docker plugin keys,
+    and the options the plugin has no key for (the caller reports them)."""
+    out: dict[str, Any] = {}
+    unsupported: list[str] = []
+    try:
+        words = shlex.split(options)
+    except ValueError as exc:
+        return {}, [f"{options!r} ({exc})"]
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, eq, value = word.partition("=")
+        spec = _DOCKER_OPTIONS.get(name)
+        if spec is None:
+            unsupported.append(word)
+            i += 1
+            continue
+        key, kind = spec
+        if kind == "flag":
+            out[key] = True
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(words):
+                unsupported.append(f"{word} (no value)")
+                break
+            value = words[i + 1]
+            i += 1
+        i += 1
+        if kind == "list":
+            out.setdefault(key, []).append(value)
+        else:
+            out[key] = value
+    return out, unsupported
+
+
 def _plugins(job: Job, opts: BuildkiteOptions) -> list[dict[str, Any]]:
     if not job.container:
         return []
@@ -116,6 +183,21 @@ def _plugins(job: Job, opts: BuildkiteOptions) -> list[dict[str, Any]]:
         config["gpus"] = "all"
     elif job.backend == "rocm":
         config["devices"] = ["/dev/kfd", "/dev/dri"]
+    container = job.ci.container
+    if container is not None:
+        extra, unsupported = docker_plugin_options(container.options)
+        if unsupported:
+            raise UsageError(
+                f"stages.{job.stage}.container.options: {', '.join(unsupported)} has no "
+                f"equivalent in the Buildkite Docker plugin ({opts.docker_plugin}); use its "
+                "keys' options (--gpus, --ipc, --shm-size, --device, -v, --privileged, ...)")
+        for key, value in extra.items():
+            if isinstance(value, list):
+                config[key] = [*config.get(key, []), *value]
+            else:
+                config[key] = value
+        if container.volumes:
+            config["volumes"] = [*config.get("volumes", []), *container.volumes]
     return [{opts.docker_plugin: config}]
 
 
@@ -234,11 +316,19 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         step: dict[str, Any] = {
             "label": f"{job.stage} {job.shard}/{job.shards}",
             "key": keys[job.id],
-            "commands": command,
+            "commands": [*command[:-1], *job.ci.setup, command[-1]],
             "env": {"TESTFLEET_JOB_ID": job.id,
                     **{k: v for k, v in sorted(job.env.items())}},
             "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
+            "timeout_in_minutes": job.timeout_minutes,
         }
+        if job.ci.secrets:
+            step["secrets"] = list(job.ci.secrets)
+        if job.ci.fail_fast:
+            step["cancel_on_build_failing"] = True
+        if job.ci.max_parallel:
+            step["concurrency"] = job.ci.max_parallel
+            step["concurrency_group"] = f"testfleet/{job.stage}"  # made per build below
         agents = agents_for(job.runs_on)
         if agents:
             step["agents"] = agents
@@ -261,7 +351,13 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         steps.append({"wait": None})
     env = {"TESTFLEET_PLAN_DIGEST": plan.digest or plan.to_json()["digest"],
            "TESTFLEET_COVERAGE_HOLES": ",".join(s.name for s in plan.holes)}
-    return {"env": _escape_all(env), "steps": _escape_all(steps)}
+    escaped = _escape_all(steps)
+    for step in escaped:
+        if "concurrency_group" in step:
+            # Concurrency groups are organisation-wide: this build's id (interpolated at
+            # upload, the one '$' left unescaped) keeps the limit to this build's jobs.
+            step["concurrency_group"] = "${BUILDKITE_BUILD_ID}/" + step["concurrency_group"]
+    return {"env": _escape_all(env), "steps": escaped}
 
 
 def _escape_all(value: Any) -> Any:

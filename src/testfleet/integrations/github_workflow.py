@@ -2,7 +2,7 @@
 
 The workflow is generated from the configuration, not written by hand, because the
 only things it must agree with the configuration on are exactly the things people
-forget to keep in sync: how many dependency waves the stages form, which cron
+forget to keep in sync: which stages exist, what they need and their CI job settings, which cron
 strings exist, which cadences a manual run may pick. Everything that changes per
 run (jobs, shards, runners, containers) comes from the plan at run time.
 
@@ -13,7 +13,17 @@ Security properties the tests hold the output to:
   step needs (workflow inputs, matrix fields, step outputs) travels through
   ``env:``, so no PR-controlled string (label, branch, title) can become shell code;
 * checkouts do not persist credentials; every action is pinned to a commit;
-* an empty wave asks for no runner (its job is skipped by ``if:``).
+* a stage without jobs asks for no runner (its job is skipped by ``if:``).
+
+One job per stage (not one per dependency wave): a stage's container options and
+volumes, its secrets, setup commands, ``fail-fast`` and ``max-parallel`` are job
+keys GitHub reads before any matrix value exists, so they are written here from
+the stage's table (see :mod:`testfleet.planning.jobci`). The matrix of a stage job
+still comes from the plan at run time (shards, runners, per-shard timeouts), and
+the plan job refuses to go on when the configuration's CI settings no longer match
+what this file was generated from. Stage jobs ``needs:`` the jobs of the stages
+their stage needs; a stage's failure cancels only its own shards (``fail-fast``)
+and stops only the stages that need it (unless the policy bypasses fast-fail).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from dataclasses import dataclass
 
 from testfleet import __version__
 from testfleet.config import Config
+from testfleet.planning.jobci import JobCI, job_ci
 
 #: Actions pinned to the commit of a release (``# vX.Y.Z`` comments let Dependabot
 #: and Renovate update them). Verified against the actions' published release tags.
@@ -60,11 +71,9 @@ class WorkflowOptions:
     push_branches: tuple[str, ...] = ()
     diff_pruning: bool = True
     plan_timeout_minutes: int = 15
-    job_timeout_minutes: int = 360
     artifact_retention_days: int = 14
     database_secret: str | None = None
     config: str | None = None  # repo-relative config file, when it is not found from the root
-    waves: int | None = None  # override; default: the depth of the stages' needs graph
 
 
 def stage_waves(config: Config) -> dict[str, int]:
@@ -93,6 +102,28 @@ def stage_waves(config: Config) -> dict[str, int]:
 def wave_count(config: Config) -> int:
     """How many wave jobs the workflow needs (at least one, so it is never empty)."""
     return max(1, 1 + max(stage_waves(config).values(), default=0))
+
+
+_RESERVED_JOBS = {"plan", "testfleet"}
+
+
+def stage_job_ids(config: Config) -> dict[str, str]:
+    """Each stage's job id in the workflow: its name where GitHub allows it (letters,
+    digits, ``-``, ``_``, starting with a letter or ``_``), else a cleaned form;
+    unique, case-insensitively, and never one of the workflow's own jobs."""
+    ids: dict[str, str] = {}
+    taken = set(_RESERVED_JOBS)
+    for name in sorted(config.stages):
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+        if not (base[0].isalpha() or base[0] == "_") or base.lower() in _RESERVED_JOBS:
+            base = f"stage-{base}"
+        job_id, n = base, 2
+        while job_id.lower() in taken:
+            job_id = f"{base}-{n}"
+            n += 1
+        taken.add(job_id.lower())
+        ids[name] = job_id
+    return ids
 
 
 # -- small YAML helpers -------------------------------------------------------
@@ -182,10 +213,9 @@ def _triggers(config: Config, opts: WorkflowOptions) -> list[str]:
     return lines
 
 
-def _plan_job(config: Config, opts: WorkflowOptions, waves: int) -> list[str]:
-    outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest"]
-    for i in range(waves):
-        outputs += [f"matrix_{i}", f"has_jobs_{i}"]
+def _plan_job(config: Config, opts: WorkflowOptions) -> list[str]:
+    outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest",
+               "stages"]
     plan_script = f"""
 set -euo pipefail
 case "$GITHUB_EVENT_NAME" in
@@ -197,19 +227,37 @@ if [ -n "${{CADENCE:-}}" ]; then args+=(--cadence "$CADENCE"); fi
 {_cli(opts)} plan "${{args[@]}}" --format github --plan-file plan.json
 {_cli(opts)} plan "${{args[@]}}" --format markdown >> "$GITHUB_STEP_SUMMARY"
 """
+    expected = json.dumps({name: job_ci(stage).fingerprint()
+                           for name, stage in sorted(config.stages.items())},
+                          sort_keys=True, separators=(",", ":"))
     guard_script = f"""
-if [ "${{WAVES:-0}}" -gt {waves} ]; then
-  echo "::error title=testfleet::the plan has $WAVES waves but this workflow has {waves} wave jobs; regenerate it with 'testfleet init --github --force'"
-  exit 1
-fi
 python3 - <<'PY'
-import collections, json, sys
+import collections, hashlib, json, sys
+# each stage's CI settings as this workflow was generated with them
+expected = json.loads('{expected}')
 plan = json.load(open("plan.json", encoding="utf-8"))
-sizes = collections.Counter(job["wave"] for job in plan["jobs"])
-big = {{wave: n for wave, n in sizes.items() if n > {MAX_MATRIX}}}
-for wave, n in sorted(big.items()):
-    print(f"::error title=testfleet::wave {{wave}} has {{n}} jobs; a GitHub matrix holds at most {MAX_MATRIX} (lower max_shards or split stages)")
-sys.exit(1 if big else 0)
+def fingerprint(job):
+    body = {{k: v for k, v in job.get("ci", {{}}).items() if k not in ("timeout_minutes", "timeout_factor")}}
+    body["env"] = dict(sorted(job.get("env", {{}}).items()))
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+bad = False
+regenerate = "regenerate it with 'testfleet init --github --force'"
+for stage in sorted({{job["stage"] for job in plan["jobs"]}}):
+    if stage not in expected:
+        print(f"::error title=testfleet::stage {{stage}} has jobs but no job in this workflow; {{regenerate}}")
+        bad = True
+changed = sorted({{job["stage"] for job in plan["jobs"]
+                  if job["stage"] in expected and fingerprint(job) != expected[job["stage"]]}})
+for stage in changed:
+    print(f"::error title=testfleet::the CI settings of stage {{stage}} (container, setup, secrets, env, fail_fast, max_parallel) changed since this workflow was generated; {{regenerate}}")
+    bad = True
+sizes = collections.Counter(job["stage"] for job in plan["jobs"])
+for stage, n in sorted(sizes.items()):
+    if n > {MAX_MATRIX}:
+        print(f"::error title=testfleet::stage {{stage}} has {{n}} jobs; a GitHub matrix holds at most {MAX_MATRIX} (lower max_shards)")
+        bad = True
+sys.exit(1 if bad else 0)
 PY
 """
     lines = [
@@ -242,8 +290,6 @@ PY
         "        run: |",
         *[ln for ln in _block(plan_script, 10) if ln.strip()],
         "      - name: Check the plan fits this workflow",
-        "        env:",
-        "          WAVES: ${{ steps.plan.outputs.waves }}",
         "        run: |",
         *_block(guard_script, 10),
         f"      - uses: {_uses('actions/upload-artifact')}",
@@ -269,55 +315,100 @@ mkdir -p {JUNIT_DIR}
 """
 
 
-def _wave_job(config: Config, opts: WorkflowOptions, wave: int) -> list[str]:
-    needs = ["plan", *[f"wave-{i}" for i in range(wave)]]
+def _container(ci: JobCI) -> list[str]:
+    if ci.container is None:
+        return []
+    c = ci.container
+    lines = [
+        "    # The stage's 'container' from the testfleet config (pin it there as image@sha256:...).",
+        "    container:",
+        f"      image: {yaml_str(c.image)} # zizmor: ignore[unpinned-images]",
+    ]
+    if c.options:
+        lines.append(f"      options: {yaml_str(c.options)}")
+    if c.volumes:
+        lines += ["      volumes:", *[f"        - {yaml_str(v)}" for v in c.volumes]]
+    return lines
+
+
+def _secret_env(ci: JobCI, indent: int) -> list[str]:
+    pad = " " * indent
+    return [f"{pad}{name}: ${{{{ secrets.{name} }}}}" for name in ci.secrets]
+
+
+def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[str, str],
+               waves: dict[str, int]) -> list[str]:
+    stage = config.stages[name]
+    ci = job_ci(stage)
+    stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
+    needs = ["plan", *[job_ids[n] for n in stage.needs]]
     cond = [
         "!cancelled()",
         "needs.plan.result == 'success'",
-        f"needs.plan.outputs.has_jobs_{wave} == 'true'",
+        f"{stage_ref}.has_jobs",
     ]
-    if wave:
+    if stage.needs:
         cond.append("(!failure() || needs.plan.outputs.bypass_fastfail == 'true')")
-    env = []
-    if opts.database_secret:
-        env = ["        env:",
-               f"          TESTFLEET_DATABASE_URL: ${{{{ secrets.{opts.database_secret} }}}}"]
+    if ci.fail_fast is None:
+        fail_fast = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
+        fail_fast_note = "fail fast unless the run bypasses fast-fail"
+    else:
+        fail_fast = "true" if ci.fail_fast else "false"
+        fail_fast_note = "the stage's fail_fast"
+    run_env = [f"          TESTFLEET_DATABASE_URL: ${{{{ secrets.{opts.database_secret} }}}}"
+               ] if opts.database_secret else []
+    run_env += _secret_env(ci, 10)
     lines = [
-        f"  wave-{wave}:",
-        f"    # Stages at depth {wave} of the 'needs' graph; runs only when the earlier",
-        "    # waves succeeded, unless the policy bypasses fast-fail.",
+        f"  {job_ids[name]}:",
+        f"    # Stage {name} (wave {waves[name]}): one matrix entry per shard of the plan. It runs",
+        "    # when the stages it needs succeeded, unless the policy bypasses fast-fail.",
         "    name: ${{ matrix.id }}",
         f"    needs: [{', '.join(needs)}]",
         "    if: >-",
         "      " + " &&\n      ".join(cond),
         "    strategy:",
-        "      fail-fast: ${{ needs.plan.outputs.bypass_fastfail != 'true' }}",
-        f"      matrix: ${{{{ fromJSON(needs.plan.outputs.matrix_{wave}) }}}}",
+        f"      # Within this stage only ({fail_fast_note}); other stages' jobs keep running.",
+        f"      fail-fast: {fail_fast}",
+        *([f"      max-parallel: {ci.max_parallel}"] if ci.max_parallel else []),
+        f"      matrix: ${{{{ {stage_ref}.matrix }}}}",
         "    runs-on: ${{ matrix.runs_on }}",
-        "    # The stage's 'container' from the testfleet config (pin it there as image@sha256:...);",
-        "    # an empty string runs the job directly on the runner.",
-        "    container: ${{ matrix.container || '' }} # zizmor: ignore[unpinned-images]",
+        *_container(ci),
         "    permissions:",
         "      contents: read",
-        f"    timeout-minutes: {opts.job_timeout_minutes}",
+        "    # From the plan: the stage's job_timeout_minutes, or its factor of this shard's estimate.",
+        "    timeout-minutes: ${{ matrix.timeout_minutes }}",
+        *(["    env:", *[f"      {k}: {yaml_str(v)}" for k, v in sorted(ci.env.items())]]
+          if ci.env else []),
         "    steps:",
         f"      - uses: {_uses('actions/checkout')}",
         "        with:",
         "          persist-credentials: false",
-        f"      - uses: {_uses('actions/setup-python')}",
-        "        if: ${{ !matrix.container }}",
-        "        with:",
-        f"          python-version: {json.dumps(opts.python_version)}",
+    ]
+    if ci.container is None:
+        lines += [
+            f"      - uses: {_uses('actions/setup-python')}",
+            "        with:",
+            f"          python-version: {json.dumps(opts.python_version)}",
+        ]
+    lines += [
         "      - name: Install testfleet",
         "        run: |",
         *_block(opts.install, 10),
         f"      - uses: {_uses('actions/download-artifact')}",
         "        with:",
         f"          name: {PLAN_ARTIFACT}",
+    ]
+    if ci.setup:
+        lines += [
+            "      - name: Setup",
+            *(["        env:", *_secret_env(ci, 10)] if ci.secrets else []),
+            "        run: |",
+            *_block("\n".join(ci.setup), 10),
+        ]
+    lines += [
         "      - name: Run",
-        *env[:1],
-        *([] if env else ["        env:"]),
-        *env[1:],
+        "        env:",
+        *run_env,
         "          TESTFLEET_JOB_ID: ${{ matrix.id }}",
         "          TESTFLEET_PLAN_DIGEST: ${{ needs.plan.outputs.digest }}",
         "        run: |",
@@ -333,8 +424,8 @@ def _wave_job(config: Config, opts: WorkflowOptions, wave: int) -> list[str]:
     return lines
 
 
-def _result_job(config: Config, waves: int) -> list[str]:
-    needs = ["plan", *[f"wave-{i}" for i in range(waves)]]
+def _result_job(config: Config, job_ids: list[str]) -> list[str]:
+    needs = ["plan", *job_ids]
     script = """
 set -euo pipefail
 echo "job results: $RESULTS"
@@ -366,14 +457,15 @@ done
 def render_workflow(config: Config, options: WorkflowOptions | None = None) -> str:
     """The workflow YAML for ``config`` (deterministic: same inputs, same bytes)."""
     opts = options or WorkflowOptions()
-    waves = opts.waves if opts.waves is not None else wave_count(config)
-    if waves < 1:
-        raise ValueError("a workflow needs at least one wave")
+    waves = stage_waves(config)
+    job_ids = stage_job_ids(config)
+    order = sorted(config.stages, key=lambda n: (waves[n], n))
     lines = [
         f"# Generated by 'testfleet init --github' (testfleet {__version__}).",
-        "# The plan decides jobs, shards, runners and containers at run time; this file",
-        "# only has to agree with the configuration on waves, schedules and cadences.",
-        "# Regenerate it after changing stage 'needs' or 'policy.schedules':",
+        "# The plan decides jobs, shards, runners and timeouts at run time; this file has",
+        "# one job per stage and must agree with the configuration on stages, their needs",
+        "# and CI settings (container, setup, secrets, env, fail_fast, max_parallel),",
+        "# schedules and cadences (the plan job checks). Regenerate it after changing them:",
         "#   testfleet init --github --force",
         f"name: {yaml_str(opts.name)}",
         "",
@@ -388,9 +480,9 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
         "  cancel-in-progress: ${{ github.event_name == 'pull_request' }}",
         "",
         "jobs:",
-        *_plan_job(config, opts, waves),
+        *_plan_job(config, opts),
     ]
-    for wave in range(waves):
-        lines += ["", *_wave_job(config, opts, wave)]
-    lines += ["", *_result_job(config, waves)]
+    for name in order:
+        lines += ["", *_stage_job(config, opts, name, job_ids, waves)]
+    lines += ["", *_result_job(config, [job_ids[n] for n in order])]
     return "\n".join(lines) + "\n"

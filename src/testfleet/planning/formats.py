@@ -55,6 +55,14 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         jobs = [j for j in plan.jobs if j.wave == wave]
         out[f"matrix_{wave}"] = matrix(jobs)
         out[f"has_jobs_{wave}"] = flag(jobs)
+    # One job per stage in the generated workflow (#11): each reads its own matrix from
+    # here by the stage's name, fromJSON(needs.plan.outputs.stages)['<stage>'].matrix.
+    stages: dict[str, dict[str, object]] = {}
+    for summary in plan.stages:
+        jobs = [j for j in plan.jobs if j.stage == summary.name]
+        stages[summary.name] = {"has_jobs": bool(jobs),
+                                "matrix": {"include": [j.matrix_entry() for j in jobs]}}
+    out["stages"] = json.dumps(stages, sort_keys=True, separators=(",", ":"))
     return out
 
 

@@ -11,12 +11,13 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
+from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, JobCI, parse_job_ci
 
 SCHEMA = "testfleet.plan/1"
 STATUSES = ("scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty")
@@ -93,6 +94,10 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     # results (issue #14): a dormant stage's probe job (never blocks; not a fate)
     probe: bool = False
+    # CI job settings (#11): the stage's container/setup/secrets/fail-fast for the CI
+    # engine, and this shard's job timeout (sized from its estimate when configured).
+    ci: JobCI = field(default_factory=JobCI)
+    timeout_minutes: int = DEFAULT_JOB_TIMEOUT_MINUTES
 
     def to_json(self) -> dict[str, Any]:
         return {**({"probe": True} if self.probe else {}),
@@ -109,6 +114,8 @@ class Job:
             "estimate": _r(self.estimate),
             "tests": [t.to_json() for t in self.tests],
             "env": dict(sorted(self.env.items())),
+            "ci": self.ci.to_json(),
+            "timeout_minutes": self.timeout_minutes,
         }
 
     def matrix_entry(self) -> dict[str, Any]:
@@ -422,7 +429,10 @@ def _parse_job(value: Any, where: str) -> Job:
         ),
         env={k: _str(v, f"{where}.env.{k}") for k, v in env.items()},
         probe=_typed(d.get("probe", False), bool, f"{where}.probe", "true or false"),
+        timeout_minutes=_int(d.get("timeout_minutes", DEFAULT_JOB_TIMEOUT_MINUTES),
+                             f"{where}.timeout_minutes", 1),
     )
+    job = replace(job, ci=parse_job_ci(d.get("ci", {}), job.env, f"{where}.ci"))
     if job.shard > job.shards:
         raise _fail(where, f"shard {job.shard} is beyond shards {job.shards}")
     if not job.tests:

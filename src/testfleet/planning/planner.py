@@ -19,6 +19,7 @@ from testfleet.config import Config, Project
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
 from testfleet.planning.changes import impact as change_impact
+from testfleet.planning.jobci import job_ci, job_timeout
 from testfleet.planning.model import (
     REASONS,
     SOURCES,
@@ -227,13 +228,14 @@ def make_plan(
         seconds = [t.estimate for t in tests]
         n = _shard_count(name, config, seconds, warnings) if tests else 0
         groups = sharding.partition([(t.file, t.estimate) for t in tests], n) if n else []
+        ci = job_ci(stage)
         for i, group in enumerate(groups, 1):
             jobs.append(Job(
                 id=f"{name}-{i}-of-{len(groups)}",
                 stage=name,
                 backend=stage.backend,
                 runs_on=tuple(stage.runs_on),
-                container=stage.container,
+                container=stage.container_image,
                 command=stage.command,
                 shard=i,
                 shards=len(groups),
@@ -243,6 +245,8 @@ def make_plan(
                 tests=tuple(PlannedTest(f, sec, source_of[f], command_of[f], quarantined_of[f])
                             for f, sec in group),
                 env=dict(stage.env),
+                ci=ci,
+                timeout_minutes=job_timeout(ci, sum(sec for _, sec in group)),
             ))
         regs = by_stage.get(name, [])
         total = sum(seconds)

@@ -1,0 +1,167 @@
+"""What the CI engine's job needs around ``testfleet run``: container, setup, secrets,
+fail-fast, parallelism and the job timeout.
+
+Built from a stage's table by :func:`job_ci` (a variant of a stage can override
+fields with :func:`dataclasses.replace`), carried by every job of a plan, and read
+by the GitHub workflow and Buildkite pipeline emitters. It is kept apart from the
+runner's per-file settings: those act inside ``testfleet run``, these act on the
+machine the CI engine gives the job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from testfleet.errors import UsageError
+
+if TYPE_CHECKING:  # the config (pydantic) is not needed to read a plan
+    from testfleet.config import StageConfig
+
+#: Today's job timeout when a stage sets neither minutes nor a factor (GitHub's default).
+DEFAULT_JOB_TIMEOUT_MINUTES = 360
+#: GitHub's maximum for a job on a self-hosted runner (72 hours).
+MAX_JOB_TIMEOUT_MINUTES = 4320
+#: A factor-sized timeout adds this for checkout, install, container pull and setup,
+#: and is never below it: a 20-second shard still needs a machine to start.
+JOB_OVERHEAD_MINUTES = 15
+
+
+@dataclass(frozen=True)
+class Container:
+    image: str
+    options: str = ""
+    volumes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "options": self.options, "volumes": list(self.volumes)}
+
+
+@dataclass(frozen=True)
+class JobCI:
+    """A stage's CI job settings (see the module docstring).
+
+    ``fail_fast`` applies within the stage only (None: fail fast unless the run's
+    policy bypasses fast-fail); stages never cancel each other's running jobs.
+    """
+
+    container: Container | None = None
+    setup: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    fail_fast: bool | None = None
+    max_parallel: int | None = None
+    timeout_minutes: int | None = None
+    timeout_factor: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "container": self.container.to_json() if self.container else None,
+            "setup": list(self.setup),
+            "secrets": list(self.secrets),
+            "fail_fast": self.fail_fast,
+            "max_parallel": self.max_parallel,
+            "timeout_minutes": self.timeout_minutes,
+            "timeout_factor": self.timeout_factor,
+        }
+
+    def fingerprint(self) -> str:
+        """A short digest of what a generated workflow writes statically for the stage
+        (everything but the timeout, which travels per job in the matrix), so a plan
+        job can tell that the workflow is older than the configuration."""
+        return static_fingerprint(self.to_json(), self.env)
+
+
+def static_fingerprint(ci: dict[str, Any], env: dict[str, str]) -> str:
+    """The digest :meth:`JobCI.fingerprint` names; written out so the workflow's own
+    guard script (plain Python reading plan.json) computes the same value."""
+    body = {k: v for k, v in ci.items() if k not in ("timeout_minutes", "timeout_factor")}
+    body["env"] = dict(sorted(env.items()))
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def job_ci(stage: StageConfig) -> JobCI:
+    """The CI job settings a stage's table declares."""
+    c = stage.container
+    container = Container(c.image, c.options, tuple(c.volumes)) if c is not None else None
+    return JobCI(
+        container=container,
+        setup=tuple(stage.setup),
+        secrets=tuple(stage.secrets),
+        fail_fast=stage.fail_fast,
+        max_parallel=stage.max_parallel,
+        timeout_minutes=stage.job_timeout_minutes,
+        timeout_factor=stage.job_timeout_factor,
+        env=dict(stage.env),
+    )
+
+
+def job_timeout(ci: JobCI, estimate_seconds: float) -> int:
+    """The CI job's timeout in whole minutes for a shard estimated at ``estimate_seconds``.
+
+    Fixed minutes win; a factor scales the estimate and adds the start-up overhead;
+    neither keeps the engine's usual 360 minutes. Always within GitHub's 1..4320.
+    """
+    if ci.timeout_minutes is not None:
+        minutes = ci.timeout_minutes
+    elif ci.timeout_factor is not None:
+        minutes = math.ceil(estimate_seconds * ci.timeout_factor / 60) + JOB_OVERHEAD_MINUTES
+    else:
+        minutes = DEFAULT_JOB_TIMEOUT_MINUTES
+    return max(1, min(MAX_JOB_TIMEOUT_MINUTES, minutes))
+
+
+# -- reading a plan's "ci" object ------------------------------------------------
+
+def parse_job_ci(value: Any, env: dict[str, str], where: str) -> JobCI:
+    """The ``ci`` object of a plan job; raises :class:`UsageError` naming the field."""
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: expected an object, got {type(value).__name__}")
+
+    def strs(key: str) -> tuple[str, ...]:
+        items = value.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise UsageError(f"{where}.{key}: expected a list of strings")
+        return tuple(items)
+
+    def opt(key: str, kind: type | tuple[type, ...], what: str) -> Any:
+        v = value.get(key)
+        if v is not None and (isinstance(v, bool) is not (kind is bool) or not isinstance(v, kind)):
+            raise UsageError(f"{where}.{key}: expected {what} or null, got {v!r}")
+        return v
+
+    container = None
+    raw = value.get("container")
+    if raw is not None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("image"), str) or not raw["image"]:
+            raise UsageError(f"{where}.container: expected an object with an image")
+        options = raw.get("options", "")
+        volumes = raw.get("volumes", [])
+        if not isinstance(options, str):
+            raise UsageError(f"{where}.container.options: expected a string")
+        if not isinstance(volumes, list) or not all(isinstance(v, str) for v in volumes):
+            raise UsageError(f"{where}.container.volumes: expected a list of strings")
+        container = Container(raw["image"], options, tuple(volumes))
+    minutes = opt("timeout_minutes", int, "an integer")
+    factor = opt("timeout_factor", (int, float), "a number")
+    parallel = opt("max_parallel", int, "an integer")
+    if minutes is not None and not 1 <= minutes <= MAX_JOB_TIMEOUT_MINUTES:
+        raise UsageError(f"{where}.timeout_minutes: expected 1..{MAX_JOB_TIMEOUT_MINUTES}")
+    if factor is not None and not (0 < factor <= 100):
+        raise UsageError(f"{where}.timeout_factor: expected a number in (0, 100]")
+    if parallel is not None and parallel < 1:
+        raise UsageError(f"{where}.max_parallel: expected an integer >= 1")
+    return JobCI(
+        container=container,
+        setup=strs("setup"),
+        secrets=strs("secrets"),
+        fail_fast=opt("fail_fast", bool, "true or false"),
+        max_parallel=parallel,
+        timeout_minutes=minutes,
+        timeout_factor=None if factor is None else float(factor),
+        env=dict(env),
+    )

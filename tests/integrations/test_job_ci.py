@@ -1,0 +1,204 @@
+"""Per-stage CI job settings (#11): validated in the config like every key, carried by
+the plan's jobs (and back through its JSON), honoured by the Buildkite pipeline."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testfleet.config import validate_config
+from testfleet.errors import ConfigError, UsageError
+from testfleet.integrations.buildkite import docker_plugin_options, pipeline
+from testfleet.planning.jobci import (
+    DEFAULT_JOB_TIMEOUT_MINUTES,
+    JOB_OVERHEAD_MINUTES,
+    MAX_JOB_TIMEOUT_MINUTES,
+    Container,
+    JobCI,
+    job_ci,
+    job_timeout,
+)
+from testfleet.planning.model import Job, Plan, PlannedTest, load_plan, plan_bytes, seal
+
+from .test_buildkite import validate
+from .test_github_workflow import GPU_CI, ci_config
+
+
+def stage_errors(**keys: Any) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        validate_config({"stages": {"gpu": {"backend": "cuda", **keys}}}, "pyproject.toml",
+                        "tool.testfleet.")
+    return [(f.key, f.message) for f in info.value.findings]
+
+
+@pytest.mark.parametrize(("keys", "where", "says"), [
+    ({"container": {"options": "--gpus all"}}, "stages.gpu.container.image", "Field required"),
+    ({"container": {"image": "x", "volumez": []}}, "stages.gpu.container", "unknown key"),
+    ({"container": "rocm/x:1 --privileged"}, "stages.gpu.container", "whitespace"),
+    ({"container": {"image": "x", "options": "--env T=${{ secrets.T }}"}},
+     "stages.gpu.container", "evaluate it as an expression"),
+    ({"container": {"image": "x", "volumes": ["/a b:/c"]}}, "stages.gpu.container", "without spaces"),
+    ({"setup": ["pip install .", "  "]}, "stages.gpu.setup", "empty"),
+    ({"setup": ["echo ${{ github.event.pull_request.title }}"]}, "stages.gpu.setup", "expression"),
+    ({"setup": "pip install ."}, "stages.gpu.setup", "list"),
+    ({"secrets": ["HF-TOKEN"]}, "stages.gpu.secrets", "not a secret name"),
+    ({"secrets": ["GITHUB_TOKEN"]}, "stages.gpu.secrets", "GITHUB_"),
+    ({"secrets": ["A", "A"]}, "stages.gpu.secrets", "more than once"),
+    ({"env": {"BAD NAME": "x"}}, "stages.gpu.env", "environment variable name"),
+    ({"env": {"X": "a\x1bb"}}, "stages.gpu.env", "control character"),
+    ({"fail_fast": "maybe"}, "stages.gpu.fail_fast", "boolean"),
+    ({"max_parallel": 0}, "stages.gpu.max_parallel", "greater than or equal to 1"),
+    ({"job_timeout_minutes": 5000}, "stages.gpu.job_timeout_minutes", "4320"),
+    ({"job_timeout_factor": 0}, "stages.gpu.job_timeout_factor", "greater than 0"),
+    ({"job_timeout_minutes": 60, "job_timeout_factor": 2}, "stages.gpu", "not both"),
+])
+def test_bad_ci_settings_name_the_key(keys: dict[str, Any], where: str, says: str) -> None:
+    errors = stage_errors(**keys)
+    assert any(key.startswith(f"tool.testfleet.{where}") and says in msg
+               for key, msg in errors), errors
+
+
+def test_all_bad_ci_settings_are_reported_at_once() -> None:
+    errors = stage_errors(secrets=["1X"], max_parallel=0, setup=[""])
+    assert {k for k, _ in errors} >= {"tool.testfleet.stages.gpu.secrets",
+                                      "tool.testfleet.stages.gpu.max_parallel",
+                                      "tool.testfleet.stages.gpu.setup"}
+
+
+def test_a_stage_table_becomes_its_job_settings() -> None:
+    ci = job_ci(ci_config().stages["gpu.h200"])
+    assert ci.container == Container("nvcr.io/nvidia/pytorch:24.05-py3",
+                                      GPU_CI["container"]["options"],
+                                      tuple(GPU_CI["container"]["volumes"]))
+    assert ci.setup == ("pip install -e .", "nvidia-smi")
+    assert ci.secrets == ("HF_TOKEN", "WANDB_API_KEY")
+    assert (ci.fail_fast, ci.max_parallel, ci.timeout_factor) == (False, 2, 2.0)
+    plain = validate_config({"stages": {"s": {"backend": "cpu", "container": "rocm/x:1"}}})
+    assert job_ci(plain.stages["s"]) == JobCI(container=Container("rocm/x:1"))
+    assert plain.stages["s"].container_image == "rocm/x:1"
+    # a variant (another runner class of the same stage) overrides fields of its stage's
+    assert replace(ci, container=Container("rocm/y:2")).secrets == ci.secrets
+
+
+@pytest.mark.parametrize(("ci", "estimate", "minutes"), [
+    (JobCI(), 10_000.0, DEFAULT_JOB_TIMEOUT_MINUTES),          # today's default
+    (JobCI(timeout_minutes=45), 10_000.0, 45),                  # fixed minutes win
+    (JobCI(timeout_factor=2.0), 1800.0, 60 + JOB_OVERHEAD_MINUTES),
+    (JobCI(timeout_factor=2.0), 1.0, 1 + JOB_OVERHEAD_MINUTES),  # a tiny shard still gets start-up time
+    (JobCI(timeout_factor=100.0), 1e7, MAX_JOB_TIMEOUT_MINUTES),  # GitHub's cap
+])
+def test_job_timeout(ci: JobCI, estimate: float, minutes: int) -> None:
+    assert job_timeout(ci, estimate) == minutes
+
+
+def _plan(ci: JobCI, *, estimate: float = 600.0, stage: str = "gpu") -> Plan:
+    job = Job(f"{stage}-1-of-1", stage, "cuda", ("self-hosted", "gpu"),
+              ci.container.image if ci.container else None, "pytest", 1, 1, 0, (), estimate,
+              (PlannedTest("tests/test_gpu.py", estimate),), env=ci.env, ci=ci,
+              timeout_minutes=job_timeout(ci, estimate))
+    return seal(Plan(policy={"bypass_fastfail": False}, jobs=(job,), stages=(), skipped=(),
+                     warnings=()))
+
+
+def test_the_plan_file_carries_the_settings_and_reads_them_back(tmp_path: Path) -> None:
+    ci = job_ci(ci_config().stages["gpu.h200"])
+    plan = _plan(ci)
+    path = tmp_path / "plan.json"
+    path.write_bytes(plan_bytes(plan))
+    (job,) = load_plan(path).jobs
+    assert job.ci == ci and job.timeout_minutes == 20 + JOB_OVERHEAD_MINUTES  # 10 min x 2
+    data = json.loads(path.read_text())["jobs"][0]
+    assert data["ci"]["container"]["volumes"] == GPU_CI["container"]["volumes"]
+    assert data["timeout_minutes"] == job.timeout_minutes
+
+
+def test_a_plan_from_before_ci_settings_still_loads(tmp_path: Path) -> None:
+    from testfleet.planning.model import content_digest
+
+    data = json.loads(plan_bytes(_plan(JobCI())))
+    for j in data["jobs"]:
+        del j["ci"], j["timeout_minutes"]
+    data["digest"] = content_digest(data)
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    (job,) = load_plan(tmp_path / "old.json").jobs
+    assert job.ci == JobCI() and job.timeout_minutes == DEFAULT_JOB_TIMEOUT_MINUTES
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("ci", [], "jobs[0].ci: expected an object"),
+    ("ci", {"secrets": "HF_TOKEN"}, "jobs[0].ci.secrets: expected a list of strings"),
+    ("ci", {"fail_fast": 1}, "jobs[0].ci.fail_fast: expected true or false"),
+    ("ci", {"max_parallel": True}, "jobs[0].ci.max_parallel"),
+    ("ci", {"container": {"options": "x"}}, "jobs[0].ci.container: expected an object with an image"),
+    ("ci", {"timeout_minutes": 0}, "jobs[0].ci.timeout_minutes"),
+    ("timeout_minutes", 0, "jobs[0].timeout_minutes: expected an integer >= 1"),
+])
+def test_a_damaged_ci_object_is_named(field: str, value: Any, says: str, tmp_path: Path) -> None:
+    from testfleet.planning.model import content_digest
+
+    data = json.loads(plan_bytes(_plan(JobCI())))
+    data["jobs"][0][field] = value
+    data["digest"] = content_digest(data)
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=None) as info:
+        load_plan(tmp_path / "p.json")
+    assert says in str(info.value)
+
+
+# -- Buildkite ---------------------------------------------------------------------
+
+
+def test_buildkite_steps_honour_the_stage_settings(tmp_path: Path) -> None:
+    ci = job_ci(ci_config(container={"image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                     "options": "--ipc=host --shm-size 32g --privileged "
+                                                "--device /dev/infiniband -e NCCL_DEBUG=INFO",
+                                     "volumes": ["/models:/models:ro"]},
+                          fail_fast=True).stages["gpu.h200"])
+    data = pipeline(_plan(ci, estimate=1800.0))
+    validate(tmp_path, json.dumps(data))
+    (step,) = data["steps"]
+    assert step["commands"][-3:-1] == ["pip install -e .", "nvidia-smi"]  # setup, then run
+    assert step["commands"][-1].startswith("testfleet run --plan")
+    assert step["secrets"] == ["HF_TOKEN", "WANDB_API_KEY"]
+    assert step["timeout_in_minutes"] == 60 + JOB_OVERHEAD_MINUTES
+    assert step["cancel_on_build_failing"] is True
+    assert step["concurrency"] == 2
+    assert step["concurrency_group"] == "${BUILDKITE_BUILD_ID}/testfleet/gpu"
+    assert step["env"]["HF_HOME"] == "/root/.cache/huggingface"
+    (plugin,) = step["plugins"][0].values()
+    assert plugin["image"] == "nvcr.io/nvidia/pytorch:24.05-py3"
+    assert plugin["gpus"] == "all" and plugin["ipc"] == "host" and plugin["shm-size"] == "32g"
+    assert plugin["privileged"] is True and plugin["devices"] == ["/dev/infiniband"]
+    assert plugin["environment"] == ["NCCL_DEBUG=INFO"]
+    assert plugin["volumes"] == ["/models:/models:ro"]
+
+
+def test_buildkite_defaults_stay_as_before() -> None:
+    (step,) = pipeline(_plan(JobCI()))["steps"]
+    assert step["timeout_in_minutes"] == DEFAULT_JOB_TIMEOUT_MINUTES
+    for key in ("secrets", "cancel_on_build_failing", "concurrency", "concurrency_group",
+                "plugins"):
+        assert key not in step
+
+
+def test_a_docker_option_the_plugin_lacks_is_an_error_not_dropped() -> None:
+    ci = job_ci(ci_config().stages["gpu.h200"])  # GPU_CI has --ulimit memlock=-1
+    with pytest.raises(UsageError) as info:
+        pipeline(_plan(ci, stage="gpu.h200"))
+    assert "stages.gpu.h200.container.options: --ulimit" in str(info.value)
+
+
+@pytest.mark.parametrize(("options", "keys", "unsupported"), [
+    ("--gpus all --ipc=host", {"gpus": "all", "ipc": "host"}, []),
+    ("-v /a:/b --volume=/c:/d", {"volumes": ["/a:/b", "/c:/d"]}, []),
+    ("--cap-add SYS_PTRACE --init", {"init": True}, ["--cap-add", "SYS_PTRACE"]),
+    ("--shm-size", {}, ["--shm-size (no value)"]),
+    ("'unbalanced", {}, ["\"'unbalanced\" (No closing quotation)"]),
+])
+def test_docker_options_map_to_plugin_keys(options: str, keys: dict[str, Any],
+                                           unsupported: list[str]) -> None:
+    assert docker_plugin_options(options) == (keys, unsupported)
