@@ -241,12 +241,18 @@ class ProbeConfig(_Strict):
         return [_relative_path(f) for f in v]
 
 
+def _image_or_table(schema: dict[str, Any]) -> None:
+    """The published JSON Schema accepts what the config does: an image string too."""
+    schema.setdefault("anyOf", []).insert(0, {"type": "string", "minLength": 1})
+
+
 class StageConfig(_Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
     backend: str
     runs_on: list[str] = Field(default_factory=lambda: ["ubuntu-latest"], min_length=1)
-    container: ContainerConfig | None = None  # or just the image: container = "rocm/x:1"
+    # or just the image, container = "rocm/x:1" (made a table by _container below)
+    container: ContainerConfig | None = Field(default=None, json_schema_extra=_image_or_table)
     # "pytest", "python", "auto" (per file, from its syntax tree) or a template such as
     # "python3 {file} -f"; see testfleet.commands and docs/stages.md.
     command: str = "pytest"
