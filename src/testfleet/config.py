@@ -621,6 +621,31 @@ class ResultsConfig(_Strict):
     def _template(cls, v: str | None) -> str | None:
         if v is not None and (not re.match(r"^https?://[^\s\"'<>]+$", v) or "{run_id}" not in v):
             raise ValueError("must be an http(s) URL without spaces or quotes that contains {run_id}")
+
+
+class CIConfig(_Strict):
+    """How the generated CI files install testfleet and where history lives (#11);
+    ``testfleet init`` stores its ``--install`` / ``--database-secret`` flags here so a
+    regenerated workflow keeps them."""
+
+    install: str | None = None
+    database_secret: str | None = None
+    database_read_secret: str | None = None
+    history: bool = True
+
+    @field_validator("install")
+    @classmethod
+    def _install(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("install is empty (remove the key for the pinned default)")
+        return v if v is None else _ci_text(v, "install command", multiline=True)
+
+    @field_validator("database_secret", "database_read_secret")
+    @classmethod
+    def _secret(cls, v: str | None) -> str | None:
+        if v is not None and (not _SECRET_NAME.match(v) or v.upper().startswith("GITHUB_")):
+            raise ValueError(f"{v[:60]!r} is not a secret name (letters, digits and '_', "
+                             "not starting with a digit or GITHUB_)")
         return v
 
 
@@ -644,6 +669,9 @@ class Config(_Strict):
     # results (issue #14)
     flaky: FlakyConfig = Field(default_factory=FlakyConfig)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
+
+
+    ci: CIConfig = Field(default_factory=CIConfig)
 
     @field_validator("roots")
     @classmethod

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from integrations.gha_expr import evaluate, truthy
 from support import github_output_dict
 
 EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
@@ -88,8 +89,10 @@ class Runner:
 
 
 def resolve(expr: str, contexts: dict[str, Any]) -> str:
-    """The few ``${{ a.b.c }}`` forms the generated env blocks use."""
-    m = re.fullmatch(r"\$\{\{ ([a-z_.0-9]+) \}\}", expr)
+    """The few ``${{ a.b.c }}`` forms the generated env blocks use (plain values as they are)."""
+    if "${{" not in expr:
+        return expr
+    m = re.fullmatch(r"\$\{\{ ([a-z_.0-9-]+) \}\}", expr)
     assert m, expr
     value: Any = contexts
     for part in m.group(1).split("."):
@@ -99,12 +102,50 @@ def resolve(expr: str, contexts: dict[str, Any]) -> str:
     return "" if value is None else str(value)
 
 
+def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[str, Any],
+               name: str) -> tuple[int, str, dict[str, str]]:
+    """A ``uses: ./.github/actions/testfleet`` step: the action's own run steps from the
+    checkout, with its inputs (defaults filled in) and the step's env, as GitHub runs a
+    composite action. Installing is the harness's job (testfleet is on PATH)."""
+    action = yaml.safe_load((cwd / ".github" / "actions" / "testfleet" / "action.yml").read_text())
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    inputs.update({k: resolve(str(v), contexts) for k, v in step.get("with", {}).items()})
+    ctx = {**contexts, "inputs": inputs}
+    step_env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
+    code, logs, outputs = 0, "", {}
+    for i, inner in enumerate(action["runs"]["steps"]):
+        if "run" not in inner or inner.get("name") == "Install testfleet":
+            continue
+        env = {**step_env, **{k: resolve(v, ctx) for k, v in inner.get("env", {}).items()}}
+        code, log, outputs = runner.step(inner["run"], cwd, env, f"{name}-a{i}")
+        logs += log
+        if code != 0:
+            break
+    exposed = {k: outputs.get(v["value"].split(".")[-1].rstrip(" }"), "")
+               for k, v in action.get("outputs", {}).items()}
+    return code, logs, exposed
+
+
 def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
               name: str) -> tuple[bool, dict[str, str], str]:
-    """Run a job's own ``run:`` steps (install and actions are done by the harness)."""
+    """Run a job's own ``run:`` steps and testfleet action steps (other actions are
+    done by the harness)."""
     outputs: dict[str, str] = {}
     logs = ""
     for i, step in enumerate(job["steps"]):
+        if step.get("uses", "").startswith("./.github/actions/testfleet"):
+            cond = step.get("if", "")
+            if cond and not truthy(evaluate(cond.removeprefix("${{").removesuffix("}}"),
+                                            contexts, {"cancelled": False, "failure": False})):
+                continue
+            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}")
+            logs += log
+            if "id" in step:
+                contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}
+                outputs.update(step_out)
+            if code != 0:
+                return False, outputs, logs
+            continue
         if "run" not in step or step.get("name") == "Install testfleet":
             continue
         env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
@@ -148,7 +189,9 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "add the workflow")
     runner = Runner(tmp_path, "pull_request", EVENTS / "pr_same_repo.json")
-    contexts: dict[str, Any] = {"inputs": {}, "matrix": {}}
+    payload = json.loads((EVENTS / "pr_same_repo.json").read_text())
+    contexts: dict[str, Any] = {"inputs": {}, "matrix": {}, "github": {
+        "event_name": "pull_request", "ref": "refs/pull/7/merge", "event": payload}}
 
     # -- the plan job, in its own checkout ---------------------------------
     plan_ws = tmp_path / "plan-job"
@@ -194,10 +237,12 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
             contexts["matrix"] = entry
             ok, _, logs = run_steps(runner, job, workspace, contexts, entry["id"])
             assert ok, logs  # every CPU job passes, so every later stage may run
+            # a pull request records nothing for the history job (which it does not run)
+            assert not (workspace / "testfleet-history").exists()
             ran_jobs.append(entry["id"])
             junit_files += list((workspace / "testfleet-junit").glob("*.xml"))  # upload-artifact
-            summary = (tmp_path / f"{entry['id']}-{len(job['steps']) - 2}.summary")
-            assert entry["id"] in summary.read_text()  # the runner's step summary
+            summaries = [p.read_text() for p in tmp_path.glob(f"{entry['id']}-*.summary")]
+            assert any(entry["id"] in text for text in summaries)  # the runner's step summary
         results[name] = "success"
 
     # -- the summary job ------------------------------------------------------

@@ -95,6 +95,9 @@ VARIANTS = {
     "three-waves": (lambda: chain_config(label_prefix="ci-'x'-", schedules={}), WorkflowOptions()),
     "no-stages": (lambda: validate_config({}), WorkflowOptions()),
     "ci-settings": (ci_config, WorkflowOptions(database_secret="TESTFLEET_DATABASE_URL")),
+    "database-read": (ci_config, WorkflowOptions(database_secret="DB_URL",
+                                                 database_read_secret="DB_READ_URL")),
+    "history-off": (chain_config, WorkflowOptions(history=False)),
 }
 
 
@@ -108,15 +111,16 @@ def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path
 def test_the_linters_do_catch_an_injected_expression(tmp_path: Path) -> None:
     """The lint test is not vacuous: the same tools reject a PR title in a run script."""
     text = render_workflow(example().config)
-    bad = text.replace("          mkdir -p testfleet-junit\n",
+    bad = text.replace("          python3 - <<'PY'\n",
                        '          echo "${{ github.event.pull_request.title }}"\n'
-                       "          mkdir -p testfleet-junit\n", 1)
+                       "          python3 - <<'PY'\n", 1)
     assert bad != text
     actionlint, zizmor, _ = lint(tmp_path, bad)
     assert actionlint.returncode != 0 and "untrusted" in actionlint.stdout
     assert zizmor.returncode != 0 and "template-injection" in zizmor.stdout + zizmor.stderr
     # and actionlint really runs shellcheck on the scripts
-    unquoted = text.replace("mkdir -p testfleet-junit\n", "mkdir -p $TESTFLEET_JOB_ID\n", 1)
+    unquoted = text.replace("          python3 - <<'PY'\n",
+                            "          mkdir -p $TESTFLEET_JOB_ID\n          python3 - <<'PY'\n", 1)
     actionlint, _, _ = lint(tmp_path, unquoted)
     assert actionlint.returncode != 0 and "SC2086" in actionlint.stdout
 
@@ -138,7 +142,8 @@ def test_no_expression_ever_reaches_a_run_script(variant: str) -> None:
 def test_actions_are_pinned_to_commits_with_their_version() -> None:
     text = render_workflow(example().config)
     uses = re.findall(r"uses: (\S+)@(\S+) # (v[\d.]+)", text)
-    assert len(uses) == text.count("uses:")
+    local = text.count("uses: ./.github/actions/testfleet # zizmor: ignore[self-repository]\n")
+    assert local and len(uses) + local == text.count("uses:")  # the vendored action is in the repo
     for action, ref, version in uses:
         assert re.fullmatch(r"[0-9a-f]{40}", ref)
         assert PINNED_ACTIONS[action] == (ref, version)
@@ -155,27 +160,35 @@ def test_plan_job_is_read_only_and_secret_free() -> None:
     for step in plan["steps"]:
         if step.get("uses", "").startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
-    # the database secret reaches only the step that runs tests
+    # the database secret reaches only the step that runs tests (and only on default-branch
+    # runs), and the history job's snapshot of the database for the next plan
     for name, job in data["jobs"].items():
         for step in job.get("steps", []):
             has_secret = "secrets." in json.dumps(step)
-            assert has_secret == (name not in ("plan", "testfleet") and step.get("name") == "Run")
+            assert has_secret == ((name not in ("plan", "testfleet", "history")
+                                   and step.get("name") == "Run")
+                                  or (name, step.get("name")) == ("history", "Snapshot the database"))
+            if has_secret and name != "history":
+                assert step["env"]["TESTFLEET_DATABASE_URL"].startswith(
+                    "${{ github.ref == format('refs/heads/{0}', github.event.repository.default_branch)")
 
 
 def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
     data = parsed(render_workflow(example().config))
     steps = data["jobs"]["plan"]["steps"]
     plan_step = next(s for s in steps if s.get("id") == "plan")
-    script = plan_step["run"]
-    assert 'testfleet plan "${args[@]}" --format github --plan-file plan.json' in script
-    assert "--diff-base HEAD^1" in script
-    assert plan_step["env"] == {"CADENCE": "${{ inputs.cadence }}"}
+    assert plan_step["uses"] == "./.github/actions/testfleet"
+    assert plan_step["with"] == {"command": "plan", "cadence": "${{ inputs.cadence }}",
+                                 "diff-base": "HEAD^1"}
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "testfleet-plan" and upload["with"]["path"] == "plan.json"
-    install = next(s for s in steps if s.get("name") == "Install testfleet")
-    assert install["run"].strip() == "pip install testfleet"
+    # the install is the action's default: exactly this testfleet version
+    assert "install" not in plan_step["with"]
+    custom = parsed(render_workflow(example().config, WorkflowOptions(install="pip install -e .")))
+    custom_plan = next(s for s in custom["jobs"]["plan"]["steps"] if s.get("id") == "plan")
+    assert custom_plan["with"]["install"] == "pip install -e .\n"
     no_prune = parsed(render_workflow(example().config, WorkflowOptions(diff_pruning=False)))
-    assert "--diff-base" not in json.dumps(no_prune)
+    assert "diff-base" not in json.dumps(no_prune)
 
 
 def test_stage_jobs_consume_their_stage_matrix() -> None:
@@ -184,7 +197,7 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
     assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
-    assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "testfleet"}
+    assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "history", "testfleet"}
     for name in ("unit", "lint", "gpu", "soak"):
         job = data["jobs"][name]
         needs = config.stages[name].needs
@@ -201,13 +214,15 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
         assert job["permissions"] == {"contents": "read"}
         run = next(s for s in job["steps"] if s.get("name") == "Run")
-        assert run["env"]["TESTFLEET_JOB_ID"] == "${{ matrix.id }}"
-        assert ('testfleet run --plan plan.json --job "$TESTFLEET_JOB_ID" '
-                '--junit "testfleet-junit/$TESTFLEET_JOB_ID.xml"') in run["run"]
+        assert run["uses"] == "./.github/actions/testfleet"
+        assert run["with"] == {"command": "run", "job": "${{ matrix.id }}",
+                               "plan-digest": "${{ needs.plan.outputs.digest }}",
+                               "junit-dir": "testfleet-junit"}
         download = next(s for s in job["steps"]
                         if s.get("uses", "").startswith("actions/download-artifact@"))
         assert download["with"]["name"] == "testfleet-plan"
-        junit = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+        junit = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
+                 and s["with"]["name"].startswith("junit-")]
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
     assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
 
@@ -220,7 +235,7 @@ def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
     data = parsed(render_workflow(config))
-    assert set(data["jobs"]) == {"plan", "testfleet", *ids.values()}
+    assert set(data["jobs"]) == {"plan", "history", "testfleet", *ids.values()}
     assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
 
 
@@ -340,15 +355,6 @@ def test_summary_job_fails_on_any_failed_job(results: str, code: int, tmp_path: 
     assert _bash(script, {"RESULTS": results}, tmp_path).returncode == code
 
 
-def test_run_step_refuses_a_plan_from_another_run(tmp_path: Path) -> None:
-    data = parsed(render_workflow(example().config))
-    script = next(s for s in data["jobs"]["stage-a-cpu"]["steps"] if s.get("name") == "Run")["run"]
-    (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa"}\n')
-    result = _bash(script, {"TESTFLEET_PLAN_DIGEST": "sha256:bbbb", "TESTFLEET_JOB_ID": "x"},
-                   tmp_path)
-    assert result.returncode == 2 and "not the plan of this run" in result.stdout
-
-
 def test_rendering_is_deterministic() -> None:
     config = example().config
     assert render_workflow(config) == render_workflow(config)
@@ -425,3 +431,109 @@ def test_the_plan_carries_the_settings_into_the_stage_matrix(tmp_path: Path) -> 
                                                        2 + JOB_OVERHEAD_MINUTES]
     assert entries[0]["ci"]["container"]["options"].startswith("--gpus all")
     assert entries[0]["ci"]["secrets"] == ["HF_TOKEN", "WANDB_API_KEY"]
+
+
+# -- the history loop -----------------------------------------------------------------
+
+def _github(event: str, ref: str, default_branch: str = "main") -> dict[str, Any]:
+    return {"github": {"event_name": event, "ref": ref,
+                       "event": {"repository": {"default_branch": default_branch}}}}
+
+
+WRITES = [
+    ("push", "refs/heads/main", True),
+    ("schedule", "refs/heads/main", True),
+    ("workflow_dispatch", "refs/heads/main", True),
+    ("pull_request", "refs/pull/7/merge", False),
+    ("pull_request_target", "refs/heads/main", False),  # runs on the base ref: still a PR
+    ("push", "refs/heads/feature", False),
+    ("workflow_dispatch", "refs/heads/feature", False),
+    ("push", "refs/tags/v1.0", False),
+]
+
+
+@pytest.mark.parametrize(("event", "ref", "writes"), WRITES)
+def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bool) -> None:
+    """The trust rule, evaluated as GitHub evaluates the generated conditions: the history
+    job (merge + cache save) and each job's bundle export run on the default branch only."""
+    from .gha_expr import evaluate, truthy
+
+    data = parsed(render_workflow(chain_config()))
+    ctx = {**_github(event, ref), "needs": {"plan": {"result": "success"}}}
+    status = {"cancelled": False, "failure": False}
+    assert truthy(evaluate(data["jobs"]["history"]["if"], ctx, status)) is writes
+    for name in ("unit", "gpu"):
+        record = next(s for s in data["jobs"][name]["steps"] if s.get("name") == "Record the history")
+        cond = record["if"].removeprefix("${{").removesuffix("}}")
+        assert truthy(evaluate(cond, ctx, status)) is writes
+    db = parsed(render_workflow(chain_config(), WorkflowOptions(database_secret="DB_URL")))
+    run = next(s for s in db["jobs"]["unit"]["steps"] if s.get("name") == "Run")
+    expr = run["env"]["TESTFLEET_DATABASE_URL"].removeprefix("${{").removesuffix("}}")
+    secret = evaluate(expr, {**ctx, "secrets": {"DB_URL": "postgresql://w@db/h"}}, status)
+    assert secret == ("postgresql://w@db/h" if writes else "")
+
+
+def test_cache_loop_restores_records_merges_and_saves() -> None:
+    data = parsed(render_workflow(chain_config()))
+    plan_steps = data["jobs"]["plan"]["steps"]
+    names = [s.get("name") for s in plan_steps]
+    assert names.index("Restore the history") < names.index("Plan")
+    restore = plan_steps[names.index("Restore the history")]
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert restore["with"] == {"path": ".testfleet/history.db",
+                               "key": "testfleet-history-${{ github.run_id }}",
+                               "restore-keys": "testfleet-history-"}
+    for name in ("unit", "lint", "gpu", "soak"):
+        steps = data["jobs"][name]["steps"]
+        names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
+        record = steps[names.index("Record the history")]
+        assert names.index("Run") < names.index("Record the history")
+        assert record["with"] == {"command": "record", "install": "none",
+                                  "args": "--output\ntestfleet-history/records.bundle\n"}
+        upload = steps[names.index("Record the history") + 1]
+        assert upload["uses"].startswith("actions/upload-artifact@")
+        assert upload["with"]["name"] == "testfleet-history-${{ matrix.id }}"
+        assert upload["if"] == record["if"]
+    history = data["jobs"]["history"]
+    assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+    assert history["permissions"] == {"contents": "read"}
+    assert history["concurrency"]["cancel-in-progress"] is False
+    steps = history["steps"]
+    names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
+    assert names == ["actions/checkout", "actions/setup-python", "Restore the history",
+                     "actions/download-artifact", "Merge this run's records", "Save the history"]
+    assert steps[3]["with"] == {"pattern": "testfleet-history-*", "path": "testfleet-history-in"}
+    assert steps[4]["with"] == {"command": "history-merge", "args": "testfleet-history-in"}
+    save = steps[5]
+    assert save["uses"].startswith("actions/cache/save@")
+    assert save["with"] == {"path": ".testfleet/history.db",
+                            "key": "testfleet-history-${{ github.run_id }}-${{ github.run_attempt }}"}
+    assert "secrets." not in json.dumps(history)
+    # the required check does not wait for the history job (it never runs on a PR)
+    assert "history" not in data["jobs"]["testfleet"]["needs"]
+
+
+def test_database_mode_writes_directly_and_reads_through_the_read_secret() -> None:
+    with_read = parsed(render_workflow(chain_config(), WorkflowOptions(
+        database_secret="DB_URL", database_read_secret="DB_READ_URL")))
+    assert "history" not in with_read["jobs"]  # no merge job, no snapshot
+    plan = next(s for s in with_read["jobs"]["plan"]["steps"] if s.get("id") == "plan")
+    assert plan["env"] == {"TESTFLEET_DATABASE_URL": "${{ secrets.DB_READ_URL }}"}
+    assert "Restore the history" not in json.dumps(with_read["jobs"]["plan"])
+    for name in ("unit", "gpu"):
+        assert "Record the history" not in json.dumps(with_read["jobs"][name])
+    without_read = parsed(render_workflow(chain_config(), WorkflowOptions(database_secret="DB_URL")))
+    assert "Restore the history" in json.dumps(without_read["jobs"]["plan"])  # falls back to the cache
+    steps = without_read["jobs"]["history"]["steps"]
+    snapshot = next(s for s in steps if s.get("name") == "Snapshot the database")
+    assert snapshot["env"] == {"TESTFLEET_DATABASE_URL": "${{ secrets.DB_URL }}"}
+    assert steps[-1]["uses"].startswith("actions/cache/save@")
+
+
+def test_history_off_generates_no_loop() -> None:
+    for opts, config in ((WorkflowOptions(history=False), chain_config()),
+                         (WorkflowOptions(), validate_config({"database": "sqlite:///h.db",
+                                                              "stages": {"u": {"backend": "cpu"}}}))):
+        text = render_workflow(config, opts)
+        assert "history" not in parsed(text)["jobs"]
+        assert "actions/cache" not in text and "Record the history" not in text

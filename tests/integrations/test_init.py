@@ -4,6 +4,7 @@ half-written when it refuses."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -249,10 +250,16 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     assert code == 0, err
     assert load_project(root / "sub").config_path == (root / "sub" / "testfleet.toml").resolve()
     text = (root / WORKFLOW_PATH).read_text()
-    assert text.count("testfleet --config sub/testfleet.toml plan") == 2
+    import yaml
+
+    steps = [s for job in yaml.safe_load(text)["jobs"].values() for s in job.get("steps", [])
+             if s.get("uses", "").startswith("./.github/actions/testfleet")]
+    commands = Counter(s["with"]["command"] for s in steps)
     stage_jobs = len(load_project(root / "sub").config.stages)
-    assert stage_jobs >= 1
-    assert text.count("testfleet --config sub/testfleet.toml run --plan plan.json") == stage_jobs
+    assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == stage_jobs
+    assert all(s["with"]["config"] == "sub/testfleet.toml" for s in steps)
+    # the history lives next to that config, where testfleet opens it
+    assert "path: sub/.testfleet/history.db" in text
     code, out, err = run_cli(capsys, "--config", str(root / "sub" / "testfleet.toml"), "check")
     assert code == 0, out + err
 
@@ -269,3 +276,53 @@ def test_unwritable_target_is_a_clear_error(tmp_path: Path,
     assert "Traceback" not in out + err
     assert "cannot write" in err and "nothing was written" in err
     assert (root / "pyproject.toml").read_text() == PYPROJECT  # a command that fails writes nothing
+
+
+def test_ci_flags_are_kept_in_the_config_and_survive_regeneration(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--install / --database-secret land in [tool.testfleet.ci] (the rest of the file as
+    it was), so 'init --github --force' without them regenerates the same workflow."""
+    import yaml
+
+    from testfleet.integrations.action import ACTION_PATH, render_action
+
+    pyproject = example_project / "pyproject.toml"
+    before = pyproject.read_text()
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github",
+                             "--install", "pip install -e '.[dev]'", "--database-secret", "DB_URL")
+    assert code == 0, out + err
+    after = pyproject.read_text()
+    assert after.startswith(before.rstrip("\n"))  # appended, nothing else rewritten
+    ci = load_project(example_project).config.ci
+    assert (ci.install, ci.database_secret, ci.history) == ("pip install -e '.[dev]'", "DB_URL", True)
+    first = (example_project / WORKFLOW_PATH).read_text()
+    data = yaml.safe_load(first)
+    plan = next(s for s in data["jobs"]["plan"]["steps"] if s.get("id") == "plan")
+    assert plan["with"]["install"] == "pip install -e '.[dev]'\n"
+    assert "secrets.DB_URL" in first
+    assert (example_project / ACTION_PATH).read_text() == render_action()
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0, err
+    assert (example_project / WORKFLOW_PATH).read_text() == first
+    assert pyproject.read_text() == after
+
+
+def test_default_install_is_pinned_and_bad_ci_flags_are_refused(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from testfleet import __version__
+    from testfleet.integrations.action import ACTION_PATH
+
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 0, err
+    assert "pip install testfleet\n" not in (example_project / WORKFLOW_PATH).read_text()
+    import yaml
+
+    action = yaml.safe_load((example_project / ACTION_PATH).read_text())
+    assert action["inputs"]["version"]["default"] == __version__
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                           "--database-read-secret", "READ")
+    assert code == 2 and "needs --database-secret" in err
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                           "--install", "pip install ${{ github.head_ref }}")
+    assert code == 2 and "expression" in err
+    assert "[tool.testfleet.ci]" not in (example_project / "pyproject.toml").read_text()

@@ -164,7 +164,8 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
 @click.option("--root", "roots", multiple=True, metavar="DIR",
               help="Test root to scan (repeatable; default: detected).")
 @click.option("--install", "install", default=None, metavar="CMD",
-              help="Command that installs testfleet in CI jobs (default: pip install testfleet).")
+              help="Command that installs testfleet in CI jobs (default: this testfleet's exact "
+                   "version from PyPI); kept in [tool.testfleet.ci] install.")
 @click.option("--python", "python_version", default="3.12", show_default=True, metavar="VERSION",
               help="Python version for hosted jobs.")
 @click.option("--push-branch", "push_branches", multiple=True, metavar="BRANCH",
@@ -172,7 +173,13 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
 @click.option("--no-diff-pruning", "no_pruning", is_flag=True,
               help="Do not pass the PR's diff to the planner (no pruning of unaffected stages).")
 @click.option("--database-secret", "database_secret", default=None, metavar="NAME",
-              help="Secret holding TESTFLEET_DATABASE_URL for the test jobs.")
+              help="Secret holding a PostgreSQL URL that default-branch test jobs write history "
+                   "to (no merge job); kept in [tool.testfleet.ci].")
+@click.option("--database-read-secret", "database_read_secret", default=None, metavar="NAME",
+              help="Secret holding a read-only URL of that database for the plan job (else it "
+                   "reads the cached history); kept in [tool.testfleet.ci].")
+@click.option("--no-history", "no_history", is_flag=True,
+              help="No history loop in the workflow (kept as [tool.testfleet.ci] history = false).")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
@@ -180,7 +187,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             rederive: bool, allow_findings: bool, report: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
-            dry_run: bool) -> int:
+            database_read_secret: str | None, no_history: bool, dry_run: bool) -> int:
     """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
     the CI pipeline that consumes the plan.
 
@@ -192,6 +199,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     """
     from testfleet.integrations import adopt
     from testfleet.integrations.github_workflow import (
+        DEFAULT_INSTALL,
         WORKFLOW_PATH,
         WorkflowOptions,
         render_workflow,
@@ -203,8 +211,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     # CI files go to the directory init runs in (the repository root).
     repo: Path = app.directory
     root: Path = explicit.parent.resolve() if explicit is not None else repo
-    if database_secret is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", database_secret):
-        raise UsageError(f"--database-secret {database_secret!r}: not a valid secret name")
+    for flag, name in (("--database-secret", database_secret),
+                       ("--database-read-secret", database_read_secret)):
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"{flag} {name!r}: not a valid secret name")
+    if database_read_secret is not None and database_secret is None:
+        raise UsageError("--database-read-secret needs --database-secret (the database it reads)")
+    ci_flags = _ci_flags(install, database_secret, database_read_secret, no_history)
     if not _PYTHON_VERSION.fullmatch(python_version):
         raise UsageError(f"--python {python_version[:60]!r}: not a Python version for setup-python "
                          "(e.g. 3, 3.12, 3.12.1, 3.x, 3.13-dev, pypy3.10)")
@@ -233,6 +246,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
 
         config = load_project(root, existing).config
         messages.append(f"kept the existing configuration in {existing.name}")
+        ci_write = _store_ci_flags(existing, config, ci_flags)
+        if ci_write is not None:
+            writes.append(ci_write)
+            config = config.model_copy(update={"ci": config.ci.model_copy(update=ci_flags)})
     else:
         result = adopt.scan(root, list(roots) if roots else None)
         if result.calls or from_existing:
@@ -254,6 +271,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             comment = ("Scaffolded by 'testfleet init': every test file under "
                        f"{data['roots'][0]}/ is a CPU test.\nAdd stages and register GPU tests "
                        "with register_cuda_ci / register_rocm_ci.")
+        if ci_flags:
+            data = {**data, "ci": {**data.get("ci", {}), **ci_flags}}
         write = _config_write(root, explicit, existing, data, use_toml, comment)
         config = _validate(data, write.path.name)
         writes.append(write)
@@ -267,13 +286,19 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         in_root = config_file.parent.resolve() == repo.resolve()
         opts = WorkflowOptions(
             config=None if in_root else os.path.relpath(config_file.resolve(), repo.resolve()),
-            install=install or WorkflowOptions().install,
+            install=config.ci.install,
             python_version=python_version,
             push_branches=tuple(push_branches),
             diff_pruning=not no_pruning,
-            database_secret=database_secret,
+            database_secret=config.ci.database_secret,
+            database_read_secret=config.ci.database_read_secret,
+            history=config.ci.history,
         )
         writes.append(Write(wf_path, render_workflow(config, opts), WORKFLOW_PATH))
+        # the workflow's plan/run/history steps are this action (one implementation)
+        from testfleet.integrations.action import ACTION_PATH, render_action
+
+        writes.append(Write(repo / ACTION_PATH, render_action(), ACTION_PATH))
 
     if buildkite:
         from testfleet.integrations.buildkite import BOOTSTRAP_PATH, bootstrap
@@ -281,7 +306,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         bk_path = repo / BOOTSTRAP_PATH
         if bk_path.exists() and not force:
             raise UsageError(f"{BOOTSTRAP_PATH} already exists; use --force to replace it")
-        writes.append(Write(bk_path, bootstrap(install or WorkflowOptions().install),
+        writes.append(Write(bk_path, bootstrap(config.ci.install or DEFAULT_INSTALL),
                             BOOTSTRAP_PATH))
 
     errors = [f for f in adoption.findings if f.severity == "error"] if adoption else []
@@ -340,6 +365,56 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     elif not dry_run and not errors:
         click.echo("next: testfleet check && testfleet plan")
     return 0
+
+
+def _ci_flags(install: str | None, database_secret: str | None,
+              database_read_secret: str | None, no_history: bool) -> dict[str, Any]:
+    """The ``[tool.testfleet.ci]`` keys the flags set (so regenerating keeps them)."""
+    flags: dict[str, Any] = {}
+    if install is not None:
+        flags["install"] = install
+    if database_secret is not None:
+        flags["database_secret"] = database_secret
+    if database_read_secret is not None:
+        flags["database_read_secret"] = database_read_secret
+    if no_history:
+        flags["history"] = False
+    return flags
+
+
+def _store_ci_flags(path: Path, config: Any, flags: dict[str, Any]) -> Write | None:
+    """Keep CI flags given to ``init`` in an existing configuration.
+
+    Only the ``ci`` table's keys that the flags name are set (tomlkit keeps the rest of
+    the file as it is); the rest of the configuration a person edited is never touched.
+    """
+    if not flags:
+        return None
+    import tomlkit
+    from pydantic import ValidationError
+    from tomlkit.exceptions import TOMLKitError
+
+    from testfleet.config import CIConfig, config_findings
+
+    if all(config.ci.model_dump().get(k) == v for k, v in flags.items()):
+        return None
+    try:
+        CIConfig.model_validate({**config.ci.model_dump(exclude_defaults=True), **flags})
+    except ValidationError as exc:
+        problems = "; ".join(f.message for f in config_findings(exc, path.name))
+        raise UsageError(f"[tool.testfleet.ci] would not be valid: {problems}") from None
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+        section: Any = doc["tool"]["testfleet"] if path.name == "pyproject.toml" else doc
+        if "ci" not in section:
+            section["ci"] = tomlkit.table()
+        for key, value in flags.items():
+            section["ci"][key] = value
+        text = tomlkit.dumps(doc)
+    except (TOMLKitError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot add the CI flags to {path.name}: {exc}") from None
+    table = "tool.testfleet.ci" if path.name == "pyproject.toml" else "ci"
+    return Write(path, text, f"[{table}] in {path.name}")
 
 
 def _mode(path: Path) -> int:

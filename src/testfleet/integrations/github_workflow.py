@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass
 
 from testfleet import __version__
@@ -44,9 +43,15 @@ PINNED_ACTIONS: dict[str, tuple[str, str]] = {
     "actions/setup-python": ("a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"),
     "actions/upload-artifact": ("ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
     "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
+    "actions/cache/restore": ("5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
+    "actions/cache/save": ("5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
 }
 
-DEFAULT_INSTALL = "pip install testfleet"
+#: The install every generated job runs unless the config says otherwise: exactly the
+#: testfleet that generated the workflow (never a floating ``pip install testfleet``).
+DEFAULT_INSTALL = f"python3 -m pip install testfleet=={__version__}"
+HISTORY_ARTIFACT = "testfleet-history"
+HISTORY_CACHE = "testfleet-history"
 WORKFLOW_PATH = ".github/workflows/testfleet.yml"
 PLAN_ARTIFACT = "testfleet-plan"
 JUNIT_DIR = "testfleet-junit"
@@ -57,15 +62,18 @@ MAX_MATRIX = 256  # GitHub's limit of jobs per matrix
 class WorkflowOptions:
     """What a project may choose about its workflow; the defaults suit most trees.
 
-    ``install`` is the shell command that puts ``testfleet`` on PATH (the package
-    from PyPI by default; ``pip install -e .`` for a project that pins its own).
+    ``install`` is the shell command that puts ``testfleet`` on PATH (None: the
+    testfleet version that generated the workflow, pinned; ``pip install -e .`` for a
+    project that pins its own). ``history`` closes the history loop (see
+    :func:`_history_job`); ``database_secret`` makes jobs write to PostgreSQL instead,
+    ``database_read_secret`` lets the plan job read it.
     ``push_branches`` adds post-merge runs; ``diff_pruning`` lets PR plans skip GPU
     stages that the PR's changes cannot affect (the merge commit's first parent is
     the base, so no extra fetch of a PR-named ref is needed).
     """
 
     name: str = "testfleet"
-    install: str = DEFAULT_INSTALL
+    install: str | None = None
     python_version: str = "3.12"
     plan_runner: str = "ubuntu-latest"
     push_branches: tuple[str, ...] = ()
@@ -73,6 +81,8 @@ class WorkflowOptions:
     plan_timeout_minutes: int = 15
     artifact_retention_days: int = 14
     database_secret: str | None = None
+    database_read_secret: str | None = None
+    history: bool = True
     config: str | None = None  # repo-relative config file, when it is not found from the root
 
 
@@ -158,9 +168,73 @@ def _block(text: str, indent: int) -> list[str]:
 
 # -- the workflow -------------------------------------------------------------
 
-def _cli(opts: WorkflowOptions) -> str:
-    """The ``testfleet`` invocation, pointed at the config when it is not at the root."""
-    return f"testfleet --config {shlex.quote(opts.config)}" if opts.config else "testfleet"
+def _action(opts: WorkflowOptions, name: str, command: str, *, step_id: str | None = None,
+            cond: str | None = None, env: list[str] | None = None,
+            inputs: dict[str, str] | None = None, install: bool = True) -> list[str]:
+    """A step that runs testfleet through the vendored composite action (one
+    implementation for this workflow and for projects' own workflows)."""
+    from testfleet.integrations.action import LOCAL_ACTION
+
+    lines = [f"      - name: {name}"]
+    if step_id:
+        lines.append(f"        id: {step_id}")
+    if cond:
+        lines.append(f"        if: {cond}")
+    # "./" is the documented local-action form that actionlint and every runner version
+    # understand; zizmor's newer "$/" self-repository suggestion is not used on purpose.
+    lines.append(f"        uses: {LOCAL_ACTION} # zizmor: ignore[self-repository]")
+    if env:
+        lines += ["        env:", *env]
+    lines += ["        with:", f"          command: {command}"]
+    if not install:
+        lines.append("          install: none")
+    elif opts.install:
+        lines += ["          install: |", *_block(opts.install, 12)]
+    if opts.config:
+        lines.append(f"          config: {yaml_str(opts.config)}")
+    for key, value in (inputs or {}).items():
+        lines.append(f"          {key}: {value}")
+    return lines
+
+
+def history_mode(config: Config, opts: WorkflowOptions) -> str:
+    """How this workflow keeps history: ``cache`` (bundles merged into the Actions
+    cache), ``database`` (jobs write to PostgreSQL through ``database_secret``) or
+    ``off`` (``history = false``, or the config names its own ``database``)."""
+    if opts.database_secret:
+        return "database"
+    if not opts.history or config.database:
+        return "off"
+    return "cache"
+
+
+def history_path(config: Config, opts: WorkflowOptions) -> str:
+    """The SQLite history file, relative to the repository root (next to the config)."""
+    import posixpath
+
+    base = posixpath.dirname(opts.config) if opts.config else ""
+    return posixpath.join(base, config.cache_dir, "history.db")
+
+
+#: Only these runs write history; everything else (pull requests above all) reads it.
+DEFAULT_BRANCH_RUN = (
+    "github.ref == format('refs/heads/{0}', github.event.repository.default_branch) && "
+    "(github.event_name == 'push' || github.event_name == 'schedule' || "
+    "github.event_name == 'workflow_dispatch')"
+)
+
+
+def _restore_history(config: Config, opts: WorkflowOptions) -> list[str]:
+    return [
+        "      # The newest history this branch or the default branch saved (a PR restores",
+        "      # the default branch's; nothing in a PR run ever saves it).",
+        "      - name: Restore the history",
+        f"        uses: {_uses('actions/cache/restore')}",
+        "        with:",
+        f"          path: {yaml_str(history_path(config, opts))}",
+        f"          key: {HISTORY_CACHE}-${{{{ github.run_id }}}}",
+        f"          restore-keys: {HISTORY_CACHE}-",
+    ]
 
 
 def ignored_label_expr(config: Config) -> str:
@@ -216,17 +290,14 @@ def _triggers(config: Config, opts: WorkflowOptions) -> list[str]:
 def _plan_job(config: Config, opts: WorkflowOptions) -> list[str]:
     outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest",
                "stages"]
-    plan_script = f"""
-set -euo pipefail
-case "$GITHUB_EVENT_NAME" in
-  pull_request|pull_request_target|push|schedule|workflow_dispatch) args=(--github) ;;
-  *) args=(--event workflow_call) ;;  # called by a workflow of another event
-esac
-if [ -n "${{CADENCE:-}}" ]; then args+=(--cadence "$CADENCE"); fi
-{'if [ "$GITHUB_EVENT_NAME" = "pull_request" ]; then args+=(--diff-base HEAD^1); fi' if opts.diff_pruning else ''}
-{_cli(opts)} plan "${{args[@]}}" --format github --plan-file plan.json
-{_cli(opts)} plan "${{args[@]}}" --format markdown >> "$GITHUB_STEP_SUMMARY"
-"""
+    mode = history_mode(config, opts)
+    plan_env: list[str] = []
+    if mode == "database" and opts.database_read_secret:
+        # a read-only role: the plan job never runs test code, but it does check out the PR
+        plan_env = [f"          TESTFLEET_DATABASE_URL: ${{{{ secrets.{opts.database_read_secret} }}}}"]
+    plan_inputs = {"cadence": "${{ inputs.cadence }}"}
+    if opts.diff_pruning:
+        plan_inputs["diff-base"] = "HEAD^1"
     expected = json.dumps({name: job_ci(stage).fingerprint()
                            for name, stage in sorted(config.stages.items())},
                           sort_keys=True, separators=(",", ":"))
@@ -280,15 +351,9 @@ PY
         f"      - uses: {_uses('actions/setup-python')}",
         "        with:",
         f"          python-version: {json.dumps(opts.python_version)}",
-        "      - name: Install testfleet",
-        "        run: |",
-        *_block(opts.install, 10),
-        "      - name: Plan",
-        "        id: plan",
-        "        env:",
-        "          CADENCE: ${{ inputs.cadence }}",
-        "        run: |",
-        *[ln for ln in _block(plan_script, 10) if ln.strip()],
+        *(_restore_history(config, opts)
+          if mode == "cache" or (mode == "database" and not opts.database_read_secret) else []),
+        *_action(opts, "Plan", "plan", step_id="plan", env=plan_env, inputs=plan_inputs),
         "      - name: Check the plan fits this workflow",
         "        run: |",
         *_block(guard_script, 10),
@@ -301,18 +366,6 @@ PY
         f"          retention-days: {opts.artifact_retention_days}",
     ]
     return lines
-
-
-def _run_script(opts: WorkflowOptions) -> str:
-    return f"""
-set -euo pipefail
-if ! grep -qF "$TESTFLEET_PLAN_DIGEST" plan.json; then
-  echo "::error title=testfleet::plan.json is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
-  exit 2
-fi
-mkdir -p {JUNIT_DIR}
-{_cli(opts)} run --plan plan.json --job "$TESTFLEET_JOB_ID" --junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"
-"""
 
 
 def _container(ci: JobCI) -> list[str]:
@@ -355,8 +408,10 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
     else:
         fail_fast = "true" if ci.fail_fast else "false"
         fail_fast_note = "the stage's fail_fast"
-    run_env = [f"          TESTFLEET_DATABASE_URL: ${{{{ secrets.{opts.database_secret} }}}}"
-               ] if opts.database_secret else []
+    # Only default-branch runs get the database's write secret: a PR's jobs record into
+    # their own throwaway SQLite file and never write shared history.
+    run_env = [f"          TESTFLEET_DATABASE_URL: ${{{{ {DEFAULT_BRANCH_RUN} && "
+               f"secrets.{opts.database_secret} || '' }}}}"] if opts.database_secret else []
     run_env += _secret_env(ci, 10)
     lines = [
         f"  {job_ids[name]}:",
@@ -391,9 +446,6 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
             f"          python-version: {json.dumps(opts.python_version)}",
         ]
     lines += [
-        "      - name: Install testfleet",
-        "        run: |",
-        *_block(opts.install, 10),
         f"      - uses: {_uses('actions/download-artifact')}",
         "        with:",
         f"          name: {PLAN_ARTIFACT}",
@@ -406,13 +458,27 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
             *_block("\n".join(ci.setup), 10),
         ]
     lines += [
-        "      - name: Run",
-        "        env:",
-        *run_env,
-        "          TESTFLEET_JOB_ID: ${{ matrix.id }}",
-        "          TESTFLEET_PLAN_DIGEST: ${{ needs.plan.outputs.digest }}",
-        "        run: |",
-        *[ln for ln in _block(_run_script(opts), 10) if ln.strip()],
+        *_action(opts, "Run", "run", env=run_env, inputs={
+            "job": "${{ matrix.id }}", "plan-digest": "${{ needs.plan.outputs.digest }}",
+            "junit-dir": JUNIT_DIR}),
+    ]
+    if history_mode(config, opts) == "cache":
+        writes = f"${{{{ !cancelled() && {DEFAULT_BRANCH_RUN} }}}}"
+        lines += [
+            "      # Default-branch runs only: this job's records, for the history job to merge.",
+            *_action(opts, "Record the history", "record", cond=writes, install=False,
+                     inputs={"args": "|"}),
+            "            --output",
+            f"            {HISTORY_ARTIFACT}/records.bundle",
+            f"      - uses: {_uses('actions/upload-artifact')}",
+            f"        if: {writes}",
+            "        with:",
+            f"          name: {HISTORY_ARTIFACT}-${{{{ matrix.id }}}}",
+            f"          path: {HISTORY_ARTIFACT}/",
+            "          if-no-files-found: warn",
+            f"          retention-days: {opts.artifact_retention_days}",
+        ]
+    lines += [
         f"      - uses: {_uses('actions/upload-artifact')}",
         "        if: ${{ !cancelled() }}",
         "        with:",
@@ -420,6 +486,77 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
         f"          path: {JUNIT_DIR}/",
         "          if-no-files-found: warn",
         f"          retention-days: {opts.artifact_retention_days}",
+    ]
+    return lines
+
+
+def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> list[str]:
+    """The job that keeps history across runs (none when history is off, or when the
+    plan reads the database through its read-only secret).
+
+    cache mode: download every test job's bundle, merge them into the history restored
+    from the Actions cache, save it under a new key. database mode without a read
+    secret: snapshot the database into the cache, for the plan job to read.
+    """
+    mode = history_mode(config, opts)
+    if mode == "off" or (mode == "database" and opts.database_read_secret):
+        return []
+    path = history_path(config, opts)
+    lines = [
+        "  history:",
+        "    # Trust rule: only runs on the default branch (push, schedule, manual dispatch)",
+        "    # write history. Pull requests, from forks above all, restore and read the",
+        "    # default branch's history but never save it, and no PR job's artifact is ever",
+        "    # merged: this job does not run for them. Metric baselines are written only by",
+        "    # cadences that write baselines (the plan's policy, recorded with each run).",
+        "    name: history",
+        f"    needs: [{', '.join(['plan', *job_ids])}]",
+        "    if: >-",
+        "      !cancelled() && needs.plan.result == 'success' &&",
+        f"      {DEFAULT_BRANCH_RUN}",
+        "    runs-on: ubuntu-latest",
+        "    permissions:",
+        "      contents: read",
+        "    timeout-minutes: 30",
+        "    # one merge at a time, so two runs never save histories that miss each other's",
+        "    concurrency:",
+        f"      group: {HISTORY_CACHE}-${{{{ github.workflow }}}}",
+        "      cancel-in-progress: false",
+        "    steps:",
+        f"      - uses: {_uses('actions/checkout')}",
+        "        with:",
+        "          persist-credentials: false",
+        f"      - uses: {_uses('actions/setup-python')}",
+        "        with:",
+        f"          python-version: {json.dumps(opts.python_version)}",
+    ]
+    if mode == "cache":
+        lines += [
+            *_restore_history(config, opts),
+            f"      - uses: {_uses('actions/download-artifact')}",
+            "        with:",
+            f"          pattern: {HISTORY_ARTIFACT}-*",
+            f"          path: {HISTORY_ARTIFACT}-in",
+            *_action(opts, "Merge this run's records", "history-merge",
+                     inputs={"args": f"{HISTORY_ARTIFACT}-in"}),
+        ]
+    else:
+        secret = f"${{{{ secrets.{opts.database_secret} }}}}"
+        lines += [
+            *_action(opts, "Snapshot the database", "record",
+                     env=[f"          TESTFLEET_DATABASE_URL: {secret}"],
+                     inputs={"args": "|"}),
+            "            --output",
+            f"            {HISTORY_ARTIFACT}-in/snapshot.bundle",
+            *_action(opts, "Keep it for the plan job", "history-merge", install=False,
+                     inputs={"args": f"{HISTORY_ARTIFACT}-in"}),
+        ]
+    lines += [
+        "      - name: Save the history",
+        f"        uses: {_uses('actions/cache/save')}",
+        "        with:",
+        f"          path: {yaml_str(path)}",
+        f"          key: {HISTORY_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}",
     ]
     return lines
 
@@ -467,6 +604,8 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
         "# and CI settings (container, setup, secrets, env, fail_fast, max_parallel),",
         "# schedules and cadences (the plan job checks). Regenerate it after changing them:",
         "#   testfleet init --github --force",
+        "# History: only default-branch runs (push, schedule, manual dispatch) write it; pull",
+        "# requests restore and read the default branch's history and never save it.",
         f"name: {yaml_str(opts.name)}",
         "",
         *_triggers(config, opts),
@@ -484,5 +623,7 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
     ]
     for name in order:
         lines += ["", *_stage_job(config, opts, name, job_ids, waves)]
-    lines += ["", *_result_job(config, [job_ids[n] for n in order])]
+    ids = [job_ids[n] for n in order]
+    history = _history_job(config, opts, ids)
+    lines += [*(["", *history] if history else []), "", *_result_job(config, ids)]
     return "\n".join(lines) + "\n"

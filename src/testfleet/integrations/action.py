@@ -1,0 +1,236 @@
+"""The composite GitHub Action: testfleet's plan, run and history steps for any workflow.
+
+A project that already has its own reusable "run a CI stage" workflow needs only
+two things from testfleet: a ``plan`` step in one job and a ``run --plan --job`` step
+in another. This action is those steps (and ``record``/``history-merge`` for the
+history loop). The generated workflow uses the same file, vendored at
+``.github/actions/testfleet/action.yml`` by ``testfleet init --github``, so there is
+one implementation; ``action.yml`` at the root of this repository is the same text
+(a test keeps it current).
+
+Safety: every input reaches the scripts through ``env:`` only, never through a
+``${{ }}`` inside ``run:``. ``args`` is one argument per line, passed as an array,
+so no value is ever split or evaluated by the shell. The install command is the
+one string that is meant to be shell code; it comes from the calling workflow
+(the committed ``[tool.testfleet.ci] install``), never from the event.
+
+Pinning: the default install is ``testfleet==<the version that rendered the
+action>``; ``actions/setup-python`` is pinned to a commit like every action of the
+generated workflow.
+"""
+
+from __future__ import annotations
+
+from testfleet import __version__
+
+ACTION_PATH = ".github/actions/testfleet/action.yml"
+LOCAL_ACTION = "./.github/actions/testfleet"
+
+#: The action's commands and the testfleet subcommand each runs.
+COMMANDS = {
+    "plan": "plan",
+    "run": "run",
+    "record": "history export",
+    "history-merge": "history merge",
+    "check": "check",
+    "report": "report",
+}
+
+#: What ``plan`` writes to ``$GITHUB_OUTPUT`` and the action exposes.
+PLAN_OUTPUTS = {
+    "matrix": "every job of the plan as one matrix ({\"include\": [...]})",
+    "stages": "per stage: {\"<stage>\": {\"has_jobs\": bool, \"matrix\": {...}}}",
+    "has_jobs": "'true' when the plan has any job",
+    "waves": "how many dependency waves the plan has",
+    "cadence": "the resolved cadence",
+    "bypass_fastfail": "'true' when later stages run even after a failure",
+    "write_baseline": "'true' when this run's cadence writes metric baselines",
+    "coverage_holes": "how many stages run nothing although configured",
+    "coverage_hole_stages": "their names (JSON list)",
+    "digest": "the plan's digest (a run step checks its plan file against it)",
+}
+
+_SCRIPT = r"""
+set -euo pipefail
+base=()
+if [ -n "${TESTFLEET_CONFIG:-}" ]; then base+=(--config "$TESTFLEET_CONFIG"); fi
+extra=()
+while IFS= read -r line; do
+  if [ -n "$line" ]; then extra+=("$line"); fi
+done <<< "${TESTFLEET_ARGS:-}"
+case "$TESTFLEET_COMMAND" in
+  plan)
+    case "$GITHUB_EVENT_NAME" in
+      pull_request|pull_request_target|push|schedule|workflow_dispatch) args=(--github) ;;
+      *) args=(--event workflow_call) ;;  # called by a workflow of another event
+    esac
+    if [ -n "${TESTFLEET_CADENCE:-}" ]; then args+=(--cadence "$TESTFLEET_CADENCE"); fi
+    if [ "$GITHUB_EVENT_NAME" = "pull_request" ] && [ -n "${TESTFLEET_DIFF_BASE:-}" ]; then
+      args+=(--diff-base "$TESTFLEET_DIFF_BASE")
+    fi
+    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format github --plan-file "$TESTFLEET_PLAN_FILE"
+    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY"
+    ;;
+  run)
+    if [ -z "${TESTFLEET_JOB:-}" ]; then
+      echo "::error title=testfleet::the run command needs the 'job' input"
+      exit 2
+    fi
+    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ] && ! grep -qF "$TESTFLEET_PLAN_DIGEST" "$TESTFLEET_PLAN_FILE"; then
+      echo "::error title=testfleet::$TESTFLEET_PLAN_FILE is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
+      exit 2
+    fi
+    testfleet "${base[@]}" run --plan "$TESTFLEET_PLAN_FILE" --job "$TESTFLEET_JOB" \
+      --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" "${extra[@]}"
+    ;;
+  record) testfleet "${base[@]}" history export "${extra[@]}" ;;
+  history-merge)
+    # a directory stands for the bundles in it (downloaded artifacts, one folder each)
+    files=()
+    for arg in "${extra[@]}"; do
+      if [ -d "$arg" ]; then
+        while IFS= read -r -d '' f; do files+=("$f"); done < <(find "$arg" -type f -print0 | sort -z)
+      else
+        files+=("$arg")
+      fi
+    done
+    if [ "${#files[@]}" -eq 0 ]; then
+      echo "::notice title=testfleet::no history bundles to merge"
+      exit 0
+    fi
+    testfleet "${base[@]}" history merge "${files[@]}"
+    ;;
+  check) testfleet "${base[@]}" check "${extra[@]}" ;;
+  report) testfleet "${base[@]}" report "${extra[@]}" ;;
+  *)
+    echo "::error title=testfleet::unknown command '$TESTFLEET_COMMAND' (valid: COMMANDS)"
+    exit 2
+    ;;
+esac
+"""
+
+_INSTALL = r"""
+set -euo pipefail
+if [ -n "${TESTFLEET_INSTALL:-}" ]; then
+  bash -euo pipefail -c "$TESTFLEET_INSTALL"
+else
+  python3 -m pip install "testfleet==$TESTFLEET_VERSION"
+fi
+testfleet --version
+"""
+
+
+def _indent(text: str, pad: int) -> list[str]:
+    return [" " * pad + line if line else "" for line in text.strip("\n").split("\n")]
+
+
+def render_action(version: str = __version__) -> str:
+    """The action's YAML (deterministic for a version)."""
+    from testfleet.integrations.github_workflow import _uses, yaml_str
+
+    script = _SCRIPT.replace("COMMANDS", ", ".join(COMMANDS))
+    lines = [
+        f"# testfleet {version}: plan, run and history steps for GitHub Actions.",
+        "# Rendered by testfleet (testfleet.integrations.action); 'testfleet init --github'",
+        f"# vendors it at {ACTION_PATH}.",
+        "name: testfleet",
+        "description: Plan, run and record a testfleet CI fleet (plan, run, record, history-merge).",
+        "author: testfleet maintainers",
+        "branding:",
+        "  icon: layers",
+        "  color: blue",
+        "inputs:",
+        "  command:",
+        f"    description: \"One of: {', '.join(COMMANDS)} (record = history export).\"",
+        "    required: true",
+        "  args:",
+        "    description: Extra arguments, one per line (never split or evaluated by a shell); for history-merge a directory stands for the files in it.",
+        "    required: false",
+        "    default: ''",
+        "  version:",
+        "    description: The testfleet version to install (pinned; the version this action belongs to).",
+        "    required: false",
+        f"    default: {yaml_str(version)}",
+        "  install:",
+        "    description: A shell command that installs testfleet instead (e.g. pip install -r requirements-dev.txt); 'none' skips installing.",
+        "    required: false",
+        "    default: ''",
+        "  python-version:",
+        "    description: Set up this Python first (empty = use the runner's or container's).",
+        "    required: false",
+        "    default: ''",
+        "  config:",
+        "    description: The testfleet config file, when it is not found from the working directory.",
+        "    required: false",
+        "    default: ''",
+        "  working-directory:",
+        "    description: Where to run testfleet.",
+        "    required: false",
+        "    default: '.'",
+        "  plan-file:",
+        "    description: The plan file plan writes and run reads.",
+        "    required: false",
+        "    default: plan.json",
+        "  cadence:",
+        "    description: plan only; a cadence override (empty = from the event).",
+        "    required: false",
+        "    default: ''",
+        "  diff-base:",
+        "    description: plan only; on pull_request, prune stages the diff against this ref cannot affect (e.g. HEAD^1).",
+        "    required: false",
+        "    default: ''",
+        "  job:",
+        "    description: run only; the plan job id (matrix.id).",
+        "    required: false",
+        "    default: ''",
+        "  plan-digest:",
+        "    description: run only; refuse a plan file whose digest is not this one (the plan output 'digest').",
+        "    required: false",
+        "    default: ''",
+        "  junit-dir:",
+        "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
+        "    required: false",
+        "    default: testfleet-junit",
+        "outputs:",
+    ]
+    for name, text in PLAN_OUTPUTS.items():
+        lines += [
+            f"  {name}:",
+            f"    description: {yaml_str('plan only; ' + text)}",
+            f"    value: ${{{{ steps.testfleet.outputs.{name} }}}}",
+        ]
+    lines += [
+        "runs:",
+        "  using: composite",
+        "  steps:",
+        "    - name: Set up Python",
+        "      if: inputs.python-version != ''",
+        f"      uses: {_uses('actions/setup-python')}",
+        "      with:",
+        "        python-version: ${{ inputs.python-version }}",
+        "    - name: Install testfleet",
+        "      if: inputs.install != 'none'",
+        "      shell: bash",
+        "      env:",
+        "        TESTFLEET_INSTALL: ${{ inputs.install }}",
+        "        TESTFLEET_VERSION: ${{ inputs.version }}",
+        "      run: |",
+        *_indent(_INSTALL, 8),
+        "    - name: testfleet",
+        "      id: testfleet",
+        "      shell: bash",
+        "      working-directory: ${{ inputs.working-directory }}",
+        "      env:",
+        "        TESTFLEET_COMMAND: ${{ inputs.command }}",
+        "        TESTFLEET_ARGS: ${{ inputs.args }}",
+        "        TESTFLEET_CONFIG: ${{ inputs.config }}",
+        "        TESTFLEET_PLAN_FILE: ${{ inputs.plan-file }}",
+        "        TESTFLEET_CADENCE: ${{ inputs.cadence }}",
+        "        TESTFLEET_DIFF_BASE: ${{ inputs.diff-base }}",
+        "        TESTFLEET_JOB: ${{ inputs.job }}",
+        "        TESTFLEET_PLAN_DIGEST: ${{ inputs.plan-digest }}",
+        "        TESTFLEET_JUNIT_DIR: ${{ inputs.junit-dir }}",
+        "      run: |",
+        *_indent(script, 8),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,180 @@
+"""The composite action (action.yml): current, schema-valid, lint-clean, and its script
+passes every input to testfleet as data (one argument per line, never evaluated)."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testfleet import __version__
+from testfleet.integrations.action import COMMANDS, PLAN_OUTPUTS, render_action
+
+from .conftest import run_tool, tool
+
+REPO = Path(__file__).resolve().parents[2]
+PWNED = Path("/tmp/testfleet-pwned")
+
+
+def action() -> dict[str, Any]:
+    return yaml.safe_load(render_action())
+
+
+def test_the_repository_action_is_the_rendered_one() -> None:
+    assert (REPO / "action.yml").read_text(encoding="utf-8") == render_action(), (
+        "action.yml is stale; regenerate it: python -c 'from testfleet.integrations.action "
+        "import render_action; print(render_action(), end=\"\")' > action.yml")
+
+
+def test_action_passes_its_schema_and_zizmor(tmp_path: Path) -> None:
+    path = tmp_path / "action.yml"
+    path.write_text(render_action())
+    schema = run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(path))
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+    zizmor = run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", str(path))
+    assert zizmor.returncode == 0, zizmor.stdout + zizmor.stderr
+    # the schema check is not vacuous
+    broken = yaml.safe_load(render_action())
+    del broken["runs"]["using"]
+    path.write_text(yaml.safe_dump(broken))
+    bad = run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(path))
+    assert bad.returncode != 0
+
+
+def test_inputs_reach_scripts_only_through_env() -> None:
+    data = action()
+    assert data["runs"]["using"] == "composite"
+    for step in data["runs"]["steps"]:
+        if "run" in step:
+            assert "${{" not in step["run"]
+            assert step["shell"] == "bash"
+        if "uses" in step:
+            assert "@" in step["uses"] and " # v" in render_action()
+    assert data["inputs"]["version"]["default"] == __version__  # the install is pinned
+    assert set(data["outputs"]) == set(PLAN_OUTPUTS)
+    for name, out in data["outputs"].items():
+        assert out["value"] == f"${{{{ steps.testfleet.outputs.{name} }}}}"
+
+
+def _fake_bin(tmp_path: Path) -> Path:
+    """``testfleet`` and ``python3`` stand-ins that log their argv (NUL-separated)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("testfleet", "python3"):
+        path = bin_dir / name
+        path.write_text(f'#!/bin/bash\nprintf "%s\\0" {name} "$@" >> "$ARGV_LOG"\nprintf "\\n" >> "$ARGV_LOG"\n')
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+def _step(name: str) -> str:
+    return next(s["run"] for s in action()["runs"]["steps"] if s["name"] == name)
+
+
+def run_action(tmp_path: Path, inputs: dict[str, str], event: str = "pull_request",
+               step: str = "testfleet") -> tuple[int, str, list[list[str]]]:
+    bin_dir = tmp_path / "bin" if (tmp_path / "bin").exists() else _fake_bin(tmp_path)
+    log = tmp_path / "argv.log"
+    log.write_text("")
+    data = action()
+    spec = next(s for s in data["runs"]["steps"] if s["name"] == step)
+    values = {k: str(v.get("default", "")) for k, v in data["inputs"].items()} | inputs
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log), "GITHUB_EVENT_NAME": event,
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    for key, expr in spec["env"].items():
+        env[key] = values[expr.removeprefix("${{ inputs.").removesuffix(" }}")]
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", spec["run"]],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    calls = [line.split("\0") for line in log.read_text().split("\0\n") if line]
+    return proc.returncode, proc.stdout + proc.stderr, calls
+
+
+def test_args_are_one_argument_per_line_and_never_evaluated(tmp_path: Path) -> None:
+    PWNED.unlink(missing_ok=True)
+    hostile = "$(touch /tmp/testfleet-pwned)"
+    code, out, calls = run_action(tmp_path, {
+        "command": "run", "job": "stage-a-cpu-1-of-2", "plan-file": "plan.json",
+        "args": f"--label\nwith spaces and 'quotes'\n{hostile}\n`id`\n\n"})
+    assert code == 0, out
+    assert calls == [["testfleet", "run", "--plan", "plan.json", "--job", "stage-a-cpu-1-of-2",
+                      "--junit", "testfleet-junit/stage-a-cpu-1-of-2.xml", "--label",
+                      "with spaces and 'quotes'", hostile, "`id`"]]
+    assert not PWNED.exists()
+
+
+def test_run_refuses_a_plan_of_another_run_and_needs_a_job(tmp_path: Path) -> None:
+    (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa"}')
+    code, out, calls = run_action(tmp_path, {"command": "run", "job": "j",
+                                             "plan-digest": "sha256:bbbb"})
+    assert code == 2 and "not the plan of this run" in out and calls == []
+    code, out, _ = run_action(tmp_path, {"command": "run"})
+    assert code == 2 and "needs the 'job' input" in out
+    code, out, calls = run_action(tmp_path, {"command": "run", "job": "j",
+                                             "plan-digest": "sha256:aaaa"})
+    assert code == 0 and calls[0][:2] == ["testfleet", "run"]
+
+
+@pytest.mark.parametrize(("event", "inputs", "expect"), [
+    ("pull_request", {"diff-base": "HEAD^1"}, ["--github", "--diff-base", "HEAD^1"]),
+    ("push", {"diff-base": "HEAD^1"}, ["--github"]),  # the diff only prunes PRs
+    ("release", {"cadence": "weekly"}, ["--event", "workflow_call", "--cadence", "weekly"]),
+])
+def test_plan_derives_the_trigger_from_the_event(tmp_path: Path, event: str,
+                                                 inputs: dict[str, str], expect: list[str]) -> None:
+    code, out, calls = run_action(tmp_path, {"command": "plan", "config": "sub/testfleet.toml",
+                                             **inputs}, event=event)
+    assert code == 0, out
+    base = ["testfleet", "--config", "sub/testfleet.toml", "plan", *expect]
+    assert calls == [[*base, "--format", "github", "--plan-file", "plan.json"],
+                     [*base, "--format", "markdown"]]
+
+
+def test_record_and_merge_map_to_history_commands(tmp_path: Path) -> None:
+    code, _, calls = run_action(tmp_path, {"command": "record", "args": "--output\nb.bundle"})
+    assert code == 0 and calls == [["testfleet", "history", "export", "--output", "b.bundle"]]
+    bundles = tmp_path / "in"
+    for name in ("testfleet-history-b/records.bundle", "testfleet-history-a/records.bundle"):
+        (bundles / name).parent.mkdir(parents=True, exist_ok=True)
+        (bundles / name).write_text("x")
+    code, _, calls = run_action(tmp_path, {"command": "history-merge", "args": "in"})
+    assert code == 0
+    assert calls == [["testfleet", "history", "merge", "in/testfleet-history-a/records.bundle",
+                      "in/testfleet-history-b/records.bundle"]]
+    (tmp_path / "empty").mkdir()
+    code, out, calls = run_action(tmp_path, {"command": "history-merge", "args": "empty"})
+    assert code == 0 and calls == [] and "no history bundles" in out
+
+
+def test_an_unknown_command_is_refused(tmp_path: Path) -> None:
+    code, out, calls = run_action(tmp_path, {"command": "rm -rf /"})
+    assert code == 2 and calls == [] and "valid: " + ", ".join(COMMANDS) in out
+
+
+def test_install_defaults_to_the_pinned_version(tmp_path: Path) -> None:
+    code, out, calls = run_action(tmp_path, {}, step="Install testfleet")
+    assert code == 0, out
+    assert calls == [["python3", "-m", "pip", "install", f"testfleet=={__version__}"],
+                     ["testfleet", "--version"]]
+    marker = tmp_path / "installed"
+    code, out, calls = run_action(tmp_path, {"install": f"touch {marker}"}, step="Install testfleet")
+    assert code == 0 and marker.exists() and calls == [["testfleet", "--version"]]
+
+
+def test_generated_workflow_steps_use_only_declared_inputs() -> None:
+    from testfleet.config import load_project
+    from testfleet.integrations.github_workflow import WorkflowOptions, render_workflow
+
+    declared = set(action()["inputs"])
+    config = load_project(REPO / "examples" / "fleet").config
+    for opts in (WorkflowOptions(), WorkflowOptions(database_secret="DB", install="pip install -e .")):
+        data = yaml.safe_load(render_workflow(config, opts))
+        steps = [s for job in data["jobs"].values() for s in job.get("steps", [])
+                 if s.get("uses", "").startswith("./.github/actions/testfleet")]
+        assert steps
+        for step in steps:
+            assert set(step["with"]) <= declared, step
+            assert step["with"]["command"] in COMMANDS
