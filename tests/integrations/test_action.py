@@ -140,12 +140,14 @@ def test_record_and_merge_map_to_history_commands(tmp_path: Path) -> None:
     for name in ("testfleet-history-b/records.bundle", "testfleet-history-a/records.bundle"):
         (bundles / name).parent.mkdir(parents=True, exist_ok=True)
         (bundles / name).write_text("x")
-    code, _, calls = run_action(tmp_path, {"command": "history-merge", "args": "in"})
+    code, _, calls = run_action(tmp_path, {"command": "history-merge",
+                                           "args": "in\n--require-ref\nrefs/heads/main"})
     assert code == 0
     assert calls == [["testfleet", "history", "merge", "in/testfleet-history-a/records.bundle",
-                      "in/testfleet-history-b/records.bundle"]]
+                      "in/testfleet-history-b/records.bundle", "--require-ref", "refs/heads/main"]]
     (tmp_path / "empty").mkdir()
-    code, out, calls = run_action(tmp_path, {"command": "history-merge", "args": "empty"})
+    code, out, calls = run_action(tmp_path, {"command": "history-merge",
+                                             "args": "empty\n--require-ref\nrefs/heads/main"})
     assert code == 0 and calls == [] and "no history bundles" in out
 
 

@@ -489,7 +489,7 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         record = steps[names.index("Record the history")]
         assert names.index("Run") < names.index("Record the history")
         assert record["with"] == {"command": "record", "install": "none",
-                                  "args": "--output\ntestfleet-history/records.bundle\n"}
+                                  "args": "--plan\nplan.json\n--output\ntestfleet-history/records.bundle\n"}
         upload = steps[names.index("Record the history") + 1]
         assert upload["uses"].startswith("actions/upload-artifact@")
         assert upload["with"]["name"] == "testfleet-history-${{ matrix.id }}"
@@ -503,7 +503,10 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
     assert names == ["actions/checkout", "actions/setup-python", "Restore the history",
                      "actions/download-artifact", "Merge this run's records", "Save the history"]
     assert steps[3]["with"] == {"pattern": "testfleet-history-*", "path": "testfleet-history-in"}
-    assert steps[4]["with"] == {"command": "history-merge", "args": "testfleet-history-in"}
+    assert steps[4]["with"] == {
+        "command": "history-merge",
+        "args": "testfleet-history-in\n--require-ref\n"
+                "refs/heads/${{ github.event.repository.default_branch }}\n"}
     save = steps[5]
     assert save["uses"].startswith("actions/cache/save@")
     assert save["with"] == {"path": ".testfleet/history.db",

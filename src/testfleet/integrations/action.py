@@ -87,14 +87,19 @@ case "$TESTFLEET_COMMAND" in
   history-merge)
     # a directory stands for the bundles in it (downloaded artifacts, one folder each)
     files=()
+    bundles=0
     for arg in "${extra[@]}"; do
       if [ -d "$arg" ]; then
-        while IFS= read -r -d '' f; do files+=("$f"); done < <(find "$arg" -type f -print0 | sort -z)
+        while IFS= read -r -d '' f; do
+          files+=("$f")
+          bundles=$((bundles + 1))
+        done < <(find "$arg" -type f -print0 | sort -z)
       else
+        if [ -f "$arg" ]; then bundles=$((bundles + 1)); fi
         files+=("$arg")
       fi
     done
-    if [ "${#files[@]}" -eq 0 ]; then
+    if [ "$bundles" -eq 0 ]; then
       echo "::notice title=testfleet::no history bundles to merge"
       exit 0
     fi

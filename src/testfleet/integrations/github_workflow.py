@@ -468,6 +468,8 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
             "      # Default-branch runs only: this job's records, for the history job to merge.",
             *_action(opts, "Record the history", "record", cond=writes, install=False,
                      inputs={"args": "|"}),
+            "            --plan",  # the bundle carries the run's cadence and write_baseline
+            "            plan.json",
             "            --output",
             f"            {HISTORY_ARTIFACT}/records.bundle",
             f"      - uses: {_uses('actions/upload-artifact')}",
@@ -538,7 +540,10 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> l
             f"          pattern: {HISTORY_ARTIFACT}-*",
             f"          path: {HISTORY_ARTIFACT}-in",
             *_action(opts, "Merge this run's records", "history-merge",
-                     inputs={"args": f"{HISTORY_ARTIFACT}-in"}),
+                     inputs={"args": "|"}),
+            f"            {HISTORY_ARTIFACT}-in",
+            "            --require-ref",  # a bundle from any other ref is refused, nothing merged
+            "            refs/heads/${{ github.event.repository.default_branch }}",
         ]
     else:
         secret = f"${{{{ secrets.{opts.database_secret} }}}}"
