@@ -209,7 +209,8 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     waves = int(job_outputs["waves"])
     assert waves == 2
     stages = json.loads(job_outputs["stages"])
-    stage_jobs = [name for name in workflow["jobs"] if name not in ("plan", "testfleet")]
+    stage_jobs = [name for name in workflow["jobs"] if name not in ("plan", "history", "testfleet")]
+    assert "history" in workflow["jobs"]  # the history loop is on by default
     assert len(stage_jobs) == len(stages)
     results: dict[str, str] = {}
     ran_jobs: list[str] = []
