@@ -310,7 +310,7 @@ def test_hostile_payload_through_the_workflow_scripts(repo: Path, tmp_path: Path
     contexts = {"inputs": {}}
     ok, outputs, logs = run_steps(runner, plan_job, repo, contexts, "hostile")
     assert ok, logs
-    assert set(outputs) >= {"matrix", "waves", "digest", "has_jobs_0", "has_jobs_1", "stages"}
+    assert set(outputs) >= {"matrix", "waves", "digest", "has_jobs", "stages"}  # the action's outputs
     for value in outputs.values():
         assert "${{" not in value and "$(" not in value and "\r" not in value
     assert not PWNED.exists()
