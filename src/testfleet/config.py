@@ -621,6 +621,7 @@ class ResultsConfig(_Strict):
     def _template(cls, v: str | None) -> str | None:
         if v is not None and (not re.match(r"^https?://[^\s\"'<>]+$", v) or "{run_id}" not in v):
             raise ValueError("must be an http(s) URL without spaces or quotes that contains {run_id}")
+        return v
 
 
 class CIConfig(_Strict):

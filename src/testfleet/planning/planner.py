@@ -355,9 +355,10 @@ def probe_jobs(config: Config, by_stage: Mapping[str, list[Registration]], caden
                       for r in chosen)
         out.append(Job(
             id=f"{name}-probe", stage=name, backend=stage.backend, runs_on=tuple(stage.runs_on),
-            container=stage.container, command=stage.command, shard=1, shards=1,
+            container=stage.container_image, command=stage.command, shard=1, shards=1,
             wave=waves[name], needs=(), estimate=rounded(sum(t.estimate for t in tests)),
-            tests=tests, env=dict(stage.env), probe=True))
+            tests=tests, env=dict(stage.env), probe=True, ci=job_ci(stage),
+            timeout_minutes=job_timeout(job_ci(stage), sum(t.estimate for t in tests))))
         warnings.append(f"probe: {name} is dormant; job {name}-probe runs "
                         f"{len(tests)} of its file(s) on its runners and never blocks")
     return out
