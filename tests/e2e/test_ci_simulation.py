@@ -27,6 +27,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -266,7 +267,16 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
         for suite in JUnitXml.fromfile(str(path)):
             merged.add_testsuite(suite)
     cases = [case for suite in merged for case in suite]
-    reported = Counter(case.name for case in cases)
+    # One testcase per test (pytest stages) carries its file as a property; a file-level
+    # testcase is named by the file. Each planned file must appear in exactly one job's JUnit.
+    reported: Counter[str] = Counter()
+    for path in sorted(junit_files):
+        files_here = set()
+        for elem in ElementTree.parse(path).iter("testcase"):
+            prop = next((p.get("value") for p in elem.iter("property") if p.get("name") == "file"),
+                        None)
+            files_here.add(prop or elem.get("name"))
+        reported.update(files_here)
     assert reported == planned_cpu  # each planned file reported exactly once
     assert all(case.is_passed for case in cases), [c.name for c in cases if not c.is_passed]
     assert len(junit_files) == len(cpu_jobs)
