@@ -82,6 +82,9 @@ class ExecutionRecord(_Row):
     gate_status: Literal[GATE_STATUSES] | None = None  # type: ignore[valid-type]
     gate_mode: Literal[GATE_MODES] | None = None  # type: ignore[valid-type]
     reason: str | None = Field(default=None, max_length=500)
+    # The row that holds the file's final verdict in its run (schema step 5; None before it):
+    # without it a merged history would count a retried failure as a failed run.
+    final: bool | None = None
 
 
 class GateRunRecord(_Row):

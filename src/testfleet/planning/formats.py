@@ -241,7 +241,8 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
                 f"{'yes' if p.get('write_baseline') else 'no'}")
     console.print(head)
     if plan.trust:
-        console.print(Text(_trust_line(plan), style="bold"))
+        # soft_wrap: a hard-wrapped line would split the commit id from its words
+        console.print(Text(_trust_line(plan), style="bold"), soft_wrap=True)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for col, justify in [("stage", "left"), ("backend", "left"), ("status", "left"),
                          ("wave", "right"), ("shards", "right"), ("est. min", "right"),
