@@ -66,7 +66,8 @@ def _fake_bin(tmp_path: Path) -> Path:
     bin_dir.mkdir()
     for name in ("testfleet", "python3"):
         path = bin_dir / name
-        path.write_text(f'#!/bin/bash\nprintf "%s\\0" {name} "$@" >> "$ARGV_LOG"\nprintf "\\n" >> "$ARGV_LOG"\n')
+        path.write_text(f'#!/bin/bash\nprintf "%s\\0" {name} "$@" >> "$ARGV_LOG"\nprintf "\\n" >> "$ARGV_LOG"\n'
+                        'exit "${FAKE_EXIT:-0}"\n')
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return bin_dir
 
@@ -76,7 +77,7 @@ def _step(name: str) -> str:
 
 
 def run_action(tmp_path: Path, inputs: dict[str, str], event: str = "pull_request",
-               step: str = "testfleet") -> tuple[int, str, list[list[str]]]:
+               step: str = "testfleet", fake_exit: int = 0) -> tuple[int, str, list[list[str]]]:
     bin_dir = tmp_path / "bin" if (tmp_path / "bin").exists() else _fake_bin(tmp_path)
     log = tmp_path / "argv.log"
     log.write_text("")
@@ -84,7 +85,8 @@ def run_action(tmp_path: Path, inputs: dict[str, str], event: str = "pull_reques
     spec = next(s for s in data["runs"]["steps"] if s["name"] == step)
     values = {k: str(v.get("default", "")) for k, v in data["inputs"].items()} | inputs
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log), "GITHUB_EVENT_NAME": event,
-           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "github_output"), "FAKE_EXIT": str(fake_exit)}
     for key, expr in spec["env"].items():
         env[key] = values[expr.removeprefix("${{ inputs.").removesuffix(" }}")]
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", spec["run"]],
@@ -180,3 +182,13 @@ def test_generated_workflow_steps_use_only_declared_inputs() -> None:
         for step in steps:
             assert set(step["with"]) <= declared, step
             assert step["with"]["command"] in COMMANDS
+
+
+@pytest.mark.parametrize(("status", "step_code"), [(0, 0), (1, 0), (2, 2)])
+def test_plan_with_rejected_registrations_still_runs_the_valid_tests(
+        tmp_path: Path, status: int, step_code: int) -> None:
+    """plan exits 1 when registrations were rejected but the plan was made (its outputs say
+    tree_errors=true): the step must pass so the valid tests run; a usage error (2) fails."""
+    code, out, calls = run_action(tmp_path, {"command": "plan"}, fake_exit=status)
+    assert code == step_code, out
+    assert len(calls) == (1 if status == 2 else 2)  # the summary is written unless it failed

@@ -355,6 +355,19 @@ def test_summary_job_fails_on_any_failed_job(results: str, code: int, tmp_path: 
     assert _bash(script, {"RESULTS": results}, tmp_path).returncode == code
 
 
+def test_summary_job_fails_when_registrations_were_rejected(tmp_path: Path) -> None:
+    """The plan ran every valid test (plan exit 1 does not stop the run); the one required
+    check still fails, so a PR that breaks a registration cannot pass."""
+    data = parsed(render_workflow(example().config))
+    job = data["jobs"]["testfleet"]
+    assert "needs.plan.outputs.tree_errors" in job["steps"][0]["env"]["TREE_ERRORS"]
+    assert "tree_errors" in data["jobs"]["plan"]["outputs"]
+    script = job["steps"][0]["run"]
+    failed = _bash(script, {"RESULTS": "success success", "TREE_ERRORS": "true"}, tmp_path)
+    assert failed.returncode == 1 and "registrations were rejected" in failed.stdout
+    assert _bash(script, {"RESULTS": "success", "TREE_ERRORS": "false"}, tmp_path).returncode == 0
+
+
 def test_rendering_is_deterministic() -> None:
     config = example().config
     assert render_workflow(config) == render_workflow(config)

@@ -310,3 +310,20 @@ def test_plan_under_github_prints_each_warning_once_and_notes_as_notices(tree, r
     assert any("run-ci-nope" in ln for ln in warnings)
     # and nothing is repeated as a stderr line
     assert "testfleet: warning:" not in err and "testfleet: note:" not in err
+
+
+def test_github_outputs_say_tree_errors_so_the_final_check_fails(tree, run_cli, tmp_path) -> None:
+    """plan exits 1 with rejected registrations but writes every output, tree_errors=true
+    among them: the workflow runs the valid tests and its final check fails on it."""
+    project = tree({"tests/unit/test_g.py": CPU + 'register_cpu_ci(-3, "stage-b-cpu")\n'})
+    out_file = tmp_path / "gh_output"
+    code, _, _ = run_cli("-C", str(project.root), "plan", "--format", "github",
+                         env={"GITHUB_OUTPUT": str(out_file)})
+    assert code == 1
+    text = out_file.read_text()
+    assert "tree_errors=true" in text and "has_jobs=" in text
+    (project.root / "tests/unit/test_g.py").write_text(CPU + 'register_cpu_ci(3, "stage-b-cpu")\n')
+    out_file.unlink()
+    code, _, _ = run_cli("-C", str(project.root), "plan", "--format", "github",
+                         env={"GITHUB_OUTPUT": str(out_file)})
+    assert code == 0 and "tree_errors=false" in out_file.read_text()

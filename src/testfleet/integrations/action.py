@@ -48,6 +48,7 @@ PLAN_OUTPUTS = {
     "coverage_holes": "how many stages run nothing although configured",
     "coverage_hole_stages": "their names (JSON list)",
     "digest": "the plan's digest (a run step checks its plan file against it)",
+    "tree_errors": "'true' when registrations were rejected (planned as 'invalid'; fail the run on it)",
 }
 
 _SCRIPT = r"""
@@ -68,8 +69,13 @@ case "$TESTFLEET_COMMAND" in
     if [ "$GITHUB_EVENT_NAME" = "pull_request" ] && [ -n "${TESTFLEET_DIFF_BASE:-}" ]; then
       args+=(--diff-base "$TESTFLEET_DIFF_BASE")
     fi
-    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format github --plan-file "$TESTFLEET_PLAN_FILE"
-    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY"
+    # Exit 1: the plan was made and written, but registrations were rejected (fate
+    # 'invalid', output tree_errors=true). The valid tests must still run: the step passes
+    # and the workflow's final check fails on tree_errors.
+    status=0
+    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format github --plan-file "$TESTFLEET_PLAN_FILE" || status=$?
+    if [ "$status" -gt 1 ]; then exit "$status"; fi
+    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY" || [ "$?" -eq 1 ]
     ;;
   run)
     if [ -z "${TESTFLEET_JOB:-}" ]; then

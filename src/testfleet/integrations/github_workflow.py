@@ -289,7 +289,7 @@ def _triggers(config: Config, opts: WorkflowOptions) -> list[str]:
 
 def _plan_job(config: Config, opts: WorkflowOptions) -> list[str]:
     outputs = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest",
-               "stages"]
+               "stages", "tree_errors"]
     mode = history_mode(config, opts)
     plan_env: list[str] = []
     if mode == "database" and opts.database_read_secret:
@@ -571,6 +571,10 @@ def _result_job(config: Config, job_ids: list[str]) -> list[str]:
     script = """
 set -euo pipefail
 echo "job results: $RESULTS"
+if [ "${TREE_ERRORS:-}" = "true" ]; then
+  echo "::error title=testfleet::registrations were rejected; the plan ran every valid test and left them out as 'invalid' (testfleet check lists them)"
+  exit 1
+fi
 for result in $RESULTS; do
   case "$result" in
     success|skipped) ;;
@@ -591,6 +595,7 @@ done
         "      - name: All jobs passed",
         "        env:",
         "          RESULTS: ${{ join(needs.*.result, ' ') }}",
+        "          TREE_ERRORS: ${{ needs.plan.outputs.tree_errors }}",
         "        run: |",
         *[ln for ln in _block(script, 10) if ln.strip()],
     ]

@@ -50,6 +50,8 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         "coverage_hole_stages": json.dumps([s.name for s in plan.holes], separators=(",", ":")),
         "digest": plan.digest,
         "waves": str(plan.waves),
+        # rejected registrations: the plan runs every valid test; the final check fails on it
+        "tree_errors": flag(any(s.reason == "invalid" for s in plan.skipped)),
     }
     for wave in range(plan.waves):
         jobs = [j for j in plan.jobs if j.wave == wave]
