@@ -254,4 +254,8 @@ def test_pg_concurrent_migrations_apply_each_step_once(project: Project, pg_url:
     for t in threads:
         t.join()
     assert errors == []
-    assert sorted(results) == [0, 0, schema_mod.latest_version()]
+    # Each step is its own locked transaction, so concurrent callers may share the steps
+    # (one applies 1-2, another 3-5); what must hold is that every step ran exactly once.
+    assert sum(results) == schema_mod.latest_version()
+    with connect(project, pg_url) as store:
+        assert store.schema_version() == schema_mod.latest_version()
