@@ -130,10 +130,10 @@ def test_a_plan_from_before_ci_settings_still_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("field", "value", "says"), [
     ("ci", [], "jobs[0].ci: expected an object"),
-    ("ci", {"secrets": "HF_TOKEN"}, "jobs[0].ci.secrets: expected a list of strings"),
+    ("ci", {"secrets": "HF_TOKEN"}, "jobs[0].ci.secrets: expected a list, got 'HF_TOKEN'"),
     ("ci", {"fail_fast": 1}, "jobs[0].ci.fail_fast: expected true or false"),
     ("ci", {"max_parallel": True}, "jobs[0].ci.max_parallel"),
-    ("ci", {"container": {"options": "x"}}, "jobs[0].ci.container: expected an object with an image"),
+    ("ci", {"container": {"options": "x"}}, "jobs[0].ci.container: missing field 'image'"),
     ("ci", {"timeout_minutes": 0}, "jobs[0].ci.timeout_minutes"),
     ("timeout_minutes", 0, "jobs[0].timeout_minutes: expected an integer >= 1"),
 ])

@@ -16,8 +16,6 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from testfleet.errors import UsageError
-
 if TYPE_CHECKING:  # the config (pydantic) is not needed to read a plan
     from testfleet.config import StageConfig
 
@@ -113,55 +111,3 @@ def job_timeout(ci: JobCI, estimate_seconds: float) -> int:
     else:
         minutes = DEFAULT_JOB_TIMEOUT_MINUTES
     return max(1, min(MAX_JOB_TIMEOUT_MINUTES, minutes))
-
-
-# -- reading a plan's "ci" object ------------------------------------------------
-
-def parse_job_ci(value: Any, env: dict[str, str], where: str) -> JobCI:
-    """The ``ci`` object of a plan job; raises :class:`UsageError` naming the field."""
-    if not isinstance(value, dict):
-        raise UsageError(f"{where}: expected an object, got {type(value).__name__}")
-
-    def strs(key: str) -> tuple[str, ...]:
-        items = value.get(key, [])
-        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            raise UsageError(f"{where}.{key}: expected a list of strings")
-        return tuple(items)
-
-    def opt(key: str, kind: type | tuple[type, ...], what: str) -> Any:
-        v = value.get(key)
-        if v is not None and (isinstance(v, bool) is not (kind is bool) or not isinstance(v, kind)):
-            raise UsageError(f"{where}.{key}: expected {what} or null, got {v!r}")
-        return v
-
-    container = None
-    raw = value.get("container")
-    if raw is not None:
-        if not isinstance(raw, dict) or not isinstance(raw.get("image"), str) or not raw["image"]:
-            raise UsageError(f"{where}.container: expected an object with an image")
-        options = raw.get("options", "")
-        volumes = raw.get("volumes", [])
-        if not isinstance(options, str):
-            raise UsageError(f"{where}.container.options: expected a string")
-        if not isinstance(volumes, list) or not all(isinstance(v, str) for v in volumes):
-            raise UsageError(f"{where}.container.volumes: expected a list of strings")
-        container = Container(raw["image"], options, tuple(volumes))
-    minutes = opt("timeout_minutes", int, "an integer")
-    factor = opt("timeout_factor", (int, float), "a number")
-    parallel = opt("max_parallel", int, "an integer")
-    if minutes is not None and not 1 <= minutes <= MAX_JOB_TIMEOUT_MINUTES:
-        raise UsageError(f"{where}.timeout_minutes: expected 1..{MAX_JOB_TIMEOUT_MINUTES}")
-    if factor is not None and not (0 < factor <= 100):
-        raise UsageError(f"{where}.timeout_factor: expected a number in (0, 100]")
-    if parallel is not None and parallel < 1:
-        raise UsageError(f"{where}.max_parallel: expected an integer >= 1")
-    return JobCI(
-        container=container,
-        setup=strs("setup"),
-        secrets=strs("secrets"),
-        fail_fast=opt("fail_fast", bool, "true or false"),
-        max_parallel=parallel,
-        timeout_minutes=minutes,
-        timeout_factor=None if factor is None else float(factor),
-        env=dict(env),
-    )

@@ -9,37 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
-from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, JobCI, parse_job_ci
+from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Container, JobCI
+from testfleet.planning.plan_file import REASONS as REASONS  # the plan's vocabulary
+from testfleet.planning.plan_file import SCHEMA as SCHEMA
+from testfleet.planning.plan_file import SOURCES as SOURCES
+from testfleet.planning.plan_file import STATUSES as STATUSES
+from testfleet.planning.plan_file import JobFile, validate_plan_document
 
-SCHEMA = "testfleet.plan/1"
-STATUSES = ("scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty")
-REASONS = (
-    "disabled",
-    "stage-dormant",
-    "unauthorized",
-    # Stages and triggers (#12): the stage is not on this cadence, the PR is a draft, the PR
-    # lacks a required label; the cadence's exact nightly split leaves out per-commit tests.
-    "cadence-excluded",
-    "draft",
-    "label-required",
-    "per-commit-only",
-    "nightly-only",
-    "not-selected-by-labels",
-    "stage-unaffected",
-    "not-requested",
-    # #12: a marker call the registry rejected; a registration with suite "" (run by path only)
-    "invalid",
-    "path-only",
-)
-SOURCES = ("history", "est_time")
 #: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a
 #: template (see testfleet.commands; a template is checked like the config checks it).
 COMMANDS = ("pytest", "python")
@@ -317,162 +299,12 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-# -- validation -------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def _fail(where: str, message: str) -> UsageError:
-    return UsageError(f"{where}: {message}")
-
-
-def _get(obj: dict[str, Any], key: str, where: str) -> Any:
-    if key not in obj:
-        raise _fail(where, f"missing field {key!r}")
-    return obj[key]
-
-
-def _typed(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> Any:
-    if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise _fail(where, f"expected {what}, got {value!r}")
-    if not isinstance(value, kind):
-        raise _fail(where, f"expected {what}, got {type(value).__name__}")
-    return value
-
-
-# Far beyond any real estimate or ratio; a bigger one (1e308) is corruption, and timelines
-# and timeouts computed from it overflow.
-_MAX_NUMBER = 1e12
-
-
-def _num(value: Any, where: str) -> float:
-    v = float(_typed(value, (int, float), where, "a number"))
-    if not math.isfinite(v) or v < 0 or v > _MAX_NUMBER:
-        raise _fail(where, f"expected a finite number >= 0 (at most {_MAX_NUMBER:g}), "
-                           f"got {value!r}")
-    return v
-
-
-def _int(value: Any, where: str, low: int = 0) -> int:
-    v = _typed(value, int, where, "an integer")
-    if v < low:
-        raise _fail(where, f"expected an integer >= {low}, got {v}")
-    return int(v)
-
-
-def _str(value: Any, where: str, choices: tuple[str, ...] | None = None) -> str:
-    v = _typed(value, str, where, "a string")
-    if choices is not None and v not in choices:
-        raise _fail(where, f"expected one of {', '.join(choices)}, got {v!r}")
-    return str(v)
-
-
-def _strs(value: Any, where: str) -> tuple[str, ...]:
-    items = _typed(value, list, where, "a list")
-    return tuple(_str(v, f"{where}[{i}]") for i, v in enumerate(items))
-
-
-def _list(data: dict[str, Any], key: str, parse: Callable[[Any, str], T]) -> tuple[T, ...]:
-    items = _typed(_get(data, key, key), list, key, "a list")
-    return tuple(parse(item, f"{key}[{i}]") for i, item in enumerate(items))
-
-
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    return dict(_typed(value, dict, where, "an object"))
-
-
-def _command(value: Any, where: str, *, auto: bool) -> str:
-    """A command from a plan: shorthand, template (checked as the config checks it), or
-    ``auto`` where allowed. A plan is data and may lie: it never reaches a shell."""
-    from testfleet.commands import AUTO, command_problem
-
-    v = _str(value, where)
-    if v == AUTO and not auto:
-        raise _fail(where, "a file's command cannot be 'auto' (planning resolves it)")
-    problem = command_problem(v)
-    if problem:
-        raise _fail(where, problem)
-    return v
-
-
-def _parse_test(value: Any, where: str) -> PlannedTest:
-    d = _obj(value, where)
-    command = d.get("command")
-    return PlannedTest(
-        file=_str(_get(d, "file", where), f"{where}.file"),
-        estimate=_num(_get(d, "estimate", where), f"{where}.estimate"),
-        source=_str(_get(d, "source", where), f"{where}.source", SOURCES),
-        command=None if command is None else _command(command, f"{where}.command", auto=False),
-        quarantined=_str(d.get("quarantined", ""), f"{where}.quarantined"),
-    )
-
-
-def _parse_job(value: Any, where: str) -> Job:
-    d = _obj(value, where)
-    container = _get(d, "container", where)
-    env = _obj(d.get("env", {}), f"{where}.env")
-    job = Job(
-        id=_str(_get(d, "id", where), f"{where}.id"),
-        stage=_str(_get(d, "stage", where), f"{where}.stage"),
-        backend=_str(_get(d, "backend", where), f"{where}.backend"),
-        runs_on=_strs(_get(d, "runs_on", where), f"{where}.runs_on"),
-        container=None if container is None else _str(container, f"{where}.container"),
-        command=_command(_get(d, "command", where), f"{where}.command", auto=True),
-        shard=_int(_get(d, "shard", where), f"{where}.shard", 1),
-        shards=_int(_get(d, "shards", where), f"{where}.shards", 1),
-        wave=_int(_get(d, "wave", where), f"{where}.wave"),
-        needs=_strs(_get(d, "needs", where), f"{where}.needs"),
-        estimate=_num(_get(d, "estimate", where), f"{where}.estimate"),
-        tests=tuple(
-            _parse_test(t, f"{where}.tests[{i}]")
-            for i, t in enumerate(_typed(_get(d, "tests", where), list, f"{where}.tests", "a list"))
-        ),
-        env={k: _str(v, f"{where}.env.{k}") for k, v in env.items()},
-        probe=_typed(d.get("probe", False), bool, f"{where}.probe", "true or false"),
-        timeout_minutes=_int(d.get("timeout_minutes", DEFAULT_JOB_TIMEOUT_MINUTES),
-                             f"{where}.timeout_minutes", 1),
-    )
-    job = replace(job, ci=parse_job_ci(d.get("ci", {}), job.env, f"{where}.ci"))
-    if job.shard > job.shards:
-        raise _fail(where, f"shard {job.shard} is beyond shards {job.shards}")
-    if not job.tests:
-        raise _fail(where, "a job must hold at least one test")
-    if job.command == "auto" and any(t.command is None for t in job.tests):
-        raise _fail(where, "an 'auto' job names each file's command")
-    return job
-
-
-def _parse_stage(value: Any, where: str) -> StageSummary:
-    d = _obj(value, where)
-    counts = _obj(_get(d, "counts", where), f"{where}.counts")
-    return StageSummary(
-        name=_str(_get(d, "name", where), f"{where}.name"),
-        backend=_str(_get(d, "backend", where), f"{where}.backend"),
-        status=_str(_get(d, "status", where), f"{where}.status", STATUSES),
-        reason=_str(_get(d, "reason", where), f"{where}.reason"),
-        wave=_int(_get(d, "wave", where), f"{where}.wave"),
-        counts={k: _int(v, f"{where}.counts.{k}") for k, v in counts.items()},
-        shards=_int(d.get("shards", 0), f"{where}.shards"),
-        makespan=_num(d.get("makespan", 0.0), f"{where}.makespan"),
-        lower_bound=_num(d.get("lower_bound", 0.0), f"{where}.lower_bound"),
-        ratio=_num(d.get("ratio", 1.0), f"{where}.ratio"),
-        history_share=_num(d.get("history_share", 0.0), f"{where}.history_share"),
-        hole=bool(_typed(d.get("hole", False), bool, f"{where}.hole", "true or false")),
-    )
-
-
-def _parse_skipped(value: Any, where: str) -> Skipped:
-    d = _obj(value, where)
-    return Skipped(
-        file=_str(_get(d, "file", where), f"{where}.file"),
-        backend=_str(_get(d, "backend", where), f"{where}.backend"),
-        suite=_str(_get(d, "suite", where), f"{where}.suite"),
-        reason=_str(_get(d, "reason", where), f"{where}.reason", REASONS),
-        detail=_str(_get(d, "detail", where), f"{where}.detail"),
-    )
+# -- reading ---------------------------------------------------------------
 
 
 def _parse_plan(data: Any) -> Plan:
+    """Check the schema and the digest over the raw document, validate its shape through
+    :class:`~testfleet.planning.plan_file.PlanFile`, and build the planner's dataclasses."""
     if not isinstance(data, dict):
         raise UsageError(f"a plan must be a JSON object, got {type(data).__name__}")
     schema = data.get("schema")
@@ -493,20 +325,31 @@ def _parse_plan(data: Any) -> Plan:
             f"digest mismatch (file says {digest[:19]}…, content is {expected[:19]}…): "
             "the plan was edited or damaged after it was written"
         )
-    policy = _obj(_get(data, "policy", "plan"), "policy")
-    trigger = _obj(data.get("trigger", {}), "trigger")
-    plan = Plan(
-        policy=policy,
-        trigger=trigger,
-        jobs=_list(data, "jobs", _parse_job),
-        stages=_list(data, "stages", _parse_stage),
-        skipped=_list(data, "skipped", _parse_skipped),
-        warnings=_strs(_get(data, "warnings", "plan"), "warnings"),
-        digest=digest,
-        trust=_obj(data.get("trust", {}), "trust"),
+    doc = validate_plan_document(data)
+    return Plan(
+        policy=doc.policy,
+        trigger=doc.trigger,
+        jobs=tuple(_job(j) for j in doc.jobs),
+        stages=tuple(StageSummary(**s.model_dump()) for s in doc.stages),
+        skipped=tuple(Skipped(**s.model_dump()) for s in doc.skipped),
+        warnings=tuple(doc.warnings),
+        digest=doc.digest,
+        trust=doc.trust,
     )
-    ids = [j.id for j in plan.jobs]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise UsageError(f"jobs: duplicate job id(s) {', '.join(dupes)}")
-    return plan
+
+
+def _job(j: JobFile) -> Job:
+    c = j.ci
+    container = (Container(c.container.image, c.container.options, tuple(c.container.volumes))
+                 if c.container is not None else None)
+    return Job(
+        id=j.id, stage=j.stage, backend=j.backend, runs_on=tuple(j.runs_on),
+        container=j.container, command=j.command, shard=j.shard, shards=j.shards,
+        wave=j.wave, needs=tuple(j.needs), estimate=j.estimate,
+        tests=tuple(PlannedTest(**t.model_dump()) for t in j.tests),
+        env=dict(j.env), probe=j.probe, timeout_minutes=j.timeout_minutes,
+        ci=JobCI(container=container, setup=tuple(c.setup), secrets=tuple(c.secrets),
+                 fail_fast=c.fail_fast, max_parallel=c.max_parallel,
+                 timeout_minutes=c.timeout_minutes, timeout_factor=c.timeout_factor,
+                 env=dict(j.env)),
+    )

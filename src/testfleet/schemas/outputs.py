@@ -6,8 +6,9 @@ The models here are the contract (``testfleet schema KIND`` prints the JSON Sche
 one); a test runs every command and validates its real output against them, so an
 output that grows a field without the model saying so fails the suite.
 
-Nested parts whose shape is owned and validated elsewhere (the plan's jobs, which
-``load_plan`` checks field by field; the report's sections) stay open here: the schema
+The plan's model is the one ``load_plan`` validates plan files with
+(``planning/plan_file.py``), so the published schema and the reader cannot drift. Nested
+parts whose shape is owned elsewhere (the report's sections) stay open here: the schema
 pins their presence and type, not every key.
 """
 
@@ -17,6 +18,8 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from testfleet.planning.plan_file import PlanFile
 
 
 class _Closed(BaseModel):
@@ -151,22 +154,6 @@ class DbStatusOutput(_Closed):
     pending: list[str] = Field(default_factory=list)
 
 
-class PlanOutput(_Open):
-    """``testfleet plan --format json``: the plan file every shard runs from (its jobs and
-    fates are validated field by field when a runner loads it)."""
-
-    schema_: Literal["testfleet.plan/1"] = Field(alias="schema")
-    policy: dict[str, Any]
-    trigger: dict[str, Any]
-    jobs: list[dict[str, Any]]
-    stages: list[dict[str, Any]]
-    skipped: list[dict[str, Any]]
-    warnings: list[Any]
-    digest: str
-    #: fork pull requests only: where the trust settings came from (planning/trust.py)
-    trust: dict[str, Any] | None = None
-
-
 class ReportOutput(_Open):
     """``testfleet report --format json``."""
 
@@ -268,7 +255,7 @@ class FlakyOutput(_Closed):
 OUTPUTS: dict[str, type[BaseModel]] = {
     "check": CheckOutput,
     "list": ListOutput,
-    "plan": PlanOutput,
+    "plan": PlanFile,
     "report": ReportOutput,
     "durations": DurationsOutput,
     "durations-suggest": DurationsSuggestOutput,
