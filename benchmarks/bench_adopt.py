@@ -130,6 +130,7 @@ def compare(tree: Path) -> dict[str, object]:
             "registrations_testfleet": len(ours_registry),
             "registry_equal": ours_registry == theirs["registry"],
             "check_errors": len(errors), "check_error_codes": sorted({f.code for f in errors}),
+            "check_warning_codes": sorted({f.code for f in registry.findings if f.severity == "warning"}),
             "triggers": per_case,
         }
 
@@ -142,7 +143,7 @@ def main() -> None:
           f"adopted registry {result['registrations_testfleet']}, "
           f"equal: {result['registry_equal']}")
     print(f"init exit {result['init_exit']}; check errors after adoption: {result['check_errors']} "
-          f"{result['check_error_codes']}")
+          f"{result['check_error_codes']}; warnings: {result['check_warning_codes']}")
     print(f"{'trigger':32} {'files (project)':>16} {'only project':>13} {'only testfleet':>15}")
     for row in result["triggers"]:  # type: ignore[attr-defined]
         print(f"{row['trigger']:32} {row['files']:>16} {len(row['only_project']):>13} "

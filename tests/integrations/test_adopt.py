@@ -259,7 +259,7 @@ EXPECTED = {
     ("tests/test_attribute.py", 2, "adopt-unread", "called as an attribute (ci.register_cuda_ci)"),
     ("tests/test_indented.py", 3, "adopt-unread", "called inside `if True:`"),
     ("tests/test_alias.py", 1, "adopt-unread", "imported under another name (reg)"),
-    ("tests/test_duplicate.py", 3, "adopt-duplicate", "second cuda registration in this file (first at line 2)"),
+    ("tests/test_duplicate.py", 3, "adopt-duplicate", "second registration of this file to stage 'gpu' (first at line 2)"),
     ("tests/test_badlabel.py", 2, "adopt-label", "label 'has space' is not a valid label name"),
     ("tests/test_conflict.py", 2, "adopt-suite-backend", "suite 'gpu' is a cuda stage"),
     ("tests/test_keyword.py", 2, "adopt-call", "unknown keyword 'num_gpus'"),

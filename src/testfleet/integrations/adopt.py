@@ -27,12 +27,20 @@ from typing import Any
 from testfleet.config import BUILTIN_BACKENDS, NAME_RE
 from testfleet.findings import Finding
 from testfleet.integrations.adopt_ci import CIRead, CIStage, NotCarried, read_workflows
-from testfleet.integrations.adopt_project import ProjectCI, read_project
+from testfleet.integrations.adopt_project import (
+    ProjectCI,
+    SignatureRead,
+    find_collectors,
+    find_marker_module,
+    read_project,
+    read_signatures,
+)
 from testfleet.registry.scan import (
     ALIASED_IMPORT,
     ATTRIBUTE_CALL,
     EMBEDDED_CALL,
     INDENTED_CALL,
+    MENTION,
     MarkerCall,
     scan_source,
 )
@@ -84,6 +92,13 @@ class Scan:
     outside: list[str] = field(default_factory=list)
     #: files holding a registration marker, read or not: never excluded
     marked: set[str] = field(default_factory=set)
+    #: marker -> its signature, as the project's module that defines the markers declares it
+    signatures: dict[str, SignatureRead] = field(default_factory=dict)
+    signatures_source: str | None = None
+    #: modules the tree imports its markers from (``from X import register_cuda_ci``)
+    marker_modules: Counter[str] = field(default_factory=Counter)
+    #: the marker calls found, parsed once the signatures are known
+    raw_calls: list[tuple[str, MarkerCall]] = field(default_factory=list)
 
     @property
     def registered_files(self) -> set[str]:
@@ -139,9 +154,14 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return False, None
 
 
-def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding]) -> FoundCall | None:
+def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding],
+                sig: SignatureRead | None = None) -> FoundCall | None:
+    """One call read as the marker's signature says (testfleet's own when ``sig`` is None:
+    ``marker(est_time, suite, *, labels, nightly, disabled)``)."""
     call, marker = call_at.node, call_at.name
     where = (rel, call_at.line, call_at.col)
+    sig = sig or SignatureRead()
+    keywords = {"est_time", "suite", "labels", "nightly", "disabled", *dict(sig.keywords), *sig.ignore}
 
     def bad(message: str) -> None:
         findings.append(Finding(*where, "error", "adopt-call", f"{marker}(...): {message}"))
@@ -150,9 +170,9 @@ def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding]) -> Found
         bad("starred arguments cannot be read statically")
         return None
     values: dict[str, Any] = {}
-    names = ("est_time", "suite")
-    if len(call.args) > 2:
-        bad(f"{len(call.args)} positional arguments; at most est_time and suite")
+    names = sig.positional
+    if len(call.args) > len(names):
+        bad(f"{len(call.args)} positional arguments; at most {', '.join(names)}")
         return None
     for name, arg in zip(names, call.args, strict=False):
         ok, value = _literal(arg)
@@ -162,19 +182,35 @@ def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding]) -> Found
         values[name] = value
     for kw in call.keywords:
         assert kw.arg is not None
-        if kw.arg not in ("est_time", "suite", "labels", "nightly", "disabled"):
-            bad(f"unknown keyword {kw.arg!r} (testfleet reads est_time, suite, labels, nightly, disabled)")
+        if kw.arg not in keywords:
+            bad(f"unknown keyword {kw.arg!r} (testfleet reads {', '.join(sorted(keywords))}; a "
+                "project's own keywords are read from the module that defines its markers)")
             return None
+        if kw.arg in sig.ignore:
+            continue
         ok, value = _literal(kw.value)
         if not ok:
             bad(f"argument {kw.arg} is not a literal")
             return None
         values[kw.arg] = value
+    fields = sorted(_template_fields(sig.suite_template))
+    given = [f for f in fields if f in values]
+    if given and "suite" in values and values["suite"] is not None:
+        bad(f"gives both suite and {', '.join(given)}, which compose the suite ({sig.suite_template!r})")
+        return None
+    if given:
+        if len(given) < len(fields) or not all(isinstance(values[f], (str, int))
+                                               and not isinstance(values[f], bool) for f in fields):
+            bad(f"the suite is composed as {sig.suite_template!r}: give every field as a "
+                "string literal")
+            return None
+        values["suite"] = str(sig.suite_template).format(**{f: values[f] for f in fields})
     suite, est = values.get("suite"), values.get("est_time")
     if not isinstance(suite, str) or not suite:
         bad("suite must be a non-empty string literal")
         return None
-    if isinstance(est, bool) or not isinstance(est, (int, float)) or not est > 0:
+    zero_ok = sig != SignatureRead()  # the project's own parser decides; 0 is a number to it
+    if isinstance(est, bool) or not isinstance(est, (int, float)) or not (est > 0 or (zero_ok and est == 0)):
         bad(f"est_time must be a number > 0, got {est!r}")
         return None
     labels = values.get("labels") or ()
@@ -191,6 +227,14 @@ def _parse_call(rel: str, call_at: MarkerCall, findings: list[Finding]) -> Found
         return None
     return FoundCall(rel, call_at.line, call_at.col, marker, backend_of(marker), suite,
                      float(est), tuple(labels), nightly, disabled)
+
+
+def _template_fields(template: str | None) -> set[str]:
+    import string
+
+    if template is None:
+        return set()
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
 
 
 _UNREAD = {
@@ -243,9 +287,51 @@ def scan(root: Path, roots: list[str] | None = None) -> Scan:
             result.test_files.append(rel)
             _scan_file(rel, path, result)
     result.test_files = sorted(set(result.test_files))
+    _read_signatures(root, result)
+    for rel, call in result.raw_calls:
+        found = _parse_call(rel, call, result.findings, result.signatures.get(call.name))
+        if found is not None:
+            result.calls.append(found)
     result.outside = sorted(rel for rel, _ in _walk(root, root)
                             if not any(rel.startswith(r.rstrip("/") + "/") for r in result.roots))
     return result
+
+
+def _not_called(rel: str, fs: Any, findings: list[Finding]) -> None:
+    """A marker named (imported) in a file that never calls it, or any marker of its
+    backend: ``check`` says ``marker-not-called``, so adoption says it first."""
+    called = {GATE if c.name == GATE else backend_of(c.name) for c in fs.calls}
+    named: dict[str, Any] = {}
+    for occ in fs.others:
+        key = GATE if occ.name == GATE else backend_of(occ.name)
+        if occ.kind != MENTION:
+            called.add(key)  # reported on its own (an unread call)
+        else:
+            named.setdefault(key, occ)
+    for key, occ in sorted(named.items()):
+        if key not in called:
+            findings.append(Finding(rel, occ.line, occ.col, "error", "adopt-not-called",
+                                    f"{occ.name} is named here but this file has no top-level "
+                                    f"{occ.name}(...) call ('check' reports marker-not-called); "
+                                    "remove the unused name"))
+
+
+_IMPORT_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\bregister_[A-Za-z0-9]+_ci\b",
+                          re.MULTILINE)
+
+
+def _read_signatures(root: Path, result: Scan) -> None:
+    """The markers' signatures from the module that defines them: the collector under
+    the roots, else the module the tree imports its markers from."""
+    module = next(iter(find_collectors(root, _search_roots(result))), None)
+    if module is None:
+        module = find_marker_module(root, [m for m, _ in result.marker_modules.most_common(3)])
+    if module is None:
+        return
+    signatures = {name: sig for name, sig in read_signatures(module).items() if not sig.is_default}
+    if signatures:
+        result.signatures = signatures
+        result.signatures_source = module.relative_to(root).as_posix()
 
 
 def _scan_file(rel: str, path: Path, result: Scan) -> None:
@@ -281,9 +367,11 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         if call.name == GATE:
             _check_gate(rel, call, result.findings)
             continue
-        found = _parse_call(rel, call, result.findings)
-        if found is not None:
-            result.calls.append(found)
+        result.raw_calls.append((rel, call))
+    if fs.calls:
+        text = data.decode("utf-8", errors="replace")
+        result.marker_modules.update(m.group(1) for m in _IMPORT_FROM.finditer(text))
+    _not_called(rel, fs, result.findings)
     for occ in fs.others:
         template = _UNREAD.get(occ.kind)
         if template is None:
@@ -369,13 +457,14 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     findings = [f for f in scan_result.findings
                 if f.code in ("adopt-root", "adopt-symlink")
                 or fnmatch.fnmatch(f.file.rsplit("/", 1)[-1], pattern)]
-    # one registration per (file, backend), as the registry requires
+    # a file may register once per stage (several stages of one backend are fine);
+    # twice to the same stage is the registry's duplicate-stage error
     seen: dict[tuple[str, str], FoundCall] = {}
     for c in calls:
-        key = (c.file, c.backend)
+        key = (c.file, c.suite)
         if key in seen:
             findings.append(Finding(c.file, c.line, c.col, "error", "adopt-duplicate",
-                                    f"second {c.backend} registration in this file "
+                                    f"second registration of this file to stage {c.suite!r} "
                                     f"(first at line {seen[key].line})"))
         else:
             seen[key] = c
@@ -432,10 +521,17 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     backends = _backends(calls, notes)
     if backends:
         data["backends"] = backends
+    markers = _marker_tables(scan_result, notes)
+    if markers:
+        data["markers"] = markers
     stages, dormant, not_carried = _stages(calls, implicit, scan_result, ci, findings, notes)
     data["stages"] = stages
     sched = dict(schedules) if schedules is not None else _schedules(project, ci, notes)
     data["policy"] = {"schedules": sched}
+    ignores = _per_file_ignores(findings, data.get("exclude", []), pattern, notes)
+    if ignores:
+        data["check"] = {"per-file-ignores": ignores}
+        findings = [f for f in findings if not (f.code == "adopt-in-function" and f.file in ignores)]
     if project.gate_defaults:
         data["gate"] = {"defaults": dict(sorted(project.gate_defaults.items()))}
         notes.append(f"{len(project.gate_defaults)} metric gate default(s) from "
@@ -445,6 +541,42 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     return Adoption(data=data, findings=findings, notes=notes, registrations=len(calls),
                     not_carried=[*not_carried, *ci.not_carried, *ci.ignored_crons], ci=ci,
                     project=project, dormant=dormant)
+
+
+def _marker_tables(scan_result: Scan, notes: list[str]) -> dict[str, dict[str, Any]]:
+    """``[markers.<marker>]`` tables for the markers the tree calls, as the project's module
+    declares them: one ``"*"`` table when they all share a signature, else one per marker."""
+    used = sorted({c.marker for c in scan_result.calls} | {m for _, c in scan_result.raw_calls
+                                                          for m in [c.name] if m != GATE})
+    sigs = {m: scan_result.signatures[m] for m in used if m in scan_result.signatures}
+    if not sigs:
+        return {}
+    # est_time = 0 is valid to the project's own parser for every marker it defines
+    zero = any(c.est_time == 0 for c in scan_result.calls)
+    tables: dict[str, dict[str, Any]] = {}
+    for marker, sig in sigs.items():
+        tables[marker] = {**sig.table(), **({"allow_zero_est_time": True} if zero else {})}
+    distinct = {repr(t) for t in tables.values()}
+    if len(distinct) == 1 and len(tables) == len(used):
+        tables = {"*": next(iter(tables.values()))}
+    notes.append(f"marker signature(s) read from {scan_result.signatures_source}: "
+                 + "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in t.items())}"
+                             for m, t in tables.items()))
+    return tables
+
+
+def _per_file_ignores(findings: list[Finding], exclude: list[str], pattern: str,
+                      notes: list[str]) -> dict[str, list[str]]:
+    """A marker called inside a test function is a unit test of the marker itself:
+    ``check`` warns about it (``marker-in-function``); adoption records that the project
+    lives with it, per file, so the adopted tree checks clean and a new case elsewhere
+    still warns."""
+    files = sorted({f.file for f in findings if f.code == "adopt-in-function"
+                    and f.file not in exclude and fnmatch.fnmatch(f.file.rsplit("/", 1)[-1], pattern)})
+    if files:
+        notes.append(f"marker calls inside test functions (unit tests of the markers) are "
+                     f"suppressed per file in [check] per-file-ignores: {', '.join(files)}")
+    return {f: ["marker-in-function"] for f in files}
 
 
 def _gate_metric(message: str) -> str | None:
@@ -807,6 +939,12 @@ def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = ""
     if "labels" in data:
         lines += ["", header("labels")]
         lines += [_assign(k, v) for k, v in data["labels"].items()]
+    for name, body in data.get("markers", {}).items():
+        lines += ["", header("markers", name)]
+        lines += [_assign(k, v) for k, v in body.items()]
+    if "check" in data:
+        lines += ["", header("check")]
+        lines += [_assign(k, v) for k, v in data["check"].items()]
     for section in ("backends", "stages"):
         for name, body in data.get(section, {}).items():
             lines += ["", header(section, name)]

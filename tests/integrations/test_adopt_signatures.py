@@ -1,0 +1,188 @@
+"""Adoption of a project's own marker shapes (SGLang's ``register_cuda_ci(est_time=...,
+stage="base-b", runner_config="1-gpu-small")``, suite ``f"{stage}-test-{runner_config}"``):
+the signature is learnt from the module that defines the markers (read with ast, never
+imported) and written as ``[tool.testfleet.markers]``, so those registrations are adopted,
+not reported; a file may register several times for one backend."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+from testfleet.config import load_project
+from testfleet.integrations import adopt
+from testfleet.registry import collect
+
+# The shapes of sgl-project/sglang python/sglang/test/ci/ci_register.py, reduced.
+CI_REGISTER = '''
+from dataclasses import dataclass
+from typing import Optional
+
+_PARAM_ORDER = ("est_time", "suite", "nightly", "disabled")
+
+
+@dataclass
+class CIRegistry:
+    filename: str
+    est_time: float
+    stage: Optional[str] = None
+    runner_config: Optional[str] = None
+    suite: Optional[str] = None
+
+    @property
+    def effective_suite(self) -> Optional[str]:
+        if self.stage is not None and self.runner_config is not None:
+            return f"{self.stage}-test-{self.runner_config}"
+        return self.suite
+
+    def describe(self) -> str:
+        return f"{self.filename}: {self.est_time}"
+
+
+def register_cpu_ci(
+    est_time: float,
+    suite: Optional[str] = None,
+    nightly: bool = False,
+    disabled: Optional[str] = None,
+    *,
+    stage: Optional[str] = None,
+    runner_config: Optional[str] = None,
+    in_process_group: Optional[str] = None,
+):
+    return None
+
+
+def register_cuda_ci(
+    est_time: float,
+    suite: Optional[str] = None,
+    nightly: bool = False,
+    disabled: Optional[str] = None,
+    *,
+    stage: Optional[str] = None,
+    runner_config: Optional[str] = None,
+    in_process_group: Optional[str] = None,
+):
+    return None
+
+
+def register_amd_ci(
+    est_time: float,
+    suite: Optional[str] = None,
+    nightly: bool = False,
+    disabled: Optional[str] = None,
+    *,
+    stage: Optional[str] = None,
+    runner_config: Optional[str] = None,
+    in_process_group: Optional[str] = None,
+):
+    return None
+'''
+
+IMPORT = "from sglang.test.ci.ci_register import register_amd_ci, register_cuda_ci\n"
+CUDA = "from sglang.test.ci.ci_register import register_cuda_ci\n"
+CPU = "from sglang.test.ci.ci_register import register_cpu_ci\n"
+FILES = {
+    "python/sglang/__init__.py": "",
+    "python/sglang/test/__init__.py": "",
+    "python/sglang/test/ci/__init__.py": "",
+    "python/sglang/test/ci/ci_register.py": CI_REGISTER,
+    # several registrations of one backend, to different stages (one composed, one named)
+    "test/registered/test_attention.py": IMPORT + (
+        'register_cuda_ci(est_time=120, stage="base-b", runner_config="1-gpu-small")\n'
+        'register_cuda_ci(est_time=900, suite="nightly-1-gpu", nightly=True)\n'
+        'register_amd_ci(est_time=150, suite="stage-a-test-1-gpu-amd")\n'
+        "def test_a(): pass\n"),
+    "test/registered/test_grouped.py": CUDA + (
+        'register_cuda_ci(est_time=0, stage="base-b", runner_config="1-gpu-small",\n'
+        '                 in_process_group=GROUP)\n'
+        "def test_g(): pass\n"),
+    "test/registered/test_cpu.py": CPU + 'register_cpu_ci(5, "base-a-test-cpu", False)\ndef test_c(): pass\n',
+    "test/registered/test_large.py": CUDA + (
+        'register_cuda_ci(est_time=300, stage="base-c", runner_config="4-gpu-h100",\n'
+        '                 disabled="flaky on H100, see #123")\n'
+        "def test_l(): pass\n"),
+}
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "sgl"
+    for rel, text in {"pyproject.toml": '[project]\nname = "sgl"\nversion = "0"\n', **FILES}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_signature_is_learnt_from_the_module_that_defines_the_markers(tree: Path) -> None:
+    scanned = adopt.scan(tree)
+    assert scanned.signatures_source == "python/sglang/test/ci/ci_register.py"
+    result = adopt.derive(scanned)
+    assert result.data["markers"] == {"*": {
+        "positional": ["est_time", "suite", "nightly", "disabled"],
+        "keywords": {"runner_config": "str", "stage": "str"},
+        "suite_template": "{stage}-test-{runner_config}",
+        "ignore": ["in_process_group"],
+        "allow_zero_est_time": True,  # the tree has est_time=0, which the project's parser accepts
+    }}
+    assert not [f for f in result.findings if f.severity == "error"], result.findings
+    assert result.registrations == 6
+    assert set(result.data["stages"]) == {"base-b-test-1-gpu-small", "nightly-1-gpu",
+                                          "stage-a-test-1-gpu-amd", "base-a-test-cpu",
+                                          "base-c-test-4-gpu-h100"}
+    assert not [e for e in result.data.get("exclude", []) if e.startswith("test/")]
+
+
+def test_composed_registrations_are_adopted_and_check_clean(tree: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    assert 'suite_template = "{stage}-test-{runner_config}"' in (tree / "pyproject.toml").read_text()
+    code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["errors"] == 0
+    registry = collect(load_project(tree), use_cache=False)
+    got = sorted((r.file.rsplit("/", 1)[-1], r.backend, r.suite) for r in registry.registrations)
+    assert got == [
+        ("test_attention.py", "cuda", "base-b-test-1-gpu-small"),
+        ("test_attention.py", "cuda", "nightly-1-gpu"),
+        ("test_attention.py", "rocm", "stage-a-test-1-gpu-amd"),
+        ("test_cpu.py", "cpu", "base-a-test-cpu"),
+        ("test_grouped.py", "cuda", "base-b-test-1-gpu-small"),
+        ("test_large.py", "cuda", "base-c-test-4-gpu-h100"),
+    ]
+
+
+def test_without_the_defining_module_the_keywords_stay_findings(tree: Path) -> None:
+    """Nothing to learn from: the calls are reported (file:line), their files never excluded."""
+    (tree / "python/sglang/test/ci/ci_register.py").unlink()
+    result = adopt.derive(adopt.scan(tree))
+    assert "markers" not in result.data
+    unknown = [f for f in result.findings if f.code == "adopt-call" and "unknown keyword" in f.message]
+    assert {f.file for f in unknown} == {"test/registered/test_attention.py",
+                                         "test/registered/test_grouped.py",
+                                         "test/registered/test_large.py"}
+    assert not [e for e in result.data.get("exclude", []) if e.startswith("test/registered/")]
+
+
+def test_a_file_registered_twice_to_one_stage_is_still_a_finding(tree: Path) -> None:
+    (tree / "test/registered/test_twice.py").write_text(CUDA + (
+        'register_cuda_ci(est_time=10, stage="base-b", runner_config="1-gpu-small")\n'
+        'register_cuda_ci(est_time=20, suite="base-b-test-1-gpu-small")\n'))
+    result = adopt.derive(adopt.scan(tree))
+    dup = [f for f in result.findings if f.code == "adopt-duplicate"]
+    assert [(f.file, f.line) for f in dup] == [("test/registered/test_twice.py", 3)]
+
+
+def test_a_marker_imported_but_never_called_is_a_finding(tree: Path) -> None:
+    """'check' rejects it (marker-not-called): adoption must not exit 0 before it."""
+    (tree / "test/registered/test_cpu.py").write_text(
+        IMPORT.replace("register_amd_ci", "register_cpu_ci") + 'register_cpu_ci(5, "base-a-test-cpu")\n')
+    result = adopt.derive(adopt.scan(tree))
+    got = [(f.file, f.code) for f in result.findings if f.severity == "error"]
+    assert got == [("test/registered/test_cpu.py", "adopt-not-called")]
+    assert "register_cuda_ci is named here" in result.findings[0].message
