@@ -126,6 +126,7 @@ jobs:
     needs: [resolve-policy, docker-build]
     strategy:
       fail-fast: false
+      max-parallel: 1
       matrix:
         partition_id: [0, 1]
     uses: ./.github/workflows/_run-gpu.yml
@@ -157,13 +158,23 @@ jobs:
     container:
       image: ${{ inputs.container_image }}
       options: --gpus all --ipc=host
+      volumes:
+        - /models:/models:ro
     env:
       HF_HOME: /root/.cache/huggingface
       WANDB_API_KEY: ${{ secrets.WANDB_API_KEY }}
+      HF_TOKEN: ${{ secrets.HUGGINGFACE_TOKEN }}
       COMMIT: ${{ github.sha }}
     steps:
       - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+      - name: install
+        run: pip install -e .
+      - run: nvidia-smi
+        if: runner.os == 'Linux'
       - run: ${{ inputs.execute_command }}
+      - uses: actions/upload-artifact@v4
+        with: {name: logs, path: logs}
 '''
 
 RUN_CPU = '''
@@ -281,20 +292,31 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
     result = adopt.derive(adopt.scan(tree))
     gpu = result.data["stages"]["stage-c-4-gpu-h200"]
     assert gpu["runs_on"] == ["h200", "4gpu"]  # the caller's input, through fromJSON
-    assert gpu["container"] == "org/img:dev"  # computed at run time: the default, and a note
+    assert gpu["container"]["image"] == "org/img:dev"  # computed at run time: the default, and a note
     assert gpu["shards"] == 2 and result.data["stages"]["stage-a-cpu"]["shards"] == 3
     assert gpu["needs"] == ["stage-a-cpu"]  # through docker-build, which is not a stage
     assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface"}
     for stage in result.data["stages"].values():  # never invented
         assert "target_minutes" not in stage and "max_shards" not in stage
     told = "\n".join(n.render() for n in result.not_carried)
-    assert "job stage-c-4-gpu-h200: timeout-minutes 120" in told
-    assert "secrets WANDB_API_KEY" in told
     assert "container image '${{ needs.docker-build.outputs.image }}'" in told
-    # the runner flags of the job become the stage's runner settings
+    # the runner flags of the job become the stage's runner settings; 1200 s + 600 s on a
+    # retry is a factor of 1.5
     assert (gpu["max_attempts"], gpu["retry_wait"], gpu["file_timeout"]) == (3, 30, 1200)
-    assert "retry timeout increase 600s" in told
+    assert gpu["retry_timeout_factor"] == 1.5 and "retry timeout increase" not in told
     assert "env COMMIT -- computed at run time" in told
+    # the job's CI settings become the stage's CI job settings
+    assert gpu["container"] == {"image": "org/img:dev", "options": "--gpus all --ipc=host",
+                                "volumes": ["/models:/models:ro"]}
+    assert gpu["job_timeout_minutes"] == 120 and "timeout-minutes" not in told
+    assert gpu["secrets"] == ["WANDB_API_KEY"]
+    assert "secret HUGGINGFACE_TOKEN -- exposed as 'HF_TOKEN'" in told
+    assert (gpu["fail_fast"], gpu["max_parallel"]) == (False, 1)
+    assert gpu["setup"] == ["pip install -e ."]
+    assert "step uses: actions/setup-python@v5 -- an action step" in told
+    assert "step 'nvidia-smi' -- the step's if cannot be carried" in told
+    assert "step 'actions/upload-artifact@v4' after the tests" in told
+    assert "actions/checkout" not in told
 
 
 def test_command_follows_how_files_run(tree: Path) -> None:
@@ -371,7 +393,7 @@ def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0, out + err
     # what cannot be adopted is a list the user reads at the end
     tail = out.split("not carried over from the existing CI (")[1]
-    assert "  - .github/workflows/pr-test.yml job stage-c-4-gpu-h200: timeout-minutes 120" in tail
+    assert "  - .github/workflows/pr-test.yml job stage-c-4-gpu-h200: step uses: actions/setup-python@v5" in tail
     code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
     assert code == 0, out + err
     assert json.loads(out)["errors"] == 0
@@ -414,7 +436,7 @@ def test_report_counts_stages_and_explains_every_difference(tree: Path, tmp_path
     assert "| `stage-c-4-gpu-h200` | yes | no | the existing job starts and finds nothing" in pr
     push = text.split("### push")[1].split("###")[0]
     assert "the existing CI has no job for this event" in push
-    assert "job stage-c-4-gpu-h200: timeout-minutes 120" in text.split("## Not carried over")[1]
+    assert "job stage-c-4-gpu-h200: secret HUGGINGFACE_TOKEN" in text.split("## Not carried over")[1]
     assert "cron '0 0,12 * * *' -- this workflow runs no tests" in text
 
 
@@ -431,7 +453,7 @@ def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
                 runs-on: ubuntu-22.04
                 steps:
                   - uses: actions/checkout@v4
-                  - run: python -m pytest tests/unit -x -q && echo done
+                  - run: python -m pytest tests/unit -x -k "not slow" --junitxml=out.xml && echo done
               gpu:
                 runs-on: [self-hosted, a100]
                 steps:
@@ -452,6 +474,10 @@ def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
                                         "est_time": 60.0}]
     assert result.data["exclude"] == ["tests/other/test_o.py"]
     assert result.data["stages"]["unit"]["runs_on"] == ["ubuntu-22.04"]
+    # the job's pytest options run with every file; the runner writes its own JUnit
+    assert result.data["stages"]["unit"]["extra_args"] == ["-x", "-k", "not slow"]
+    assert "pytest --junitxml=out.xml -- testfleet's runner sets it" in \
+        "\n".join(n.render() for n in result.not_carried)
     assert result.data["stages"]["gpu-a100"]["runs_on"] == ["self-hosted", "a100"]
     assert any("est_time 60 s assumed" in n for n in result.notes)
     code, out, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")

@@ -759,6 +759,12 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
                             else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
         if from_ci and from_ci.container:
             stage["container"] = from_ci.container
+            if from_ci.container_options or from_ci.container_volumes:
+                stage["container"] = {"image": from_ci.container,
+                                      **({"options": from_ci.container_options}
+                                         if from_ci.container_options else {}),
+                                      **({"volumes": from_ci.container_volumes}
+                                         if from_ci.container_volumes else {})}
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
@@ -772,12 +778,7 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
-            if from_ci.file_timeout is not None:
-                stage["file_timeout"] = from_ci.file_timeout
-            if from_ci.retry.get("enabled"):
-                stage["max_attempts"] = min(10, max(1, from_ci.retry.get("max_attempts", 2)))
-                if "retry_wait_seconds" in from_ci.retry:
-                    stage["retry_wait"] = min(3600, from_ci.retry["retry_wait_seconds"])
+            stage.update(_job_settings(from_ci, stage["command"]))
             not_carried += _unmapped(from_ci)
         stages[suite] = stage
     for suite, stage in stages.items():
@@ -808,28 +809,70 @@ def _command(files: list[str], scan_result: Scan) -> str:
     return "pytest"
 
 
+def _job_settings(ci: CIStage, command: str) -> dict[str, Any]:
+    """The stage keys a stage job's settings map to (CI job and runner settings)."""
+    out: dict[str, Any] = {}
+    if ci.setup:
+        out["setup"] = list(ci.setup)
+    secrets = _carried_secrets(ci)
+    if secrets:
+        out["secrets"] = secrets
+    if ci.fail_fast is not None:
+        out["fail_fast"] = ci.fail_fast
+    if ci.max_parallel is not None:
+        out["max_parallel"] = min(256, ci.max_parallel)
+    if ci.timeout_minutes is not None and float(ci.timeout_minutes).is_integer():
+        out["job_timeout_minutes"] = max(1, min(4320, int(ci.timeout_minutes)))
+    if ci.file_timeout is not None:
+        out["file_timeout"] = ci.file_timeout
+    if ci.retry.get("enabled"):
+        out["max_attempts"] = min(10, max(1, ci.retry.get("max_attempts", 2)))
+        if "retry_wait_seconds" in ci.retry:
+            out["retry_wait"] = min(3600, ci.retry["retry_wait_seconds"])
+        increase = ci.retry.get("retry_timeout_increase")
+        if increase and ci.file_timeout:
+            # a fixed per-file timeout T raised by N seconds on a retry is the factor (T + N) / T
+            out["retry_timeout_factor"] = min(100.0, round((ci.file_timeout + increase) / ci.file_timeout, 4))
+    if ci.extra_args and command == "pytest":
+        out["extra_args"] = list(ci.extra_args)
+    return out
+
+
+def _carried_secrets(ci: CIStage) -> list[str]:
+    """Secrets a stage can name: exposed under their own name (``X: ${{ secrets.X }}``,
+    or used only inside the job's steps), and not GitHub's own token."""
+    return sorted(name for name in set(ci.secrets)
+                  if not name.upper().startswith("GITHUB_")
+                  and ci.secret_env.get(name, name) == name)
+
+
 def _unmapped(stage: CIStage) -> list[NotCarried]:
-    """Settings of a stage job that the configuration has no key for (yet)."""
+    """Settings of a stage job that the configuration cannot hold as they are."""
     where = f"{stage.workflow} job {stage.job}"
     out = []
-    if stage.timeout_minutes is not None:
+    if stage.timeout_minutes is not None and not float(stage.timeout_minutes).is_integer():
         out.append(NotCarried(where, f"timeout-minutes {stage.timeout_minutes:g}",
-                              "the job timeout is not carried into the generated workflow"))
-    if stage.container_options:
-        out.append(NotCarried(where, f"container options {stage.container_options[:60]!r}"
-                              + ("..." if len(stage.container_options) > 60 else ""),
-                              "container options are not carried (only the image)"))
-    if stage.secrets:
-        out.append(NotCarried(where, f"secrets {', '.join(stage.secrets)}",
-                              "secrets are not passed to the generated test jobs"))
+                              "job_timeout_minutes takes whole minutes"))
+    if (stage.container_options or stage.container_volumes) and not stage.container:
+        out.append(NotCarried(where, "container options and volumes",
+                              "no literal container image to attach them to"))
+    for name in sorted(set(stage.secrets) - set(_carried_secrets(stage))):
+        why = ("GitHub's own token is given to every job; it is not a repository secret"
+               if name.upper().startswith("GITHUB_") else
+               f"exposed as {stage.secret_env[name]!r}; a stage's secrets are exposed under "
+               "their own names" if stage.secret_env.get(name) else
+               "used inside a larger expression; a stage's secrets are exposed as variables "
+               "of their own names")
+        out.append(NotCarried(where, f"secret {name}", why))
     if stage.retry.get("enabled") and "max_attempts" not in stage.retry:
         out.append(NotCarried(where, "--enable-retry without --max-attempts",
                               "the runner's own default number of attempts is not read; "
                               "max_attempts = 2 adopted (edit it if the runner uses another)"))
-    if "retry_timeout_increase" in stage.retry:
+    if "retry_timeout_increase" in stage.retry and not stage.file_timeout:
         out.append(NotCarried(where, f"retry timeout increase {stage.retry['retry_timeout_increase']}s",
                               "testfleet raises a retry's timeout by a factor "
-                              "(retry_timeout_factor), not by seconds"))
+                              "(retry_timeout_factor), which needs a fixed per-file timeout "
+                              "(--timeout-per-file) to convert seconds into"))
     if stage.retry and not stage.retry.get("enabled"):
         out.append(NotCarried(where, "retry flags without --enable-retry",
                               "retries are off for this job; nothing adopted"))

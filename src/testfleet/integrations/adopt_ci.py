@@ -57,6 +57,7 @@ class CIStage:
     runs_on: list[str] | None = None
     container: str | None = None
     container_options: str | None = None
+    container_volumes: list[str] = field(default_factory=list)
     shards: int | None = None
     timeout_minutes: float | None = None
     needs: list[str] = field(default_factory=list)
@@ -65,6 +66,13 @@ class CIStage:
     retry: dict[str, int] = field(default_factory=dict)
     file_timeout: int | None = None
     match_all_on_dispatch: bool = False
+    #: secret name -> the env variable the job exposes it as (a stage's ``secrets``
+    #: are exposed under their own names)
+    secret_env: dict[str, str] = field(default_factory=dict)
+    fail_fast: bool | None = None
+    max_parallel: int | None = None
+    setup: list[str] = field(default_factory=list)
+    extra_args: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -333,6 +341,14 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
                                       "computed at run time; no literal image to adopt"))
     if isinstance(container, Mapping) and isinstance(container.get("options"), str):
         stage.container_options = " ".join(container["options"].split())
+    volumes = container.get("volumes") if isinstance(container, Mapping) else None
+    if isinstance(volumes, list):
+        for volume in volumes:
+            if isinstance(volume, str) and volume.strip() and not _has_expr(volume):
+                stage.container_volumes.append(volume.strip())
+            else:
+                not_carried.append(NotCarried(where, f"container volume {_short(volume)}",
+                                              "not a literal 'source:target' volume"))
 
     timeout = job.get("timeout-minutes", inner.get("timeout-minutes"))
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
@@ -345,6 +361,10 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
                 env[str(k)] = str(v)
             elif isinstance(v, str) and _SECRET_REF.search(v):
                 stage.secrets.extend(_SECRET_REF.findall(v))
+                whole = _EXPR.fullmatch(v.strip())
+                ref = _SECRET_REF.fullmatch(whole.group(1)) if whole else None
+                for name in _SECRET_REF.findall(v):
+                    stage.secret_env[name] = str(k) if ref else ""
             else:
                 not_carried.append(NotCarried(where, f"env {k}",
                                               "computed at run time (a ${{ }} expression)"))
@@ -354,6 +374,19 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
         not_carried.append(NotCarried(where, "secrets: inherit",
                                       "the job inherits every secret; list the ones it needs"))
 
+    strategy = job.get("strategy", inner.get("strategy"))
+    if isinstance(strategy, Mapping):
+        if isinstance(strategy.get("fail-fast"), bool):
+            stage.fail_fast = strategy["fail-fast"]
+        parallel = strategy.get("max-parallel")
+        if isinstance(parallel, int) and not isinstance(parallel, bool) and parallel >= 1:
+            stage.max_parallel = parallel
+        elif parallel is not None:
+            not_carried.append(NotCarried(where, f"max-parallel {_short(parallel)}",
+                                          "not a literal whole number"))
+    steps = inner.get("steps") if called else job.get("steps")
+    _setup_steps(steps if isinstance(steps, list) else [], where, stage, not_carried)
+    stage.extra_args = _pytest_options(commands, where, not_carried)
     stage.shards = _shards(job, commands)
     for name, key in (("max-attempts", "max_attempts"), ("retry-wait-seconds", "retry_wait_seconds"),
                       ("retry-timeout-increase", "retry_timeout_increase")):
@@ -367,6 +400,80 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
         stage.file_timeout = int(m.group(1))
     stage.match_all_on_dispatch = "--match-all-labels" in commands
     return stage
+
+
+def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list[NotCarried]) -> None:
+    """The shell steps before the step that runs the tests become ``setup`` (the generated
+    job checks out and installs testfleet itself); what a shell command list cannot hold
+    (an action, a conditional step, a value computed at run time, a step after the
+    tests) is said, never dropped silently."""
+    ran = False
+    setup: list[str] = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            continue
+        run, uses = step.get("run"), step.get("uses")
+        label = _short(step.get("name") or run or uses)
+        if isinstance(run, str) and _TEST_COMMAND.search(run):
+            ran = True
+            continue
+        if ran:
+            not_carried.append(NotCarried(where, f"step {label} after the tests",
+                                          "the generated job ends with 'testfleet run' and its "
+                                          "own result upload"))
+            continue
+        if isinstance(uses, str):
+            if uses.split("@", 1)[0] != "actions/checkout":
+                not_carried.append(NotCarried(where, f"step uses: {uses}",
+                                              "an action step; setup holds shell commands only"))
+            continue
+        if not isinstance(run, str) or not run.strip():
+            continue
+        extra = sorted(set(step) - {"name", "run"})
+        if extra or _has_expr(run):
+            why = (f"the step's {', '.join(extra)} cannot be carried into a setup command" if extra
+                   else "computed at run time (a ${{ }} expression)")
+            not_carried.append(NotCarried(where, f"step {label}", why))
+            continue
+        setup.append(run.strip())
+    if ran:  # without a step that runs the tests there is no "before" to carry
+        stage.setup = setup
+
+
+#: pytest options that take the next word as their value
+_PYTEST_VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "-W", "-o", "-c", "--durations", "--maxfail",
+                         "--timeout", "--tb", "--dist", "--reruns", "--rootdir", "--basetemp"}
+#: options the runner sets itself: a second value would conflict with it
+_PYTEST_OWN_OPTIONS = ("--junitxml", "--junit-xml", "--rootdir", "--basetemp")
+
+
+def _pytest_options(commands: str, where: str, not_carried: list[NotCarried]) -> list[str]:
+    """The options of the job's ``pytest`` command (``pytest tests/unit -x -q --durations=10``),
+    appended after each file as ``extra_args``; only when the job has one pytest command."""
+    import shlex
+
+    lines = [line for line in _command_lines(commands) if re.search(r"\bpytest\b", line)]
+    if len(lines) != 1 or "${{" in lines[0]:
+        return []
+    tail = re.split(r"\s(?:&&|\|\||;|\|)\s", lines[0].split("pytest", 1)[1])[0]
+    try:
+        words = shlex.split(tail)
+    except ValueError:
+        return []
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        takes_value = word in _PYTEST_VALUE_OPTIONS
+        value = [words[i + 1]] if takes_value and i + 1 < len(words) else []
+        i += 1 + len(value)
+        if not word.startswith("-"):
+            continue  # a path: the stage's files come from the registrations
+        if word.split("=", 1)[0] in _PYTEST_OWN_OPTIONS:
+            not_carried.append(NotCarried(where, f"pytest {word}", "testfleet's runner sets it"))
+            continue
+        out += [word, *value]
+    return out
 
 
 def _shards(job: Mapping[str, Any], commands: str) -> int | None:
