@@ -99,7 +99,10 @@ def _config_write(root: Path, explicit: Path | None, existing: Path | None,
     else:
         target = pyproject
     if target.name != "pyproject.toml":
-        return Write(target, render_toml(data, "", comment), target.name)
+        fresh = render_toml(data, "", comment)
+        if existing is not None and target.is_file():
+            fresh = _with_comments(target, _read_text(target), fresh, "")
+        return Write(target, fresh, target.name)
     try:
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         before = tomllib.loads(current)
@@ -123,7 +126,45 @@ def _config_write(root: Path, explicit: Path | None, existing: Path | None,
     if written != expected or tool_before != tool_after or others_before != others_after:
         raise UsageError(f"editing {target.name} would change more than [tool.testfleet]; "
                          "nothing written (move the section to testfleet.toml with --toml)")
+    if current:
+        text = _with_comments(target, current, text, "[tool.testfleet]")
     return Write(target, text, f"[tool.testfleet] in {target.name}")
+
+
+#: The header comment ``init`` writes itself (never carried over as a maintainer's comment).
+GENERATED_COMMENT = ("# Adopted by 'testfleet init", "# Review runs_on (your runner labels)",
+                     "# Scaffolded by 'testfleet init'", "# Add stages and register GPU tests")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
+def _with_comments(target: Path, old: str, new: str, header: str) -> str:
+    """``new`` with the maintainer's comments of ``old`` back in place (see
+    :mod:`testfleet.integrations.toml_comments`); a comment whose key or table is gone is
+    kept at the top of the section, after the generated header. The data must not change."""
+    from testfleet.integrations.toml_comments import carry_comments
+
+    text, orphans = carry_comments(old, new, generated=GENERATED_COMMENT)
+    if orphans:
+        lines = text.split("\n")
+        start = next((i + 1 for i, line in enumerate(lines)
+                      if line.split("#", 1)[0].strip() == header), 0) if header else 0
+        while start < len(lines) and lines[start].startswith("#"):
+            start += 1
+        text = "\n".join(lines[:start] + orphans + lines[start:])
+    try:
+        same = tomllib.loads(text) == tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise UsageError(f"putting the comments of {target.name} back would change its data; "
+                         "nothing written")
+    return text
 
 
 def _validate(data: dict[str, Any], file: str) -> Any:
