@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -32,7 +33,7 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from integrations.gha_expr import evaluate, truthy
+from integrations.gha_expr import evaluate, interpolate, truthy
 from support import github_output_dict
 
 EVENTS = Path(__file__).resolve().parent.parent / "fixtures" / "github_events"
@@ -60,7 +61,8 @@ class Runner:
     """Just enough of a GitHub runner: bash with the step's env, files for the
     file commands, and the default variables a run script may read."""
 
-    def __init__(self, tmp: Path, event: str, payload: Path) -> None:
+    def __init__(self, tmp: Path, event: str, payload: Path,
+                 env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.witness = tmp / "witness"
         self.witness.mkdir(exist_ok=True)
@@ -76,6 +78,7 @@ class Runner:
             "GITHUB_EVENT_PATH": str(payload),
             "PYTHONPATH": str(self.witness),
             "TESTFLEET_SIM_LOG": str(self.log),
+            **(env or {}),
         }
 
     def step(self, script: str, cwd: Path, env: dict[str, str], name: str) -> tuple[int, str, dict[str, str]]:
@@ -90,11 +93,13 @@ class Runner:
 
 
 def resolve(expr: str, contexts: dict[str, Any]) -> str:
-    """The few ``${{ a.b.c }}`` forms the generated env blocks use (plain values as they are)."""
+    """``${{ a.b.c }}`` as the generated env blocks use it (plain values as they are; other
+    expressions through the expression evaluator)."""
     if "${{" not in expr:
         return expr
     m = re.fullmatch(r"\$\{\{ ([a-z_.0-9-]+) \}\}", expr)
-    assert m, expr
+    if not m:
+        return interpolate(expr, contexts)
     value: Any = contexts
     for part in m.group(1).split("."):
         value = value.get(part, "") if isinstance(value, dict) else ""
@@ -127,18 +132,23 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     return code, logs, exposed
 
 
+Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
+
+
 def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
-              name: str) -> tuple[bool, dict[str, str], str]:
-    """Run a job's own ``run:`` steps and testfleet action steps (other actions are
-    done by the harness)."""
+              name: str, uses: Uses | None = None) -> tuple[bool, dict[str, str], str]:
+    """Run a job's own ``run:`` steps and testfleet action steps whose ``if`` holds;
+    ``uses(step, cwd, contexts)`` plays any other action (else the harness does)."""
     outputs: dict[str, str] = {}
     logs = ""
     for i, step in enumerate(job["steps"]):
+        cond = step.get("if", "")
+        if cond and not truthy(evaluate(cond, contexts, {"cancelled": False, "failure": False})):
+            continue
+        if "uses" in step and not step["uses"].startswith("./") and uses is not None:
+            uses(step, cwd, contexts)
+            continue
         if step.get("uses", "").startswith("./.github/actions/testfleet"):
-            cond = step.get("if", "")
-            if cond and not truthy(evaluate(cond.removeprefix("${{").removesuffix("}}"),
-                                            contexts, {"cancelled": False, "failure": False})):
-                continue
             code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}")
             logs += log
             if "id" in step:

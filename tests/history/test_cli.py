@@ -118,5 +118,9 @@ def test_usage_errors(cli: Callable[..., tuple[int, str, str]], project: Project
     assert code == 2 and "--output" in err
     code, _, err = cli("history", "export", "--run-id", "a\nb", "--output", "x.tfb")
     assert code == 2 and "control character" in err
-    code, _, err = cli("history", "export", "--output", str(project.root / "no" / "x.tfb"))
-    assert code == 2 and "does not exist" in err
+    # the bundle's folder (the artifact a CI job uploads) is created; a file in its way is not
+    code, _, err = cli("history", "export", "--output", str(project.root / "new" / "x.tfb"))
+    assert code == 0 and (project.root / "new" / "x.tfb").is_file(), err
+    (project.root / "taken").write_text("")
+    code, _, err = cli("history", "export", "--output", str(project.root / "taken" / "x.tfb"))
+    assert code == 2 and "--output" in err and "cannot create its directory" in err

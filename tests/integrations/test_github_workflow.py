@@ -500,9 +500,15 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         steps = data["jobs"][name]["steps"]
         names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
         record = steps[names.index("Record the history")]
-        assert names.index("Run") < names.index("Record the history")
+        # the job restores the history too (read only: the gate's baselines), before it runs
+        assert names.index("Restore the history") < names.index("Run") < names.index(
+            "Record the history")
+        assert "actions/cache/save" not in names
+        assert steps[names.index("Restore the history")]["with"] == restore["with"]
+        # ... so it records only this run's records, not the restored history
         assert record["with"] == {"command": "record", "install": "none",
-                                  "args": "--plan\nplan.json\n--output\ntestfleet-history/records.bundle\n"}
+                                  "args": "--run-id\n${{ github.run_id }}\n--plan\nplan.json\n"
+                                          "--output\ntestfleet-history/records.bundle\n"}
         upload = steps[names.index("Record the history") + 1]
         assert upload["uses"].startswith("actions/upload-artifact@")
         assert upload["with"]["name"] == "testfleet-history-${{ matrix.id }}"

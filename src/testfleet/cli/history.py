@@ -79,12 +79,25 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
         with open_store(project, database) as store:
             payload = export_payload(store, run_id=run_id, source=source)
     data = encode(payload)
+    _make_parent(output)
     write_output(output, data)
     what = f"run {run_id}" if run_id is not None else "the whole database"
     click.echo(f"exported {len(payload.executions)} execution(s), {len(payload.gate_runs)} gate "
                f"run(s) ({len(payload.gate_values)} value(s)) of {what} from {target.display} "
                f"to {output} ({_size(len(data))})")
     return 0
+
+
+def _make_parent(output: Path) -> None:
+    """The bundle's folder is the artifact a CI job uploads next: create it, so the job's
+    step needs no ``mkdir`` of its own (a file in the way is a usage error)."""
+    from testfleet.errors import UsageError
+
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot create its directory: "
+                         f"{exc.strerror or exc}") from None
 
 
 @command.command("merge")

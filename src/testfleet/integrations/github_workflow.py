@@ -224,10 +224,17 @@ DEFAULT_BRANCH_RUN = (
 )
 
 
-def _restore_history(config: Config, opts: WorkflowOptions) -> list[str]:
+def _reads_cache(config: Config, opts: WorkflowOptions) -> bool:
+    """Whether the plan and test jobs restore the history from the Actions cache."""
+    mode = history_mode(config, opts)
+    return mode == "cache" or (mode == "database" and not opts.database_read_secret)
+
+
+def _restore_history(config: Config, opts: WorkflowOptions, *note: str) -> list[str]:
     return [
         "      # The newest history this branch or the default branch saved (a PR restores",
         "      # the default branch's; nothing in a PR run ever saves it).",
+        *[f"      # {line}" for line in note],
         "      - name: Restore the history",
         f"        uses: {_uses('actions/cache/restore')}",
         "        with:",
@@ -351,8 +358,7 @@ PY
         f"      - uses: {_uses('actions/setup-python')}",
         "        with:",
         f"          python-version: {json.dumps(opts.python_version)}",
-        *(_restore_history(config, opts)
-          if mode == "cache" or (mode == "database" and not opts.database_read_secret) else []),
+        *(_restore_history(config, opts) if _reads_cache(config, opts) else []),
         *_action(opts, "Plan", "plan", step_id="plan", env=plan_env, inputs=plan_inputs),
         "      - name: Check the plan fits this workflow",
         "        run: |",
@@ -450,6 +456,9 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
         "        with:",
         f"          name: {PLAN_ARTIFACT}",
     ]
+    if _reads_cache(config, opts):
+        # read here: the gate compares this run's metrics with the trusted baseline in it
+        lines += _restore_history(config, opts, "Read only: the metric gate takes its baselines from it.")
     if ci.setup:
         lines += [
             "      - name: Setup",
@@ -465,9 +474,12 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
     if history_mode(config, opts) == "cache":
         writes = f"${{{{ !cancelled() && {DEFAULT_BRANCH_RUN} }}}}"
         lines += [
-            "      # Default-branch runs only: this job's records, for the history job to merge.",
+            "      # Default-branch runs only: this job's records (this run's, not the restored",
+            "      # history's), for the history job to merge.",
             *_action(opts, "Record the history", "record", cond=writes, install=False,
                      inputs={"args": "|"}),
+            "            --run-id",
+            "            ${{ github.run_id }}",
             "            --plan",  # the bundle carries the run's cadence and write_baseline
             "            plan.json",
             "            --output",
