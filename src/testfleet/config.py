@@ -398,6 +398,25 @@ class StageConfig(_Strict):
     def dormant(self) -> bool:
         return self.disabled is not None
 
+    # Session mode (#15): run a job's pytest files in one pytest process (or a few, cut by
+    # file count or summed estimates) instead of one process per file; see runner.session
+    # and docs/runner.md for when a fresh process per file is needed instead.
+    batch: bool = False
+    batch_max_files: int | None = Field(default=None, ge=1, le=10000)
+    batch_max_seconds: float | None = Field(default=None, gt=0, le=MAX_EST_TIME)
+
+    @model_validator(mode="after")
+    def _batch_needs_pytest(self) -> StageConfig:
+        if not self.batch:
+            if self.batch_max_files is not None or self.batch_max_seconds is not None:
+                raise ValueError("'batch_max_files'/'batch_max_seconds' size the sessions of "
+                                 "a batch stage; set 'batch = true' too (or remove them)")
+            return self
+        if self.command not in ("pytest", "auto"):
+            raise ValueError(f"'batch = true' runs files in one pytest session; it needs "
+                             f"command = \"pytest\" or \"auto\" (got {self.command!r})")
+        return self
+
     @model_validator(mode="after")
     def _probe_needs_dormant(self) -> StageConfig:
         if self.probe is not None and self.disabled is None:

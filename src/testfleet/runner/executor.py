@@ -191,7 +191,13 @@ def execute(
     fatal = compile_patterns(spec.options.fatal_patterns)
     reporter.job_started(spec)
     with subreaper(use_subreaper) as reaping:
-        for index, item in enumerate(spec.items):
+        if spec.settings.batch:  # session mode: runner.session keeps the same guarantees
+            from testfleet.runner.session import run_batched
+
+            stop_reason = run_batched(
+                spec, results, reporter, interrupt, hooks, reaping, retriable, fatal,
+                lambda: hooks.checkpoint(lambda: partial_result(spec, results, started, t0)))
+        for index, item in enumerate(() if spec.settings.batch else spec.items):
             if interrupt is not None and interrupt.signum is not None:
                 stop_reason = f"runner received {_signame(interrupt.signum)}"
                 break

@@ -102,6 +102,14 @@ class LogReporter:
         elif attempt.retry_reason and not attempt.outcome.ok:
             self._line(f"    not retried: {attempt.retry_reason}")
 
+    def session_file(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
+        self._line(f"    [{index + 1}/{self.total}] {item.file}: {attempt.outcome.label} in "
+                   f"{fmt_seconds(attempt.duration)} ({attempt.reason})")
+        if retrying:
+            self._line(f"        retrying: {attempt.retry_reason}")
+        elif attempt.retry_reason and not attempt.outcome.ok:
+            self._line(f"        not retried: {attempt.retry_reason}")
+
     def file_finished(self, index: int, result: FileResult) -> None:
         for line in result.gate_lines:
             self._line(f"    {line}")
@@ -250,6 +258,18 @@ class TerminalReporter:
             msg += f"\n    [yellow]retrying:[/] {escape(attempt.retry_reason)}"
         elif attempt.retry_reason and not attempt.outcome.ok:
             msg += f"\n    [dim]not retried: {escape(attempt.retry_reason)}[/]"
+        self._print(msg)
+
+    def session_file(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
+        from rich.markup import escape
+
+        style = STYLE[attempt.outcome]
+        msg = (f"    [{style}]{attempt.outcome.label}[/] {escape(item.file)} in "
+               f"{fmt_seconds(attempt.duration)} [dim]({escape(attempt.reason)})[/]")
+        if retrying:
+            msg += f"\n        [yellow]retrying:[/] {escape(attempt.retry_reason)}"
+        elif attempt.retry_reason and not attempt.outcome.ok:
+            msg += f"\n        [dim]not retried: {escape(attempt.retry_reason)}[/]"
         self._print(msg)
 
     def file_finished(self, index: int, result: FileResult) -> None:

@@ -67,6 +67,10 @@ class StageSettings:
     retry_wait: float = 0.0
     retry_timeout_factor: float = 1.0
     extra_args: tuple[str, ...] = ()
+    # Session mode (#15): pytest files share one process, sessions cut by these limits.
+    batch: bool = False
+    batch_max_files: int | None = None
+    batch_max_seconds: float | None = None
 
     def timeout_for(self, estimate: float, attempt: int = 1) -> float:
         """``file_timeout`` when the stage fixes one, else ``max(floor, factor x estimate)``

@@ -8,6 +8,13 @@ segfault, a timeout kill) leaves what it had reported so far: the runner compare
 "collected N" with the tests actually reported and never takes an exit status 0 for
 a pass when tests went unreported.
 
+In a batch session (several files in one pytest process, see :mod:`.session`) it also
+says where each file's tests start (``file`` events with a wall-clock time, so the
+runner can time files and name the one a crash or timeout interrupted), how many tests
+each file collected, and points ``$TESTFLEET_RECORD_DIR`` at the running file's own
+record directory (``$TESTFLEET_SESSION_FILES`` names a JSON map from absolute file path
+to directory), so metric records stay per file as in one process per file.
+
 It imports nothing from testfleet (it runs inside the test process) and does nothing
 when the variable is unset.
 """
@@ -16,12 +23,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 ENV = "TESTFLEET_TESTCASES"
+SESSION_FILES_ENV = "TESTFLEET_SESSION_FILES"
+RECORD_DIR_ENV = "TESTFLEET_RECORD_DIR"  # testfleet.metrics reads it at each call
 MESSAGE_MAX = 2000
 
 _state: dict[str, dict[str, Any]] = {}
+_session: dict[str, Any] = {"file": None, "rootdir": "", "dirs": {}, "resolved": {}}
 
 
 def _write(event: dict[str, Any]) -> None:
@@ -45,13 +56,51 @@ def _message(report: Any) -> str:
     return text[-MESSAGE_MAX:]
 
 
+def _file_part(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _load_session_dirs() -> dict[str, str]:
+    path = os.environ.get(SESSION_FILES_ENV)
+    if not path or not os.environ.get(ENV):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
 def pytest_sessionstart(session: Any) -> None:
     _state.clear()
-    _write({"event": "start"})
+    rootdir = str(getattr(session.config, "rootpath", "") or "")
+    _session.update(file=None, rootdir=rootdir, dirs=_load_session_dirs(), resolved={})
+    _write({"event": "start", "rootdir": rootdir})
 
 
 def pytest_collection_finish(session: Any) -> None:
-    _write({"event": "collected", "count": len(session.items)})
+    files: dict[str, int] = {}
+    for item in session.items:
+        part = _file_part(item.nodeid)
+        files[part] = files.get(part, 0) + 1
+    _write({"event": "collected", "count": len(session.items), "files": files})
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    part = _file_part(nodeid)
+    if part == _session["file"]:
+        return
+    _session["file"] = part
+    _write({"event": "file", "file": part, "t": time.time()})
+    dirs = _session["dirs"]
+    if dirs:
+        resolved = _session["resolved"]
+        if part not in resolved:
+            resolved[part] = os.path.realpath(os.path.join(_session["rootdir"], part))
+        target = dirs.get(resolved[part])
+        if target:
+            os.environ[RECORD_DIR_ENV] = target
 
 
 def pytest_collectreport(report: Any) -> None:

@@ -20,6 +20,10 @@ class Reporter(Protocol):
 
     def attempt_finished(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None: ...
 
+    def session_file(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
+        """Session mode: one file's attempt inside the session just reported (whose own
+        ``attempt_started``/``attempt_finished`` framed the shared output)."""
+
     def file_finished(self, index: int, result: FileResult) -> None: ...
 
     def job_finished(self, result: JobResult) -> None: ...
@@ -44,6 +48,9 @@ class NullReporter:
         self.output_bytes += len(data)
 
     def attempt_finished(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
+        pass
+
+    def session_file(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
         pass
 
     def file_finished(self, index: int, result: FileResult) -> None:

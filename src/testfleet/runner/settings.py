@@ -43,6 +43,9 @@ def stage_settings(
         retry_timeout_factor=(spec.retry_timeout_factor if spec.retry_timeout_factor is not None
                               else runner.retry_timeout_factor),
         extra_args=tuple(spec.extra_args),
+        batch=spec.batch,
+        batch_max_files=spec.batch_max_files,
+        batch_max_seconds=spec.batch_max_seconds,
     )
 
 

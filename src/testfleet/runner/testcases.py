@@ -50,6 +50,11 @@ class TestcaseLog:
     exitstatus: int | None = None  # None: the session never finished
     cases: list[CaseResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable lines, skipped
+    # Batch sessions: pytest's rootdir (node ids are relative to it), tests collected per
+    # file (node id's file part), and where each file's tests began (file part, wall time).
+    rootdir: str = ""
+    collected_files: dict[str, int] | None = None
+    file_starts: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def reported(self) -> int:
@@ -78,8 +83,15 @@ def parse_log(text: str) -> TestcaseLog:
         kind = event.get("event")
         if kind == "start":
             log.started = True
+            log.rootdir = event["rootdir"] if isinstance(event.get("rootdir"), str) else ""
         elif kind == "collected" and _is_int(event.get("count")):
             log.collected = int(event["count"])
+            files = event.get("files")
+            if isinstance(files, dict):
+                log.collected_files = {str(k): int(v) for k, v in files.items() if _is_int(v)}
+        elif kind == "file" and isinstance(event.get("file"), str) \
+                and isinstance(event.get("t"), (int, float)) and not isinstance(event["t"], bool):
+            log.file_starts.append((event["file"], float(event["t"])))
         elif kind == "finish" and _is_int(event.get("exitstatus")):
             log.exitstatus = int(event["exitstatus"])
         elif kind == "case" and isinstance(event.get("nodeid"), str) \
