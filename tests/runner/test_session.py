@@ -6,6 +6,7 @@ NOT RUN for what never ran."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sqlite3
 import subprocess
@@ -72,12 +73,12 @@ COLLECTED = '{"event": "collected", "count": 4, "files": {"tests/a.py": 2, "test
 
 
 def _case(nodeid: str, outcome: str = "passed", phase: str = "") -> str:
-    return ('{"event": "case", "nodeid": "%s", "outcome": "%s", "duration": 0.1, '
-            '"message": "boom", "phase": "%s"}' % (nodeid, outcome, phase))
+    return json.dumps({"event": "case", "nodeid": nodeid, "outcome": outcome, "duration": 0.1,
+                       "message": "boom", "phase": phase})
 
 
 def _file(name: str, t: float) -> str:
-    return '{"event": "file", "file": "%s", "t": %s}' % (name, t)
+    return json.dumps({"event": "file", "file": name, "t": t})
 
 
 def _verdicts(text: str, outcome: Outcome, reason: str = "", end: float = 110.0):
@@ -330,3 +331,17 @@ def test_run_command_records_junit_testcases_and_per_file_history(tmp_path: Path
     assert rows[0][2] >= 0.3  # the file's own time, measured inside the session
     assert cases == [("test_a", "PASSED"), ("test_b1", "PASSED"), ("test_b2", "FAILED")]
 
+
+def test_dry_run_shows_the_sessions(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "testfleet.toml").write_text(BATCH_TOML.replace("batch = true",
+                                                            "batch = true\nbatch_max_files = 2"))
+    for name in ("a", "b", "c"):
+        (root / "tests" / f"test_{name}.py").write_text("def test_x(): pass\n")
+    proc = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
+                           "--stage", "unit", "--dry-run"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if "tests/test_" in line]
+    assert ["session 1" in rows[0], "session 1" in rows[1], "alone" in rows[2]] == [True] * 3

@@ -185,14 +185,21 @@ def _print_dry_run(spec: Any) -> None:
                         f"{len(spec.items)} file{'s' if len(spec.items) != 1 else ''}, max {spec.options.max_attempts} attempt(s), "
                         f"fast-fail {'on' if spec.options.fast_fail else 'off'}",
                   title_justify="left")
-    for col in ("#", "file", "estimate", "timeout", "command"):
+    session: dict[int, str] = {}
+    if s.batch:  # session mode: which pytest session each file runs in
+        from testfleet.runner.session import plan_groups
+
+        for n, group in enumerate(plan_groups(spec.items, s), 1):
+            for i in group:
+                session[i] = f"session {n}" if len(group) > 1 else "alone"
+    for col in ("#", "file", "estimate", "timeout", "command", *(("batch",) if s.batch else ())):
         table.add_column(col, overflow="fold")
     for i, item in enumerate(spec.items, 1):
         argv = command_argv(s.command_for(item), item.file, s.extra_args)
         table.add_row(str(i), item.file, fmt_seconds(item.estimate),
                       fmt_seconds(s.timeout_for(item.estimate)),
                       shlex.join(["python" if argv[0] == sys.executable else argv[0],
-                                  *argv[1:]]))
+                                  *argv[1:]]), *((session[i - 1],) if s.batch else ()))
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)
