@@ -3,6 +3,7 @@ because its conftest sits outside any package)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,23 @@ def with_base_sha(payload: Path, dest: Path, sha: str) -> Path:
     data.setdefault("pull_request", {}).setdefault("base", {})["sha"] = sha
     dest.write_text(json.dumps(data), encoding="utf-8")
     return dest
+
+
+def wait_for_file(path: Path, timeout: float = 30) -> None:
+    """Wait until a process under test has written ``path`` (its ready signal); a
+    condition, not a sleep, so a loaded machine only makes the test slower."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    time.sleep(0.1)
+
+
+def process_gone(pid: int) -> bool:
+    """A process that exited (or is a zombie nobody reaped yet) is gone."""
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True

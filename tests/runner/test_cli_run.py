@@ -9,12 +9,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import psutil
 import pytest
+
+from support import process_gone, wait_for_file
 
 PASS = "print('ok')\n"
 FAIL = "import sys\nprint('boom')\nsys.exit(3)\n"
@@ -164,21 +165,6 @@ time.sleep(3600)
 """
 
 
-def _wait_for(path: Path, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-    time.sleep(0.1)
-
-
-def _dead(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def _spawn(root: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
     return subprocess.Popen([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
@@ -192,14 +178,14 @@ def test_signal_mid_file_writes_partial_junit(cli_project, sig: int, code: int) 
                                      "test_c.py": PASS}, floor=60.0, grace=2.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
     pids_file = root / "tests" / "test_b.py.pids"
-    _wait_for(pids_file)
+    wait_for_file(pids_file, timeout=20)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, out + err
     assert junit_cases(root / "j.xml") == {"tests/test_a.py": "passed", "tests/test_b.py": "error",
                                            "tests/test_c.py": "skipped"}
     for pid in map(int, pids_file.read_text().split()):
-        assert _dead(pid), pid
+        assert process_gone(pid), pid
 
 
 def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
@@ -207,7 +193,7 @@ def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
                                     floor=60.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
     pids_file = root / "tests" / "test_b.py.pids"
-    _wait_for(pids_file)
+    wait_for_file(pids_file, timeout=20)
     proc.kill()
     proc.communicate(timeout=30)
     for pid in map(int, pids_file.read_text().split()):  # orphans now; CI would reap them

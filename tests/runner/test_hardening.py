@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import psutil
 import pytest
+
+from support import process_gone, wait_for_file
 
 PASS = "print('ok')\n"
 SLOW_WITH_CHILD = """
@@ -41,35 +42,20 @@ def _spawn(root: Path, *args: str, env: dict[str, str] | None = None) -> subproc
                             env=_env(env))
 
 
-def _wait_for(path: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-    time.sleep(0.1)
-
-
-def _dead(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.parametrize("sig", [signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM])
 def test_every_terminating_signal_kills_the_test_and_its_children(cli_project, sig: int) -> None:
     root, plan, [job] = cli_project({"test_a.py": SLOW_WITH_CHILD}, floor=60.0, grace=2.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history")
     pids_file = root / "tests" / "test_a.py.pids"
-    _wait_for(pids_file)
+    wait_for_file(pids_file)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, out + err
     deadline = time.monotonic() + 10
     pids = list(map(int, pids_file.read_text().split()))
-    while not all(_dead(p) for p in pids) and time.monotonic() < deadline:
+    while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert all(_dead(p) for p in pids), pids
+    assert all(process_gone(p) for p in pids), pids
 
 
 def test_a_lost_final_junit_write_is_not_exit_0(cli_project) -> None:

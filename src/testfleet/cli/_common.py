@@ -38,6 +38,31 @@ def write_output(path: Path, data: bytes, what: str = "--output") -> None:
         raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
+class FormatChoice(click.Choice):  # type: ignore[type-arg]
+    """``--format``'s choices, with old spellings still accepted but not offered.
+
+    The human form of every command's output is ``table`` (``report``, which writes
+    documents, is the one command with ``text``); ``text`` still works where a command
+    used to call it that, so scripts written against 0.1 keep running.
+    """
+
+    def __init__(self, choices: list[str], aliases: dict[str, str] | None = None) -> None:
+        super().__init__(choices)
+        self.aliases = dict(aliases or {})
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.aliases:
+            value = self.aliases[value]
+        return super().convert(value, param, ctx)
+
+
+def human_format_option(json_help: str) -> Callable[[_F], _F]:
+    """``--format table|json`` for a command whose human output used to be called ``text``."""
+    return click.option("--format", "fmt", type=FormatChoice(["table", "json"], {"text": "table"}),
+                        default="table", show_default=True,
+                        help=f"table for people, json for tools ({json_help}).")
+
+
 def database_option(note: str = "") -> Callable[[_F], _F]:
     """``--database URL``, spelt and explained the same by every command that uses history;
     ``note`` says what this command does with it (e.g. when it is unavailable)."""

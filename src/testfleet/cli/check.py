@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from testfleet.cli._common import human_format_option
 from testfleet.config import Project, find_config, load_project
 from testfleet.errors import ConfigError
 from testfleet.findings import Finding
@@ -87,8 +88,7 @@ def run_check(project: Project, *, use_cache: bool = True) -> tuple[Registry, li
 
 
 @click.command("check")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format.")
+@human_format_option("testfleet.check/1")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
@@ -153,7 +153,7 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
         }
         click.echo(json.dumps(doc, indent=2))
     github = os.environ.get("GITHUB_ACTIONS") == "true"
-    if fmt != "json":
+    if fmt == "table":
         # click keeps the styles on a terminal; NO_COLOR (no-color.org) turns them off there too.
         # Under GitHub Actions each finding is shown once, as its annotation (below), not also
         # as a line; the summary line stays.

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from, single_line
+from testfleet.cli._common import database_option, human_format_option, project_from, single_line
 from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
 
@@ -77,8 +77,7 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
 @click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA", callback=single_line,
               help="Commit to store (default: $GITHUB_SHA).")
 @database_option()
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="text for people, json for tools.")
+@human_format_option("testfleet.gate-evaluate/1")
 @click.pass_context
 def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bool,
                  suite: str | None, old_suite: str | None, run_id: str | None,

@@ -18,7 +18,13 @@ from typing import Any
 
 import click
 
-from testfleet.cli._common import database_option, project_from, single_line, write_output
+from testfleet.cli._common import (
+    database_option,
+    human_format_option,
+    project_from,
+    single_line,
+    write_output,
+)
 
 
 @click.group("history")
@@ -113,8 +119,7 @@ def _make_parent(output: Path) -> None:
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
               default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
 @click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Report as text or as JSON (testfleet.history-merge/1).")
+@human_format_option("testfleet.history-merge/1")
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
@@ -152,8 +157,7 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
 
 @command.command("show")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Header as text or as JSON (testfleet.history-show/1).")
+@human_format_option("testfleet.history-show/1")
 def show_cmd(file: Path, fmt: str) -> int:
     """Verify a bundle and print its header and record counts."""
     from testfleet.history.bundle import read_file

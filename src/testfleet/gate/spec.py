@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from testfleet.canonical import canonical_json as canonical_json  # stored identities
 from testfleet.findings import Finding
 
 if TYPE_CHECKING:
@@ -37,12 +37,6 @@ CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 STEP_LAST = -1  # the coordinate of ``steps="last"``
 
 Steps = Literal["last", "all"] | tuple[int, ...]
-
-
-def canonical_json(value: Any) -> str:
-    """The one spelling of a literal used in stored identities (sorted keys, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testfleet.canonical import canonical_bytes
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
 from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Container, JobCI
@@ -223,9 +224,7 @@ class Plan:
         return _parse_plan(data)
 
 
-def _canonical(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+_canonical = canonical_bytes
 
 
 def content_digest(content: dict[str, Any]) -> str:
