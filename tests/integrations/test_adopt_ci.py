@@ -6,6 +6,8 @@ issue's failures; the last one checks the adopted tree end to end."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -26,6 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 COLLECTOR = '''
+import ast
 import glob
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -41,6 +44,9 @@ class CIRegistry:
     est_time: float
     suite: str
     implicit: bool = False
+    labels: tuple = ()
+    nightly: bool = False
+    disabled: str = None
 
 def register_cpu_ci(est_time, suite, *, labels=None, nightly=False, disabled=None):
     return None
@@ -62,6 +68,75 @@ def _is_implicit(filename):
 def _implicit(filename):
     return CIRegistry(backend=HWBackend.CPU, filename=filename, est_time=2.0,
                       suite="stage-a-cpu", implicit=True)
+
+def _markers(filename):
+    with open(filename) as f:
+        tree = ast.parse(f.read())
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id.endswith("_ci")
+                and stmt.value.func.id != "register_ci_gate"):
+            kw = {k.arg: ast.literal_eval(k.value) for k in stmt.value.keywords}
+            backend = HWBackend[stmt.value.func.id.split("_")[1].upper()]
+            yield CIRegistry(backend, filename, float(kw["est_time"]), kw["suite"],
+                             labels=tuple(kw.get("labels") or ()), nightly=kw.get("nightly", False),
+                             disabled=kw.get("disabled"))
+
+def collect_tests(files):
+    out = []
+    for filename in files:
+        found = list(_markers(filename))
+        if not found and _is_implicit(filename):
+            found = [_implicit(filename)]
+        out.extend(found)
+    return out
+'''
+
+RUN_SUITE = '''
+"""The project's own runner: --list-only prints what a job of the stage would run."""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.ci.ci_policy import resolve_policy  # noqa: E402
+from tests.ci.ci_register import collect_tests, discover_ci_files  # noqa: E402
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hw", required=True)
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--cadence", default="regular")
+    parser.add_argument("--labels", nargs="*", default=[])
+    parser.add_argument("--list-only", action="store_true")
+    args, _ = parser.parse_known_args()
+    include, admit_nightly = resolve_policy(args.cadence, args.labels)
+    chosen, skipped = [], []
+    for t in collect_tests(discover_ci_files()):
+        if t.backend.name.lower() != args.hw or t.suite != args.suite:
+            continue
+        if t.disabled or (t.nightly and not admit_nightly) or (t.labels and not set(t.labels) & include):
+            skipped.append(t)
+        else:
+            chosen.append(t)
+    print(f"Policy: cadence={args.cadence} include_labels={sorted(include)}")
+    if skipped:
+        print(f"Skipped {len(skipped)} test(s):")
+        for t in skipped:
+            print(f"  - {t.filename} (reason: labels {list(t.labels)} / nightly={t.nightly})")
+        print()
+    print(f"Enabled {len(chosen)} test(s):")
+    for t in chosen:
+        print(f"  - {t.filename} (est_time={t.est_time}s)")
+    if args.list_only or not chosen:
+        return 0
+    if args.hw == "cpu":
+        return subprocess.call([sys.executable, "-m", "pytest", *[t.filename for t in chosen]])
+    return max(subprocess.call([sys.executable, t.filename]) for t in chosen)
+
+if __name__ == "__main__":
+    sys.exit(main())
 '''
 
 LABELS = '''
@@ -74,12 +149,24 @@ KNOWN_LABELS: dict[str, str] = {
 '''
 
 POLICY = '''
+from tests.ci.labels import KNOWN_LABELS
+
 NIGHTLY_CADENCE = "nightly"
 WEEKLY_CADENCE = "weekly"
 SCHEDULE_POLICIES = {
     "0 15 * * 0-5": (NIGHTLY_CADENCE, ()),
     "0 15 * * 6": (WEEKLY_CADENCE, ()),
 }
+NIGHTLY_LABELS = ("megatron", "fsdp", "unused")
+
+def resolve_policy(cadence, labels):
+    """(labels included, whether nightly-only tests run) for a run."""
+    include = {label.removeprefix("run-ci-") for label in labels}
+    if "run-ci-all" in labels or cadence == WEEKLY_CADENCE:
+        include |= set(KNOWN_LABELS)
+    elif cadence == NIGHTLY_CADENCE:
+        include |= set(NIGHTLY_LABELS)
+    return include, cadence in (NIGHTLY_CADENCE, WEEKLY_CADENCE)
 '''
 
 GATES = '''
@@ -224,6 +311,7 @@ def realistic_tree(root: Path) -> Path:
         "tests/ci/ci_register.py": COLLECTOR,
         "tests/ci/labels.py": LABELS,
         "tests/ci/ci_policy.py": POLICY,
+        "tests/ci/run_suite.py": RUN_SUITE,
         "tests/ci/gates/register.py": GATES,
         "tests/test_top_level_manual.py": "def test_x(): pass\n",
         "tests/manual/test_by_hand.py": "def test_y(): pass\n",
@@ -352,40 +440,38 @@ TRIGGERS = [
     Trigger(event="pull_request"),
     Trigger(event="pull_request", labels=("run-ci-megatron",)),
     Trigger(event="pull_request", labels=("run-ci-all",)),
+    Trigger(event="pull_request", labels=("run-ci-fsdp", "run-ci-long", "run-ci-megatron", "run-ci-unused")),
     Trigger(event="schedule", cadence="nightly"),
     Trigger(event="schedule", cadence="weekly"),
+    Trigger(event="workflow_dispatch"),
 ]
 
 
+def runner_args(trigger: Trigger) -> list[str]:
+    """The project's runner flags for a trigger (as its workflow passes them)."""
+    args = ["--cadence", trigger.cadence] if trigger.cadence else []
+    return args + (["--labels", *trigger.labels] if trigger.labels else [])
+
+
+def run_project(tree: Path, *args: str) -> str:
+    """The tree's own code, in a python3 of its own (adoption never runs it; this test does)."""
+    done = subprocess.run([sys.executable, *args], cwd=tree, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def project_runner(tree: Path, stage: str, backend: str, trigger: Trigger) -> set[str]:
-    """What the tree's own runner would pick for one stage: the collector's files, its
-    implicit rule, and the label / cadence rules its policy module documents."""
-    config = tomllib.loads((tree / "pyproject.toml").read_text())["tool"]["testfleet"]
-    assert config  # the runner below reads the tree, not the config
-    nightly = trigger.cadence in ("nightly", "weekly")
-    include = {lb.removeprefix("run-ci-") for lb in trigger.labels}
-    if "run-ci-all" in trigger.labels or trigger.cadence == "weekly":
-        include |= {"megatron", "fsdp", "long", "unused"}
-    elif trigger.cadence == "nightly":
-        include |= {"megatron", "fsdp", "unused"}
-    out = set()
-    for rel in sorted(p.relative_to(tree).as_posix() for p in tree.glob("tests/*/**/test_*.py")):
-        if not rel.startswith(("tests/fast/", "tests/e2e/")):
-            continue
-        text = (tree / rel).read_text()
-        if "register_" not in text:
-            if stage == "stage-a-cpu":
-                out.add(rel)
-            continue
-        for line in text.splitlines():
-            if line.startswith(f"register_{backend}_ci(") and f"'{stage}'" in line.replace('"', "'"):
-                labels = json.loads(line.split("labels=")[1].split("]")[0].replace("'", '"') + "]") \
-                    if "labels=" in line else []
-                if "nightly=True" in line and not nightly:
-                    continue
-                if not labels or set(labels) & include:
-                    out.add(rel)
-    return out
+    """What the tree's own runner selects for one stage: its --list-only output."""
+    out = run_project(tree, "tests/ci/run_suite.py", "--hw", backend, "--suite", stage,
+                      "--list-only", *runner_args(trigger))
+    listed = out.split("Enabled ")[1].splitlines()[1:]
+    return {line.split("- ", 1)[1].split(" (", 1)[0] for line in listed if line.startswith("  - ")}
+
+
+COLLECT = ("import json; from tests.ci.ci_register import collect_tests, discover_ci_files; "
+           "print(json.dumps(sorted([t.filename, t.backend.name.lower(), t.suite] "
+           "for t in collect_tests(discover_ci_files()))))")
 
 
 def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -399,16 +485,21 @@ def test_adopted_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str])
     assert json.loads(out)["errors"] == 0
     project = load_project(tree)
     registry = collect(project, use_cache=False)
-    # the registry is the collector's: every discovered file, the implicit ones included
+    # the registry is the collector's (run as the project runs it): every discovered file,
+    # the implicit ones included
+    theirs = json.loads(run_project(tree, "-c", COLLECT))
+    ours = sorted([r.file, r.backend, r.suite] for r in registry.registrations)
+    assert ours == theirs and len(ours) == 12 + 1 + 5 + 2
     implicit = {r.file for r in registry.registrations if r.implicit}
     assert implicit == {p.relative_to(tree).as_posix() for p in (tree / "tests" / "fast").rglob("test_fast_*.py")}
-    assert len(registry.registrations) == 12 + 1 + 5 + 2
+    # every trigger the workflows deliver: the plan selects the runner's files, stage by stage
     for trigger in TRIGGERS:
         plan = make_plan(project, registry, PlanRequest(trigger=trigger))
         for stage in ("stage-a-cpu", "stage-b-cpu", "stage-c-4-gpu-h200"):
             backend = project.config.stages[stage].backend
             planned = {t.file for j in plan.jobs if j.stage == stage for t in j.tests}
             assert planned == project_runner(tree, stage, backend, trigger), (stage, trigger)
+        assert plan.jobs
         assert not [j for j in plan.jobs if j.stage == "nightly-stage-c-8-gpu-b200"]
     # the README's regeneration command keeps all of it
     before = (tree / "pyproject.toml").read_text()
@@ -537,3 +628,78 @@ def test_hostile_workflows_are_read_in_bounded_time(tree: Path) -> None:
     assert "not valid YAML" in bad[".github/workflows/broken.yml"]
     assert "larger than 2 MiB" in bad[".github/workflows/huge.yml"]
     assert result.data["stages"]["stage-c-4-gpu-h200"]["runs_on"] == ["h200", "4gpu"]
+
+
+RUNNER_CASES = {
+    "pr": Trigger(event="pull_request"),
+    "pr-labels": Trigger(event="pull_request", labels=("run-ci-fsdp", "run-ci-long", "run-ci-megatron",
+                                                       "run-ci-unused")),
+    "pr-all": Trigger(event="pull_request", labels=("run-ci-all",)),
+    "nightly": Trigger(event="schedule", cadence="nightly"),
+    "weekly": Trigger(event="schedule", cadence="weekly"),
+}
+STAGES = (("stage-a-cpu", "cpu"), ("stage-b-cpu", "cpu"), ("stage-c-4-gpu-h200", "cuda"))
+
+
+def test_report_compares_files_with_the_runners_saved_list(tree: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The project's runner can list its selection (--list-only): the report compares with
+    that, file by file, instead of only with the workflows' stage lists."""
+    blocks = []
+    for case, trigger in RUNNER_CASES.items():
+        for stage, backend in STAGES:
+            out = run_project(tree, "tests/ci/run_suite.py", "--hw", backend, "--suite", stage,
+                              "--list-only", *runner_args(trigger))
+            blocks.append(f"== trigger={case} stage={stage} ==\n{out}")
+    saved = tmp_path / "selection.txt"
+    saved.write_text("\n".join(blocks))
+    assert "Skipped 4 test(s):" in saved.read_text()  # listed, but not selected
+    report = tmp_path / "adoption.md"
+    args = ["-C", str(tree), "init", "--from-existing", "--dry-run", "--report", str(report),
+            "--runner-selection", str(saved)]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, out + err
+    text = report.read_text()
+    assert "the files are compared with it one by one" in text
+    assert text.count("Compared with the runner's list: 3 stage(s) select the same files.") == 5
+    # a file only the runner selects is listed with the reason testfleet has for it
+    saved.write_text(saved.read_text().replace(
+        "== trigger=pr stage=stage-c-4-gpu-h200 ==\n",
+        "== trigger=pr stage=stage-c-4-gpu-h200 ==\n  - tests/e2e/test_train_0.py (est_time=600s)\n"))
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, out + err
+    pr = report.read_text().split("### PR, no labels")[1].split("###")[0]
+    assert "2 stage(s) select the same files, 1 file difference(s):" in pr
+    assert ("| `stage-c-4-gpu-h200` | `tests/e2e/test_train_0.py` | runner only | testfleet's fate: "
+            "not-selected-by-labels") in pr
+    # a malformed file stops before anything is done, naming its line
+    saved.write_text("== trigger=pr stage=stage-a-cpu ==\n  - tests/fast/x.py\n== trigger=tuesday stage=x ==\n")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and f"{saved}:3: unknown trigger 'tuesday'; valid: push, pr," in err
+    assert not report.exists() or "tuesday" not in report.read_text()
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run",
+                             "--runner-selection", str(saved))
+    assert code == 2 and "add --report FILE" in err
+
+
+def test_runner_list_format() -> None:
+    from testfleet.integrations.adopt_report import parse_runner_selection
+
+    text = ("== trigger=nightly stage=s ==\n"
+            "Policy: cadence=nightly\n"
+            "Skipped 1 test(s):\n"
+            "  - tests/a/test_skip.py (reason: disabled)\n"
+            "\n"
+            "Enabled 2 test(s):\n"
+            "  - tests/a/test_one.py (est_time=5s)\n"
+            "  * ./tests/a/test_two.py\n"
+            "Running: pytest tests/a/test_three.py -x\n")
+    got = parse_runner_selection(text, "sel.txt")
+    assert got == {("nightly", "s"): {"tests/a/test_one.py", "tests/a/test_two.py", "tests/a/test_three.py"}}
+    from testfleet.errors import UsageError
+
+    for bad, message in [("tests/x.py\n", "sel.txt:1: text before the first"),
+                         ("== trigger=pr ==\n", "sel.txt:1: expected '== trigger=<id> stage=<stage> =='"),
+                         ("== trigger=pr stage=s ==\n== trigger=pr stage=s ==\n", "sel.txt:2: trigger=pr stage=s is given twice")]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            parse_runner_selection(bad, "sel.txt")

@@ -200,6 +200,11 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
               type=click.Path(dir_okay=False, path_type=Path),
               help="Write a Markdown adoption report to FILE (also with --dry-run, and when "
                    "adoption stops on findings: it is where they are explained).")
+@click.option("--runner-selection", "runner_selection", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="With --report: the project's runner's saved --list-only / dry-run output, "
+                   "one '== trigger=<id> stage=<stage> ==' block each (docs/adopt.md); the "
+                   "report compares the files with it.")
 @click.option("--toml", "use_toml", is_flag=True,
               help="Write testfleet.toml even when pyproject.toml exists.")
 @click.option("--root", "roots", multiple=True, metavar="DIR",
@@ -225,7 +230,8 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
 def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bool, force: bool,
-            rederive: bool, allow_findings: bool, report: Path | None, use_toml: bool,
+            rederive: bool, allow_findings: bool, report: Path | None,
+            runner_selection: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
             database_read_secret: str | None, no_history: bool, dry_run: bool) -> int:
@@ -273,6 +279,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                                    _existing_config(root, explicit) is None):
         raise UsageError("--report describes an adoption: use it with --from-existing "
                          "(and --rederive-config when a configuration exists)")
+    if runner_selection is not None and report is None:
+        raise UsageError("--runner-selection is compared in the adoption report: add --report FILE")
+    selection = _runner_selection(runner_selection)  # a malformed file stops before any work
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
@@ -356,7 +365,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         from testfleet.fileio import output_mode, replace_atomically
         from testfleet.integrations.adopt_report import build_report
 
-        text = build_report(root, result, adoption, config)
+        text = build_report(root, result, adoption, config, *selection)
         try:
             replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
         except OSError as exc:
@@ -456,6 +465,14 @@ def _store_ci_flags(path: Path, config: Any, flags: dict[str, Any]) -> Write | N
         raise UsageError(f"cannot add the CI flags to {path.name}: {exc}") from None
     table = "tool.testfleet.ci" if path.name == "pyproject.toml" else "ci"
     return Write(path, text, f"[{table}] in {path.name}")
+
+
+def _runner_selection(path: Path | None) -> tuple[dict[tuple[str, str], set[str]] | None, str]:
+    if path is None:
+        return None, ""
+    from testfleet.integrations.adopt_report import parse_runner_selection
+
+    return parse_runner_selection(_read_text(path), str(path)), path.name
 
 
 def _mode(path: Path) -> int:

@@ -11,6 +11,7 @@ every finding still standing between the tree and a clean ``testfleet check``.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from testfleet.policy import Trigger
 if TYPE_CHECKING:
     from testfleet.config import Config
     from testfleet.integrations.adopt import Adoption, Scan
+    from testfleet.planning.model import Plan
     from testfleet.registry.model import Registration
 
 
@@ -29,29 +31,82 @@ class TriggerCase:
     title: str
     trigger: Trigger
     events: tuple[str, ...]  # workflow events that deliver this trigger
+    id: str = ""  # the name a saved runner selection uses for it (docs/adopt.md)
 
 
 def trigger_cases(labels: list[str], schedules: dict[str, str]) -> list[TriggerCase]:
     """push, PR without and with labels, every adopted cadence, manual runs."""
     cases = [
-        TriggerCase("push", Trigger(event="push"), ("push",)),
-        TriggerCase("PR, no labels", Trigger(event="pull_request"), ("pull_request",)),
+        TriggerCase("push", Trigger(event="push"), ("push",), "push"),
+        TriggerCase("PR, no labels", Trigger(event="pull_request"), ("pull_request",), "pr"),
         TriggerCase("PR, every domain label", Trigger(
             event="pull_request", labels=tuple(f"run-ci-{lb}" for lb in sorted(labels))),
-            ("pull_request",)),
+            ("pull_request",), "pr-labels"),
         TriggerCase("PR, run-ci-all", Trigger(event="pull_request", labels=("run-ci-all",)),
-                    ("pull_request",)),
+                    ("pull_request",), "pr-all"),
     ]
     for cadence in ("nightly", "weekly"):
         if cadence in schedules.values():
             cases.append(TriggerCase(f"{cadence} (schedule)",
-                                     Trigger(event="schedule", cadence=cadence), ("schedule",)))
+                                     Trigger(event="schedule", cadence=cadence), ("schedule",),
+                                     cadence))
     cases.append(TriggerCase("release", Trigger(event="workflow_dispatch", cadence="release"),
-                             ("workflow_call", "workflow_dispatch")))
+                             ("workflow_call", "workflow_dispatch"), "release"))
     cases.append(TriggerCase("manual run (all labels)",
                              Trigger(event="workflow_dispatch", match_all_labels=True),
-                             ("workflow_dispatch",)))
+                             ("workflow_dispatch",), "manual"))
     return cases
+
+
+CASE_IDS = ("push", "pr", "pr-labels", "pr-all", "nightly", "weekly", "release", "manual")
+_BLOCK = re.compile(r"^==\s*trigger=(\S+)\s+stage=(\S+)\s*==\s*$")
+_PY_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py)(?![\w/])")
+
+
+def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[str]]:
+    """A saved selection of the project's runner: ``(trigger id, stage) -> files``.
+
+    The file is the runner's own ``--list-only`` / dry-run output for each trigger and
+    stage, each preceded by a line ``== trigger=<id> stage=<stage> ==`` (docs/adopt.md).
+    Inside a block every ``path.py`` on a line counts as selected, except on the lines of
+    a list introduced by a line that starts with "skip" (``Skipped 2 test(s):``) and
+    ending at the next line that is not indented and not a bullet. Raises
+    :class:`~testfleet.errors.UsageError` naming the line for a malformed header, an
+    unknown trigger id, a block given twice or text before the first header.
+    """
+    from testfleet.errors import UsageError
+
+    out: dict[tuple[str, str], set[str]] = {}
+    current: set[str] | None = None
+    skipping = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("=="):
+            m = _BLOCK.match(line)
+            if m is None:
+                raise UsageError(f"{source}:{number}: expected '== trigger=<id> stage=<stage> ==', "
+                                 f"got {line[:80]!r}")
+            case, stage = m.groups()
+            if case not in CASE_IDS:
+                raise UsageError(f"{source}:{number}: unknown trigger {case!r}; valid: "
+                                 f"{', '.join(CASE_IDS)}")
+            if (case, stage) in out:
+                raise UsageError(f"{source}:{number}: trigger={case} stage={stage} is given twice")
+            current = out[(case, stage)] = set()
+            skipping = False
+            continue
+        if not line.strip():
+            continue
+        if current is None:
+            raise UsageError(f"{source}:{number}: text before the first "
+                             "'== trigger=<id> stage=<stage> ==' line")
+        stripped = line.lstrip()
+        top = line == stripped and not stripped.startswith(("-", "*", "+"))
+        if top:
+            skipping = stripped.lower().startswith("skip")
+        if skipping:
+            continue
+        current.update(p.removeprefix("./") for p in _PY_PATH.findall(line))
+    return out
 
 
 def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
@@ -72,7 +127,9 @@ def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
     return {s: (len(files[s]), regs[s]) for s in regs}
 
 
-def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config) -> str:
+def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
+                 runner: dict[tuple[str, str], set[str]] | None = None,
+                 runner_source: str = "") -> str:
     from testfleet.config import Project
     from testfleet.planning import make_plan
     from testfleet.planning.request import PlanRequest
@@ -119,7 +176,9 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config) -> 
     lines += ["## Selection per trigger", "",
               "Stages are compared with the workflows' stage jobs: a stage job of the existing "
               "CI runs when its workflow is triggered by the event; testfleet runs a stage when "
-              "the plan has a job for it.", ""]
+              "the plan has a job for it."
+              + (f" Where the project's runner listed its selection ({runner_source}), the "
+                 "files are compared with it one by one." if runner else ""), ""]
     labels = sorted(config.labels)
     reasons: dict[str, str] = {
         "empty": "the existing job starts and finds nothing to run for this trigger; testfleet "
@@ -156,13 +215,24 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config) -> 
         lines.append(f"### {case.title}: testfleet runs {total_files} file(s) in "
                      f"{len(plan.jobs)} job(s)")
         lines.append("")
+        if case.id == "pr-labels" and labels:
+            lines += [f"Labels: {', '.join(f'`run-ci-{lb}`' for lb in labels)}.", ""]
         if rows:
             lines += ["| stage | existing CI runs it | testfleet files | reason |",
                       "|---|---|---|---|", *rows]
         else:
             lines.append("Same stages on both sides.")
         lines.append("")
+        if runner:
+            lines += _file_comparison(case, plan, runner, adoption, config)
 
+    if runner:
+        unknown = sorted({f"trigger={c} stage={st}" for c, st in runner
+                          if st not in config.stages
+                          or c not in {k.id for k in trigger_cases(labels, config.policy.schedules)}})
+        if unknown:
+            lines += [f"Not compared (no such stage or trigger in the adopted configuration): "
+                      f"{', '.join(unknown)}.", ""]
     lines += ["## Not carried over", ""]
     if adoption.not_carried:
         lines += [f"- {n.render()}" for n in adoption.not_carried]
@@ -176,3 +246,39 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config) -> 
     lines += ["", "## Notes", ""]
     lines += [f"- {n}" for n in adoption.notes] or ["None."]
     return "\n".join(lines) + "\n"
+
+
+def _file_comparison(case: TriggerCase, plan: Plan, runner: dict[tuple[str, str], set[str]],
+                     adoption: Adoption, config: Config) -> list[str]:
+    """The files of each stage the runner listed for this trigger, against the plan's,
+    with the reason for each difference class."""
+    jobs = plan.jobs
+    fates = {(f.file, f.suite): f"{f.reason} ({f.detail})" if f.detail else f.reason
+             for f in plan.skipped}
+    unread = {f.file for f in adoption.findings if f.severity == "error"}
+    excluded = set(adoption.data.get("exclude", []))
+    rows: list[str] = []
+    same = 0
+    for (case_id, stage), listed in sorted(runner.items()):
+        if case_id != case.id or stage not in config.stages:
+            continue
+        ours = {t.file for j in jobs if j.stage == stage for t in j.tests}
+        if ours == listed:
+            same += 1
+            continue
+        for file in sorted(listed - ours):
+            why = ("its registration could not be adopted (see Findings)" if file in unread
+                   else "excluded by the adopted configuration" if file in excluded
+                   else f"testfleet's fate: {fates[(file, stage)]}" if (file, stage) in fates
+                   else "not explained by the adoption: compare the runner's rules with the policy")
+            rows.append(f"| `{stage}` | `{file}` | runner only | {why} |")
+        for file in sorted(ours - listed):
+            rows.append(f"| `{stage}` | `{file}` | testfleet only | not explained by the adoption: "
+                        "compare the runner's rules with the policy |")
+    if not rows and not same:
+        return []
+    out = [f"Compared with the runner's list: {same} stage(s) select the same files"
+           + (f", {len(rows)} file difference(s):" if rows else "."), ""]
+    if rows:
+        out += ["| stage | file | side | reason |", "|---|---|---|---|", *rows]
+    return [*out, ""]
