@@ -22,11 +22,6 @@ from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 from testfleet.registry import collect
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 COLLECTOR = '''
 import ast
 import glob
