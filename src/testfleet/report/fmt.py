@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from testfleet.report.model import LedgerEntry
 
 
@@ -31,10 +33,16 @@ def measured(seconds: float) -> str:
 
 
 def factor(value: float) -> str:
-    """``measured / est_time`` as ``2.22x`` (with U+00D7); a tiny one as ``1/125x``, not ``0.00x``."""
-    if 0 < value < 0.01:
-        return f"1/{1 / value:.0f}\u00d7"
-    return f"{value:.2f}\u00d7"
+    """``measured / est_time`` in one notation for every row, so a reader compares like with
+    like: decimal with two significant digits and U+00D7 (``0.0030x``, ``0.11x``, ``2.2x``),
+    whole from 10 up (``338x``); never ``1/338x`` beside ``0.02x``, never ``0.00x``."""
+    if not math.isfinite(value) or value <= 0:
+        return "0\u00d7" if value == 0 else f"{value}\u00d7"
+    if value >= 9.95:
+        return f"{value:.0f}\u00d7"
+    rounded = float(f"{value:.2g}")
+    decimals = max(0, 1 - math.floor(math.log10(rounded)))
+    return f"{rounded:.{decimals}f}\u00d7"
 
 
 def age(e: LedgerEntry) -> str:
@@ -73,3 +81,29 @@ def cause(c: str) -> str:
 def lost(n: int) -> str:
     """What a hole costs: ``1 registration that would run is held back``."""
     return f"{plural(n, 'registration')} that would run {'is' if n == 1 else 'are'} held back"
+
+
+PATH_COLUMN = 44
+
+
+def path_width(paths: list[str], limit: int = PATH_COLUMN) -> int:
+    """A terminal column width for these paths: the longest path up to ``limit``, but never
+    narrower than the longest single name (a name is never split)."""
+    longest_name = max((len(part) + 1 for p in paths for part in p.split("/")), default=1)
+    return max(longest_name, min(max((len(p) for p in paths), default=1), limit))
+
+
+def path_lines(path: str, width: int) -> str:
+    """``path`` wrapped to ``width`` only after a ``/`` (a terminal table would otherwise
+    cut ``test_qwen3_4B_offl|oad``); a name longer than ``width`` keeps a line of its own."""
+    lines: list[str] = []
+    line = ""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        piece = part + ("/" if i < len(parts) - 1 else "")
+        if line and len(line) + len(piece) > width:
+            lines.append(line)
+            line = ""
+        line += piece
+    lines.append(line)
+    return "\n".join(lines)

@@ -20,6 +20,7 @@ from typing import Any
 
 from testfleet.config import Project
 from testfleet.report.model import GateRow, TrendPoint, TrendSeries
+from testfleet.report.trends import worth_drawing
 
 MAX_TRENDS = 36
 RUNS_PER_TEST = 60
@@ -44,7 +45,9 @@ def gate_history(store: Any, project: Project, gate_files: Iterable[str]
     note = ""
     if files and not rows:
         note = f"{len(files)} gated test file(s), no gated runs recorded yet"
-    series.sort(key=lambda s: (not _latest_untrusted(s), s.file, s.metric, s.step))
+    # what moved first, so the cap below drops flat coordinates before a series that moved
+    series.sort(key=lambda s: (not _latest_untrusted(s), not worth_drawing(s), s.file,
+                               s.metric, s.step))
     if len(series) > MAX_TRENDS:
         more = len(series) - MAX_TRENDS
         note = "; ".join(x for x in (note, f"{more} more trend coordinate(s) not drawn") if x)

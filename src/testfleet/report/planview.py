@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,8 @@ from testfleet.errors import UsageError
 from testfleet.report.model import PlanSection, ShardBar, StageTimeline
 
 PLAN_SCHEMA_PREFIX = "testfleet.plan/"
+# the planner's wording (planning/planner.py) for a stage hole and a backend with no coverage
+_HOLE_WARNING = re.compile(r"coverage hole: stage \S+ |backend \S+ has no enabled coverage at all ")
 
 
 def load_plan_section(path: Path) -> PlanSection:
@@ -91,8 +94,15 @@ def plan_section(data: Any, source: str) -> PlanSection:
     policy: Mapping[str, object] = raw_policy if isinstance(raw_policy, Mapping) else {}
     warnings = [w if isinstance(w, str) else json.dumps(w, sort_keys=True)
                 for w in data.get("warnings", []) or []]
+    warnings = [w for w in warnings if not is_hole_warning(w)]
     digest = data.get("digest") if isinstance(data.get("digest"), str) else None
     return PlanSection(source, digest, dict(policy), tuple(timelines), tuple(warnings))
+
+
+def is_hole_warning(warning: str) -> bool:
+    """A plan warning that only restates a coverage hole. The report leaves it out: its
+    holes section names every hole (from the same registry), once."""
+    return bool(_HOLE_WARNING.match(warning))
 
 
 def _lower_bound(bars: tuple[ShardBar, ...]) -> float:

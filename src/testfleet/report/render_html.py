@@ -10,6 +10,8 @@ escaped with :func:`html.escape`.
 from __future__ import annotations
 
 from testfleet.report import fmt, svg
+from testfleet.report.htmlparts import path as _path
+from testfleet.report.htmlparts import scroll
 from testfleet.report.links import RepoLinks
 from testfleet.report.model import (
     CATEGORIES,
@@ -24,6 +26,7 @@ from testfleet.report.render_results import CSS as RESULTS_CSS
 from testfleet.report.render_results import generated_epoch
 from testfleet.report.render_results import html_section as results_html
 from testfleet.report.svg import esc
+from testfleet.report.trends import split as split_trends
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -57,23 +60,24 @@ section h2 .count{color:var(--muted);font-weight:500}
 .hole{display:flex;gap:12px;align-items:baseline;padding:6px 0;border-top:1px solid rgba(200,55,43,.25)}
 .hole:first-of-type{border-top:0}
 .hole .what{font-weight:700;font-size:15px;white-space:nowrap}
-.hole .why{overflow-wrap:anywhere}
+.hole .why{overflow-wrap:break-word}
 .ok{border:1px solid var(--green);background:var(--green-bg);color:var(--green);font-weight:600}
 .dormant{border:2px solid var(--amber);background:var(--amber-bg)}
 .dormant h2{color:var(--amber)}
 .dcard{padding:8px 0;border-top:1px solid rgba(168,100,0,.25)} .dcard:first-of-type{border-top:0}
 .dcard .name{font-weight:700;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.dcard .reason{font-size:15px;margin:2px 0;overflow-wrap:anywhere}
+.dcard .reason{font-size:15px;margin:2px 0;overflow-wrap:break-word}
 .dcard .meta{color:var(--muted);font-size:12.5px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-td.reason{overflow-wrap:anywhere;max-width:420px}
+td.reason{overflow-wrap:break-word;min-width:12em}
 .nw{white-space:nowrap}
 td.stages{color:var(--muted);font-size:12px}
 td.file{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;
-overflow-wrap:anywhere;max-width:360px}
+overflow-wrap:normal;word-break:normal;min-width:14em}
+.tw{overflow-x:auto;max-width:100%}
 tr.hole-row td:first-child{color:var(--red);font-weight:700}
 tr.dormant-row{background:var(--amber-bg)}
 tr.total td{font-weight:700;border-top:2px solid var(--line)}
@@ -93,7 +97,7 @@ white-space:nowrap}
 @media (max-width:900px){.grid2{grid-template-columns:1fr}}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 .charts figure{margin:0} figcaption{font-size:12px;color:var(--muted);max-width:360px;
-overflow-wrap:anywhere}
+overflow-wrap:break-word}
 svg.chart.wide{width:100%;max-width:1060px;height:auto}
 svg text.t{font-size:10.5px;fill:var(--muted)} svg text.v{font-size:10.5px;fill:var(--ink)}
 .trend-h{font-size:14px;margin:12px 0 4px} .trend-h .m{color:var(--muted);font-weight:400;font-size:12.5px}
@@ -137,11 +141,6 @@ def _long(text: str, limit: int = LONG) -> str:
         return esc(text)
     return (f"{esc(text[:limit])}<details class=\"more\"><summary>\u2026 show all "
             f"{len(text)} characters</summary>{esc(text[limit:])}</details>")
-
-
-def _path(path: str) -> str:
-    """An escaped path that may break after each '/' (``<wbr>``) instead of mid-name."""
-    return "/<wbr>".join(esc(part) for part in path.split("/"))
 
 
 def _file_cell(report: Report, file: str, line: int) -> str:
@@ -242,10 +241,10 @@ def _matrix(report: Report) -> str:
     rows.append(f'<tr class="total"><td>all stages</td><td></td><td></td><td>{svg.stacked_bar(t)}</td>'
                 + "".join(f'<td class="num">{t.get(c)}</td>' for c in CATEGORIES)
                 + f'<td class="num">{t.total}</td><td class="num">{esc(fmt.duration(t.est_seconds))}</td></tr>')
-    return (f'<section id="matrix"><h2>Coverage matrix</h2><table><thead><tr><th>stage</th>'
-            f'<th>backend</th><th>status</th><th>mix</th>{head}<th class="num">total</th>'
-            f'<th class="num">est. time</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f"{_legend()}</section>")
+    table = (f'<table><thead><tr><th>stage</th>'
+             f'<th>backend</th><th>status</th><th>mix</th>{head}<th class="num">total</th>'
+             f'<th class="num">est. time</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return f'<section id="matrix"><h2>Coverage matrix</h2>{scroll(table)}{_legend()}</section>'
 
 
 def _groups(title: str, rows: tuple[GroupRow, ...], ident: str) -> str:
@@ -258,10 +257,12 @@ def _groups(title: str, rows: tuple[GroupRow, ...], ident: str) -> str:
             f"<td>{svg.stacked_bar(g.counts, 200, 12)}</td>"
             + "".join(f'<td class="num">{g.counts.get(c)}</td>' for c in CATEGORIES)
             + f'<td class="num">{"<b class=none>0</b>" if bad else g.scheduled}</td>'
-            f'<td class="stages">{esc(", ".join(g.stages))}</td></tr>')
-    return (f'<div id="{ident}"><h2>{esc(title)}</h2><table><thead><tr><th>{esc(title[:-1].lower())}'
-            f'</th><th>mix</th>{head}<th class="num">scheduled</th><th>stages</th></tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+            f'<td class="stages">{", ".join(f"<span class=nw>{esc(n)}</span>" for n in g.stages)}'
+            "</td></tr>")
+    table = (f'<table><thead><tr><th>{esc(title[:-1].lower())}'
+             f'</th><th>mix</th>{head}<th class="num">scheduled</th><th>stages</th></tr></thead>'
+             f'<tbody>{"".join(body)}</tbody></table>')
+    return f'<div id="{ident}"><h2>{esc(title)}</h2>{scroll(table)}</div>'
 
 
 def _ledger(report: Report) -> str:
@@ -278,7 +279,7 @@ def _ledger(report: Report) -> str:
         age_title = esc(e.age_note or (f"changed {e.changed} in {e.commit[:12]}" if e.commit and e.changed else ""))
         rows.append(
             f'<tr><td class="file">{_file_cell(report, e.file, e.reason_line or e.line)}</td>'
-            f'<td>{esc(e.backend)}</td><td class="mono">{esc(e.suite)}{dormant}</td>'
+            f'<td>{esc(e.backend)}</td><td class="mono nw">{esc(e.suite)}{dormant}</td>'
             f'<td class="reason">{_long(e.reason)}{shared}</td><td>{_refs(e.references, report.links)}</td>'
             f'<td class="num" title="{age_title}">{esc(fmt.age(e))}</td><td>{exp_html}</td></tr>')
     return (f'<section id="ledger"><h2>Disabled ledger <span class="count">({len(report.ledger)})'
@@ -288,9 +289,9 @@ def _ledger(report: Report) -> str:
             f"A reason that cites no issue or URL shows <span class=none>none</span>.</p>"
             f'<figure style="margin:0">{svg.age_histogram(report.ledger)}'
             f"<figcaption>How long registrations have been disabled</figcaption></figure></div>"
-            f"<table><thead><tr><th>file:line</th><th>backend</th><th>suite</th><th>reason</th>"
-            f'<th>reference</th><th class="num">age</th><th>expiry</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></section>')
+            + scroll(f"<table><thead><tr><th>file:line</th><th>backend</th><th>suite</th>"
+                     f'<th>reason</th><th>reference</th><th class="num">age</th><th>expiry</th>'
+                     f'</tr></thead><tbody>{"".join(rows)}</tbody></table>') + "</section>")
 
 
 def _plan(report: Report) -> str:
@@ -303,7 +304,7 @@ def _plan(report: Report) -> str:
             blocks.append(f'<div class="stage-tl"><h3 class="mono">{esc(t.stage)} '
                           f'<span class="pill {"dormant" if t.status == "dormant" else "warn"}">'
                           f'{esc(t.status or "no jobs")}</span></h3>'
-                          f'<div class="note">{esc(t.reason or "no jobs in this plan")}</div></div>')
+                          f'<div class="note">{_no_jobs(report, t.status, t.reason)}</div></div>')
             continue
         ratio = f"{t.ratio:.3f}" if t.ratio is not None else "n/a"
         blocks.append(
@@ -320,6 +321,13 @@ def _plan(report: Report) -> str:
             f'{"".join(blocks)}{legend}{warn}</section>')
 
 
+def _no_jobs(report: Report, status: str, reason: str | None) -> str:
+    """Why a stage has no jobs; a dormant stage's reason is under Dormant stages already."""
+    if status == "dormant" and report.dormant:
+        return 'dormant: nothing scheduled (reason under <a href="#dormant">Dormant stages</a>)'
+    return esc(reason or "no jobs in this plan")
+
+
 def _history(report: Report) -> str:
     h = report.history
     if not h.available:
@@ -327,48 +335,70 @@ def _history(report: Report) -> str:
     parts = []
     if h.drift:
         rows = "".join(
-            f'<tr><td class="file">{esc(d.file)}</td><td class="mono">{esc(d.stage)}</td>'
+            f'<tr><td class="file">{_path(d.file)}</td><td class="mono nw">{esc(d.stage)}</td>'
             f'<td class="num">{esc(fmt.measured(d.literal))}</td>'
             f'<td class="num">{esc(fmt.measured(d.measured))}</td><td class="num">{d.samples}</td>'
             f'<td class="num"><span class="pill {"bad" if d.factor > 1 else "warn"}">'
             f"{esc(fmt.factor(d.factor))}</span></td></tr>" for d in h.drift)
         parts.append(f'<section id="drift"><h2>Duration drift <span class="count">(est_time vs '
-                     f"measured, factor ≥ {h.drift_factor:g})</span></h2><table><thead><tr>"
-                     f'<th>file</th><th>stage</th><th class="num">est_time</th>'
-                     f'<th class="num">measured</th><th class="num">samples</th>'
-                     f'<th class="num">factor</th></tr></thead><tbody>{rows}</tbody></table></section>')
+                     f"measured, factor ≥ {h.drift_factor:g})</span></h2>"
+                     + scroll('<table><thead><tr><th>file</th><th>stage</th>'
+                              '<th class="num">est_time</th><th class="num">measured</th>'
+                              '<th class="num">samples</th><th class="num">factor</th></tr>'
+                              f"</thead><tbody>{rows}</tbody></table>") + "</section>")
     if h.gates:
         rows = "".join(
-            f'<tr><td class="file">{esc(g.file)}</td><td class="mono">{esc(g.suite)}</td>'
+            f'<tr><td class="file">{_path(g.file)}</td><td class="mono nw">{esc(g.suite)}</td>'
             f'<td class="mono">{esc(g.metric)}</td><td class="num">{g.coordinates}</td>'
             f"<td>{_verdict(g.last_verdict)}</td><td>{esc(g.last_run or '—')}</td>"
             f'<td class="num">{g.runs}</td><td class="num">{g.untrusted_runs}</td></tr>'
             for g in h.gates)
-        parts.append(f'<section id="gates"><h2>Metric gates</h2><table><thead><tr><th>file</th>'
-                     f'<th>suite</th><th>metric</th><th class="num">coords</th><th>last verdict</th>'
-                     f'<th>last run</th><th class="num">runs</th><th class="num">untrusted</th>'
-                     f"</tr></thead><tbody>{rows}</tbody></table></section>")
+        parts.append('<section id="gates"><h2>Metric gates</h2>'
+                     + scroll('<table><thead><tr><th>file</th><th>suite</th><th>metric</th>'
+                              '<th class="num">coords</th><th>last verdict</th><th>last run</th>'
+                              '<th class="num">runs</th><th class="num">untrusted</th></tr>'
+                              f"</thead><tbody>{rows}</tbody></table>") + "</section>")
     if h.trends:
-        groups: dict[tuple[str, str], list[TrendSeries]] = {}
-        for t in h.trends:
-            groups.setdefault((t.file, t.metric), []).append(t)
-        blocks = []
-        for (file, metric), series in groups.items():
-            figs = "".join(
-                f"<figure>{svg.trend_chart(t)}<figcaption>"
-                f"{'step ' + str(t.step) if t.step >= 0 else 'last step'}"
-                f"{' · ' + esc(t.label) if t.label else ''}</figcaption></figure>" for t in series)
-            blocks.append(f'<h3 class="trend-h"><span class="mono">{esc(metric)}</span> '
-                          f'<span class="m">{esc(file)}</span></h3><div class="charts">{figs}</div>')
-        legend = ('<div class="legend"><span><span class="sw" style="background:#3b82c4"></span>'
-                  'trusted run</span><span><span class="sw" style="background:#d0574a"></span>'
-                  'untrusted run (\u00d7)</span><span><span class="sw" style="background:#2f9e66;'
-                  'opacity:.35"></span>band the next run is judged against, around the reference '
-                  "(dashed)</span></div>")
-        parts.append(f'<section id="trends"><h2>Metric trends</h2>{"".join(blocks)}{legend}</section>')
+        parts.append(_trends(h.trends))
     if h.note:
         parts.append(f'<p class="note">History: {esc(h.note)}</p>')
     return "".join(parts)
+
+
+def _trends(trends: tuple[TrendSeries, ...]) -> str:
+    """Charts only for series that moved; the flat ones in one table, a row per metric."""
+    moving, flat = split_trends(trends)
+    groups: dict[tuple[str, str], list[TrendSeries]] = {}
+    for t in moving:
+        groups.setdefault((t.file, t.metric), []).append(t)
+    blocks = []
+    for (file, metric), series in groups.items():
+        figs = "".join(
+            f"<figure>{svg.trend_chart(t)}<figcaption>"
+            f"{'step ' + str(t.step) if t.step >= 0 else 'last step'}"
+            f"{' · ' + esc(t.label) if t.label else ''}</figcaption></figure>" for t in series)
+        blocks.append(f'<h3 class="trend-h"><span class="mono">{esc(metric)}</span> '
+                      f'<span class="m">{_path(file)}</span></h3><div class="charts">{figs}</div>')
+    legend = ('<div class="legend"><span><span class="sw" style="background:#3b82c4"></span>'
+              'trusted run</span><span><span class="sw" style="background:#d0574a"></span>'
+              'untrusted run (\u00d7)</span><span><span class="sw" style="background:#2f9e66;'
+              'opacity:.35"></span>band the next run is judged against, around the reference '
+              "(dashed)</span></div>") if moving else ""
+    summary = ""
+    if flat:
+        rows = "".join(
+            f'<tr><td class="mono">{esc(f.metric)}</td><td class="file">{_path(f.file)}</td>'
+            f'<td class="mono nw">{esc(f.label)}</td><td>{esc(f.steps_text())}</td>'
+            f'<td class="num">{f.runs}</td><td class="num">{esc(f.values_text())}</td></tr>'
+            for f in flat)
+        n = sum(len(f.steps) for f in flat)
+        summary = (f'<h3 class="trend-h" id="flat-trends">Flat, not drawn <span class="m">'
+                   f"({fmt.plural(n, 'coordinate')}: every run the same value, all trusted)"
+                   "</span></h3>"
+                   + scroll('<table class="flat-trends"><thead><tr><th>metric</th><th>file</th>'
+                            '<th>suite</th><th>coordinates</th><th class="num">runs</th>'
+                            f'<th class="num">value(s)</th></tr></thead><tbody>{rows}</tbody></table>'))
+    return f'<section id="trends"><h2>Metric trends</h2>{"".join(blocks)}{legend}{summary}</section>'
 
 
 def _verdict(v: str | None) -> str:

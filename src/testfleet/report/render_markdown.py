@@ -13,6 +13,8 @@ from testfleet.report import fmt
 from testfleet.report.model import CATEGORIES, GroupRow, Report, StageRow
 from testfleet.report.references import describe
 from testfleet.report.render_results import generated_epoch, markdown_lines
+from testfleet.report.trends import flat_line, moving_row
+from testfleet.report.trends import split as split_trends
 
 MAX_CELL = 300
 _SPECIAL = "\\`*_{}[]()!~|>"
@@ -153,7 +155,9 @@ def _plan_md(report: Report) -> list[str]:
     rows = []
     for t in report.plan.timelines:
         if not t.shards:
-            rows.append([code(t.stage), md(t.status), "0", "—", "—", "—", md(t.reason or "")])
+            reason = ("reason under Dormant stages" if t.status == "dormant" and report.dormant
+                      else t.reason or "")
+            rows.append([code(t.stage), md(t.status), "0", "—", "—", "—", md(reason)])
             continue
         loads = " · ".join(fmt.duration(b.estimate) for b in t.shards)
         ratio = f"{t.ratio:.3f}" if t.ratio is not None else "—"
@@ -184,6 +188,16 @@ def _history_md(report: Report) -> list[str]:
                         md(g.last_verdict or "—"), md(g.last_run or "—"), str(g.runs),
                         str(g.untrusted_runs)] for g in h.gates], "lllrllrr")
         out.append("")
+    if h.trends:
+        moving, flat = split_trends(h.trends)
+        if moving:
+            out += ["### Metric trends that moved", ""]
+            out += _table(["metric", "file", "step", "runs", "range", "last", "untrusted"],
+                          [[code(t.metric), code(t.file), *[md(c) for c in moving_row(t)]]
+                           for t in moving], "lllrlrr")
+            out.append("")
+        if flat:
+            out += [f"_{md(flat_line(flat))}_", ""]
     if h.note:
         out += [f"_History: {md(h.note)}_", ""]
     return out

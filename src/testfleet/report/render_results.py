@@ -9,8 +9,12 @@ broken files; and, per dormant stage, its probe history.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
+from testfleet.report.fmt import PATH_COLUMN, path_lines, path_width
+from testfleet.report.htmlparts import path as html_path
+from testfleet.report.htmlparts import scroll
 from testfleet.report.results import ResultsSection
 from testfleet.report.svg import esc
 from testfleet.results.summary import LETTERS
@@ -64,6 +68,18 @@ def _evidence(v: Any) -> str:
 # --------------------------------------------------------------------------- text
 
 
+def path_column(table: Any, header: str, paths: list[str], limit: int = PATH_COLUMN) -> Any:
+    """Add a column for ``paths`` to a rich table; returns the cell maker: each path is
+    wrapped after a '/' only (rich itself would fold it mid-name)."""
+    from rich.text import Text
+
+    width = path_width(paths, limit)
+    # a name that fits PATH_COLUMN is never split; a longer one may fold, or the table
+    # would squeeze every other column to nothing in a narrow terminal
+    table.add_column(header, overflow="fold", no_wrap=width <= PATH_COLUMN)
+    return lambda p: Text(path_lines(p, width))
+
+
 def text_parts(r: ResultsSection | None, now: float) -> list[object]:
     from rich.table import Table
     from rich.text import Text
@@ -82,33 +98,38 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
     parts.append(t)
     if r.failing:
         t = Table(title=f"Failing now ({len(r.failing)})", title_justify="left")
-        for col in ("stage", "file", "failing for", "first failing commit", "last reason"):
+        t.add_column("stage", overflow="fold")
+        cell = path_column(t, "file", [f.file for f in r.failing])
+        for col in ("failing for", "first failing commit", "last reason"):
             t.add_column(col, overflow="fold")
         for f in r.failing:
-            t.add_row(f.stage, Text(f.file), _since(f, now), (f.first_commit or "-")[:12],
+            t.add_row(f.stage, cell(f.file), _since(f, now), (f.first_commit or "-")[:12],
                       Text((f.last.reason or f.last.outcome)[:200]))
         parts.append(t)
     t = Table(title=f"Result strips ({LEGEND})", title_justify="left")
-    for col in ("stage", "file", "runs"):
-        t.add_column(col, overflow="fold")
+    t.add_column("stage", overflow="fold")
+    cell = path_column(t, "file", [f.file for f in r.files])
+    t.add_column("runs", overflow="fold")
     for fs in r.files:
-        t.add_row(fs.stage, Text(fs.file), fs.strip)
+        t.add_row(fs.stage, cell(fs.file), fs.strip)
     parts.append(t)
     if r.flaky:
         t = Table(title="Flaky, recovered and broken", title_justify="left")
-        for col in ("stage", "file", "test", "state", "rate", "evidence"):
+        t.add_column("stage", overflow="fold")
+        cell = path_column(t, "file", [v.file for v in r.flaky])
+        for col in ("test", "state", "rate", "evidence"):
             t.add_column(col, overflow="fold")
         for v in r.flaky:
-            t.add_row(v.stage, Text(v.file), Text(v.test or "-"), _state(v),
+            t.add_row(v.stage, cell(v.file), Text(v.test or "-"), _state(v),
                       f"{v.evidence_runs}/{v.runs}", _evidence(v))
         parts.append(t)
     for p in r.probes:
         t = Table(title=f"Probes of dormant stage {p.stage}: {_probe_state(p)}",
                   title_justify="left")
-        for col in ("file", "probes"):
-            t.add_column(col, overflow="fold")
+        cell = path_column(t, "file", [fs.file for fs in p.files])
+        t.add_column("probes", overflow="fold")
         for fs in p.files:
-            t.add_row(Text(fs.file), fs.strip)
+            t.add_row(cell(fs.file), fs.strip)
         parts.append(t)
     return parts
 
@@ -188,7 +209,7 @@ CSS = (".strip{vertical-align:middle} .strip rect.run{stroke:none} "
        "td.strip-cell{white-space:nowrap}")
 
 
-def html_section(r: ResultsSection | None, now: float, path: Any = esc) -> str:
+def html_section(r: ResultsSection | None, now: float, path: Any = html_path) -> str:
     from testfleet.report.strip import result_strip
 
     if r is None:
@@ -197,7 +218,7 @@ def html_section(r: ResultsSection | None, now: float, path: Any = esc) -> str:
         return (f'<section id="results"><h2>Results</h2><p class="note">'
                 f"{esc(r.note or 'no results recorded yet')}</p></section>")
     stage_rows = "".join(
-        f'<tr><td class="mono">{esc(s.stage)}</td><td class="num">{s.files}</td>'
+        f'<tr><td class="mono nw">{esc(s.stage)}</td><td class="num">{s.files}</td>'
         f'<td class="num">{s.pass_rate:.0%} ({s.passes}/{s.runs})</td>'
         f'<td><span class="pill {"bad" if s.last_outcome == "FAILED" else "pass"}">'
         f"{esc(s.last_outcome)}</span></td></tr>" for s in r.stages)
@@ -207,10 +228,11 @@ def html_section(r: ResultsSection | None, now: float, path: Any = esc) -> str:
              f"</thead><tbody>{stage_rows}</tbody></table>"]
     if r.failing:
         rows = "".join(
-            f'<tr class="failing"><td class="mono">{esc(f.stage)}</td><td class="file">'
+            f'<tr class="failing"><td class="mono nw">{esc(f.stage)}</td><td class="file">'
             f"{path(f.file)}</td><td>{esc(_since(f, now))}</td>"
             f'<td class="mono">{esc((f.first_commit or "—")[:12])}</td>'
-            f"<td>{esc((f.last.reason or f.last.outcome)[:300])}</td></tr>" for f in r.failing)
+            f'<td class="reason">{esc((f.last.reason or f.last.outcome)[:300])}</td></tr>'
+            for f in r.failing)
         parts.append(f'<h3 id="failing">Failing now ({len(r.failing)})</h3><table '
                      f'class="results-failing"><thead><tr><th>stage</th><th>file</th>'
                      f"<th>failing for</th><th>first failing commit</th><th>last reason</th>"
@@ -248,7 +270,8 @@ def html_section(r: ResultsSection | None, now: float, path: Any = esc) -> str:
                         f"(oldest left)</th></tr></thead><tbody>{rows}</tbody></table>"
                         if rows else ""))
     parts.append("</section>")
-    return "".join(parts)
+    # every table scrolls sideways in a narrow window instead of clipping its columns
+    return re.sub(r"<table\b.*?</table>", lambda m: scroll(m.group(0)), "".join(parts), flags=re.S)
 
 
 def _colors() -> dict[str, str]:

@@ -10,9 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from testfleet.report import fmt
-from testfleet.report.model import CATEGORIES, GroupRow, Report, StageTimeline
+from testfleet.report.model import CATEGORIES, GroupRow, Report, StageTimeline, TrendSeries
 from testfleet.report.references import describe
-from testfleet.report.render_results import generated_epoch, text_parts
+from testfleet.report.render_results import generated_epoch, path_column, text_parts
+from testfleet.report.trends import flat_line, moving_row
+from testfleet.report.trends import split as split_trends
+
+# a path column in a table with many columns: longer paths wrap after a "/"
+NARROW_PATH = 32
 
 _CAT_STYLE = {"enabled": "green", "label-gated": "cyan", "nightly-only": "blue", "disabled": "red"}
 
@@ -112,14 +117,21 @@ def _ledger(report: Report) -> object:
         return Text("Disabled ledger: nothing is disabled.", style="green")
     table = Table(title=f"Disabled ledger ({len(report.ledger)}; git: {report.git})",
                   title_justify="left")
-    for col in ("file:line", "backend", "suite", "reason", "reference", "age", "expiry"):
+    # seven columns do not fit 120 characters with whole names: the backend and suite go
+    # under the path, which is only as wide as its longest name
+    cell = path_column(table, "file:line · backend suite",
+                       [f"{e.file}:{e.reason_line or e.line}" for e in report.ledger]
+                       + [f"{e.backend} · {e.suite}" for e in report.ledger], limit=NARROW_PATH)
+    for col in ("reason", "reference", "age", "expiry"):
         table.add_column(col, overflow="fold")
     for e in report.ledger:
         reason = Text(e.reason)
         if e.shared_reason > 1:
             reason.append(f"  [same reason \u00d7{e.shared_reason}]", style="yellow")
-        table.add_row(Text(f"{e.file}:{e.reason_line or e.line}"), e.backend,
-                      Text(e.suite + (" (dormant)" if e.stage_dormant else "")), reason,
+        where = cell(f"{e.file}:{e.reason_line or e.line}")
+        where.append(f"\n{e.backend} · {e.suite}" + (" (dormant)" if e.stage_dormant else ""),
+                     style="dim")
+        table.add_row(where, reason,
                       Text(describe(e.references), style="" if e.references else "red"),
                       fmt.age(e), Text(fmt.expiry(e), style="bold red" if e.expired else ""))
     return table
@@ -130,16 +142,19 @@ def _timelines(report: Report) -> list[object]:
     parts: list[object] = [Text(f"Plan {report.plan.source} — estimated shard timelines",
                                 style="bold")]
     for t in report.plan.timelines:
-        parts.append(_timeline(t))
+        # a dormant stage's reason is in the Dormant stages table already
+        parts.append(_timeline(t, dormant_listed=bool(report.dormant)))
     for w in report.plan.warnings:
         parts.append(Text(f"plan warning: {w}", style="yellow"))
     return parts
 
 
-def _timeline(t: StageTimeline, bar_width: int = 50) -> object:
+def _timeline(t: StageTimeline, bar_width: int = 50, dormant_listed: bool = False) -> object:
     head = Text.assemble((t.stage, "bold"), f" [{t.status}]")
     if not t.shards:
-        head.append(f" — no jobs{': ' + t.reason if t.reason else ''}", style="yellow")
+        reason = ("reason under Dormant stages" if t.status == "dormant" and dormant_listed
+                  else t.reason)
+        head.append(f" — no jobs{': ' + reason if reason else ''}", style="yellow")
         return head
     ratio = f"{t.ratio:.3f}" if t.ratio is not None else "n/a"
     head.append(f"  makespan {fmt.duration(t.makespan)}, lower bound "
@@ -161,24 +176,47 @@ def _history(report: Report) -> list[object]:
     if h.drift:
         table = Table(title=f"Duration drift (measured vs est_time, factor ≥ {h.drift_factor:g})",
                       title_justify="left")
-        for col in ("file", "stage", "est_time", "measured", "samples", "factor"):
-            # a path has no spaces to wrap at: fold it rather than cut it to "tests/unit/test_tr…"
-            table.add_column(col, overflow="fold" if col == "file" else "ellipsis")
+        cell = path_column(table, "file", [d.file for d in h.drift])
+        for col in ("stage", "est_time", "measured", "samples", "factor"):
+            table.add_column(col, overflow="ellipsis")
         for d in h.drift:
-            table.add_row(Text(d.file), d.stage, fmt.measured(d.literal), fmt.measured(d.measured),
+            table.add_row(cell(d.file), d.stage, fmt.measured(d.literal), fmt.measured(d.measured),
                           str(d.samples), fmt.factor(d.factor))
         parts.append(table)
     if h.gates:
         table = Table(title="Metric gates", title_justify="left")
-        for col in ("file", "suite", "metric", "coords", "last verdict", "last run", "runs",
-                    "untrusted"):
-            table.add_column(col, overflow="fold" if col in ("file", "metric") else "ellipsis")
+        cell = path_column(table, "file", [g.file for g in h.gates], limit=NARROW_PATH)
+        table.add_column("suite", overflow="fold")
+        metric = path_column(table, "metric", [g.metric for g in h.gates])
+        for col in ("coords", "last verdict", "last run", "runs", "untrusted"):
+            table.add_column(col, overflow="ellipsis")
         for g in h.gates:
             style = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}.get(g.last_verdict or "", "")
-            table.add_row(Text(g.file), g.suite, Text(g.metric), str(g.coordinates),
+            table.add_row(cell(g.file), g.suite, metric(g.metric), str(g.coordinates),
                           Text(g.last_verdict or "—", style=style), g.last_run or "—",
                           str(g.runs), str(g.untrusted_runs))
         parts.append(table)
+    if h.trends:
+        parts.extend(_trends(h.trends))
     if h.note:
         parts.append(Text(f"History: {h.note}", style="dim"))
+    return parts
+
+
+def _trends(trends: tuple[TrendSeries, ...]) -> list[object]:
+    """The series that moved, one row each; the flat ones in one line."""
+    moving, flat = split_trends(trends)
+    parts: list[object] = []
+    if moving:
+        table = Table(title="Metric trends that moved (values over runs, oldest first)",
+                      title_justify="left")
+        metric = path_column(table, "metric", [t.metric for t in moving])
+        cell = path_column(table, "file", [t.file for t in moving], limit=NARROW_PATH)
+        for col in ("step", "runs", "range", "last", "untrusted"):
+            table.add_column(col, overflow="fold")
+        for t in moving:
+            table.add_row(metric(t.metric), cell(t.file), *moving_row(t))
+        parts.append(table)
+    if flat:
+        parts.append(Text(flat_line(flat), style="dim"))
     return parts
