@@ -104,3 +104,46 @@ def replace_all_or_nothing(files: list[tuple[Path, bytes, int]]) -> None:
             with contextlib.suppress(OSError):
                 directory.rmdir()
         raise
+
+
+class NotARegularFile(OSError):
+    """What stands at a path is a FIFO, socket, device, directory or symlink."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file, never blocking on what is not.
+
+    Opening a FIFO for reading waits for a writer, forever if none comes; a PR or a
+    restored cache can put one where testfleet expects its own cache file. The file
+    is opened non-blocking without following a final symlink and checked with
+    ``fstat`` (no race between a check and the open); anything but a regular file is
+    :class:`NotARegularFile` (an ``OSError``, so callers' "unreadable" paths apply).
+    """
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotARegularFile(errno.ELOOP, "is a symlink", str(path)) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(errno.EINVAL, f"is {file_kind(mode)}, not a regular file",
+                                  str(path))
+        return fh.read()
+
+
+def file_kind(mode: int) -> str:
+    """``st_mode`` in words, for messages about what stands where a file should."""
+    import stat
+
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
+                       (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return word
+    return "not a regular file"

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from testfleet.textsafe import printable
+
 Severity = Literal["error", "warning"]
 
 
@@ -39,9 +41,10 @@ class Finding:
         return loc
 
     def render(self) -> str:
+        """One line, whatever the file name or message holds (see :mod:`testfleet.textsafe`)."""
         where = self.location()
         key = f" [{self.key}]" if self.key else ""
-        return f"{where}: {self.severity}: {self.message}{key} ({self.code})"
+        return printable(f"{where}: {self.severity}: {self.message}{key} ({self.code})")
 
     def github_annotation(self) -> str:
         """A GitHub Actions workflow command; escapes per the runner's rules so that

@@ -6,6 +6,7 @@ computes (``test_readme_quotes_the_corpus``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,6 +26,14 @@ backend = "cpu"
 GOOD_TEST = 'from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="a")\n'
 DEEP_TOML = ("[tool.other]\nx = " + "[" * 600 + "]" * 600 + "\n\n[tool.testfleet]\n"
              'roots = ["tests"]\n[tool.testfleet.stages.a]\nbackend = "cpu"\n')
+
+
+# Special file contents: a symlink to the given target, or a FIFO (no writer ever comes).
+LINK = "\0link:"
+FIFO = "\0fifo"
+CACHES = (".testfleet/registry-cache.bin", ".testfleet/config-snapshot.json",
+          ".testfleet/syntax-cache.json")
+HOSTILE_NAME = "tests/test_b\n::error::pwned.py"
 
 
 def _pr_payload(label: str) -> str:
@@ -79,6 +88,22 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
      {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "/dev/zero"}, 2, "larger than"),
     ("payload-nested", {"event.json": "[" * 100000 + "]" * 100000}, ["plan", "--github"],
      {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "event.json"}, 2, "nested"),
+    # injection and confinement
+    ("file-name-newline-check", {HOSTILE_NAME: GOOD_TEST}, ["check"], {}, 1,
+     "test_b\\n::error::pwned.py"),
+    ("file-name-newline-run", {HOSTILE_NAME: GOOD_TEST}, ["run", "--stage", "a"],
+     {"GITHUB_ACTIONS": "true"}, 2, "control character (U+000A)"),
+    ("cache-dir-symlink-run", {".testfleet": LINK + "../elsewhere"}, ["run", "--stage", "a"], {},
+     2, ".testfleet is a symlink"),
+    ("cache-dir-symlink-check", {".testfleet": LINK + "../elsewhere"}, ["check"], {}, 1,
+     "cache-dir-symlink"),
+    ("cache-dir-symlink-db", {".testfleet": LINK + "../elsewhere"}, ["db", "init"], {}, 2,
+     ".testfleet is a symlink"),
+    ("cache-fifo-list", dict.fromkeys(CACHES, FIFO), ["list"], {}, 0, "1 of 1 registrations"),
+    ("cache-fifo-plan", dict.fromkeys(CACHES, FIFO), ["plan"], {}, 0, "1 job(s)"),
+    ("cache-fifo-check", dict.fromkeys(CACHES, FIFO), ["check"], {}, 0, "cache-not-a-file"),
+    ("history-db-fifo", {".testfleet/history.db": FIFO}, ["db", "init"], {}, 2,
+     "is a FIFO, not a database file"),
 ]
 
 
@@ -91,15 +116,19 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     for rel, text in {**defaults, **files}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        if text.startswith(LINK):
+            (root / text.removeprefix(LINK)).resolve().mkdir(parents=True, exist_ok=True)
+            path.symlink_to(text.removeprefix(LINK))
+        elif text == FIFO:
+            os.mkfifo(path)
+        else:
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
     return root
 
 
 def run_case(tmp_path: Path, files: dict[str, str], argv: list[str],
              env: dict[str, str]) -> tuple[int | None, str]:
     """(exit status or None when it hung, combined output)."""
-    import os
-
     root = _project(tmp_path, files)
     full_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("GITHUB_", "TESTFLEET_"))}

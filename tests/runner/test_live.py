@@ -153,3 +153,24 @@ def test_terminal_reporter_warning_during_progress_gets_its_own_line(make_spec, 
     lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line).strip("\r")
              for line in buf.getvalue().replace("\r", "\n").split("\n")]
     assert "testfleet: warning: cannot write JUnit file /x/j.xml" in lines
+
+
+# A workflow command is a line that starts with "::" after leading whitespace (the runner
+# trims it); these are the only ones testfleet itself may print outside a test's fence.
+_OWN_COMMANDS = re.compile(r"::(group::|endgroup::$|stop-commands::[0-9a-f]{32}$|[0-9a-f]{32}::$"
+                           r"|error file=|warning title=testfleet::)")
+
+
+def test_github_log_never_prints_a_hostile_name_as_a_line_of_its_own(make_spec) -> None:
+    """#17: a file name (from a plan file) holding a newline and ``::error::`` is printed
+    escaped on testfleet's own lines (``<== {file}``, the summary table), not as a command."""
+    name = "test_b\n::error::pwned\r::add-mask::x\u2028.py"
+    spec = make_spec({"test_a.py": "print('fine')\n", name: "raise SystemExit(1)\n"},
+                     fast_fail=False, job_id="job\n::error::id")
+    out, err = io.BytesIO(), io.StringIO()
+    execute(spec, reporter=LogReporter(out=out, err=err, github=True))
+    text = out.getvalue().decode()
+    commands = [line for line in re.split(r"\r\n|\r|\n", text) if line.lstrip().startswith("::")]
+    assert commands and all(_OWN_COMMANDS.match(line.lstrip()) for line in commands), commands
+    assert "<== test_b\\n::error::pwned\\r::add-mask::x\\u2028.py: FAILED" in text
+    assert "testfleet run job\\n::error::id: FAILED" in text

@@ -23,6 +23,7 @@ from testfleet.config import Project, find_config, load_project
 from testfleet.errors import ConfigError
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
+from testfleet.textsafe import printable
 
 FindingProducer = Callable[[Project, Registry], list[Finding]]
 
@@ -176,11 +177,11 @@ def render_text(findings: list[Finding], registry: Registry | None,
     for f in findings:
         if f.file != current:
             current = f.file
-            lines.append(click.style(_printable(f.file or "(project)"), bold=True))
+            lines.append(click.style(printable(f.file or "(project)"), bold=True))
         where = f"{f.line}:{f.col}" if f.line and f.col else (str(f.line) if f.line else "-")
         sev = click.style(f.severity, fg="red" if f.severity == "error" else "yellow")
-        key = f" [{_printable(f.key)}]" if f.key else ""
-        lines.append(f"  {where:>7}  {sev}  {_printable(f.message)}{key} ({f.code})")
+        key = f" [{printable(f.key)}]" if f.key else ""
+        lines.append(f"  {where:>7}  {sev}  {printable(f.message)}{key} ({f.code})")
     counted = findings if counted is None else counted
     n_err = sum(1 for f in counted if f.severity == "error")
     n_warn = len(counted) - n_err
@@ -192,11 +193,6 @@ def render_text(findings: list[Finding], registry: Registry | None,
     return "\n".join(lines) + "\n"
 
 
-def _printable(value: str) -> str:
-    """Control characters from a hostile file name or message must not reach the terminal raw."""
-    if value.isprintable():
-        return value
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
 
 
 def _workspace_prefix(root: Path) -> str:

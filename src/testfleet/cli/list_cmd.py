@@ -16,6 +16,7 @@ import click
 
 from testfleet.cli.completion import complete_backends, complete_labels, complete_stages
 from testfleet.registry.model import Registration
+from testfleet.textsafe import printable
 
 COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit")
 
@@ -42,17 +43,20 @@ def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tup
     # With a current config snapshot, skip loading (and importing) the validating
     # config machinery; otherwise load and validate as every command does.
     settings = None if no_cache else fast(app.directory, app.config_file)
+    displaced = None
     if settings is None:
         from testfleet.cli._common import project_from
 
         settings = from_project(project_from(ctx))
         if not no_cache:
-            save_snapshot(settings)
+            displaced = save_snapshot(settings)
     rules = settings.rules
     _known("--stage", stages, sorted(rules.stages))
     _known("--backend", backends, sorted(rules.gpu))
     _known("--label", labels, list(rules.labels))
     registry = collect_settings(settings, use_cache=not no_cache, gates=False)
+    if displaced is not None:
+        registry.findings.append(displaced)
     rows = [r for r in registry.registrations if _keep(r, stages, backends, labels, disabled)]
     if fmt == "json":
         click.echo(to_json(rows), nl=False)
@@ -146,9 +150,9 @@ def _cells(r: Registration) -> list[str]:
     if r.nightly:
         status.append("nightly")
     if r.disabled is not None:
-        status.append("disabled: " + _safe(r.disabled))
+        status.append("disabled: " + printable(r.disabled))
     where = f"{r.file}:{r.line}" if r.line else r.file
-    return [_safe(where), r.backend, r.suite, f"{r.est_time:g}s", ", ".join(r.labels), "; ".join(status)]
+    return [printable(where), r.backend, r.suite, f"{r.est_time:g}s", ", ".join(r.labels), "; ".join(status)]
 
 
 HEADERS = ("file", "backend", "suite", "est_time", "labels", "status")
@@ -186,7 +190,3 @@ def plain_table(rows: list[Registration], total: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _safe(value: str) -> str:
-    if value.isprintable():
-        return value
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)

@@ -21,6 +21,7 @@ import click
 from testfleet.cli._common import database_option, history_location_problem, project_from
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import UsageError
+from testfleet.textsafe import printable
 
 OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
 
@@ -100,6 +101,12 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     if dry_run:
         _print_dry_run(spec)
         return 0
+    if records is None:  # the default records (and history) go under cache_dir
+        from testfleet.cachedir import cache_dir_problem
+
+        problem = cache_dir_problem(project.root, project.config.cache_dir)
+        if problem is not None:
+            raise UsageError(f"{problem}; nothing was run")
     # Checked up front: otherwise every file would "fail" (exit 1) on a usage error.
     try:
         spec.records_dir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +142,7 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
 
     quarantine, notes = quarantine_for(project, database, [stage] if stage else None)
     for note in notes:
-        click.echo(f"testfleet: note: {note}", err=True)
+        click.echo(f"testfleet: note: {printable(note)}", err=True)
     plan = make_plan(project, registry, request, _estimates(project, registry, stage, database),
                      quarantine=quarantine)
     if opts.files:
@@ -167,7 +174,7 @@ def _estimates(project: Any, registry: Any, stage: str | None, database: str | N
     if problem is not None:  # no history could be read: say why, not "no database yet"
         warnings = [f"{problem}; all estimates are est_time literals"]
     for warning in warnings:
-        click.echo(f"testfleet: note: {warning}", err=True)
+        click.echo(f"testfleet: note: {printable(warning)}", err=True)
     return estimates
 
 
@@ -175,6 +182,7 @@ def _print_dry_run(spec: Any) -> None:
     import shlex
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from testfleet.runner.executor import command_argv
@@ -196,10 +204,11 @@ def _print_dry_run(spec: Any) -> None:
         table.add_column(col, overflow="fold")
     for i, item in enumerate(spec.items, 1):
         argv = command_argv(s.command_for(item), item.file, s.extra_args)
-        table.add_row(str(i), item.file, fmt_seconds(item.estimate),
+        table.add_row(str(i), escape(printable(item.file)), fmt_seconds(item.estimate),
                       fmt_seconds(s.timeout_for(item.estimate)),
-                      shlex.join(["python" if argv[0] == sys.executable else argv[0],
-                                  *argv[1:]]), *((session[i - 1],) if s.batch else ()))
+                      escape(printable(shlex.join(["python" if argv[0] == sys.executable
+                                                   else argv[0], *argv[1:]]))),
+                      *((session[i - 1],) if s.batch else ()))
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 import zlib
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from testfleet import __version__
+from testfleet.findings import Finding
 
 SCHEMA = 1
 KIND = "testfleet-registry-cache"
@@ -62,11 +64,16 @@ def signed(value: int) -> int:
 
 
 def load_blob(path: Path, key: str, kind: str) -> tuple[dict[str, Any], bytes] | None:
-    """(header, body) when the file is ours, whole and current; otherwise None."""
+    """(header, body) when the file is ours, whole and current; otherwise None.
+
+    Only a regular file in a real directory is read: a FIFO would block every command,
+    a symlinked cache directory would read whatever it points at (see ``cachedir``)."""
+    from testfleet.fileio import read_regular
+
     try:
-        if path.is_symlink():
+        if path.parent.resolve() != path.parent.absolute():
             return None
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError:
         return None
     head, sep, body = raw.partition(b"\n")
@@ -81,6 +88,31 @@ def load_blob(path: Path, key: str, kind: str) -> tuple[dict[str, Any], bytes] |
             or header.get("crc") != zlib.crc32(body)):
         return None
     return header, body
+
+
+def displaced(root: Path, path: Path) -> Finding | None:
+    """A warning when something other than a regular file (a FIFO, socket, device,
+    directory or symlink) stands where a cache file belongs: it is not read, and the
+    rebuilt cache replaces it (a directory stays, and the cache is simply not kept)."""
+    import stat
+
+    from testfleet.fileio import file_kind
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    try:
+        shown = path.relative_to(root).as_posix()
+    except ValueError:
+        shown = str(path)
+    fate = ("the cache cannot be kept until it is removed" if stat.S_ISDIR(mode)
+            else "the cache is rebuilt in its place")
+    return Finding(shown, 0, 0, "warning", "cache-not-a-file",
+                   f"{file_kind(mode)} stands where testfleet's cache file belongs; it was not "
+                   f"read, and {fate}")
 
 
 def save_blob(path: Path, key: str, kind: str, body: bytes, extra: dict[str, Any] | None = None) -> bool:

@@ -43,9 +43,11 @@ def collect(project: Project, *, use_cache: bool = True, thorough: bool = False,
     that never read gate declarations (list, plan) skip rebuilding thousands of them.
     """
     settings = from_project(project)
-    if use_cache:
-        save_snapshot(settings)
-    return collect_settings(settings, use_cache=use_cache, thorough=thorough, gates=gates)
+    displaced = save_snapshot(settings) if use_cache else None
+    registry = collect_settings(settings, use_cache=use_cache, thorough=thorough, gates=gates)
+    if displaced is not None:
+        registry.findings.append(displaced)
+    return registry
 
 
 def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bool = False,
@@ -58,6 +60,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     cache_path = root / cache_dir / cache.NAME
     key = registry_key(root, settings.config_path, settings.raw_config_text)
     table = _load_table(cache_path, key) if use_cache else None
+    displaced = cache.displaced(root, cache_path) if use_cache and table is None else None
     index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
     new_stats: list[StatKey] = []
     new_elements: list[Any] = []
@@ -67,6 +70,8 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     now = time.time_ns()
 
     registry = Registry(findings=list(found.findings), files=sorted(found.files))
+    if displaced is not None:
+        registry.findings.append(displaced)
     kept: list[str] = []
 
     def keep(rel: str, st: StatKey, element: Any, result: FileResult) -> None:
@@ -126,7 +131,13 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
 
     registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
     if thorough:
+        from testfleet.cachedir import cache_dir_problem
         from testfleet.registry.syntax import syntax_findings
+
+        problem = cache_dir_problem(root, cache_dir)
+        if problem is not None:  # `run` refuses it; say so before CI gets there
+            registry.findings.append(Finding(settings.config_name, 0, 0, "error",
+                                             "cache-dir-symlink", problem, key="cache_dir"))
 
         registry.findings.extend(syntax_findings(root, cache_dir, registry, use_cache=use_cache))
         registry.findings.extend(strays(root, roots, rules, exclude, cache_dir, settings.exclude_regex))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from testfleet.findings import Finding
 from testfleet.registry.rules import Rules, matches
+from testfleet.textsafe import line_break, printable
 
 StatKey = tuple[int, int, int, int, int]
 _MASK = (1 << 63) - 1
@@ -145,6 +146,15 @@ def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool
                         out.findings.append(Finding(_shown(rel), 0, 0, "error", "encoding",
                                                     "file name is not valid UTF-8; rename the file"))
                         continue
+                    bad = line_break(rel)
+                    if bad is not None:
+                        # Its name would start a new line in every log that prints it (a
+                        # workflow command under GitHub Actions): never a registration.
+                        out.findings.append(Finding(
+                            printable(rel), 0, 0, "error", "control-character",
+                            f"path holds a control character (U+{ord(bad):04X}); it would forge "
+                            "lines in logs and CI annotations; rename it"))
+                        continue
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except OSError as exc:
@@ -179,7 +189,8 @@ def _utf8(rel: str) -> bool:
 
 
 def _shown(rel: str) -> str:
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A path as a finding names it: undecodable bytes replaced, control characters spelt out."""
+    return printable(rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def _symlink(entry: os.DirEntry[str], rel: str, rules: Rules,

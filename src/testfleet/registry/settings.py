@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testfleet.configfile import find_config, parse_toml
+from testfleet.findings import Finding
 from testfleet.registry import cache
 from testfleet.registry.rules import ImplicitRule, Rules, Signature, StageRule, compile_pattern
 
@@ -104,14 +105,17 @@ def _to_json(s: Settings) -> dict[str, Any]:
     }
 
 
-def save_snapshot(s: Settings) -> None:
-    """Write the snapshot unless an identical one is already there."""
+def save_snapshot(s: Settings) -> Finding | None:
+    """Write the snapshot unless an identical one is already there; a warning when
+    something else (a FIFO, ...) stood in its place (see :func:`cache.displaced`)."""
     key = _key(s.root, s.config_path, s.raw_config_text)
     path = s.root / s.cache_dir / NAME
     doc = _to_json(s)
     if cache.load(path, key, KIND) == doc:
-        return
+        return None
+    displaced = cache.displaced(s.root, path)
     cache.save(path, key, doc, KIND)
+    return displaced
 
 
 def _strs(v: Any) -> list[str]:

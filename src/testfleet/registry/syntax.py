@@ -46,7 +46,7 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
     key = cache.cache_key(root, root, "", KIND)
     old: dict[str, Any] = cache.load(path, key, KIND) if use_cache else {}
     new: dict[str, Any] = {}
-    out: list[Finding] = []
+    out: list[Finding] = [f for f in (cache.displaced(root, path),) if f and use_cache]
     todo: list[tuple[str, str]] = []
     for rel in registry.files:
         if rel in already:

@@ -23,6 +23,7 @@ from typing import IO, Any, cast
 
 from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, RunItem
 from testfleet.runner.summary import STYLE, fmt_seconds, summary_table
+from testfleet.textsafe import printable
 
 
 def gh_escape_data(text: str) -> str:
@@ -60,8 +61,10 @@ class LogReporter:
             self._closed = True
 
     def _line(self, text: str) -> None:
+        """One line of testfleet's own, outside the test's fenced output: a file name, reason
+        or gate line holding a newline must not start a line (a workflow command) of its own."""
         prefix = b"" if self._last == b"\n" else b"\n"
-        self._write(prefix + text.encode("utf-8", errors="replace") + b"\n")
+        self._write(prefix + printable(text).encode("utf-8", errors="replace") + b"\n")
         self._last = b"\n"
 
     def job_started(self, spec: JobSpec) -> None:
@@ -133,7 +136,7 @@ class LogReporter:
         title, caption = str(table.title or ""), str(table.caption or "")
         table.title = table.caption = None
         try:
-            console.print(title, markup=False, highlight=False, soft_wrap=True)
+            console.print(printable(title), markup=False, highlight=False, soft_wrap=True)
             console.print(table)
             console.print(caption, markup=False, highlight=False, soft_wrap=True)
             self.out.flush()
@@ -142,7 +145,7 @@ class LogReporter:
 
     def warning(self, message: str) -> None:
         text = (f"::warning title=testfleet::{gh_escape_data(message)}\n" if self.github
-                else f"testfleet: warning: {message}\n")
+                else f"testfleet: warning: {printable(message)}\n")
         try:
             self.err.write(text)
             self.err.flush()
@@ -217,7 +220,7 @@ class TerminalReporter:
     def attempt_started(self, index: int, item: RunItem, attempt: int, timeout: float) -> None:
         from rich.markup import escape
 
-        label = escape(item.file) + (f" (attempt {attempt})" if attempt > 1 else "")
+        label = escape(printable(item.file)) + (f" (attempt {attempt})" if attempt > 1 else "")
         self._file_start = time.monotonic()
         self._file_est = max(item.estimate, 0.001)
         self.file_task = self.progress.add_task(
@@ -252,8 +255,8 @@ class TerminalReporter:
             self.progress.remove_task(self.file_task)
             self.file_task = None
         style = STYLE[attempt.outcome]
-        msg = (f"[{style}]{attempt.outcome.label}[/] {escape(item.file)} in "
-               f"{fmt_seconds(attempt.duration)} [dim]({escape(attempt.reason)})[/]")
+        msg = (f"[{style}]{attempt.outcome.label}[/] {escape(printable(item.file))} in "
+               f"{fmt_seconds(attempt.duration)} [dim]({escape(printable(attempt.reason))})[/]")
         if retrying:
             msg += f"\n    [yellow]retrying:[/] {escape(attempt.retry_reason)}"
         elif attempt.retry_reason and not attempt.outcome.ok:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from testfleet.runner.model import FileResult, JobResult, Outcome
 from testfleet.runner.textclean import clean, last_lines
+from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -59,7 +60,7 @@ def summary_table(job: JobResult) -> Table:
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for res in job.results:
         table.add_row(
-            res.item.file,
+            _escape_rich(res.item.file),
             f"[{STYLE[res.outcome]}]{res.outcome.label}[/]",
             str(len(res.attempts)) if res.attempts else "-",
             fmt_seconds(res.duration) if res.attempts else "-",
@@ -72,9 +73,11 @@ def summary_table(job: JobResult) -> Table:
 
 
 def _escape_rich(text: str) -> str:
+    """A cell of untrusted text: no rich markup, and no line of its own (a table row
+    printed outside the ``::stop-commands::`` fence must not become a workflow command)."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(printable(text))
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")

@@ -230,8 +230,12 @@ def connect(project: Project, url: str | None = None, *, busy_timeout: float = 1
     """A :class:`Store` without any schema check (for ``testfleet db``)."""
     target = resolve_target(project, url)
     if target.path is not None:
-        if target.path.is_dir():
-            raise StoreUnavailable(f"history database {target.display} is a directory")
+        if target.path.exists() and not target.path.is_file():
+            # A FIFO, socket or device would make SQLite block or fail with "disk I/O error".
+            from testfleet.fileio import file_kind
+
+            raise StoreUnavailable(f"history database {target.display} is "
+                                   f"{file_kind(target.path.stat().st_mode)}, not a database file")
         if not target.path.exists():
             if not create_file:
                 raise StoreMissing(f"history database {target.display} does not exist"

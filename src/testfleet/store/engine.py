@@ -61,6 +61,11 @@ def resolve_target(project: Project, url: str | None = None) -> Target:
         return _parse(project, env, ENV_URL)
     if project.config.database:
         return _parse(project, project.config.database, "config 'database'")
+    from testfleet.cachedir import cache_dir_problem
+
+    problem = cache_dir_problem(project.root, project.config.cache_dir)
+    if problem is not None:  # history written through a link lands wherever it points
+        raise StoreError(f"the default history database: {problem}")
     path = project.root / project.config.cache_dir / DEFAULT_FILE
     return Target(url=f"sqlite:///{path}", display=_rel(project, path), origin="default",
                   dialect="sqlite", path=path, default=True)

@@ -1,0 +1,29 @@
+"""Untrusted text on one line: the rule for every name testfleet prints.
+
+A test file's name, a registration's arguments and a test's messages come from the
+pull request. Printed raw, a newline in one of them starts a new log line, and under
+GitHub Actions a line beginning ``::error::`` (or ``::add-mask::``, ``::stop-commands::``)
+is a workflow command; under a terminal an escape sequence moves the cursor. So every
+such string is either refused where it enters (:func:`line_break`, for discovered file
+names) or shown with its control characters spelt out (:func:`printable`).
+"""
+
+from __future__ import annotations
+
+
+def printable(value: str) -> str:
+    """``value`` with each non-printable character (newline, ESC, NUL, U+2028, ...) written
+    as its Python escape (``\\n``, ``\\x1b``), so the result is one inert line."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value)
+
+
+def line_break(value: str) -> str | None:
+    """The first control character in ``value`` (C0, DEL, C1, or the Unicode line and
+    paragraph separators that ``str.splitlines`` and some log viewers break on), or None."""
+    for ch in value:
+        code = ord(ch)
+        if code < 32 or 127 <= code < 160 or code in (0x2028, 0x2029):
+            return ch
+    return None
