@@ -267,8 +267,8 @@ class TerminalReporter:
         from rich.markup import escape
 
         style = STYLE[attempt.outcome]
-        msg = (f"    [{style}]{attempt.outcome.label}[/] {escape(item.file)} in "
-               f"{fmt_seconds(attempt.duration)} [dim]({escape(attempt.reason)})[/]")
+        msg = (f"    [{style}]{attempt.outcome.label}[/] {escape(printable(item.file))} in "
+               f"{fmt_seconds(attempt.duration)} [dim]({escape(printable(attempt.reason))})[/]")
         if retrying:
             msg += f"\n        [yellow]retrying:[/] {escape(attempt.retry_reason)}"
         elif attempt.retry_reason and not attempt.outcome.ok:
