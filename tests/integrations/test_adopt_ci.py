@@ -251,7 +251,11 @@ jobs:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
       - name: install
+        id: install
+        shell: bash
         run: pip install -e .
+      - run: ./wait-for-gpus.sh
+        shell: pwsh
       - run: nvidia-smi
         if: runner.os == 'Linux'
       - run: ${{ inputs.execute_command }}
@@ -398,6 +402,7 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
     assert gpu["setup"] == ["pip install -e ."]
     assert "step uses: actions/setup-python@v5 -- an action step" in told
     assert "step 'nvidia-smi' -- the step's if cannot be carried" in told
+    assert "step './wait-for-gpus.sh' -- the step's shell cannot be carried" in told
     assert "step 'actions/upload-artifact@v4' after the tests" in told
     assert "actions/checkout" not in told
 

@@ -429,7 +429,10 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
             continue
         if not isinstance(run, str) or not run.strip():
             continue
-        extra = sorted(set(step) - {"name", "run"})
+        # a step id only names outputs (a step reading them is a ${{ }} one); bash and sh
+        # are how the generated job runs a setup command anyway
+        extra = sorted(set(step) - {"name", "run", "id"}
+                       - ({"shell"} if step.get("shell") in ("bash", "sh") else set()))
         if extra or _has_expr(run):
             why = (f"the step's {', '.join(extra)} cannot be carried into a setup command" if extra
                    else "computed at run time (a ${{ }} expression)")
