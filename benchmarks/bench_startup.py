@@ -8,6 +8,12 @@ files; then, as fresh processes with stdout to /dev/null: ``python -c pass`` (th
 reference), ``testfleet --help``, ``testfleet list`` and ``testfleet plan`` (warm:
 the registry cache exists; the plan reads the history for its estimates). Medians of
 ``--runs``; CPU = user + sys of the child.
+
+The plan's history read is measured both ways, each in a fresh process after loading
+the project: through the SQLAlchemy store (``open_store(...).duration_samples``, what
+PostgreSQL uses) and through the standard library's ``sqlite3``
+(``store.sqlite_read.read_samples``, what the plan uses on SQLite), beside the
+project load alone: the differences are what each reader costs a plan.
 """
 
 from __future__ import annotations
@@ -70,7 +76,20 @@ def main() -> None:
         n_regs = seed_history(root, args.executions)
         plan = [tf, "plan", "--event", "pull_request"]
         subprocess.run(plan, cwd=root, check=True, stdout=subprocess.DEVNULL)  # warm the cache
+        load = ("from pathlib import Path\nfrom testfleet.config import load_project\n"
+                "p = load_project(Path('.'))\nstages = sorted(p.config.stages)\n")
+        via_sqlalchemy = load + ("from testfleet.store import open_store\n"
+                                 "with open_store(p, readonly=True) as s:\n"
+                                 "    n = sum(len(s.duration_samples(x, None, 10)) for x in stages)\n"
+                                 "assert n\n")
+        via_sqlite3 = load + ("from testfleet.store.sqlite_read import read_samples\n"
+                              "got = read_samples(Path('.testfleet/history.db'), stages, None, "
+                              "window=10)\nassert got and sum(map(len, got.values()))\n")
         cases = [("python -c pass (reference)", [sys.executable, "-c", "pass"]),
+                 ("load the project only (reference for the two reads)",
+                  [sys.executable, "-c", load]),
+                 ("load + history read through SQLAlchemy", [sys.executable, "-c", via_sqlalchemy]),
+                 ("load + history read through sqlite3", [sys.executable, "-c", via_sqlite3]),
                  ("testfleet --help", [tf, "--help"]),
                  ("testfleet list, warm", [tf, "list"]),
                  (f"testfleet plan --event pull_request, warm, {args.executions:,} executions", plan)]

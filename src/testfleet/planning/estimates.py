@@ -13,7 +13,9 @@ estimates fall back to the literals and the returned warnings say so — a plan 
 fails because history is unavailable.
 
 The computation (:func:`compute`) is pure; only :func:`load_history` touches the
-database, and SQLAlchemy is imported only when there is a database to read.
+database: an SQLite history is read with the standard library (store.sqlite_read;
+SQLAlchemy's import alone would dominate a small project's plan), PostgreSQL through
+the store.
 """
 
 from __future__ import annotations
@@ -146,6 +148,23 @@ def load_history(project: Project, stages: Iterable[str], files: Iterable[str] |
         return {}, {}, [f"no history database at {target.display} yet; {fallback}"]
     window = project.config.durations.window
     wanted = None if files is None else sorted(set(files))
+    if target.path is not None:  # SQLite: the standard library, not SQLAlchemy (start-up)
+        import sqlite3
+
+        from testfleet.store.engine import translate
+        from testfleet.store.sqlite_read import read_samples
+
+        try:
+            read = read_samples(target.path, list(stages), wanted, window=window,
+                                busy_timeout=BUSY_TIMEOUT)
+        except sqlite3.Error as exc:
+            return {}, {}, [f"history unavailable: {translate(exc, target)}; {fallback}"]
+        if read is not None:
+            return ({stage: {f: s.passing for f, s in got.items() if s.passing}
+                     for stage, got in read.items()},
+                    {stage: {f: s.timeout for f, s in got.items() if s.timeout is not None}
+                     for stage, got in read.items()}, [])
+        # another schema version: the general path below says what it makes of it
     try:
         from testfleet.store import open_store
 

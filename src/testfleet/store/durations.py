@@ -215,6 +215,26 @@ class FileSamples:
     timeout: float | None = None
 
 
+# kind 0: one row per passing sample, newest first; kind 1: a single aggregate row,
+# NULL when none of the last :r executions timed out. ``{file}`` is the file's
+# expression (a bind parameter, or a LATERAL column on PostgreSQL). Shared with the
+# standard-library reader of store.sqlite_read, so both read exactly the same rows.
+SAMPLES_BRANCHES = (
+    "SELECT 0 AS kind, p.duration, p.recorded_at, p.ts, p.id FROM (SELECT x.duration, "
+    "x.recorded_at, x.ts, x.id "
+    "FROM executions x WHERE x.stage = :stage AND x.file = {file} "
+    f"AND x.outcome IN ({_PASSING_SQL}) ORDER BY x.recorded_at DESC, x.ts DESC, x.id DESC "
+    "LIMIT :k) p "
+    "UNION ALL "
+    "SELECT 1 AS kind, MAX(r.duration), NULL, NULL, NULL FROM (SELECT y.duration, y.outcome "
+    "FROM executions y WHERE y.stage = :stage AND y.file = {file} "
+    "ORDER BY y.recorded_at DESC, y.ts DESC, y.id DESC LIMIT :r) r "
+    "WHERE r.outcome = 'TIMEOUT'"
+)
+SAMPLES_PER_FILE = (f"SELECT e.kind, e.duration FROM ({SAMPLES_BRANCHES.format(file=':file')}) "
+                    "AS e ORDER BY e.kind, e.recorded_at DESC, e.ts DESC, e.id DESC")
+
+
 def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
                      window: int, recent: int) -> dict[str, FileSamples]:
     """Per file, :class:`FileSamples`; files with neither passing nor recent timed-out
@@ -233,20 +253,7 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
     wanted = _wanted_files(conn, stage, files)
     if not wanted:
         return {}
-    # kind 0: one row per passing sample, newest first; kind 1: a single aggregate row,
-    # NULL when none of the last :r executions timed out.
-    branches = (
-        "SELECT 0 AS kind, p.duration, p.recorded_at, p.ts, p.id FROM (SELECT x.duration, "
-        "x.recorded_at, x.ts, x.id "
-        "FROM executions x WHERE x.stage = :stage AND x.file = {file} "
-        f"AND x.outcome IN ({_PASSING_SQL}) ORDER BY x.recorded_at DESC, x.ts DESC, x.id DESC "
-        "LIMIT :k) p "
-        "UNION ALL "
-        "SELECT 1 AS kind, MAX(r.duration), NULL, NULL, NULL FROM (SELECT y.duration, y.outcome "
-        "FROM executions y WHERE y.stage = :stage AND y.file = {file} "
-        "ORDER BY y.recorded_at DESC, y.ts DESC, y.id DESC LIMIT :r) r "
-        "WHERE r.outcome = 'TIMEOUT'"
-    )
+    branches = SAMPLES_BRANCHES
     passing: dict[str, list[float]] = {}
     timeouts: dict[str, float] = {}
 
@@ -269,8 +276,7 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
             for file, kind, duration in conn.execute(lateral, params):
                 take(file, kind, duration)
     else:
-        per_file = text(f"SELECT e.kind, e.duration FROM ({branches.format(file=':file')}) AS e "
-                        "ORDER BY e.kind, e.recorded_at DESC, e.ts DESC, e.id DESC")
+        per_file = text(SAMPLES_PER_FILE)
         for file in wanted:
             params = {"stage": stage, "file": file, "k": window, "r": recent}
             for kind, duration in conn.execute(per_file, params):
