@@ -186,3 +186,25 @@ def test_a_marker_imported_but_never_called_is_a_finding(tree: Path) -> None:
     got = [(f.file, f.code) for f in result.findings if f.severity == "error"]
     assert got == [("test/registered/test_cpu.py", "adopt-not-called")]
     assert "register_cuda_ci is named here" in result.findings[0].message
+
+
+def test_signature_details_of_the_defining_module(tmp_path: Path) -> None:
+    """A catch-all stand-in says nothing (testfleet's own signature stays); a field the
+    suite's f-string formats without an annotation is a string."""
+    from testfleet.integrations.adopt_project import SignatureRead, read_signatures
+
+    module = tmp_path / "markers.py"
+    module.write_text(textwrap.dedent('''
+        def register_cpu_ci(*args, **kwargs):
+            pass
+
+        def register_cuda_ci(est_time, suite=None, *, pool=None, size=None, group=None):
+            pass
+
+        def name_of(reg):
+            return f"{reg.pool}-{reg.size}gpu"
+        '''))
+    got = read_signatures(module)
+    assert "register_cpu_ci" not in got
+    assert got["register_cuda_ci"] == SignatureRead(
+        ("est_time", "suite"), (("pool", "str"), ("size", "str")), "{pool}-{size}gpu", ("group",))

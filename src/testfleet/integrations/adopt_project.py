@@ -317,7 +317,7 @@ def find_marker_module(repo: Path, modules: list[str]) -> Path | None:
                               and not p.name.startswith("."))]
         for top in tops:
             path = top / rel
-            if path.is_file() and not path.is_symlink():
+            if path.is_file() and repo.resolve() in path.resolve().parents:
                 try:
                     if _DEFINES_MARKER.search(path.read_bytes()[:_MAX_BYTES]):
                         return path
@@ -399,9 +399,13 @@ def read_signatures(path: Path) -> dict[str, SignatureRead]:
     templates = _suite_templates(tree, extra_params)
     out: dict[str, SignatureRead] = {}
     for d in defs:
+        if d.args.vararg or d.args.kwarg:
+            continue  # a catch-all stand-in (``def register_cuda_ci(*a, **k)``) says nothing
         positional_args = [*d.args.posonlyargs, *d.args.args]
         params = positional_args + d.args.kwonlyargs
-        types = {a.arg: _type_of(a.annotation) for a in params}
+        # a field the f-string formats without an annotation is taken as a string
+        types = {a.arg: _type_of(a.annotation) or ("str" if a.annotation is None else None)
+                 for a in params}
         names = {a.arg for a in params}
         template = next((t for t in templates if _template_fields(t) <= names
                          and all(types.get(f) in ("str", "int") for f in _template_fields(t))), None)
