@@ -55,7 +55,7 @@ def test_round_trip_is_canonical_and_deterministic() -> None:
     assert gzip.decompress(raw) == gzip.decompress(sealed(full))
     got = decode(raw, "b.tfb")
     assert got.payload == p
-    assert got.counts() == {"executions": 1, "gate_runs": 1, "gate_values": 1}
+    assert got.counts() == {"executions": 1, "gate_runs": 1, "gate_values": 1, "testcases": 0}
 
 
 def test_identical_repeats_are_harmless() -> None:
@@ -104,6 +104,18 @@ def test_values_of_unknown_runs_are_refused() -> None:
     doc = payload()
     doc["gate_values"][0]["run"] = "c" * 32
     with pytest.raises(BundleError, match=r"gate_values\[0\] references run c{32}, which the bundle"):
+        decode(sealed(doc), "b")
+
+
+def test_testcases_of_unknown_executions_are_refused() -> None:
+    doc = payload(testcases=[{"execution": "a" * 32, "name": "test_x", "outcome": "PASSED",
+                              "duration": 0.5, "final": True, "recorded_at": 11.0}])
+    assert decode(sealed(doc), "b").counts()["testcases"] == 1
+    doc["testcases"][0]["execution"] = "c" * 32
+    with pytest.raises(BundleError, match=r"testcases\[0\] references execution c{32}, which"):
+        decode(sealed(doc), "b")
+    doc["testcases"][0] = {**doc["testcases"][0], "execution": "a" * 32, "outcome": "GREAT"}
+    with pytest.raises(BundleError, match=r"testcases\.0\.outcome|testcases\[0\]\.outcome"):
         decode(sealed(doc), "b")
 
 

@@ -38,7 +38,17 @@ def records(project: Project, url: str | None) -> dict[str, Any]:
                             for r in p.gate_runs),
         "gate_values": by_repr((run_of[v.run].run_id, *v.key[1:], v.value, v.actual_step)
                               for v in p.gate_values),
+        "testcases": stored_cases(project, url),
     }
+
+
+def stored_cases(project: Project, url: str | None) -> list[Any]:
+    """Every stored testcase row but its local key (read from the table, not an export)."""
+    from testfleet.store.testcases import testcases
+
+    with open_store(project, url) as store, store.read() as conn:
+        cols = [c for c in testcases.columns if c.name != "id"]
+        return by_repr(tuple(row) for row in conn.execute(select(*cols)))
 
 
 def by_repr(rows: Any) -> list[Any]:
@@ -60,8 +70,9 @@ def test_round_trip_keeps_every_record(project: Project, store_url: str | None, 
     b = bundle_of(project, source_db, tmp_path / "all.tfb")
     with open_store(project, store_url) as store:
         result = merge_bundles(store, read_bundles([b]))
-    assert result.added == {"executions": 6, "gate_runs": 4, "gate_values": 12}
-    assert result.rows == {"executions": 6, "gate_runs": 4, "gate_series": 3, "gate_values": 12}
+    assert result.added == {"executions": 6, "gate_runs": 4, "gate_values": 12, "testcases": 12}
+    assert result.rows == {"executions": 6, "gate_runs": 4, "gate_series": 3, "gate_values": 12,
+                           "testcases": 12}
     assert records(project, store_url) == records(project, source_db)
     with open_store(project, store_url) as store:  # the merged baseline is what the gate reads
         got = MetricStore(store).baselines(("tests/test_1.py", "cuda", "stage-c-h200", "torch=2"),
@@ -78,8 +89,10 @@ def test_merging_twice_adds_nothing(project: Project, store_url: str | None, sou
         again = merge_bundles(store, read_bundles([run1, b]))
     assert first.rows == again.rows
     assert first.added["executions"] == 6 and first.known["executions"] == 3
-    assert again.added == {"executions": 0, "gate_runs": 0, "gate_values": 0}
+    assert first.added["testcases"] == 12  # the overlap's testcases once, with their execution
+    assert again.added == {"executions": 0, "gate_runs": 0, "gate_values": 0, "testcases": 0}
     assert again.known == {"executions": 9, "gate_runs": 6}  # per record in the bundles
+    assert records(project, store_url) == records(project, source_db)
 
 
 def test_run_id_selects_one_run(project: Project, source_db: str, tmp_path: Path) -> None:
@@ -87,6 +100,8 @@ def test_run_id_selects_one_run(project: Project, source_db: str, tmp_path: Path
         p = export_payload(store, run_id="200", source=PUSH)
         gate_run = export_payload(store, run_id="100.1-job2", source=PUSH)
     assert {r.ci_run_id for r in p.executions} == {"200"} and len(p.executions) == 3
+    assert {c.execution for c in p.testcases} == {r.uid for r in p.executions}
+    assert len(p.testcases) == 6
     assert {r.ci_run_id for r in p.gate_runs} == {"200"} and len(p.gate_values) == 6
     assert (len(gate_run.executions), [r.run_id for r in gate_run.gate_runs]) == (0, ["100.1-job2"])
 
@@ -170,9 +185,53 @@ def test_merge_prunes_like_db_prune(project: Project, store_url: str | None,
 
 def test_bundle_models_carry_every_column() -> None:
     """A column added to a history table must be carried by bundles (or merged history
-    silently loses it): add it to ExecutionRecord / GateRunRecord."""
+    silently loses it): add it to ExecutionRecord / GateRunRecord / TestcaseRecord."""
+    from testfleet.history.bundle import TestcaseRecord
+    from testfleet.store.testcases import testcases
+
     assert set(EXECUTION_COLUMNS) == {c.name for c in executions.columns} - {"id"}
     assert set(GATE_RUN_COLUMNS) == {c.name for c in gate_runs.columns} - {"id", "test_hash"}
+    # a testcase row: its own values, and the columns it shares with its execution
+    shared = {"file", "stage", "backend", "attempt", "commit_sha", "ci_run_id", "ts"}
+    assert set(TestcaseRecord.model_fields) - {"execution"} | shared == {
+        c.name for c in testcases.columns} - {"id"}
+
+
+def test_testcases_without_their_execution_stay_behind(project: Project, source_db: str,
+                                                       tmp_path: Path) -> None:
+    """A testcase row whose execution was pruned has nothing to travel with."""
+    from sqlalchemy import delete
+
+    with open_store(project, source_db) as store:
+        with store.write() as conn:
+            conn.execute(delete(executions).where(executions.c.file == "tests/test_2.py"))
+        p = export_payload(store, run_id=None, source=PUSH)
+    assert len(p.executions) == 4 and len(p.testcases) == 8
+
+
+def test_an_untrust_mark_travels_and_wins(project: Project, store_url: str | None,
+                                          source_db: str, tmp_path: Path) -> None:
+    """``gate untrust`` in one database reaches another through a bundle; a copy that
+    still says trusted never gives the trust back; merging the mark again changes nothing."""
+    key = ("tests/test_1.py", "cuda", "stage-c-h200", "torch=2")
+    coord = [("train/loss", "all", "lt:2", 2)]
+    before = bundle_of(project, source_db, tmp_path / "before.tfb")
+    with open_store(project, store_url) as store:
+        merge_bundles(store, read_bundles([before]))
+        assert MetricStore(store).baselines(key, coord, 10)[coord[0]] == [1.2, 1.2]
+    with open_store(project, source_db) as store:
+        assert MetricStore(store).mark_untrusted(ci_run_id="100") == 1
+    after = bundle_of(project, source_db, tmp_path / "after.tfb", run_id="100")
+    with open_store(project, store_url) as store:
+        first = merge_bundles(store, read_bundles([after]))
+        again = merge_bundles(store, read_bundles([after, before]))
+        assert MetricStore(store).baselines(key, coord, 10)[coord[0]] == [1.2]  # run 200 only
+        with store.read() as conn:
+            row = conn.execute(select(gate_runs.c.trusted, gate_runs.c.untrusted_by).where(
+                gate_runs.c.run_id == "100.1-job1")).one()
+    assert (first.untrusted, again.untrusted) == (1, 0)
+    assert row == (False, "ci_run_id 100")
+    assert records(project, store_url)["gate_runs"] == records(project, source_db)["gate_runs"]
 
 
 def test_export_then_decode_is_valid(project: Project, source_db: str, tmp_path: Path) -> None:

@@ -88,7 +88,8 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
     _make_parent(output)
     write_output(output, data)
     what = f"run {run_id}" if run_id is not None else "the whole database"
-    click.echo(f"exported {len(payload.executions)} execution(s), {len(payload.gate_runs)} gate "
+    click.echo(f"exported {len(payload.executions)} execution(s) ({len(payload.testcases)} "
+               f"testcase result(s)), {len(payload.gate_runs)} gate "
                f"run(s) ({len(payload.gate_values)} value(s)) of {what} from {target.display} "
                f"to {output} ({_size(len(data))})")
     return 0
@@ -148,7 +149,10 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     click.echo(f"merged {result.bundles} bundle(s) into {where}: "
                f"+{a['executions']} execution(s) ({k['executions']} already present), "
                f"+{a['gate_runs']} gate run(s) ({k['gate_runs']} already present) with "
-               f"{a['gate_values']} value(s); pruned {result.pruned}")
+               f"{a['gate_values']} value(s), +{a['testcases']} testcase result(s); "
+               + (f"{result.untrusted} stored gate run(s) untrusted as the bundles say; "
+                  if result.untrusted else "")
+               + f"pruned {result.pruned}")
     rows = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in result.rows.items())
     size = _size(result.size_bytes) if result.size_bytes is not None else "size unknown"
     click.echo(f"history: {size}; {rows}")
@@ -179,7 +183,7 @@ def show_cmd(file: Path, fmt: str) -> int:
     click.echo("source: " + ", ".join(f"{k}={v}" for k, v in sorted(src.items()) if v is not None)
                if any(v is not None for v in src.values()) else "source: not recorded (local export)")
     click.echo(f"records: {counts['executions']} execution(s), {counts['gate_runs']} gate run(s), "
-               f"{counts['gate_values']} gate value(s)")
+               f"{counts['gate_values']} gate value(s), {counts['testcases']} testcase result(s)")
     click.echo(f"merge: {header['merge']}")
     return 0
 

@@ -9,8 +9,9 @@ UTF-8, no NaN)::
 record after export -- a flipped bit, an edited value, a forged ``trusted`` -- is
 caught before anything is written. The payload carries the history schema version
 the records were read from, where they came from (event, ref, cadence: see
-:mod:`testfleet.history.trust`) and the rows: executions, gate runs, and gate
-values that name their run by uid.
+:mod:`testfleet.history.trust`) and the rows: executions, gate runs, gate
+values that name their run by uid, and per-testcase results that name their
+execution by uid.
 
 Decoding is strict and bounded: the compressed file and the decompressed JSON are
 read only up to a cap, every problem is a :class:`BundleError` naming the file,
@@ -34,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from testfleet.errors import TestfleetError
-from testfleet.store.durations import GATE_MODES, GATE_STATUSES, OUTCOMES
+from testfleet.store.durations import CASE_OUTCOMES, GATE_MODES, GATE_STATUSES, OUTCOMES
 from testfleet.store.identity import UID_PATTERN
 
 SCHEMA_PREFIX = "testfleet.bundle/"
@@ -120,6 +121,25 @@ class GateValueRecord(_Row):
         return (self.run, self.metric_key, self.steps_key, self.constraint_key, self.step)
 
 
+class TestcaseRecord(_Row):
+    """One row of ``testcases`` (schema step 5), carried with the execution it belongs to.
+
+    A testcase row has no identity of its own: it is one test of one attempt of a file,
+    recorded together with that attempt's execution (same file, stage, attempt, run and
+    time). It travels under its execution's uid and is merged exactly when that
+    execution is, so merging twice adds nothing here either.
+    """
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    execution: str = _UID
+    name: str = Field(min_length=1, max_length=1024)
+    outcome: Literal[CASE_OUTCOMES]  # type: ignore[valid-type]
+    duration: float = Field(ge=0)
+    final: bool
+    recorded_at: float
+
+
 class Source(_Row):
     """Where the records came from, as the exporting job saw it (see ``history.trust``)."""
 
@@ -139,6 +159,7 @@ class Payload(_Row):
     executions: list[ExecutionRecord] = Field(default_factory=list)
     gate_runs: list[GateRunRecord] = Field(default_factory=list)
     gate_values: list[GateValueRecord] = Field(default_factory=list)
+    testcases: list[TestcaseRecord] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -152,7 +173,7 @@ class Bundle:
     def counts(self) -> dict[str, int]:
         p = self.payload
         return {"executions": len(p.executions), "gate_runs": len(p.gate_runs),
-                "gate_values": len(p.gate_values)}
+                "gate_values": len(p.gate_values), "testcases": len(p.testcases)}
 
     def header(self) -> dict[str, Any]:
         """What ``history show`` prints: everything but the rows."""
@@ -341,6 +362,11 @@ def _check_consistency(payload: Payload, name: str) -> None:
         if v.run not in runs:
             raise BundleError(f"{name}: gate_values[{i}] references run {v.run}, which the "
                               "bundle does not contain")
+    executions = {r.uid for r in payload.executions}
+    for i, c in enumerate(payload.testcases):
+        if c.execution not in executions:
+            raise BundleError(f"{name}: testcases[{i}] references execution {c.execution}, "
+                              "which the bundle does not contain")
 
 
 def unique(rows: Iterable[Any], key: str = "uid") -> list[Any]:

@@ -14,6 +14,7 @@ from testfleet.history.bundle import (
     GateValueRecord,
     Payload,
     Source,
+    TestcaseRecord,
     _errors,
 )
 
@@ -40,8 +41,43 @@ def export_payload(store: Store, *, run_id: str | None, source: Source) -> Paylo
 
     with store.read() as conn:
         executions, runs, values = read_records(conn, run_id)
+        cases = read_testcases(conn, run_id)
     return Payload(store_schema=latest_version(), created_at=time.time(), testfleet=__version__,
-                   source=source, executions=executions, gate_runs=runs, gate_values=values)
+                   source=source, executions=executions, gate_runs=runs, gate_values=values,
+                   testcases=cases)
+
+
+def read_testcases(conn: Connection, run_id: str | None) -> list[TestcaseRecord]:
+    """The testcase rows of the executions ``run_id`` selects, each under its execution's uid.
+
+    A testcase row is recorded with its attempt's execution (same file, stage, backend,
+    attempt, CI run and time), which is how it is found here; a row whose execution was
+    pruned (executions and testcases are pruned per file and per test) has nothing to
+    travel with and stays behind.
+    """
+    from sqlalchemy import and_, select
+
+    from testfleet.store.schema import executions as ex
+    from testfleet.store.testcases import testcases as tc
+
+    join = and_(ex.c.stage == tc.c.stage, ex.c.file == tc.c.file, ex.c.ts == tc.c.ts,
+                ex.c.backend == tc.c.backend, ex.c.attempt == tc.c.attempt,
+                ex.c.ci_run_id.is_not_distinct_from(tc.c.ci_run_id))
+    query = (select(tc.c.id, ex.c.uid, tc.c.name, tc.c.outcome, tc.c.duration, tc.c.final,
+                    tc.c.recorded_at)
+             .select_from(tc.join(ex, join)).order_by(tc.c.id, ex.c.id))
+    if run_id is not None:
+        query = query.where(tc.c.ci_run_id == run_id)
+    out: list[TestcaseRecord] = []
+    last = None
+    for pk, uid, name, outcome, duration, final, recorded_at in conn.execute(query):
+        if pk == last:  # two executions look alike: the row goes with the first
+            continue
+        last = pk
+        out.append(_record(TestcaseRecord, {
+            "execution": uid, "name": name, "outcome": outcome, "duration": float(duration),
+            "final": bool(final), "recorded_at": float(recorded_at)}, "testcase"))
+    return out
 
 
 def read_records(conn: Connection, run_id: str | None) -> tuple[

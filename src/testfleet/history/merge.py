@@ -4,9 +4,12 @@ Every bundle is read and verified (:func:`testfleet.history.bundle.read_file`) a
 admitted by the trust rule (:mod:`testfleet.history.trust`) before the database is
 opened for writing; one bad or refused bundle leaves the database untouched.
 Records are matched by ``uid``: a record already stored is skipped, so merging a
-bundle twice adds nothing. Then the executions are pruned by the rules of
-``testfleet db prune`` (same code, same defaults), in the same transaction, so a
-history file kept in a CI cache stays bounded.
+bundle twice adds nothing; testcase rows come in with their execution, exactly when it
+is new. The one change made to a stored record is taking trust away: a gate run that
+a bundle carries as untrusted (``gate untrust`` in another database) is untrusted
+here too, and a trusted copy never gives trust back. Then executions and testcases
+are pruned by the rules of ``testfleet db prune`` (same code, same defaults), in the
+same transaction, so a history file kept in a CI cache stays bounded.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
 #: ``testfleet db prune``'s default: executions kept per (stage, file) and outcome class.
 DEFAULT_KEEP = 50
 _CHUNK = 500
-TABLES = ("executions", "gate_runs", "gate_series", "gate_values")
+TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases")
 
 
 @dataclass
@@ -37,8 +40,9 @@ class MergeResult:
 
     bundles: int = 0
     added: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0,
-                                                            "gate_values": 0})
+                                                            "gate_values": 0, "testcases": 0})
     known: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0})
+    untrusted: int = 0  # stored gate runs that a bundle's untrust mark took out of the baseline
     pruned: int = 0
     notes: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
@@ -46,7 +50,7 @@ class MergeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"bundles": self.bundles, "added": self.added, "already_present": self.known,
-                "pruned": self.pruned, "notes": self.notes, "rows": self.rows,
+                "untrusted": self.untrusted, "pruned": self.pruned, "notes": self.notes, "rows": self.rows,
                 "size_bytes": self.size_bytes}
 
 
@@ -74,12 +78,16 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     if refused:
         raise BundleError("nothing merged:\n  " + "\n  ".join(refused))
     with store.write() as conn:
-        _merge_executions(conn, [r for b, _ in admitted for r in b.payload.executions], result)
+        new = _merge_executions(conn, [r for b, _ in admitted for r in b.payload.executions],
+                                result)
+        _merge_testcases(conn, [b for b, _ in admitted], new, result)
         _merge_gate_runs(conn, admitted, result)
         if keep is not None:
             from testfleet.store.durations import prune
+            from testfleet.store.testcases import prune_cases
 
             result.pruned = prune(conn, keep, older_than)
+            prune_cases(conn, keep, older_than)  # per test, by the same bounds (as db prune)
         result.rows = row_counts(conn)
     result.size_bytes, note = compact_and_measure(store)
     if note:
@@ -98,19 +106,49 @@ def _known(conn: Connection, table: Any, uids: Iterable[str]) -> set[str]:
     return out
 
 
-def _merge_executions(conn: Connection, records: Sequence[Any], result: MergeResult) -> None:
+def _merge_executions(conn: Connection, records: Sequence[Any],
+                      result: MergeResult) -> dict[str, Any]:
+    """Insert the executions not stored yet; returns them by uid (the first copy)."""
     from testfleet.store.durations import insert_ignoring_known
     from testfleet.store.schema import executions
 
-    fresh: dict[str, dict[str, Any]] = {}
+    first: dict[str, Any] = {}
     for r in records:
-        fresh.setdefault(r.uid, r.model_dump())
-    known = _known(conn, executions, fresh)
-    rows = [row for uid, row in fresh.items() if uid not in known]
+        first.setdefault(r.uid, r)
+    known = _known(conn, executions, first)
+    new = {uid: r for uid, r in first.items() if uid not in known}
+    rows = [r.model_dump() for r in new.values()]
     for i in range(0, len(rows), 5 * _CHUNK):
         insert_ignoring_known(conn, executions, rows[i:i + 5 * _CHUNK])
     result.added["executions"] += len(rows)
     result.known["executions"] += len(records) - len(rows)
+    return new
+
+
+def _merge_testcases(conn: Connection, bundles: Sequence[Bundle], new: dict[str, Any],
+                     result: MergeResult) -> None:
+    """The testcase rows of the executions just inserted, from the bundle whose copy of
+    the execution was stored (two bundles carrying one execution add its rows once)."""
+    from testfleet.store.testcases import testcases
+
+    owner: dict[str, int] = {}
+    for index, bundle in enumerate(bundles):
+        for r in bundle.payload.executions:
+            if r.uid in new:
+                owner.setdefault(r.uid, index)
+    rows = []
+    for index, bundle in enumerate(bundles):
+        for c in bundle.payload.testcases:
+            if owner.get(c.execution) != index:
+                continue
+            ex = new[c.execution]
+            rows.append({"file": ex.file, "stage": ex.stage, "backend": ex.backend, "name": c.name,
+                         "outcome": c.outcome, "duration": c.duration, "attempt": ex.attempt,
+                         "final": c.final, "commit_sha": ex.commit_sha, "ci_run_id": ex.ci_run_id,
+                         "ts": ex.ts, "recorded_at": c.recorded_at})
+    for i in range(0, len(rows), 5 * _CHUNK):
+        conn.execute(testcases.insert(), rows[i:i + 5 * _CHUNK])
+    result.added["testcases"] += len(rows)
 
 
 def _merge_gate_runs(conn: Connection, admitted: Sequence[tuple[Bundle, bool]],
@@ -135,6 +173,8 @@ def _merge_gate_runs(conn: Connection, admitted: Sequence[tuple[Bundle, bool]],
     series: dict[str, dict[str, Any]] = {}
     candidates = {r.uid for bundle, _ in admitted for r in bundle.payload.gate_runs}
     known = _known(conn, gate_runs, candidates)
+    _untrust_known(conn, [(b, r) for b, _ in admitted for r in b.payload.gate_runs
+                          if r.uid in known and not r.trusted], result)
     owner: dict[str, int] = {}  # run uid -> the bundle whose copy of the run is stored
     for index, (bundle, trusted) in enumerate(admitted):
         by_uid = {r.uid: r for r in bundle.payload.gate_runs}
@@ -194,13 +234,41 @@ def _merge_gate_runs(conn: Connection, admitted: Sequence[tuple[Bundle, bool]],
     result.added["gate_values"] += len(value_rows)
 
 
+def _untrust_known(conn: Connection, marks: Sequence[tuple[Bundle, Any]],
+                   result: MergeResult) -> None:
+    """Stored gate runs that a bundle carries as untrusted leave the baseline here too
+    (with the bundle's when and why); runs already untrusted are left as they are."""
+    from sqlalchemy import select, update
+
+    from testfleet.store.metrics import gate_runs, gate_values
+
+    by_uid: dict[str, tuple[Bundle, Any]] = {}
+    for bundle, run in marks:
+        by_uid.setdefault(run.uid, (bundle, run))
+    uids = list(by_uid)
+    now = time.time()
+    for i in range(0, len(uids), _CHUNK):
+        trusted = conn.execute(select(gate_runs.c.id, gate_runs.c.uid).where(
+            gate_runs.c.uid.in_(uids[i:i + _CHUNK]), gate_runs.c.trusted.is_(True))).all()
+        for pk, uid in trusted:
+            bundle, run = by_uid[uid]
+            why = run.untrusted_by or f"untrusted in {Path(bundle.name).name}"
+            conn.execute(update(gate_runs).where(gate_runs.c.id == pk).values(
+                trusted=False, untrusted_at=run.untrusted_at or now, untrusted_by=why[:300]))
+            conn.execute(update(gate_values).where(gate_values.c.run_pk == pk)
+                         .values(trusted=False))
+            result.untrusted += 1
+
+
 def row_counts(conn: Connection) -> dict[str, int]:
     from sqlalchemy import func, select
 
     from testfleet.store.metrics import gate_runs, gate_series, gate_values
     from testfleet.store.schema import executions
+    from testfleet.store.testcases import testcases
 
-    tables = dict(zip(TABLES, (executions, gate_runs, gate_series, gate_values), strict=True))
+    tables = dict(zip(TABLES, (executions, gate_runs, gate_series, gate_values, testcases),
+                      strict=True))
     return {name: int(conn.execute(select(func.count()).select_from(t)).scalar() or 0)
             for name, t in tables.items()}
 

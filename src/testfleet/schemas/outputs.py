@@ -176,6 +176,7 @@ class HistoryMergeOutput(_Closed):
     bundles: int
     added: dict[str, int]
     already_present: dict[str, int]
+    untrusted: int  # stored gate runs a bundle's untrust mark took out of the baseline
     pruned: int
     notes: list[str]
     rows: dict[str, int]

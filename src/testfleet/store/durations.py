@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 OUTCOMES = ("PASSED", "FAILED", "TIMEOUT", "FLAKY", "ERROR", "NOT_RUN")
 GATE_STATUSES = ("PASS", "FAIL", "ERROR", "INACTIVE")
 GATE_MODES = ("enforced", "shadow")
+#: A testcase's outcomes (``testcases``); here, without SQLAlchemy, for the bundle model.
+CASE_OUTCOMES = ("PASSED", "FLAKY", "FAILED", "ERROR", "SKIPPED", "XFAILED")
 REASON_MAX = 500
 PASSING = ("PASSED", "FLAKY")
 _PASSING_SQL = ", ".join(f"'{o}'" for o in PASSING)  # constants, not user input

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Boolean, Column, Double, Index, Integer, String, Table
 
+from testfleet.store.durations import CASE_OUTCOMES  # one definition (bundles use it too)
 from testfleet.store.errors import InvalidExecution
 from testfleet.store.schema import metadata
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-CASE_OUTCOMES = ("PASSED", "FLAKY", "FAILED", "ERROR", "SKIPPED", "XFAILED")
 NAME_MAX = 1024
 _IN_CHUNK = 500
 
