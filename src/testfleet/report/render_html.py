@@ -84,6 +84,7 @@ tr.total td{font-weight:700;border-top:2px solid var(--line)}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .pill{display:inline-block;padding:1px 7px;border-radius:999px;font-size:11.5px;font-weight:600;
 white-space:nowrap}
+.pill.wrap{white-space:normal}
 .pill.active{background:var(--green-bg);color:var(--green)}
 .pill.dormant{background:var(--amber-bg);color:var(--amber);border:1px solid var(--amber)}
 .pill.unconfigured{background:var(--red-bg);color:var(--red)}
@@ -138,9 +139,14 @@ def _long(text: str, limit: int = LONG) -> str:
     """Escaped text; beyond ``limit`` characters the rest folds into a ``<details>``
     (works without JavaScript), so one runaway reason cannot push the page away."""
     if len(text) <= limit:
-        return esc(text)
-    return (f"{esc(text[:limit])}<details class=\"more\"><summary>\u2026 show all "
-            f"{len(text)} characters</summary>{esc(text[limit:])}</details>")
+        return _soft(text)
+    return (f"{_soft(text[:limit])}<details class=\"more\"><summary>\u2026 show all "
+            f"{len(text)} characters</summary>{_soft(text[limit:])}</details>")
+
+
+def _soft(text: str) -> str:
+    """Escaped prose whose URLs and paths may break after a '/' (no word breaks inside)."""
+    return esc(text).replace("/", "/<wbr>")
 
 
 def _file_cell(report: Report, file: str, line: int) -> str:
@@ -273,13 +279,14 @@ def _ledger(report: Report) -> str:
         shared = (f' <span class="pill warn" title="the same reason text on {e.shared_reason} '
                   f'registrations">same reason \u00d7{e.shared_reason}</span>') if e.shared_reason > 1 else ""
         exp = fmt.expiry(e)
-        exp_html = (f'<span class="pill bad">{esc(exp)}</span>' if e.expired or e.expiry_error
+        exp_html = (f'<span class="pill bad wrap">{esc(exp)}</span>' if e.expired or e.expiry_error
                     else esc(exp))
         dormant = ' <span class="pill dormant">dormant</span>' if e.stage_dormant else ""
         age_title = esc(e.age_note or (f"changed {e.changed} in {e.commit[:12]}" if e.commit and e.changed else ""))
         rows.append(
             f'<tr><td class="file">{_file_cell(report, e.file, e.reason_line or e.line)}</td>'
-            f'<td>{esc(e.backend)}</td><td class="mono nw">{esc(e.suite)}{dormant}</td>'
+            f'<td>{esc(e.backend)}</td><td class="mono"><span class="nw">{esc(e.suite)}</span>'
+            f"{dormant}</td>"
             f'<td class="reason">{_long(e.reason)}{shared}</td><td>{_refs(e.references, report.links)}</td>'
             f'<td class="num" title="{age_title}">{esc(fmt.age(e))}</td><td>{exp_html}</td></tr>')
     return (f'<section id="ledger"><h2>Disabled ledger <span class="count">({len(report.ledger)})'
