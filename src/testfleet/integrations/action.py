@@ -137,7 +137,8 @@ def _indent(text: str, pad: int) -> list[str]:
 
 def render_action(version: str = __version__) -> str:
     """The action's YAML (deterministic for a version)."""
-    from testfleet.integrations.github_workflow import _uses, yaml_str
+    from testfleet.integrations.yaml_text import uses as _uses
+    from testfleet.integrations.yaml_text import yaml_str
 
     script = _SCRIPT.replace("COMMANDS", ", ".join(COMMANDS))
     lines = [

@@ -251,7 +251,7 @@ def _bounded(lines: list[str], limit: int) -> list[str]:
 def notice_texts(plan: Plan) -> tuple[str, str] | None:
     """The plan's coverage holes and other warnings as (plain log text, Markdown
     annotation body), or ``None`` when the plan has nothing to warn about."""
-    from testfleet.planning.formats import md
+    from testfleet.mdtext import md
 
     holes = [
         f"{s.name} ({s.backend}): {s.status}" + (f": {s.reason}" if s.reason else "")

@@ -14,6 +14,7 @@ import secrets
 from collections import Counter
 from collections.abc import Callable
 
+from testfleet.mdtext import md
 from testfleet.planning.model import REASONS, Job, Plan, plan_bytes
 
 # -- json -----------------------------------------------------------------------
@@ -87,16 +88,6 @@ def github_output_text(outputs: dict[str, str]) -> str:
 def render_github(plan: Plan) -> str:
     return github_output_text(github_outputs(plan))
 
-
-# -- markdown ---------------------------------------------------------------------
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~@$])")
-
-
-def md(text: object) -> str:
-    """Escape untrusted text for a Markdown table cell or list item (one line)."""
-    flat = " ".join(str(text).split())
-    return _MD_SPECIAL.sub(r"\\\1", flat)
 
 
 def _minutes(seconds: float) -> str:

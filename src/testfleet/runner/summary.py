@@ -80,12 +80,12 @@ def _escape_rich(text: str) -> str:
     return escape(printable(text))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
-
-
 def md_escape(text: str) -> str:
-    """Escape text for a Markdown table cell: hostile file names must not break the table."""
-    return _MD_SPECIAL.sub(r"\\\1", clean(text).replace("\n", " "))
+    """Escape text for a Markdown table cell: hostile file names must not break the table
+    (control characters shown, not passed; then the shared escaper)."""
+    from testfleet.mdtext import md
+
+    return md(clean(text))
 
 
 def _fence(text: str) -> str:
