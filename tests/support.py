@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,21 @@ def wait_for_file(path: Path, timeout: float = 30) -> None:
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
     time.sleep(0.1)
+
+
+def wait_until_ready(path: Path, process: Any, timeout: float = 300.0) -> None:
+    """Wait until ``process`` (a ``subprocess.Popen``) or its child has written ``path``
+    (written whole: by a rename). The bound is generous because a loaded machine only
+    makes the wait longer; a dead ``process`` fails at once with its output, so a crash
+    is reported now and a hang still ends in a failure."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            out, err = process.communicate()
+            raise AssertionError(f"exited {process.returncode} before writing {path}:\n"
+                                 f"{out}\n{err}")
+        assert time.monotonic() < deadline, f"{path} never appeared within {timeout:g}s"
+        time.sleep(0.05)
 
 
 def process_gone(pid: int) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from support import process_gone, wait_for_file
+from support import process_gone, wait_until_ready
 
 PASS = "print('ok')\n"
 FAIL = "import sys\nprint('boom')\nsys.exit(3)\n"
@@ -159,7 +159,8 @@ def test_database_error_warns_and_keeps_verdict(cli_project, tmp_path: Path) -> 
 SLOW_WITH_CHILD = """
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-open(sys.argv[0] + ".pids", "w").write(f"{os.getpid()} {child.pid}")
+open(sys.argv[0] + ".pids.tmp", "w").write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[0] + ".pids.tmp", sys.argv[0] + ".pids")  # whole or absent
 print("running", flush=True)
 time.sleep(3600)
 """
@@ -178,9 +179,9 @@ def test_signal_mid_file_writes_partial_junit(cli_project, sig: int, code: int) 
                                      "test_c.py": PASS}, floor=60.0, grace=2.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
     pids_file = root / "tests" / "test_b.py.pids"
-    wait_for_file(pids_file, timeout=20)
+    wait_until_ready(pids_file, proc)  # a condition: load makes it slower, never red
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=120)  # grace 2 s; the bound only catches a hang
     assert proc.returncode == code, out + err
     assert junit_cases(root / "j.xml") == {"tests/test_a.py": "passed", "tests/test_b.py": "error",
                                            "tests/test_c.py": "skipped"}
@@ -193,9 +194,9 @@ def test_kill_9_leaves_history_intact_and_junit_red(cli_project) -> None:
                                     floor=60.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml")
     pids_file = root / "tests" / "test_b.py.pids"
-    wait_for_file(pids_file, timeout=20)
+    wait_until_ready(pids_file, proc)
     proc.kill()
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     for pid in map(int, pids_file.read_text().split()):  # orphans now; CI would reap them
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
