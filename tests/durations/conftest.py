@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from tests.store.conftest import engine_name, store_url
 
 from testfleet.config import Project
+
+__all__ = ["engine_name", "store_url"]  # per-engine databases, as the store tests have them
 
 CONFIG = """\
 roots = ["tests"]

@@ -91,6 +91,35 @@ def test_corrupt_or_foreign_files_are_refused(tmp_path: Path, body: str, message
         read_cases(write(tmp_path, body))
 
 
+LATE_DOCTYPE = ("<?xml version='1.0'?><!--" + "x" * 5000 + "-->"
+                "<!DOCTYPE testsuite SYSTEM 'http://example.invalid/junit.dtd'><testsuite/>")
+UTF16_ENTITY = ("<?xml version='1.0' encoding='UTF-16'?><!DOCTYPE t [<!ENTITY a 'ENTITYTEXT'>]>"
+                "<testsuite><testcase name='&a;'/></testsuite>")
+
+
+@pytest.mark.parametrize("data", [
+    LATE_DOCTYPE.encode(),  # the DOCTYPE after the first 4 KB
+    UTF16_ENTITY.encode("utf-16"),  # "<!ENTITY" is not in the bytes as ASCII
+    UTF16_ENTITY.replace("'UTF-16'", "'UTF-16LE'").encode("utf-16-le"),
+    b"<?xml version='1.0'?><!DOCTYPE t SYSTEM 'file:///etc/passwd'><testsuite/>",
+], ids=["doctype-after-4k", "utf16-bom", "utf16le", "external-dtd"])
+def test_dtd_and_entities_are_refused_in_any_encoding_and_position(tmp_path: Path,
+                                                                   data: bytes) -> None:
+    """#17: the hand-written check looked for ASCII "<!doctype" in the first 4 KB only;
+    defusedxml refuses a DTD wherever it is and however the document is encoded."""
+    path = tmp_path / "r.xml"
+    path.write_bytes(data)
+    with pytest.raises(UsageError, match="DTD or entity declarations are not accepted"):
+        read_cases(path)
+
+
+def test_utf16_junit_without_a_dtd_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    path.write_bytes("<?xml version='1.0' encoding='UTF-16'?><testsuite><testcase classname='c' "
+                     "name='ok' time='2'/></testsuite>".encode("utf-16"))
+    assert [(c.name, c.time) for c in read_cases(path)] == [("ok", 2.0)]
+
+
 def test_bad_times_are_all_listed_and_nothing_is_imported(tmp_path: Path) -> None:
     path = write(tmp_path, """<testsuite>
   <testcase classname="c" name="neg" time="-1"/>

@@ -31,6 +31,7 @@ DEEP_TOML = ("[tool.other]\nx = " + "[" * 600 + "]" * 600 + "\n\n[tool.testfleet
 # Special file contents: a symlink to the given target, or a FIFO (no writer ever comes).
 LINK = "\0link:"
 FIFO = "\0fifo"
+UTF16 = "\0utf16:"  # the rest of the text, written as UTF-16 with a byte order mark
 CACHES = (".testfleet/registry-cache.bin", ".testfleet/config-snapshot.json",
           ".testfleet/syntax-cache.json")
 HOSTILE_NAME = "tests/test_b\n::error::pwned.py"
@@ -104,6 +105,13 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     ("cache-fifo-check", dict.fromkeys(CACHES, FIFO), ["check"], {}, 0, "cache-not-a-file"),
     ("history-db-fifo", {".testfleet/history.db": FIFO}, ["db", "init"], {}, 2,
      "is a FIFO, not a database file"),
+    # JUnit import (defusedxml)
+    ("junit-utf16-entity", {"r.xml": UTF16 + "<?xml version='1.0' encoding='UTF-16'?>"
+                            "<!DOCTYPE t [<!ENTITY a 'x'>]><testsuite/>"},
+     ["durations", "import", "r.xml", "--stage", "a"], {}, 2, "DTD or entity"),
+    ("junit-late-doctype", {"r.xml": "<!--" + "x" * 5000 + "--><!DOCTYPE t SYSTEM 'e.dtd'>"
+                            "<testsuite/>"},
+     ["durations", "import", "r.xml", "--stage", "a"], {}, 2, "DTD or entity"),
 ]
 
 
@@ -121,6 +129,8 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
             path.symlink_to(text.removeprefix(LINK))
         elif text == FIFO:
             os.mkfifo(path)
+        elif text.startswith(UTF16):
+            path.write_bytes(text.removeprefix(UTF16).encode("utf-16"))
         else:
             path.write_text(text, encoding="utf-8", errors="surrogatepass")
     return root

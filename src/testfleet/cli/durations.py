@@ -82,7 +82,13 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     before anything is stored.
     """
     from testfleet.store import open_store
-    from testfleet.store.junit_import import FileMatcher, read_cases, run_id_for, to_executions
+    from testfleet.store.junit_import import (
+        FileMatcher,
+        content_digest,
+        parse_cases,
+        read_bytes,
+        to_executions,
+    )
 
     project = project_from(ctx)
     _check_stage(project, stage)
@@ -99,23 +105,27 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     batches = []
     for path in files:
         full = path if path.is_absolute() else base / path
-        cases = read_cases(full)
-        rid = run_id or run_id_for(full.read_bytes())
+        data = read_bytes(full)  # read once: what is parsed is what is hashed
+        cases = parse_cases(data, full)
+        digest = content_digest(data)
+        rid = run_id or f"junit:{digest[:16]}"
+        # --force imports again on purpose: those rows get new identities of their own.
         result = to_executions(cases, matcher, stage=stage, backend=backend, commit=commit,
-                               ci_run_id=rid, default_time=now)
+                               ci_run_id=rid, default_time=now, content=None if force else digest)
         batches.append((path, rid, result))
 
     unmatched = 0
     stored = 0
     store = None if dry_run else open_store(project, database)
     try:
-        for path, rid, result in batches:
+        skip = set() if store is None or force else _already_imported(store, batches, stage)
+        for n, (path, rid, result) in enumerate(batches):
             for line in result.unmatched:
                 click.echo(f"testfleet: warning: {path}: unmatched testcase {line}", err=True)
             unmatched += len(result.unmatched)
             head = (f"{path}: {result.cases} testcase(s), {result.matched_cases} matched, "
                     f"{len(result.unmatched)} unmatched -> {len(result.executions)} file execution(s)")
-            if store is not None and not force and store.run_executions(rid, stage):
+            if n in skip or (store is not None and not force and store.run_executions(rid, stage)):
                 click.echo(f"{head}; already imported as {rid}, skipped (use --force to import again)")
                 continue
             if store is not None:
@@ -131,6 +141,36 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     if not dry_run:
         click.echo(f"recorded {stored} execution(s) for {stage}")
     return 1 if strict and unmatched else 0
+
+
+def _already_imported(store: Any, batches: list[tuple[Path, str, Any]], stage: str) -> set[int]:
+    """The batches to skip: content already imported under the same run id, or given twice
+    in this command. Content already imported under another run id is refused as a whole
+    (nothing stored): its durations would count twice and outweigh every other run."""
+    uids = [e.uid for _, _, result in batches for e in result.executions]
+    stored = store.runs_of_uids(uids) if uids else {}
+    skip: set[int] = set()
+    first: dict[frozenset[str], Path] = {}
+    refused: list[str] = []
+    for n, (path, rid, result) in enumerate(batches):
+        mine = frozenset(e.uid for e in result.executions)
+        if mine and mine in first:
+            skip.add(n)  # the same content twice on the command line
+            continue
+        first[mine] = path
+        earlier = sorted({str(stored[u]) for u in mine if u in stored})
+        if not earlier:
+            continue
+        if earlier == [rid]:
+            skip.add(n)
+        else:
+            refused.append(f"{path}: the same content was already imported for stage {stage} "
+                           f"as run {', '.join(earlier)}; importing it again as run {rid} would "
+                           "count its durations twice")
+    if refused:
+        raise UsageError("\n".join(refused) + "\nnothing imported (use --force to import "
+                         "the same results again on purpose)")
+    return skip
 
 
 # -- show / suggest ------------------------------------------------------------------

@@ -208,6 +208,14 @@ class Store:
         with self.read() as conn:
             return count_run(conn, ci_run_id, stage)
 
+    def runs_of_uids(self, uids: Sequence[str]) -> dict[str, str | None]:
+        """Which of these execution identities are stored, and under which CI run id
+        (an import's content identity: the same JUnit file imported again)."""
+        from testfleet.store.durations import runs_of_uids
+
+        with self.read() as conn:
+            return runs_of_uids(conn, uids)
+
     def prune_executions(self, keep: int, older_than: float | None = None) -> int:
         """Bound history: see :func:`testfleet.store.durations.prune`."""
         from testfleet.store.durations import prune

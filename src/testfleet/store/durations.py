@@ -59,6 +59,9 @@ class Execution:
     gate_mode: str | None = None
     reason: str | None = None
     final: bool = True  # False: an attempt that was retried (not the file's verdict)
+    # A fixed identity (32 hex digits) for a row whose content decides it (a JUnit import:
+    # see junit_import.content_uid); None gives the row a new random one.
+    uid: str | None = None
 
     def problems(self) -> list[str]:
         """Why this row must not be stored (empty when it is fine)."""
@@ -93,6 +96,11 @@ class Execution:
             epoch_seconds(self.timestamp)
         except ValueError as exc:
             out.append(str(exc))
+        if self.uid is not None:
+            from testfleet.store.identity import UID_PATTERN
+
+            if not isinstance(self.uid, str) or not UID_PATTERN.match(self.uid):
+                out.append(f"uid must be 32 lower-case hex digits or None, got {self.uid!r:.60}")
         return out
 
 
@@ -135,7 +143,7 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
             "file": r.file, "stage": r.stage, "backend": r.backend,
             "duration": float(r.duration), "outcome": r.outcome, "attempt": r.attempt,
             "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
-            "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now, "uid": new_uid(),
+            "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now, "uid": r.uid or new_uid(),
             "gate_status": r.gate_status, "gate_mode": r.gate_mode, "reason": r.reason,
             "final": bool(r.final),
         }
@@ -312,6 +320,21 @@ def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int
     if stage is not None:
         query = query.where(ex.c.stage == stage)
     return int(conn.execute(query).scalar() or 0)
+
+
+def runs_of_uids(conn: Connection, uids: Sequence[str]) -> dict[str, str | None]:
+    """uid -> CI run id of the stored executions among ``uids`` (those not stored are absent)."""
+    from sqlalchemy import select
+
+    from testfleet.store.schema import executions as ex
+
+    found: dict[str, str | None] = {}
+    wanted = sorted(set(uids))
+    for i in range(0, len(wanted), 500):  # bounded IN lists on both engines
+        chunk = wanted[i:i + 500]
+        for uid, run in conn.execute(select(ex.c.uid, ex.c.ci_run_id).where(ex.c.uid.in_(chunk))):
+            found[uid] = run
+    return found
 
 
 def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:

@@ -7,8 +7,9 @@ unique). Cases of one file are summed into one execution; its outcome is the wor
 of its cases. Cases that match no registered file of the stage are returned, never
 silently dropped. Bad input is refused as a whole with every problem listed: XML
 that is not well-formed, a document that is not JUnit, a DTD or entity declaration
-(never needed, and the door to entity-expansion attacks), a negative or non-finite
-``time``.
+(never needed, and the door to entity-expansion attacks; refused by defusedxml), a
+negative or non-finite ``time``. Each execution's identity derives from the file's
+content, so importing the same file again under another ``--run-id`` is caught.
 """
 
 from __future__ import annotations
@@ -56,28 +57,40 @@ class ImportResult:
 
 
 def read_cases(path: Path, *, now: float | None = None) -> list[Case]:
-    """Every testcase in a JUnit file; raises :class:`UsageError` on bad input.
+    """Every testcase in a JUnit file; raises :class:`UsageError` on bad input."""
+    return parse_cases(read_bytes(path), path, now=now)
 
-    A ``timestamp`` in the future (beyond a few minutes of clock skew) is refused:
-    it cannot be when the tests ran, and history must not hold a date nothing
-    real can ever be newer than."""
-    import time
 
-    now = time.time() if now is None else now
-    from junitparser import Error, Failure, Skipped, TestCase
-
+def read_bytes(path: Path) -> bytes:
+    """A JUnit file's bytes (at most :data:`MAX_BYTES`); :class:`UsageError` otherwise."""
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise UsageError(f"{path}: {size} bytes is more than the {MAX_BYTES} a JUnit file may have")
-        data = read_capped(path, MAX_BYTES)
+        return read_capped(path, MAX_BYTES)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    head = data[:4096].lower()
-    if b"<!doctype" in head or b"<!entity" in data.lower():
-        raise UsageError(f"{path}: DTD or entity declarations are not accepted in JUnit XML")
+
+
+def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Case]:
+    """Every testcase in the JUnit document ``data`` (read from ``path``).
+
+    Parsed by defusedxml with DTDs forbidden: a DOCTYPE or entity declaration is refused
+    wherever it is and in whatever encoding the document declares (UTF-16 included), so
+    no entity expansion or external fetch can happen. A ``timestamp`` in the future
+    (beyond a few minutes of clock skew) is refused: it cannot be when the tests ran,
+    and history must not hold a date nothing real can ever be newer than."""
+    import time
+
+    import defusedxml
+    from defusedxml.ElementTree import fromstring
+    from junitparser import Error, Failure, Skipped, TestCase
+
+    now = time.time() if now is None else now
     try:
-        root = ET.fromstring(data)
+        root = fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException:
+        raise UsageError(f"{path}: DTD or entity declarations are not accepted in JUnit XML") from None
     except ET.ParseError as exc:
         raise UsageError(f"{path}: not well-formed XML ({exc})") from None
     if root.tag not in ("testsuites", "testsuite"):
@@ -150,7 +163,22 @@ def _timestamp(value: str | None) -> float | None:
 
 def run_id_for(data: bytes) -> str:
     """A stable run id for an import, so the same file is not imported twice."""
-    return "junit:" + hashlib.sha256(data).hexdigest()[:16]
+    return "junit:" + content_digest(data)[:16]
+
+
+def content_digest(data: bytes) -> str:
+    """The SHA-256 of an imported file: what identifies an import whatever its run id."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_uid(digest: str, stage: str, file: str) -> str:
+    """The identity of the execution an import of this content makes for ``file`` in
+    ``stage``: the same content imported again (under any ``--run-id``) yields the same
+    uids, which the store already holds, so the duplicate is found and refused."""
+    from testfleet.store.identity import UID_LENGTH
+
+    text = "\0".join(("junit-import", digest, stage, file))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:UID_LENGTH]
 
 
 class FileMatcher:
@@ -193,8 +221,10 @@ class FileMatcher:
 
 
 def to_executions(cases: list[Case], matcher: FileMatcher, *, stage: str, backend: str,
-                  commit: str | None, ci_run_id: str, default_time: float) -> ImportResult:
-    """One execution per matched file (case times summed, worst outcome wins)."""
+                  commit: str | None, ci_run_id: str, default_time: float,
+                  content: str | None = None) -> ImportResult:
+    """One execution per matched file (case times summed, worst outcome wins); with the
+    file's ``content`` digest each execution gets its :func:`content_uid`."""
     result = ImportResult(cases=len(cases))
     per_file: dict[str, list[Case]] = defaultdict(list)
     for case in cases:
@@ -217,5 +247,6 @@ def to_executions(cases: list[Case], matcher: FileMatcher, *, stage: str, backen
             duration=math.fsum(c.time for c in group), outcome=outcome, attempt=1,
             commit=commit, ci_run_id=ci_run_id,
             timestamp=min(stamps) if stamps else default_time,
+            uid=None if content is None else content_uid(content, stage, file),
         ))
     return result
