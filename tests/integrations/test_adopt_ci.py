@@ -105,6 +105,11 @@ def main():
     parser.add_argument("--cadence", default="regular")
     parser.add_argument("--labels", nargs="*", default=[])
     parser.add_argument("--list-only", action="store_true")
+    parser.add_argument("--timeout-per-file", type=int, default=900)
+    parser.add_argument("--enable-retry", action="store_true")
+    parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--retry-wait-seconds", type=int, default=60)
+    parser.add_argument("--retry-timeout-increase", type=int, default=600)
     args, _ = parser.parse_known_args()
     include, admit_nightly = resolve_policy(args.cadence, args.labels)
     chosen, skipped = [], []
@@ -218,8 +223,7 @@ jobs:
       execute_command: >-
         python tests/ci/run_suite.py --hw cuda --suite stage-c-4-gpu-h200
         --auto-partition-id ${{ matrix.partition_id }} --auto-partition-size 2
-        --enable-retry --max-attempts 3 --retry-wait-seconds 30 --timeout-per-file 1200
-        --retry-timeout-increase 600
+        --enable-retry --max-attempts 3 --retry-wait-seconds 30
     secrets: inherit
 '''
 
@@ -387,10 +391,15 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
         assert "target_minutes" not in stage and "max_shards" not in stage
     told = "\n".join(n.render() for n in result.not_carried)
     assert "container image '${{ needs.docker-build.outputs.image }}'" in told
-    # the runner flags of the job become the stage's runner settings; 1200 s + 600 s on a
-    # retry is a factor of 1.5
-    assert (gpu["max_attempts"], gpu["retry_wait"], gpu["file_timeout"]) == (3, 30, 1200)
-    assert gpu["retry_timeout_factor"] == 1.5 and "retry timeout increase" not in told
+    # the runner flags of the job become the stage's runner settings; those it does not
+    # pass are the runner script's defaults: 900 s per file, plus 600 s with retries enabled
+    assert (gpu["max_attempts"], gpu["retry_wait"], gpu["file_timeout"]) == (3, 30, 1500)
+    assert "retry_timeout_factor" not in gpu and "retry timeout increase" not in told
+    assert ("stage stage-c-4-gpu-h200: --timeout-per-file 900, --retry-timeout-increase 600 are "
+            "the defaults of tests/ci/run_suite.py, which .github/workflows/pr-test.yml job "
+            "stage-c-4-gpu-h200 runs without passing them") in "\n".join(result.notes)
+    # a CPU stage the runner hands to pytest has no per-file timeout of the runner's
+    assert "file_timeout" not in result.data["stages"]["stage-a-cpu"]
     assert "env COMMIT -- computed at run time" in told
     # the job's CI settings become the stage's CI job settings
     assert gpu["container"] == {"image": "org/img:dev", "options": "--gpus all --ipc=host",

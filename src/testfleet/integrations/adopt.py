@@ -778,7 +778,7 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
-            stage.update(_job_settings(from_ci, stage["command"]))
+            stage.update(_job_settings(from_ci, stage["command"], suite, notes))
             not_carried += _unmapped(from_ci)
         stages[suite] = stage
     for suite, stage in stages.items():
@@ -809,9 +809,32 @@ def _command(files: list[str], scan_result: Scan) -> str:
     return "pytest"
 
 
-def _job_settings(ci: CIStage, command: str) -> dict[str, Any]:
-    """The stage keys a stage job's settings map to (CI job and runner settings)."""
+def _job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dict[str, Any]:
+    """The stage keys a stage job's settings map to (CI job and runner settings).
+
+    The runner flags come from the job's command, else from the runner script's own
+    defaults: the per-file timeout only for a stage whose files the runner starts one by
+    one (``command = "python"``; a runner that hands a CPU stage to one pytest call has
+    no per-file timeout), the retry settings when the job enables retries. As miles' and
+    SGLang's ``run_suite.py`` do, ``--retry-timeout-increase`` with retries enabled raises
+    the per-file timeout of every attempt.
+    """
     out: dict[str, Any] = {}
+    defaults = ci.runner_defaults
+    used: list[str] = []
+
+    def flag(key: str) -> int | None:
+        if key in ci.retry:
+            return ci.retry[key]
+        if key in defaults:
+            used.append(f"--{key.replace('_', '-')} {defaults[key]}")
+            return defaults[key]
+        return None
+
+    file_timeout: float | None = ci.file_timeout
+    if file_timeout is None and command == "python" and "timeout_per_file" in defaults:
+        file_timeout = defaults["timeout_per_file"]
+        used.append(f"--timeout-per-file {file_timeout}")
     if ci.setup:
         out["setup"] = list(ci.setup)
     secrets = _carried_secrets(ci)
@@ -823,16 +846,21 @@ def _job_settings(ci: CIStage, command: str) -> dict[str, Any]:
         out["max_parallel"] = min(256, ci.max_parallel)
     if ci.timeout_minutes is not None and float(ci.timeout_minutes).is_integer():
         out["job_timeout_minutes"] = max(1, min(4320, int(ci.timeout_minutes)))
-    if ci.file_timeout is not None:
-        out["file_timeout"] = ci.file_timeout
     if ci.retry.get("enabled"):
-        out["max_attempts"] = min(10, max(1, ci.retry.get("max_attempts", 2)))
-        if "retry_wait_seconds" in ci.retry:
-            out["retry_wait"] = min(3600, ci.retry["retry_wait_seconds"])
-        increase = ci.retry.get("retry_timeout_increase")
-        if increase and ci.file_timeout:
-            # a fixed per-file timeout T raised by N seconds on a retry is the factor (T + N) / T
-            out["retry_timeout_factor"] = min(100.0, round((ci.file_timeout + increase) / ci.file_timeout, 4))
+        attempts = flag("max_attempts")
+        out["max_attempts"] = min(10, max(1, attempts if attempts is not None else 2))
+        wait = flag("retry_wait_seconds")
+        if wait is not None:
+            out["retry_wait"] = min(3600, wait)
+        increase = flag("retry_timeout_increase")
+        if increase and file_timeout:
+            file_timeout += increase
+    if file_timeout:
+        out["file_timeout"] = file_timeout
+    if used:
+        verb = "is the default" if len(used) == 1 else "are the defaults"
+        notes.append(f"stage {name}: {', '.join(used)} {verb} of {ci.runner_script}, which "
+                     f"{ci.workflow} job {ci.job} runs without passing {'it' if len(used) == 1 else 'them'}")
     if ci.extra_args and command == "pytest":
         out["extra_args"] = list(ci.extra_args)
     return out
@@ -864,15 +892,16 @@ def _unmapped(stage: CIStage) -> list[NotCarried]:
                "used inside a larger expression; a stage's secrets are exposed as variables "
                "of their own names")
         out.append(NotCarried(where, f"secret {name}", why))
-    if stage.retry.get("enabled") and "max_attempts" not in stage.retry:
+    if stage.retry.get("enabled") and "max_attempts" not in stage.retry \
+            and "max_attempts" not in stage.runner_defaults:
         out.append(NotCarried(where, "--enable-retry without --max-attempts",
                               "the runner's own default number of attempts is not read; "
                               "max_attempts = 2 adopted (edit it if the runner uses another)"))
-    if "retry_timeout_increase" in stage.retry and not stage.file_timeout:
+    if "retry_timeout_increase" in stage.retry and not stage.file_timeout \
+            and "timeout_per_file" not in stage.runner_defaults:
         out.append(NotCarried(where, f"retry timeout increase {stage.retry['retry_timeout_increase']}s",
-                              "testfleet raises a retry's timeout by a factor "
-                              "(retry_timeout_factor), which needs a fixed per-file timeout "
-                              "(--timeout-per-file) to convert seconds into"))
+                              "it raises a fixed per-file timeout (--timeout-per-file), and "
+                              "the job has none"))
     if stage.retry and not stage.retry.get("enabled"):
         out.append(NotCarried(where, "retry flags without --enable-retry",
                               "retries are off for this job; nothing adopted"))

@@ -73,6 +73,10 @@ class CIStage:
     max_parallel: int | None = None
     setup: list[str] = field(default_factory=list)
     extra_args: list[str] = field(default_factory=list)
+    #: the runner script the job runs, and its argparse defaults for the runner flags
+    #: (``--timeout-per-file`` -> ``timeout_per_file``), read with ast
+    runner_script: str | None = None
+    runner_defaults: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -288,6 +292,8 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                 continue
             result.stages[stage] = _stage(stage, rel, str(job_id), events, job, called, commands,
                                           result.not_carried)
+            result.stages[stage].runner_script, result.stages[stage].runner_defaults = \
+                _runner_defaults(repo, commands)
         _resolve_needs(jobs, job_stage, result)
         if runs_tests:
             result.test_workflows.append(rel)
@@ -477,6 +483,45 @@ def _pytest_options(commands: str, where: str, not_carried: list[NotCarried]) ->
             continue
         out += [word, *value]
     return out
+
+
+_SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")
+_CD = re.compile(r"\bcd\s+([\w./-]+)")
+RUNNER_FLAGS = ("timeout-per-file", "max-attempts", "retry-wait-seconds", "retry-timeout-increase")
+
+
+def _runner_defaults(repo: Path, commands: str) -> tuple[str | None, dict[str, int]]:
+    """The defaults a job's runner script gives the runner flags it is not passed
+    (``parser.add_argument("--max-attempts", type=int, default=2)``), read with ast from
+    the script the command starts (``python tests/ci/run_suite.py``, or after ``cd DIR``)."""
+    import ast
+
+    for m in _SCRIPT.finditer(commands):
+        rel = m.group(1).removeprefix("./")
+        candidates = [rel, *(f"{d.strip('/')}/{rel}" for d in _CD.findall(commands))]
+        for candidate in candidates:
+            path = repo / candidate
+            if not path.is_file() or repo.resolve() not in path.resolve().parents:
+                continue
+            try:
+                tree = ast.parse(path.read_bytes()[:1 << 20])
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            found: dict[str, int] = {}
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "add_argument" and node.args
+                        and isinstance(node.args[0], ast.Constant)):
+                    continue
+                flag = str(node.args[0].value).removeprefix("--")
+                default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if (flag in RUNNER_FLAGS and isinstance(default, ast.Constant)
+                        and isinstance(default.value, int) and not isinstance(default.value, bool)
+                        and default.value >= 0):
+                    found[flag.replace("-", "_")] = default.value
+            if found:
+                return path.relative_to(repo).as_posix(), found
+    return None, {}
 
 
 def _shards(job: Mapping[str, Any], commands: str) -> int | None:
