@@ -246,6 +246,84 @@ def _image_or_table(schema: dict[str, Any]) -> None:
     schema.setdefault("anyOf", []).insert(0, {"type": "string", "minLength": 1})
 
 
+# -- stage variants (#12): one suite on several runner classes or images ---------------
+
+
+class VariantConfig(_Strict):
+    """``[tool.testfleet.stages.<stage>.variants.<name>]``: the stage's suite once more, on
+    other runners or another image. Every key is optional and overrides the stage's own;
+    ``env`` is merged over the stage's. A variant is planned as its own jobs (a *lane*,
+    keyed ``<stage>.<name>``) with its own fates, counts and duration history.
+
+    ``backend`` other than the stage's is the explicit opt-in for one suite name under two
+    backends: the stage's registrations of that backend run on this variant only.
+    """
+
+    backend: str | None = None
+    runs_on: list[str] | None = Field(default=None, min_length=1)
+    container: ContainerConfig | None = Field(default=None, json_schema_extra=_image_or_table)
+    env: dict[str, str] = Field(default_factory=dict)
+    setup: list[str] | None = None
+    secrets: list[str] | None = None
+    fail_fast: bool | None = None
+    max_parallel: int | None = Field(default=None, ge=1, le=256)
+    job_timeout_minutes: int | None = Field(default=None, ge=1, le=4320)
+    job_timeout_factor: float | None = Field(default=None, gt=0, le=100)
+    file_timeout: float | None = Field(default=None, gt=0, le=MAX_EST_TIME)
+    timeout_floor: float | None = Field(default=None, gt=0)
+    timeout_factor: float | None = Field(default=None, gt=0, le=1000)
+    max_attempts: int | None = Field(default=None, ge=1, le=10)
+    extra_args: list[str] | None = None
+    disabled: str | None = None
+
+    # The stage's validators, so a value is refused here exactly as it is on the stage.
+    @field_validator("container", mode="before")
+    @classmethod
+    def _container(cls, v: Any) -> Any:
+        return {"image": v} if isinstance(v, str) else v
+
+    @field_validator("runs_on", "container")
+    @classmethod
+    def _one_line(cls, v: Any) -> Any:
+        return v if v is None else StageConfig._one_line(v)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        return StageConfig._env_names(StageConfig._env(v))
+
+    @field_validator("setup")
+    @classmethod
+    def _setup(cls, v: list[str] | None) -> list[str] | None:
+        return v if v is None else StageConfig._setup(v)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets(cls, v: list[str] | None) -> list[str] | None:
+        return v if v is None else StageConfig._secrets(v)
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, v: list[str] | None) -> list[str] | None:
+        return v if v is None else StageConfig._extra_args(v)
+
+    @field_validator("disabled")
+    @classmethod
+    def _reason(cls, v: str | None) -> str | None:
+        return StageConfig._reason(v)
+
+    @field_validator("max_parallel", mode="before")
+    @classmethod
+    def _not_bool(cls, v: Any) -> Any:
+        return StageConfig._not_bool(v)
+
+    @model_validator(mode="after")
+    def _one_timeout(self) -> VariantConfig:
+        if self.job_timeout_minutes is not None and self.job_timeout_factor is not None:
+            raise ValueError("use either 'job_timeout_minutes' or 'job_timeout_factor', not both")
+        return self
+
+
 class StageConfig(_Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
@@ -406,6 +484,52 @@ class StageConfig(_Strict):
             raise ValueError(f"'batch = true' runs files in one pytest session; it needs "
                              f"command = \"pytest\" or \"auto\" (got {self.command!r})")
         return self
+
+    # Stage variants (#12): the same suite on other runner classes or images.
+    variants: dict[str, VariantConfig] = Field(default_factory=dict)
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, v: dict[str, VariantConfig]) -> dict[str, VariantConfig]:
+        for name in v:
+            if not _NAME.match(name) or len(name) > MAX_NAME:
+                raise ValueError(f"variant name {name[:40]!r} must start with an ASCII letter or "
+                                 "digit and use only ASCII letters, digits, '.', '_' and '-' "
+                                 f"(at most {MAX_NAME} characters)")
+        return v
+
+    @model_validator(mode="after")
+    def _probe_without_variants(self) -> StageConfig:
+        if self.probe is not None and self.variants:
+            raise ValueError("'probe' is not supported on a stage with variants (a probe runs "
+                             "on the stage's own runners, which no variant job has)")
+        return self
+
+    def accepted_backends(self) -> set[str]:
+        """The backends whose registrations this stage takes: its lanes' (its own without
+        variants; a variant without ``backend`` has the stage's). A variant of another
+        backend is the explicit opt-in for one suite name under two backends."""
+        if not self.variants:
+            return {self.backend}
+        return {v.backend or self.backend for v in self.variants.values()}
+
+    def with_variant(self, name: str) -> StageConfig:
+        """The stage's table as its variant ``name`` runs it: the variant's keys over the
+        stage's (``env`` merged), no variants of its own. Either job timeout key of the
+        variant replaces both of the stage's, so the pair never conflicts."""
+        variant = self.variants[name]
+        update: dict[str, Any] = {k: getattr(variant, k) for k in variant.model_fields_set
+                                  if k not in ("env", "backend")}
+        if "job_timeout_minutes" in update or "job_timeout_factor" in update:
+            update.setdefault("job_timeout_minutes", None)
+            update.setdefault("job_timeout_factor", None)
+        if variant.backend is not None:
+            update["backend"] = variant.backend
+        if self.disabled is not None:
+            update["disabled"] = self.disabled  # a dormant stage keeps every variant dormant
+        update["env"] = {**self.env, **variant.env}
+        update["variants"] = {}
+        return self.model_copy(update=update)
 
     @model_validator(mode="after")
     def _probe_needs_dormant(self) -> StageConfig:
@@ -884,6 +1008,7 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                 elif need == name:
                     problems.append((f"stages.{name}.needs", "a stage cannot need itself"))
     problems += _cadence_problems(data, stages)
+    problems += _variant_problems(stages, backends)
     implicit = data.get("implicit")
     for i, imp in enumerate(implicit if isinstance(implicit, list) else []):
         if not isinstance(imp, Mapping):
@@ -933,6 +1058,26 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             problems.append((f"markers.{marker}",
                              f"{marker!r} is not a registration marker{_did_you_mean(str(marker), seen)}; "
                              f"valid: {', '.join(sorted(seen))} or '*' (every marker)"))
+    return problems
+
+
+def _variant_problems(stages: Mapping[str, Mapping[str, Any]],
+                      backends: set[str]) -> list[tuple[str, str]]:
+    """A variant's lane key ``<stage>.<variant>`` names its jobs and its history, so it
+    must not also be a stage's name; its ``backend`` must be a known one."""
+    problems = []
+    for name, stage in stages.items():
+        variants = stage.get("variants")
+        for variant, table in variants.items() if isinstance(variants, Mapping) else ():
+            if f"{name}.{variant}" in stages:
+                problems.append((f"stages.{name}.variants.{variant}",
+                                 f"'{name}.{variant}' is also a stage's name; a variant's jobs "
+                                 "and history are keyed '<stage>.<variant>', rename one of them"))
+            backend = table.get("backend") if isinstance(table, Mapping) else None
+            if isinstance(backend, str) and backend not in backends:
+                problems.append((f"stages.{name}.variants.{variant}.backend",
+                                 f"unknown backend {backend!r}{_did_you_mean(backend, backends)}; "
+                                 f"valid: {', '.join(sorted(backends))}"))
     return problems
 
 

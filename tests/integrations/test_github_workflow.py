@@ -98,6 +98,13 @@ VARIANTS = {
     "database-read": (ci_config, WorkflowOptions(database_secret="DB_URL",
                                                  database_read_secret="DB_READ_URL")),
     "history-off": (chain_config, WorkflowOptions(history=False)),
+    # stage variants (#12): one job per variant, each with its own container and secrets
+    "stage-variants": (lambda: validate_config({"stages": {
+        "unit": {"backend": "cpu"},
+        "gpu": {**GPU_CI, "variants": {"h200": {"runs_on": ["self-hosted", "h200"]},
+                                       "b200": {"runs_on": ["self-hosted", "b200"],
+                                                "container": "rocm/dev:1", "secrets": ["B_TOKEN"]}}},
+        "soak": {"backend": "cuda", "needs": ["gpu"]}}}), WorkflowOptions()),
 }
 
 

@@ -327,3 +327,36 @@ def test_github_outputs_say_tree_errors_so_the_final_check_fails(tree, run_cli, 
     code, _, _ = run_cli("-C", str(project.root), "plan", "--format", "github",
                          env={"GITHUB_OUTPUT": str(out_file)})
     assert code == 0 and "tree_errors=false" in out_file.read_text()
+
+
+def test_every_command_reads_a_tree_with_errors_and_agrees_on_them(tree, run_cli) -> None:
+    """#12: check, list, plan, report, durations and run all read a tree with a rejected
+    registration: the valid ones are used, the rejected one is named, nothing refuses."""
+    src = CPU + 'register_cpu_ci(5, "stage-a-cpu")\nregister_cpu_ci(5, "stage-zzz")\n'
+    project = tree({F: src})
+    root = str(project.root)
+    code, out, _ = run_cli("-C", root, "check", "--format", "json")
+    assert code == 1 and [f["file"] for f in json.loads(out)["findings"]
+                          if f["code"] == "unknown-suite"] == [F]
+    code, out, err = run_cli("-C", root, "list", "--format", "json")
+    assert code == 1 and F in {r["file"] for r in json.loads(out)["registrations"]} and F in err
+    code, plan, _, _ = _plan(run_cli, project.root)
+    assert code == 1 and [(s["file"], s["reason"]) for s in plan["skipped"]
+                          if s["reason"] == "invalid"] == [(F, "invalid")]
+    # report is a dashboard: it shows what can run and says what was left out
+    code, out, _ = run_cli("-C", root, "report", "--format", "json", "--no-history")
+    assert code == 0 and any("1 invalid registration(s) (fate 'invalid')" in n
+                             for n in json.loads(out)["notes"])
+    # durations: rows for the valid registrations, the rejected one listed, exit 1
+    code, out, err = run_cli("-C", root, "durations", "show", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and (F, "stage-a-cpu") in {(r["file"], r["stage"]) for r in doc["rows"]}
+    assert [(i["file"], i["code"]) for i in doc["invalid"]] == [(F, "unknown-suite")]
+    assert "unknown-suite" in err and "registration error" in err
+    code, out, err = run_cli("-C", root, "durations", "show")
+    assert code == 1 and F in out and "registration error" in err
+    code, out, err = run_cli("-C", root, "durations", "suggest", "--format", "json")
+    assert code == 1 and json.loads(out)["suggestions"] == [] and "registration error" in err
+    # run plans in process like plan does: the valid file runs, the error is named
+    code, out, err = run_cli("-C", root, "run", "--stage", "stage-a-cpu", "--dry-run")
+    assert code == 0 and F in out and "registration error" in err and "unknown-suite" in err

@@ -33,15 +33,38 @@ def command() -> None:
 
 
 def _registrations(project: Project) -> list[Registration]:
+    """The valid registrations. A tree with registration errors is not refused (#12: errors
+    are fates, as in check/list/plan/report): each rejected call is reported on stderr,
+    ``_invalid`` keeps them for the output, and the command exits 1 (see ``_tree_status``)."""
     from testfleet.registry import collect
 
     registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
-    if errors:
-        shown = "\n".join("  " + f.render() for f in errors[:10])
-        raise UsageError(f"the tree has {len(errors)} registration error(s); fix them first "
-                         f"('testfleet check' lists them all):\n{shown}")
+    _TREE["errors"] = len(errors)
+    _TREE["invalid"] = [{"file": bad.file, "backend": bad.backend, "suite": bad.suite,
+                         "line": bad.line, "code": bad.code, "message": bad.message}
+                        for bad in registry.invalid]
+    for f in errors[:20]:
+        click.echo(f.render(), err=True)
+    if len(errors) > 20:
+        click.echo(f"... and {len(errors) - 20} more", err=True)
     return list(registry.registrations)
+
+
+# What the last _registrations() found wrong with the tree (one command per process).
+_TREE: dict[str, Any] = {"errors": 0, "invalid": []}
+
+
+def _tree_status(status: int) -> int:
+    """1 when the tree has registration errors (the output above left them out), as
+    ``list`` and ``plan`` do; else the command's own status."""
+    n = int(_TREE["errors"])
+    if n:
+        click.echo(f"testfleet durations: the tree has {n} registration error(s); their "
+                   "registrations are not in the output ('testfleet check' lists them all)",
+                   err=True)
+        return 1
+    return status
 
 
 def _check_stage(project: Project, stage: str | None) -> None:
@@ -140,7 +163,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
             store.close()
     if not dry_run:
         click.echo(f"recorded {stored} execution(s) for {stage}")
-    return 1 if strict and unmatched else 0
+    return _tree_status(1 if strict and unmatched else 0)
 
 
 def _already_imported(store: Any, batches: list[tuple[Path, str, Any]], stage: str) -> set[int]:
@@ -243,11 +266,12 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
             "schema": "testfleet.durations/1", "statistic": settings.statistic,
             "window": settings.window, "min_samples": settings.min_samples,
             "rows": [_row_json(r) for r in rows], "warnings": warnings,
+            "invalid": [bad for bad in _TREE["invalid"] if stage is None or bad["suite"] == stage],
         }, indent=2))
-        return 0
+        return _tree_status(0)
     if not rows:
         click.echo("no registrations" + (f" in {stage}" if stage else ""))
-        return 0
+        return _tree_status(0)
     table = [[r.stage, r.file, _fmt(r.literal), _fmt(r.history), str(r.samples),
               "-" if r.drift is None else f"{r.drift:.2f}x", r.source] for r in rows]
     click.echo(_table(["stage", "file", "est_time", settings.statistic, "samples", "drift", "used"],
@@ -258,7 +282,7 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
                f"({settings.statistic} of the last {settings.window} passing runs, "
                f"at least {settings.min_samples} sample(s))"
                + (f"; {raised} raised to a recent timed-out duration" if raised else ""))
-    return 0
+    return _tree_status(0)
 
 
 @command.command("suggest")
@@ -312,8 +336,8 @@ def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, wri
         click.echo(_table(headers + (["written"] if write else []), table, right={2, 3, 4, 5}))
     if write:
         failed = sum(1 for v in outcomes.values() if not v.startswith("updated"))
-        return 1 if failed else 0
-    return 1 if drifted else 0
+        return _tree_status(1 if failed else 0)
+    return _tree_status(1 if drifted else 0)
 
 
 def _write(project: Project, rows: list[EstimateRow]) -> dict[tuple[str, str], str]:

@@ -93,6 +93,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
         sel = _plan_in_process(project, base, opts, shard, database)
     policy = sel.policy
     options = run_options(project.config, max_attempts=max_attempts, stage=sel.stage,
+                          variant=sel.variant,
                           continue_on_error=continue_on_error,
                           bypass_fastfail=bool(policy.get("bypass_fastfail", False)))
     spec = build_spec(project, sel, options,
@@ -152,24 +153,31 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
 
 
 def _collect(project: Any) -> Any:
+    """The registry to plan in process. A tree with registration errors is not refused
+    (#12: errors are fates): the rejected calls get the fate ``invalid`` in the plan and
+    are named here, the valid tests run; `plan` and `check` are the steps that fail on them."""
     from testfleet.registry import collect
 
     registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
     if errors:
-        shown = "\n".join("  " + f.render() for f in errors[:20])
-        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
-        raise UsageError(f"the registrations have {len(errors)} error(s) "
-                         f"(see `testfleet check`):\n{shown}{more}", errors)
+        for f in errors[:20]:
+            click.echo(f.render(), err=True)
+        more = " (first 20 shown)" if len(errors) > 20 else ""
+        click.echo(f"testfleet: warning: the tree has {len(errors)} registration error(s){more}; "
+                   "their registrations are left out as 'invalid' ('testfleet check' lists them)",
+                   err=True)
     return registry
 
 
 def _estimates(project: Any, registry: Any, stage: str | None, database: str | None) -> Any:
     """Measured durations when the history has them (same source as `testfleet plan`)."""
     from testfleet.planning.estimates import estimates_for
+    from testfleet.planning.lanes import find_lane
 
-    estimates, warnings = estimates_for(project, registry, url=database,
-                                        stages=[stage] if stage else None)
+    lane = find_lane(project.config, stage) if stage else None
+    wanted = None if stage is None else [stage, lane.stage] if lane else [stage]
+    estimates, warnings = estimates_for(project, registry, url=database, stages=wanted)
     problem = history_location_problem(project, database)
     if problem is not None:  # no history could be read: say why, not "no database yet"
         warnings = [f"{problem}; all estimates are est_time literals"]

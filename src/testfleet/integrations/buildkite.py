@@ -188,7 +188,8 @@ def _plugins(job: Job, opts: BuildkiteOptions) -> list[dict[str, Any]]:
         extra, unsupported = docker_plugin_options(container.options)
         if unsupported:
             raise UsageError(
-                f"stages.{job.stage}.container.options: {', '.join(unsupported)} has no "
+                f"stages.{job.stage}{f'.variants.{job.variant}' if job.variant else ''}"
+                f".container.options: {', '.join(unsupported)} has no "
                 f"equivalent in the Buildkite Docker plugin ({opts.docker_plugin}); use its "
                 "keys' options (--gpus, --ipc, --shm-size, --device, -v, --privileged, ...)")
         for key, value in extra.items():
@@ -254,7 +255,7 @@ def notice_texts(plan: Plan) -> tuple[str, str] | None:
     from testfleet.mdtext import md
 
     holes = [
-        f"{s.name} ({s.backend}): {s.status}" + (f": {s.reason}" if s.reason else "")
+        f"{s.lane} ({s.backend}): {s.status}" + (f": {s.reason}" if s.reason else "")
         for s in plan.holes
     ]
     others = [w for w in plan.warnings if not w.startswith("coverage hole:")]
@@ -314,7 +315,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         steps.append(notice)
     for job in plan.jobs:
         step: dict[str, Any] = {
-            "label": f"{job.stage} {job.shard}/{job.shards}",
+            "label": f"{job.lane} {job.shard}/{job.shards}",
             "key": keys[job.id],
             "commands": [*command[:-1], *job.ci.setup, command[-1]],
             "env": {"TESTFLEET_JOB_ID": job.id,
@@ -328,7 +329,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
             step["cancel_on_build_failing"] = True
         if job.ci.max_parallel:
             step["concurrency"] = job.ci.max_parallel
-            step["concurrency_group"] = f"testfleet/{job.stage}"  # made per build below
+            step["concurrency_group"] = f"testfleet/{job.lane}"  # made per build below
         agents = agents_for(job.runs_on)
         if agents:
             step["agents"] = agents
@@ -350,7 +351,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         # Nothing to run: a wait step is valid and asks for no agent.
         steps.append({"wait": None})
     env = {"TESTFLEET_PLAN_DIGEST": plan.digest or plan.to_json()["digest"],
-           "TESTFLEET_COVERAGE_HOLES": ",".join(s.name for s in plan.holes)}
+           "TESTFLEET_COVERAGE_HOLES": ",".join(s.lane for s in plan.holes)}
     escaped = _escape_all(steps)
     for step in escaped:
         if "concurrency_group" in step:

@@ -38,6 +38,7 @@ from testfleet.integrations.yaml_text import PINNED_ACTIONS as PINNED_ACTIONS
 from testfleet.integrations.yaml_text import expr_str, yaml_str
 from testfleet.integrations.yaml_text import uses as _uses
 from testfleet.planning.jobci import JobCI, job_ci
+from testfleet.planning.lanes import Lane, all_lanes, stage_lanes
 
 #: The install every generated job runs unless the config says otherwise: exactly the
 #: testfleet that generated the workflow (never a floating ``pip install testfleet``).
@@ -110,12 +111,13 @@ _RESERVED_JOBS = {"plan", "testfleet"}
 
 
 def stage_job_ids(config: Config) -> dict[str, str]:
-    """Each stage's job id in the workflow: its name where GitHub allows it (letters,
-    digits, ``-``, ``_``, starting with a letter or ``_``), else a cleaned form;
-    unique, case-insensitively, and never one of the workflow's own jobs."""
+    """Each lane's job id in the workflow (a stage, or one variant of a stage as
+    ``<stage>.<variant>``): its name where GitHub allows it (letters, digits, ``-``, ``_``,
+    starting with a letter or ``_``), else a cleaned form; unique, case-insensitively, and
+    never one of the workflow's own jobs."""
     ids: dict[str, str] = {}
     taken = set(_RESERVED_JOBS)
-    for name in sorted(config.stages):
+    for name in sorted(all_lanes(config)):
         base = re.sub(r"[^A-Za-z0-9_-]", "_", name)
         if not (base[0].isalpha() or base[0] == "_") or base.lower() in _RESERVED_JOBS:
             base = f"stage-{base}"
@@ -274,8 +276,8 @@ def _plan_job(config: Config, opts: WorkflowOptions) -> list[str]:
     plan_inputs = {"cadence": "${{ inputs.cadence }}"}
     if opts.diff_pruning:
         plan_inputs["diff-base"] = "HEAD^1"
-    expected = json.dumps({name: job_ci(stage).fingerprint()
-                           for name, stage in sorted(config.stages.items())},
+    expected = json.dumps({key: job_ci(lane.config).fingerprint()
+                           for key, lane in sorted(all_lanes(config).items())},
                           sort_keys=True, separators=(",", ":"))
     guard_script = f"""
 python3 - <<'PY'
@@ -290,16 +292,18 @@ def fingerprint(job):
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 bad = False
 regenerate = "regenerate it with 'testfleet init --github --force'"
-for stage in sorted({{job["stage"] for job in plan["jobs"]}}):
+def lane(job):  # a stage variant's jobs run in a workflow job of their own
+    return job["stage"] + ("." + job["variant"] if job.get("variant") else "")
+for stage in sorted({{lane(job) for job in plan["jobs"]}}):
     if stage not in expected:
         print(f"::error title=testfleet::stage {{stage}} has jobs but no job in this workflow; {{regenerate}}")
         bad = True
-changed = sorted({{job["stage"] for job in plan["jobs"]
-                  if job["stage"] in expected and fingerprint(job) != expected[job["stage"]]}})
+changed = sorted({{lane(job) for job in plan["jobs"]
+                  if lane(job) in expected and fingerprint(job) != expected[lane(job)]}})
 for stage in changed:
     print(f"::error title=testfleet::the CI settings of stage {{stage}} (container, setup, secrets, env, fail_fast, max_parallel) changed since this workflow was generated; {{regenerate}}")
     bad = True
-sizes = collections.Counter(job["stage"] for job in plan["jobs"])
+sizes = collections.Counter(lane(job) for job in plan["jobs"])
 for stage, n in sorted(sizes.items()):
     if n > {MAX_MATRIX}:
         print(f"::error title=testfleet::stage {{stage}} has {{n}} jobs; a GitHub matrix holds at most {MAX_MATRIX} (lower max_shards)")
@@ -364,12 +368,14 @@ def _secret_env(ci: JobCI, indent: int) -> list[str]:
     return [f"{pad}{name}: ${{{{ secrets.{name} }}}}" for name in ci.secrets]
 
 
-def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[str, str],
+def _stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[str, str],
                waves: dict[str, int]) -> list[str]:
-    stage = config.stages[name]
+    name = lane.key
+    stage = lane.config
     ci = job_ci(stage)
     stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
-    needs = ["plan", *[job_ids[n] for n in stage.needs]]
+    # a needed stage with variants is every one of its variants' jobs
+    needs = ["plan", *[job_ids[ln.key] for n in stage.needs for ln in stage_lanes(config, n)]]
     cond = [
         "!cancelled()",
         "needs.plan.result == 'success'",
@@ -390,7 +396,7 @@ def _stage_job(config: Config, opts: WorkflowOptions, name: str, job_ids: dict[s
     run_env += _secret_env(ci, 10)
     lines = [
         f"  {job_ids[name]}:",
-        f"    # Stage {name} (wave {waves[name]}): one matrix entry per shard of the plan. It runs",
+        f"    # Stage {name} (wave {waves[lane.stage]}): one matrix entry per shard of the plan. It runs",
         "    # when the stages it needs succeeded, unless the policy bypasses fast-fail.",
         "    name: ${{ matrix.id }}",
         f"    needs: [{', '.join(needs)}]",
@@ -587,7 +593,8 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
     opts = options or WorkflowOptions()
     waves = stage_waves(config)
     job_ids = stage_job_ids(config)
-    order = sorted(config.stages, key=lambda n: (waves[n], n))
+    lanes = all_lanes(config)
+    order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
     lines = [
         f"# Generated by 'testfleet init --github' (testfleet {__version__}).",
         "# The plan decides jobs, shards, runners and timeouts at run time; this file has",
@@ -613,7 +620,7 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
         *_plan_job(config, opts),
     ]
     for name in order:
-        lines += ["", *_stage_job(config, opts, name, job_ids, waves)]
+        lines += ["", *_stage_job(config, opts, lanes[name], job_ids, waves)]
     ids = [job_ids[n] for n in order]
     history = _history_job(config, opts, ids)
     lines += [*(["", *history] if history else []), "", *_result_job(config, ids)]

@@ -188,6 +188,22 @@ def _registrations(value: Any) -> list[Registration]:
     return list(regs)
 
 
+def lane_registrations(config: Any, regs: Iterable[Registration]) -> list[Registration]:
+    """A stage variant runs on other hardware, so its history is its own, keyed by the lane
+    ``<stage>.<variant>``: one copy of each registration per variant of its backend, whose
+    estimate the planner prefers when it comes from history (else the stage's is used)."""
+    from dataclasses import replace
+
+    from testfleet.planning.lanes import stage_lanes
+
+    if not any(stage.variants for stage in config.stages.values()):
+        return []
+    lanes = {name: stage_lanes(config, name) for name, stage in config.stages.items()
+             if stage.variants}
+    return [replace(r, suite=lane.key) for r in regs for lane in lanes.get(r.suite, ())
+            if lane.backend == r.backend]
+
+
 def estimates_for(
     project: Project,
     registrations: Iterable[Registration] | Any,
@@ -201,6 +217,7 @@ def estimates_for(
     ``stages`` limits which stages read history; the others get their literals.
     """
     regs = _registrations(registrations)
+    regs += lane_registrations(project.config, regs)
     allowed = None if stages is None else set(stages)
     wanted = sorted({r.suite for r in regs if allowed is None or r.suite in allowed})
     history: dict[str, dict[str, list[float]]] = {}

@@ -48,7 +48,7 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         "bypass_fastfail": flag(policy.get("bypass_fastfail")),
         "write_baseline": flag(policy.get("write_baseline")),
         "coverage_holes": str(len(plan.holes)),
-        "coverage_hole_stages": json.dumps([s.name for s in plan.holes], separators=(",", ":")),
+        "coverage_hole_stages": json.dumps([s.lane for s in plan.holes], separators=(",", ":")),
         "digest": plan.digest,
         "waves": str(plan.waves),
         # rejected registrations: the plan runs every valid test; the final check fails on it
@@ -58,12 +58,13 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         jobs = [j for j in plan.jobs if j.wave == wave]
         out[f"matrix_{wave}"] = matrix(jobs)
         out[f"has_jobs_{wave}"] = flag(jobs)
-    # One job per stage in the generated workflow (#11): each reads its own matrix from
-    # here by the stage's name, fromJSON(needs.plan.outputs.stages)['<stage>'].matrix.
+    # One job per stage in the generated workflow (#11), one per variant of a stage with
+    # variants (#12): each reads its own matrix from here by the lane's key,
+    # fromJSON(needs.plan.outputs.stages)['<stage>' or '<stage>.<variant>'].matrix.
     stages: dict[str, dict[str, object]] = {}
     for summary in plan.stages:
-        jobs = [j for j in plan.jobs if j.stage == summary.name]
-        stages[summary.name] = {"has_jobs": bool(jobs),
+        jobs = [j for j in plan.jobs if j.lane == summary.lane]
+        stages[summary.lane] = {"has_jobs": bool(jobs),
                                 "matrix": {"include": [j.matrix_entry() for j in jobs]}}
     out["stages"] = json.dumps(stages, sort_keys=True, separators=(",", ":"))
     return out
@@ -116,7 +117,7 @@ def sharding_rows(plan: Plan) -> list[tuple[str, str, str, str, str, str]]:
     bound in minutes, their ratio to three decimals (1.003 = 0.3 % above the best
     any split could do) and the share of its tests estimated from history. Stages
     that run nothing have no split and no row (a 0.0 or 1.000 would claim one)."""
-    return [(s.name, str(s.shards), _split_minutes(s.makespan), _split_minutes(s.lower_bound),
+    return [(s.lane, str(s.shards), _split_minutes(s.makespan), _split_minutes(s.lower_bound),
              f"{s.ratio:.3f}", _percent(s.history_share))
             for s in plan.stages if s.shards > 0]
 
@@ -161,14 +162,14 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         lines.append("### ⚠️ Coverage holes")
         lines.append("")
         for s in plan.holes:
-            lines.append(f"- **{md(s.name)}** ({md(s.backend)}): {md(s.status)}"
+            lines.append(f"- **{md(s.lane)}** ({md(s.backend)}): {md(s.status)}"
                          + (f" — {md(s.reason)}" if s.reason else ""))
         lines.append("")
     lines += ["| stage | backend | status | wave | shards | est. min (makespan) | scheduled / registered | reason |",
               "|---|---|---|---|---|---|---|---|"]
     for s in plan.stages:
         lines.append(
-            f"| {md(s.name)} | {md(s.backend)} | {md(s.status)}{' ⚠️' if s.hole else ''} | {s.wave} "
+            f"| {md(s.lane)} | {md(s.backend)} | {md(s.status)}{' ⚠️' if s.hole else ''} | {s.wave} "
             f"| {s.shards} | {_minutes(s.makespan)} | {s.counts.get('scheduled', 0)} / "
             f"{s.counts.get('registered', 0)} | {md(s.reason)} |"
         )
@@ -199,7 +200,7 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         lines += ["<details><summary>Skipped registrations</summary>", "",
                   "| file | stage | reason | detail |", "|---|---|---|---|"]
         for sk in plan.skipped[:max_skipped]:
-            lines.append(f"| {md(sk.file)} | {md(sk.suite)} | {sk.reason} | {md(sk.detail)} |")
+            lines.append(f"| {md(sk.file)} | {md(sk.lane)} | {sk.reason} | {md(sk.detail)} |")
         if len(plan.skipped) > max_skipped:
             lines.append(f"| … and {len(plan.skipped) - max_skipped} more | | | |")
         lines += ["", "</details>", ""]
@@ -244,7 +245,7 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     for s in plan.stages:
         status = Text(s.status + (" (hole)" if s.hole else ""),
                       style=_STATUS_STYLE.get(s.status, ""))
-        table.add_row(Text(s.name), Text(s.backend), status, str(s.wave), str(s.shards),
+        table.add_row(Text(s.lane), Text(s.backend), status, str(s.wave), str(s.shards),
                       _minutes(s.makespan),
                       f"{s.counts.get('scheduled', 0)}/{s.counts.get('registered', 0)}",
                       Text(s.reason))
@@ -267,7 +268,7 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
         console.print(Text("skipped: " + ", ".join(f"{counts[r]} {r}" for r in REASONS
                                                    if counts.get(r))))
     for s in plan.holes:
-        console.print(Text(f"coverage hole: {s.name} ({s.backend}) — {s.status}"
+        console.print(Text(f"coverage hole: {s.lane} ({s.backend}) — {s.status}"
                            + (f": {s.reason}" if s.reason else ""), style="bold yellow"))
     for w in plan.warnings:
         if not w.startswith("coverage hole:"):

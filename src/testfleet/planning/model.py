@@ -81,9 +81,17 @@ class Job:
     # engine, and this shard's job timeout (sized from its estimate when configured).
     ci: JobCI = field(default_factory=JobCI)
     timeout_minutes: int = DEFAULT_JOB_TIMEOUT_MINUTES
+    # Stage variants (#12): the variant this job runs ("" for a stage without variants).
+    variant: str = ""
+
+    @property
+    def lane(self) -> str:
+        """``<stage>.<variant>``, or the stage: what the job's history is keyed by."""
+        return f"{self.stage}.{self.variant}" if self.variant else self.stage
 
     def to_json(self) -> dict[str, Any]:
         return {**({"probe": True} if self.probe else {}),
+            **({"variant": self.variant} if self.variant else {}),
             "id": self.id,
             "stage": self.stage,
             "backend": self.backend,
@@ -126,9 +134,16 @@ class StageSummary:
     ratio: float = 1.0
     history_share: float = 0.0
     hole: bool = False
+    # Stage variants (#12): one summary per variant of a stage with variants.
+    variant: str = ""
+
+    @property
+    def lane(self) -> str:
+        return f"{self.name}.{self.variant}" if self.variant else self.name
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"variant": self.variant} if self.variant else {}),
             "name": self.name,
             "backend": self.backend,
             "status": self.status,
@@ -153,9 +168,16 @@ class Skipped:
     suite: str
     reason: str
     detail: str
+    # Stage variants (#12): a registration of a stage with variants has one fate per variant.
+    variant: str = ""
+
+    @property
+    def lane(self) -> str:
+        return f"{self.suite}.{self.variant}" if self.variant else self.suite
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"variant": self.variant} if self.variant else {}),
             "file": self.file,
             "backend": self.backend,
             "suite": self.suite,
@@ -346,7 +368,7 @@ def _job(j: JobFile) -> Job:
         container=j.container, command=j.command, shard=j.shard, shards=j.shards,
         wave=j.wave, needs=tuple(j.needs), estimate=j.estimate,
         tests=tuple(PlannedTest(**t.model_dump()) for t in j.tests),
-        env=dict(j.env), probe=j.probe, timeout_minutes=j.timeout_minutes,
+        env=dict(j.env), probe=j.probe, timeout_minutes=j.timeout_minutes, variant=j.variant,
         ci=JobCI(container=container, setup=tuple(c.setup), secrets=tuple(c.secrets),
                  fail_fast=c.fail_fast, max_parallel=c.max_parallel,
                  timeout_minutes=c.timeout_minutes, timeout_factor=c.timeout_factor,

@@ -130,6 +130,8 @@ class JobFile(_Strict):
     probe: bool = False
     ci: JobCIFile = Field(default_factory=JobCIFile)
     timeout_minutes: Positive = DEFAULT_JOB_TIMEOUT_MINUTES
+    # stage variants (#12): written only for a job of a stage with variants
+    variant: str = ""
 
     @field_validator("command")
     @classmethod
@@ -161,6 +163,7 @@ class StageFile(_Strict):
     ratio: Number = 1.0
     history_share: Number = 0.0
     hole: bool = False
+    variant: str = ""  # stage variants (#12): one summary per variant
 
 
 class SkippedFile(_Strict):
@@ -169,6 +172,7 @@ class SkippedFile(_Strict):
     suite: str
     reason: Reason
     detail: str
+    variant: str = ""  # stage variants (#12): one fate per variant
 
 
 class PlanFile(_Strict):

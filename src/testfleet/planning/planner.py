@@ -15,11 +15,12 @@ from dataclasses import replace
 from functools import cache
 
 from testfleet.commands import AUTO, Style, resolve
-from testfleet.config import Config, Project
+from testfleet.config import Config, Project, StageConfig
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
 from testfleet.planning.changes import impact as change_impact
 from testfleet.planning.jobci import job_ci, job_timeout
+from testfleet.planning.lanes import Lane, find_lane, stage_lanes
 from testfleet.planning.model import (
     REASONS,
     SOURCES,
@@ -70,10 +71,14 @@ def _literal(reg: Registration) -> tuple[float, str]:
     return rounded(reg.est_time), "est_time"
 
 
-def _estimate(reg: Registration, estimates: Estimates | None) -> tuple[float, str]:
+def _estimate(reg: Registration, estimates: Estimates | None, lane: str = "") -> tuple[float, str]:
+    """A variant's own history first (it runs on other hardware), else its stage's, else
+    the registration's literal."""
     if estimates is None:
         return _literal(reg)
-    got = estimates.get((reg.file, reg.suite))
+    got = estimates.get((reg.file, lane)) if lane and lane != reg.suite else None
+    if got is None or got[1] != "history":
+        got = estimates.get((reg.file, reg.suite))
     if got is None:
         return _literal(reg)
     seconds, source = got
@@ -103,8 +108,7 @@ def _shard_count(name: str, config: Config, seconds: list[float],
     return n
 
 
-def _hole_cause(name: str, config: Config, regs: list[Registration], invalid: int = 0) -> str | None:
-    stage = config.stages[name]
+def _hole_cause(stage: StageConfig, regs: list[Registration], invalid: int = 0) -> str | None:
     rejected = (f"{invalid} registration{' for this stage is' if invalid == 1 else 's for this stage are'} "
                 "invalid") if invalid else ""
     if stage.disabled is not None:
@@ -125,7 +129,8 @@ def _bind_path_only(registrations: list[Registration], config: Config,
     out: list[Registration] = []
     for reg in registrations:
         if reg.suite == "" and reg.file in files:
-            stages = [n for n in request.stages if n in config.stages and config.stages[n].backend == reg.backend]
+            stages = [n for n in request.stages if n in config.stages
+                      and reg.backend in config.stages[n].accepted_backends()]
             taken = {r.suite for r in registrations if r.file == reg.file and r.backend == reg.backend}
             bound = [replace(reg, suite=n) for n in stages if n not in taken]
             if bound:
@@ -182,6 +187,7 @@ def make_plan(
                                "every stage is unauthorized")
     warnings = [*policy_warnings, *warnings]
     validate_request(config, registrations, request)
+    wanted_lanes, request = _lane_request(config, request)
     registrations = _bind_path_only(registrations, config, request)
     invalid = _invalid_fates(registry)
 
@@ -200,27 +206,35 @@ def make_plan(
     by_stage: dict[str, list[Registration]] = defaultdict(list)
     for reg in registrations:
         by_stage[reg.suite].append(reg)
+    sel.skipped = _lane_fates(config, sel.skipped)
     skip_counts: dict[str, Counter[str]] = defaultdict(Counter)
     for s in sel.skipped:
-        skip_counts[s.suite][s.reason] += 1
+        skip_counts[s.lane][s.reason] += 1
+    invalid_counts: Counter[tuple[str, str]] = Counter((s.suite, s.backend) for s in invalid)
 
     jobs: list[Job] = []
     summaries: list[StageSummary] = []
     hole_warnings: list[str] = []
-    for name in sorted(config.stages, key=lambda n: (waves[n], n)):
-        stage = config.stages[name]
+    for name, lane in ((n, lane) for n in sorted(config.stages, key=lambda n: (waves[n], n))
+                       for lane in stage_lanes(config, n)):
+        stage = lane.config
         status, reason = sel.status[name]
-        chosen = sel.chosen[name]
+        chosen = [r for r in sel.chosen[name] if r.backend == lane.backend]
+        if lane.variant:
+            status, reason, chosen = _lane_status(lane, status, reason, chosen, wanted_lanes,
+                                                  sel.skipped, skip_counts)
         auto = stage.command == AUTO
         if auto and chosen and styles is None:
             from testfleet.planning.styles import read_styles
 
             styles = read_styles(project.root, sorted(
                 {r.file for n, regs in sel.chosen.items() for r in regs
-                 if config.stages[n].command == AUTO}))
-        tests = [PlannedTest(r.file, *_estimate(r, estimates),
+                 if any(ln.config.command == AUTO for ln in stage_lanes(config, n))}))
+        quarantined = quarantine or {}
+        tests = [PlannedTest(r.file, *_estimate(r, estimates, lane.key),
                              command=resolve(AUTO, (styles or {}).get(r.file)) if auto else None,
-                             quarantined=(quarantine or {}).get((name, r.file), ""))
+                             quarantined=quarantined.get((lane.key, r.file),
+                                                         quarantined.get((name, r.file), "")))
                  for r in chosen]
         source_of = {t.file: t.source for t in tests}
         command_of = {t.file: t.command for t in tests}
@@ -231,7 +245,8 @@ def make_plan(
         ci = job_ci(stage)
         for i, group in enumerate(groups, 1):
             jobs.append(Job(
-                id=f"{name}-{i}-of-{len(groups)}",
+                id=f"{lane.key}-{i}-of-{len(groups)}",
+                variant=lane.variant,
                 stage=name,
                 backend=stage.backend,
                 runs_on=tuple(stage.runs_on),
@@ -248,23 +263,28 @@ def make_plan(
                 ci=ci,
                 timeout_minutes=job_timeout(ci, sum(sec for _, sec in group)),
             ))
-        regs = by_stage.get(name, [])
+        regs = [r for r in by_stage.get(name, []) if r.backend == lane.backend]
         total = sum(seconds)
         makespan = max((sum(sec for _, sec in g) for g in groups), default=0.0)
         lower = max(max(seconds, default=0.0), total / len(groups)) if groups else 0.0
-        cause = _hole_cause(name, config, regs, skip_counts[name].get("invalid", 0))
+        lane_skips = Counter(skip_counts[lane.key])
+        if lane.variant:  # a rejected call has no variant: it is a hole in each lane of its backend
+            lane_skips["invalid"] += invalid_counts[(name, lane.backend)]
+        cause = _hole_cause(stage, regs, lane_skips.get("invalid", 0))
+        what = f"stage {name}" + (f" variant {lane.variant}" if lane.variant else "")
         if cause and any(not r.disabled for r in regs) and stage.disabled is None:
-            hole_warnings.append(f"coverage hole: stage {name} ({stage.backend}) is missing tests: {cause}")
+            hole_warnings.append(f"coverage hole: {what} ({stage.backend}) is missing tests: {cause}")
         elif cause:
-            hole_warnings.append(f"coverage hole: stage {name} ({stage.backend}) has no enabled "
+            hole_warnings.append(f"coverage hole: {what} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
         counts: dict[str, int] = {
             "registered": len(regs),
             "enabled": sum(1 for r in regs if not r.disabled),
             "scheduled": len(tests),
         }
-        counts.update({r: skip_counts[name].get(r, 0) for r in REASONS})
+        counts.update({r: lane_skips.get(r, 0) for r in REASONS})
         summaries.append(StageSummary(
+            variant=lane.variant,
             name=name, backend=stage.backend, status=status, reason=reason, wave=waves[name],
             counts=counts, shards=len(groups), makespan=rounded(makespan),
             lower_bound=rounded(lower),
@@ -316,12 +336,93 @@ def make_plan(
         },
         jobs=tuple(jobs),
         stages=tuple(summaries),
-        skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.reason))),
+        skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.variant, s.reason))),
         warnings=tuple(_dedupe(warnings)),
         trust=trust_json,
     )
-    check_invariants(plan, registrations, invalid)
+    check_invariants(plan, registrations, invalid, _lane_table(config))
     return seal(plan)
+
+
+def _lane_table(config: Config) -> dict[str, list[tuple[str, str]]]:
+    """stage -> [(variant, backend)] of its lanes."""
+    return {name: [(lane.variant, lane.backend) for lane in stage_lanes(config, name)]
+            for name in config.stages}
+
+
+def _lane_request(config: Config, request: PlanRequest) -> tuple[dict[str, set[str]], PlanRequest]:
+    """``--stage S.V`` names one variant of S: selection sees stage S, and the planner
+    keeps only the requested variants' lanes (per stage; a stage named whole keeps all)."""
+    wanted: dict[str, set[str]] = {}
+    names: list[str] = []
+    for key in request.stages:
+        if key in config.stages:
+            names.append(key)
+            wanted[key] = set()
+            continue
+        lane = find_lane(config, key)
+        if lane is None:
+            names.append(key)
+            continue
+        names.append(lane.stage)
+        if wanted.get(lane.stage) != set():
+            wanted.setdefault(lane.stage, set()).add(lane.variant)
+    names = list(dict.fromkeys(names))
+    if tuple(names) == tuple(request.stages):
+        return wanted, request
+    return wanted, replace(request, stages=tuple(names))
+
+
+#: Fates selection decides before a stage's dormancy; a dormant variant keeps them.
+_BEFORE_DORMANT = ("not-requested", "disabled", "stage-dormant", "invalid", "path-only")
+
+
+def _lane_fates(config: Config, skipped: list[Skipped]) -> list[Skipped]:
+    """A registration skipped on a stage with variants is skipped on each variant of its
+    backend: one fate per lane; on a dormant variant the fate is ``stage-dormant`` unless
+    selection decided earlier in its order. Rejected calls (``invalid``) keep one fate."""
+    out: list[Skipped] = []
+    for s in skipped:
+        stage = config.stages.get(s.suite)
+        if stage is None or not stage.variants or s.reason == "invalid":
+            out.append(s)
+            continue
+        for v, table in sorted(stage.variants.items()):
+            if (table.backend or stage.backend) != s.backend:
+                continue
+            if table.disabled is not None and s.reason not in _BEFORE_DORMANT:
+                out.append(replace(s, variant=v, reason="stage-dormant",
+                                   detail=f"variant {v} is dormant: {table.disabled}"))
+            else:
+                out.append(replace(s, variant=v))
+    return out
+
+
+def _lane_status(lane: Lane, status: str, reason: str, chosen: list[Registration],
+                 wanted: Mapping[str, set[str]], skipped: list[Skipped],
+                 skip_counts: dict[str, Counter[str]]) -> tuple[str, str, list[Registration]]:
+    """A variant's status from its stage's: dormant by its own ``disabled``; of a scheduled
+    stage, left out by ``--stage S.V`` naming another variant, empty when no selected
+    registration is of its backend, else scheduled. Registrations it does not run get
+    their fate here."""
+    def skip_all(why: str, detail: str) -> None:
+        for r in chosen:
+            skipped.append(Skipped(r.file, r.backend, r.suite, why, detail, lane.variant))
+            skip_counts[lane.key][why] += 1
+
+    others = wanted.get(lane.stage)
+    if status == "scheduled" and others and lane.variant not in others:
+        detail = f"--stage filter: {', '.join(sorted(f'{lane.stage}.{v}' for v in others))}"
+        skip_all("not-requested", detail)
+        return "empty", "not requested (--stage filter)", []
+    if lane.config.disabled is not None:
+        skip_all("stage-dormant", f"variant {lane.variant} is dormant: {lane.config.disabled}")
+        return "dormant", lane.config.disabled, []
+    if status != "scheduled":
+        return status, reason, chosen
+    if not chosen:
+        return "empty", f"no selected registration of backend {lane.backend}", []
+    return "scheduled", "", chosen
 
 
 def probe_jobs(config: Config, by_stage: Mapping[str, list[Registration]], cadence: str,
@@ -370,18 +471,26 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def check_invariants(plan: Plan, registrations: Sequence[Registration],
-                     invalid: Sequence[Skipped] = ()) -> None:
-    """Every registration (and rejected call) exactly once across jobs and skipped; no empty job;
-    holes reported."""
-    want = Counter([(r.file, r.suite) for r in registrations])
+                     invalid: Sequence[Skipped] = (),
+                     lanes: Mapping[str, list[tuple[str, str]]] | None = None) -> None:
+    """Every registration exactly once per lane of its stage (one for a stage without
+    variants; each rejected call once) across jobs and skipped; no empty job; holes reported.
+    ``lanes`` maps stage -> [(variant, backend)] (see :func:`_lane_table`)."""
+    def keys(r: Registration) -> list[str]:
+        own = (lanes or {}).get(r.suite)
+        if not own or own == [("", own[0][1])]:
+            return [r.suite]
+        return [f"{r.suite}.{v}" for v, backend in own if backend == r.backend]
+
+    want = Counter([(r.file, k) for r in registrations for k in keys(r)])
     want.update((s.file, s.suite) for s in invalid)
-    got: Counter[tuple[str, str]] = Counter([(s.file, s.suite) for s in plan.skipped])
+    got: Counter[tuple[str, str]] = Counter([(s.file, s.lane) for s in plan.skipped])
     for job in plan.jobs:
         if not job.tests:
             raise PlanInvariantError(f"internal error: job {job.id} has no tests")
         if job.probe:
             continue  # a probe runs a dormant stage's files; their fate stays stage-dormant
-        got.update([(t.file, job.stage) for t in job.tests])
+        got.update([(t.file, job.lane) for t in job.tests])
     # dict equality runs in C; Counter.__eq__ walks both sides in Python
     if not dict.__eq__(got, want):
         missing = sorted((want - got).elements())[:5]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
 from testfleet.planning.changes import Impact
+from testfleet.planning.lanes import stage_backends
 from testfleet.planning.model import REASONS, Skipped
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Policy, authorization_hint, show, stage_gate
@@ -48,13 +49,16 @@ def validate_request(config: Config, registrations: Sequence[Registration],
     """Reject requests that cannot be honoured, naming what and why."""
     import difflib
 
+    from testfleet.planning.lanes import all_lanes, find_lane
+
     for name in request.stages:
-        if name not in config.stages:
-            close = difflib.get_close_matches(name, sorted(config.stages), n=1)
+        if name not in config.stages and find_lane(config, name) is None:
+            # a stage, or one variant of it as <stage>.<variant>
+            names = sorted({*config.stages, *all_lanes(config)})
+            close = difflib.get_close_matches(name, names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UsageError(
-                f"--stage {show(name)}: no such stage{hint}; stages: {', '.join(sorted(config.stages))}"
-            )
+            shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
+            raise UsageError(f"--stage {show(name)}: no such stage or variant{hint}; stages: {shown}")
     if request.include_disabled and not (request.files or request.stages):
         raise UsageError("--include-disabled applies only with --file or --stage")
     if not request.files:
@@ -72,7 +76,8 @@ def validate_request(config: Config, registrations: Sequence[Registration],
             raise UsageError(f"--file {path} is registered by path only (suite \"\"): name the stage "
                              f"to run it on with --stage ({', '.join(choices[:12]) or 'no stage of its backend'})")
         if request.stages:
-            regs = [r for r in regs if r.suite in request.stages or r.suite == ""]
+            named = {getattr(find_lane(config, n), "stage", n) for n in request.stages}
+            regs = [r for r in regs if r.suite in named or r.suite == ""]
             if not regs:
                 raise UsageError(
                     f"--file {path}: not registered on the requested stage(s) "
@@ -118,7 +123,7 @@ def select(
                                    "(plan it with --file FILE --stage STAGE)")
             continue
         stage = config.stages.get(reg.suite)
-        if stage is None or stage.backend != reg.backend:
+        if stage is None or reg.backend not in stage_backends(config, reg.suite):
             raise UsageError(
                 f"{reg.file}:{reg.line}: registration names stage {reg.suite!r} for backend "
                 f"{reg.backend!r}, which the configuration does not define; run 'testfleet check'"

@@ -33,7 +33,9 @@ from testfleet.errors import ConfigError
 #: Keys that this version's StageConfig does not have are skipped.
 TRUST_STAGE_KEYS = ("trusted_only", "runs_on", "container", "secrets", "setup",
                     # the stage's trigger gates (a fork must not drop its label gate)
-                    "cadences", "requires_labels")
+                    "cadences", "requires_labels",
+                    # stage variants (#12): each names its own runners, image and secrets
+                    "variants")
 #: Settings whose base value decides a fork's authorization (see ``authorizing_labels``).
 TRUST_POLICY_KEYS = ("authorize_labels", "label_prefix", "scope_labels", "labels")
 #: Policy gates every PR passes before stages run (docs/stages.md), taken from the base too.

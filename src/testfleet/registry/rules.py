@@ -55,6 +55,8 @@ class StageRule:
     backend: str
     command: str
     dormant: bool
+    # #12: the backends whose registrations the stage takes (its variants' may add one)
+    backends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class Rules:
         return sorted(m for m, b in self.marker_backend.items() if b == backend)
 
     def stages_of(self, backend: str) -> list[str]:
-        return sorted(n for n, s in self.stages.items() if s.backend == backend)
+        return sorted(n for n, s in self.stages.items() if backend in (s.backends or (s.backend,)))
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
@@ -151,7 +153,8 @@ def build_rules(config: Config) -> Rules:
         marker_backend=marker_backend,
         markers=frozenset(marker_backend) | {GATE_MARKER},
         stages={
-            name: StageRule(name, st.backend, st.command, st.dormant)
+            name: StageRule(name, st.backend, st.command, st.dormant,
+                            tuple(sorted(st.accepted_backends())))
             for name, st in config.stages.items()
         },
         labels=tuple(sorted(config.labels)),

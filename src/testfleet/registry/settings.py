@@ -100,7 +100,8 @@ def _to_json(s: Settings) -> dict[str, Any]:
         "gate_marker": r.gate_marker,
         "signatures": [[name, sig.to_json()] for name, sig in r.signatures],
         "per_file_ignores": [[glob, list(codes)] for glob, codes in r.per_file_ignores],
-        "stages": [[st.name, st.backend, st.command, st.dormant] for st in r.stages.values()],
+        "stages": [[st.name, st.backend, st.command, st.dormant, list(st.backends)]
+                   for st in r.stages.values()],
         "implicit": [[i.path, i.backend, i.suite, i.est_time, list(i.labels), i.pattern_text] for i in r.implicit],
     }
 
@@ -148,10 +149,10 @@ def _from_json(root: Path, config_path: Path, raw: str, d: dict[str, Any]) -> Se
     ):
         raise TypeError("marker_backend")
     stages = {}
-    for name, backend, command, dormant in d["stages"]:
+    for name, backend, command, dormant, backends in d["stages"]:
         if not (type(name) is str and type(backend) is str and type(command) is str and type(dormant) is bool):
             raise TypeError("stage")
-        stages[name] = StageRule(name, backend, command, dormant)
+        stages[name] = StageRule(name, backend, command, dormant, tuple(_strs(backends)))
     implicit = []
     for i, (path, backend, suite, est, labels, pattern) in enumerate(d["implicit"]):
         if not (type(path) is str and type(backend) is str and type(suite) is str and type(est) is float

@@ -487,7 +487,7 @@ def _any_starred(node: ast.Call) -> bool:
 
 def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[int, int], err: _Sink) -> None:
     stage = rules.stages.get(suite)
-    if stage is not None and stage.backend == backend:
+    if stage is not None and backend in (stage.backends or (stage.backend,)):
         return
     own = rules.stages_of(backend)
     valid = f"valid {backend} stages: {_cut_list(own)}" if own else (
@@ -497,9 +497,11 @@ def _check_suite(suite: str, backend: str, marker: str, rules: Rules, at: tuple[
         empty = (f"; an empty suite (run by path only) needs allow_empty_suite = true in "
                  f"[tool.testfleet.markers.{marker}]") if suite == "" else ""
         err(*at, "unknown-suite", f"suite {echo(suite)} is not a configured stage{hint}; {valid}{empty}")
-    elif stage.backend != backend:
+    else:
         err(*at, "suite-backend",
-            f"suite {echo(suite)} is a {stage.backend} stage, but {marker} registers for {backend}; {valid}")
+            f"suite {echo(suite)} is a {'/'.join(stage.backends or (stage.backend,))} stage, but "
+            f"{marker} registers for {backend}; {valid} (one suite name under two backends: give "
+            f"stage {echo(suite)} a variant with backend = {backend!r})")
 
 
 def _label_list(rules: Rules) -> str:

@@ -70,6 +70,11 @@ def build_report(
     patterns = tuple(config.check.reference_patterns)
     stages = _stage_rows(config, registrations, patterns, config_text)
     dormant = {s.name for s in stages if s.status == "dormant"}
+    # a stage with variants is dormant for a registration when every variant of its backend is
+    dormant |= {f"{name}\0{backend}" for name, st in config.stages.items() if st.variants
+                for backend in st.accepted_backends()
+                if all(row.status == "dormant" for row in stages
+                       if row.name.startswith(name + ".") and row.backend == backend)}
     backends = _group_rows(
         {s.backend for s in config.stages.values()} | {r.backend for r in registrations},
         lambda r, name: r.backend == name, registrations, dormant, config,
@@ -103,10 +108,16 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
     for reg in regs:
         by_suite[reg.suite].append(reg)
     rows: list[StageRow] = []
-    for name, stage in config.stages.items():
+    from testfleet.planning.lanes import stage_lanes
+
+    # One row per lane: a stage, or each variant of a stage with variants (#12), named
+    # <stage>.<variant>, with the registrations of the variant's backend.
+    for name, stage, key, variant in ((n, ln.config, ln.key, ln.variant) for n in config.stages
+                                      for ln in stage_lanes(config, n)):
         members = [r for r in by_suite.get(name, []) if r.backend == stage.backend]
         rows.append(StageRow(
-            name=name, backend=stage.backend,
+            config_key=f"stages.{name}.variants.{variant}" if variant else "",
+            name=key, backend=stage.backend,
             status="dormant" if stage.disabled is not None else "active",
             counts=count(members), reason=stage.disabled,
             references=tuple(parse_references(stage.disabled, patterns)),
@@ -119,7 +130,7 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
     stray: dict[tuple[str, str], list[Registration]] = defaultdict(list)
     for reg in regs:
         configured = config.stages.get(reg.suite)
-        if configured is None or configured.backend != reg.backend:
+        if configured is None or reg.backend not in configured.accepted_backends():
             stray[(reg.suite, reg.backend)].append(reg)
     for (suite, backend), members in sorted(stray.items()):
         rows.append(StageRow(name=suite, backend=backend, status="unconfigured",
@@ -138,6 +149,7 @@ def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool
         scheduled = sum(
             1 for r in members
             if r.disabled is None and r.suite not in dormant and r.suite in config.stages
+            and f"{r.suite}\0{r.backend}" not in dormant
         )
         rows.append(GroupRow(name, count(members), scheduled,
                              tuple(sorted({r.suite for r in members}))))

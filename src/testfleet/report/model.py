@@ -76,6 +76,9 @@ class StageRow:
     trusted_only: bool = False
     runs_on: tuple[str, ...] = ()
     config_line: int = 0  # line of the stage's ``disabled`` key (or header) in the config
+    # #12: the row's table in the config ("stages.<stage>.variants.<variant>" for a variant
+    # lane, whose name is "<stage>.<variant>"); "" means "stages.<name>"
+    config_key: str = ""
 
 
 @dataclass(frozen=True)

@@ -91,11 +91,13 @@ def evaluate_rules(report: Report, cfg: Config, config_file: str = "pyproject.to
                                "error", "dormant-no-reference",
                                f"dormant stage {stage.name} cites no issue or URL "
                                f"(reason: {_short(stage.reason or '')!r})",
-                               f"{prefix}stages.{stage.name}.disabled"))
+                               f"{prefix}{stage.config_key or 'stages.' + stage.name}.disabled"))
     if rules.coverage_holes != "off":
         for hole in report.holes:
             if hole.kind == "stage":
-                where = (config_file, config_line(config_text, hole.name), f"{prefix}stages.{hole.name}")
+                key = next((s.config_key for s in report.stages if s.name == hole.name), "")
+                where = (config_file, config_line(config_text, hole.name),
+                         f"{prefix}{key or 'stages.' + hole.name}")
             else:
                 where = (config_file, 0, "")
             lost = f"; {fmt.lost(hole.lost)}" if hole.lost else ""

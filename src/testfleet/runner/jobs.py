@@ -34,6 +34,8 @@ class Selected:
     env: dict[str, str]
     items: tuple[RunItem, ...]
     policy: dict[str, Any]
+    # Stage variants (#12): the variant whose runners, timeouts and history apply ("" none)
+    variant: str = ""
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -59,14 +61,25 @@ def select_plan_job(plan: Any, job_id: str) -> Selected:
     if not job.tests:
         raise UsageError(f"plan job {job_id!r} has no files; refusing an empty run")
     return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                    tuple(_items(job)), dict(plan.policy))
+                    tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""))
+
+
+def _lane(job: Any) -> str:
+    variant = getattr(job, "variant", "")
+    return f"{job.stage}.{variant}" if variant else str(job.stage)
 
 
 def select_stage_jobs(plan: Any, stage: str, shard: tuple[int, int] | None) -> Selected:
-    """One stage of an in-process plan: one shard of it, or all its shards in order."""
-    jobs = [j for j in plan.jobs if j.stage == stage]
+    """One stage (or one variant of it, ``<stage>.<variant>``) of an in-process plan: one
+    shard of it, or all its shards in order."""
+    jobs = [j for j in plan.jobs if _lane(j) == stage] or [j for j in plan.jobs if j.stage == stage]
+    lanes = sorted({_lane(j) for j in jobs})
+    if len(lanes) > 1:
+        raise UsageError(f"stage {stage!r} runs as {len(lanes)} variants ({', '.join(lanes)}); "
+                         "name one with --stage")
     if not jobs:
-        summary = next((s for s in plan.stages if s.name == stage), None)
+        summary = next((s for s in plan.stages
+                        if getattr(s, "lane", s.name) == stage or s.name == stage), None)
         why = f"{summary.status}" + (f": {summary.reason}" if summary.reason else "") if summary else "not planned"
         raise UsageError(f"nothing to run for stage {stage!r} under this trigger ({why})")
     jobs.sort(key=lambda j: j.shard)
@@ -78,17 +91,17 @@ def select_stage_jobs(plan: Any, stage: str, shard: tuple[int, int] | None) -> S
         jobs = [j for j in jobs if j.shard == i]
         job = jobs[0]
         return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                        tuple(_items(job)), dict(plan.policy))
+                        tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""))
     first = jobs[0]
     items = [it for j in jobs for it in _items(j)]
-    job_id = first.id if len(jobs) == 1 else f"{stage}-all-{len(jobs)}"
-    return Selected(job_id, stage, first.backend, first.command, dict(first.env), tuple(items),
-                    dict(plan.policy))
+    job_id = first.id if len(jobs) == 1 else f"{_lane(first)}-all-{len(jobs)}"
+    return Selected(job_id, first.stage, first.backend, first.command, dict(first.env),
+                    tuple(items), dict(plan.policy), getattr(first, "variant", ""))
 
 
 def select_file_jobs(plan: Any, stage: str | None) -> Selected:
-    """An explicit ``--file`` request: the jobs it produced, which must be one stage."""
-    stages = sorted({j.stage for j in plan.jobs})
+    """An explicit ``--file`` request: the jobs it produced, which must be one lane."""
+    stages = sorted({_lane(j) for j in plan.jobs})
     if stage is None:
         if len(stages) > 1:
             raise UsageError("the requested file(s) run in several stages "
@@ -111,7 +124,7 @@ def build_spec(project: Project, sel: Selected, options: RunOptions, *,
                records: Path | None = None, run_id: str | None = None) -> JobSpec:
     settings = stage_settings(project.config, sel.stage, backend=sel.backend,
                               command=None if sel.command == "auto" else sel.command,
-                              env=sel.env)
+                              env=sel.env, variant=sel.variant)
     rid = run_id or make_run_id(sel.job_id)
     records_dir = records if records is not None else (
         project.root / project.config.cache_dir / "runs" / rid)

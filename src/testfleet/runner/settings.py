@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from testfleet.config import Config
+from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
 from testfleet.runner.model import Command, RunOptions, StageSettings
 
@@ -21,15 +21,15 @@ def stage_settings(
     backend: str | None = None,
     command: Command | None = None,
     env: Mapping[str, str] | None = None,
+    variant: str = "",
 ) -> StageSettings:
-    """The settings for ``stage``; a plan job's ``backend``/``command``/``env`` win if given."""
-    spec = config.stages.get(stage)
-    if spec is None:
-        valid = ", ".join(sorted(config.stages)) or "(none configured)"
-        raise UsageError(f"unknown stage {stage!r}; valid: {valid}")
+    """The settings for ``stage`` (as its ``variant`` overrides them); a plan job's
+    ``backend``/``command``/``env`` win if given. A variant's settings name the lane
+    ``<stage>.<variant>``: its results and durations are recorded under that key."""
+    spec = _spec(config, stage, variant)
     runner = config.runner
     return StageSettings(
-        stage=stage,
+        stage=f"{stage}.{variant}" if variant else stage,
         backend=backend or spec.backend,
         command=command or spec.command,
         timeout_floor=spec.timeout_floor if spec.timeout_floor is not None else runner.timeout_floor,
@@ -49,6 +49,19 @@ def stage_settings(
     )
 
 
+def _spec(config: Config, stage: str, variant: str) -> StageConfig:
+    spec = config.stages.get(stage)
+    if spec is None:
+        valid = ", ".join(sorted(config.stages)) or "(none configured)"
+        raise UsageError(f"unknown stage {stage!r}; valid: {valid}")
+    if variant:
+        if variant not in spec.variants:
+            valid = ", ".join(sorted(spec.variants)) or "(it has none)"
+            raise UsageError(f"stage {stage!r} has no variant {variant!r}; valid: {valid}")
+        return spec.with_variant(variant)
+    return spec
+
+
 def run_options(
     config: Config,
     *,
@@ -56,11 +69,12 @@ def run_options(
     continue_on_error: bool = False,
     bypass_fastfail: bool = False,
     stage: str | None = None,
+    variant: str = "",
 ) -> RunOptions:
     """Attempts and fast-fail from the command line and policy, patterns from ``[runner]``;
     attempts: the command line, else the stage's ``max_attempts``, else ``[runner]``'s."""
     runner = config.runner
-    spec = config.stages.get(stage) if stage is not None else None
+    spec = _spec(config, stage, variant) if stage is not None and stage in config.stages else None
     default = spec.max_attempts if spec is not None and spec.max_attempts is not None \
         else runner.max_attempts
     attempts = default if max_attempts is None else max_attempts

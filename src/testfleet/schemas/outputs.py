@@ -76,6 +76,17 @@ class ListOutput(_Closed):
     registrations: list[RegistrationOut]
 
 
+class InvalidOut(_Open):
+    """A marker call the registry rejected (#12: reported, never a reason to refuse)."""
+
+    file: str
+    backend: str
+    suite: str
+    line: int
+    code: str
+    message: str
+
+
 class EstimateRowOut(_Open):
     file: str
     stage: str
@@ -99,6 +110,8 @@ class DurationsOutput(_Closed):
     min_samples: int
     rows: list[EstimateRowOut]
     warnings: list[str]
+    # #12: rejected registrations (no estimate; the command exits 1), as plan's 'invalid' fates
+    invalid: list[InvalidOut] = Field(default_factory=list)
 
 
 class SuggestionOut(EstimateRowOut):
