@@ -290,7 +290,7 @@ class VariantConfig(_Strict):
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return StageConfig._env_names(StageConfig._env(v))
+        return StageConfig._env(v)
 
     @field_validator("setup")
     @classmethod

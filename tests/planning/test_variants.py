@@ -384,10 +384,14 @@ def test_report_shows_each_variant_as_a_row_and_names_its_table(
     text = OPT_IN.replace('runs_on = ["linux-mi325"]',
                           'runs_on = ["linux-mi325"]\ndisabled = "MI325 pool down, see #9"')
     project = two_backend_tree(tmp_path, text)
-    code, out, _ = run_cli(capsys, "-C", str(project.root), "report", "--format", "json",
+    _, out, _ = run_cli(capsys, "-C", str(project.root), "report", "--format", "json",
                            "--no-history")
     doc = json.loads(out)
     rows = {(s["name"], s["backend"], s["status"]) for s in doc["stages"]}
     assert rows == {("stage-a.amd", "rocm", "dormant"), ("stage-a.cuda", "cuda", "active")}
-    hole = [f for f in doc["findings"] if "coverage hole: stage stage-a.amd" in f]
-    assert hole and "[stages.stage-a.variants.amd]" in hole[0]
+    assert {(h["kind"], h["name"], h["cause"]) for h in doc["holes"]} >= {
+        ("stage", "stage-a.amd", "dormant")}
+    _, out, _ = run_cli(capsys, "-C", str(project.root), "check", "--format", "json")
+    keys = {f["key"] for f in json.loads(out)["findings"]
+            if "coverage hole: stage stage-a.amd" in f["message"]}
+    assert keys == {"stages.stage-a.variants.amd"}  # the variant's own table
