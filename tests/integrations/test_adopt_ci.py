@@ -712,3 +712,25 @@ def test_runner_list_format() -> None:
                          ("== trigger=pr stage=s ==\n== trigger=pr stage=s ==\n", "sel.txt:2: trigger=pr stage=s is given twice")]:
         with pytest.raises(UsageError, match=re.escape(message)):
             parse_runner_selection(bad, "sel.txt")
+
+
+def test_container_options_buildkite_cannot_carry(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'--ulimit' has no Buildkite Docker plugin key: for a Buildkite pipeline alone it is
+    left out and listed (the plan then emits); with the GitHub workflow too it is a finding."""
+    gpu = tree / ".github/workflows/_run-gpu.yml"
+    gpu.write_text(gpu.read_text().replace("options: --gpus all --ipc=host",
+                                           "options: --gpus all --ulimit memlock=-1 --ipc=host"))
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--github",
+                             "--buildkite", "--dry-run")
+    assert code == 1
+    assert "adopt-buildkite-options" in out + err and "'--ulimit memlock=-1'" in out + err
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--buildkite")
+    assert code == 0, out + err
+    assert ("job stage-c-4-gpu-h200: container options '--ulimit memlock=-1' -- the Buildkite "
+            "Docker plugin has no key for them") in out
+    stage = load_project(tree).config.stages["stage-c-4-gpu-h200"]
+    assert stage.container is not None and stage.container.options == "--gpus all --ipc=host"
+    code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--event", "schedule", "--cadence",
+                             "weekly", "--format", "buildkite")
+    assert code == 0, err
+    assert '"ipc": "host"' in out

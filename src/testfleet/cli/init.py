@@ -308,6 +308,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                     "--from-existing: no register_<backend>_ci(...) calls found under "
                     f"{', '.join(result.roots)}; use --root DIR to point at the tests")
             adoption = adopt.derive(result)
+            if buildkite:
+                _buildkite_container_options(adoption, keep=github)
             data = adoption.data
             comment = (f"Adopted by 'testfleet init --from-existing' from {adoption.registrations} "
                        "registrations.\nReview runs_on (your runner labels), shards and needs.")
@@ -465,6 +467,63 @@ def _store_ci_flags(path: Path, config: Any, flags: dict[str, Any]) -> Write | N
         raise UsageError(f"cannot add the CI flags to {path.name}: {exc}") from None
     table = "tool.testfleet.ci" if path.name == "pyproject.toml" else "ci"
     return Write(path, text, f"[{table}] in {path.name}")
+
+
+def _buildkite_container_options(adoption: Any, *, keep: bool) -> None:
+    """Container options adopted from GitHub jobs that the Buildkite Docker plugin has no
+    key for (``--ulimit``) would stop every ``plan --format buildkite``. For a Buildkite
+    pipeline alone they are left out and listed as not carried over; when the GitHub
+    workflow (which carries them) is written too, they stay and are a finding to settle."""
+    from testfleet.findings import Finding
+    from testfleet.integrations.adopt_ci import NotCarried
+    from testfleet.integrations.buildkite import docker_plugin_options
+
+    for name, stage in adoption.data.get("stages", {}).items():
+        container = stage.get("container")
+        if not isinstance(container, dict) or not container.get("options"):
+            continue
+        _, unsupported = docker_plugin_options(container["options"])
+        if not unsupported:
+            continue
+        ci = adoption.ci.stages.get(name)
+        where = f"{ci.workflow} job {ci.job}" if ci else f"stage {name}"
+        flags = " ".join(unsupported)
+        if keep:
+            adoption.findings.append(Finding(
+                ci.workflow if ci else "pyproject.toml", 0, 0, "error", "adopt-buildkite-options",
+                f"stage {name}: container options {flags!r} have no key in the Buildkite Docker "
+                "plugin; 'plan --format buildkite' stops on them: remove them from the stage's "
+                "container.options (set them on the agents) or adopt for one engine at a time"))
+            continue
+        words = _without(container["options"], unsupported)
+        container["options"] = words
+        if not words:
+            del container["options"]
+        adoption.not_carried.append(NotCarried(
+            where, f"container options {flags!r}",
+            "the Buildkite Docker plugin has no key for them; set them on the agents"))
+
+
+def _without(options: str, unsupported: list[str]) -> str:
+    """``options`` without the words the plugin rejects (and the value that follows one)."""
+    import shlex
+
+    words = shlex.split(options)
+    out: list[str] = []
+    drop = list(unsupported)
+    i = 0
+    while i < len(words):
+        if words[i] in drop:
+            drop.remove(words[i])
+            # a rejected flag's separate value is rejected with it
+            if i + 1 < len(words) and words[i + 1] in drop:
+                drop.remove(words[i + 1])
+                i += 1
+            i += 1
+            continue
+        out.append(words[i])
+        i += 1
+    return shlex.join(out)
 
 
 def _runner_selection(path: Path | None) -> tuple[dict[tuple[str, str], set[str]] | None, str]:
