@@ -111,6 +111,9 @@ class BackendConfig(_Strict):
     markers: list[str] = Field(min_length=1)
     labels_required: bool = True
     gpu: bool = True
+    # #12: how this backend's markers are called, when they take other arguments than the
+    # built-in ones (the same table as [markers.<marker>], which wins for its own marker)
+    signature: MarkerSignature | None = None
 
     @field_validator("markers")
     @classmethod
@@ -174,6 +177,10 @@ class MarkerSignature(_Strict):
                     raise ValueError(f"suite_template field {{{name}}} must be a declared keyword of "
                                      "type str or int")
         return self
+
+# BackendConfig.signature names MarkerSignature, defined after it: resolve it now, so that
+# config errors under [backends.<name>.signature] list the valid keys.
+BackendConfig.model_rebuild(force=True)
 
 # -- per-stage CI job settings (#11) ------------------------------------------------
 # These land verbatim in generated CI files (GitHub YAML, Buildkite pipeline), where
@@ -853,6 +860,16 @@ class Config(_Strict):
 
     def backend_names(self) -> set[str]:
         return set(BUILTIN_BACKENDS) | set(self.backends)
+
+    def marker_signatures(self) -> dict[str, MarkerSignature]:
+        """Each marker's signature, in one place: its own ``[markers.<marker>]`` table, else
+        its backend's ``[backends.<name>.signature]``; ``"*"`` (every other marker) as given."""
+        out = dict(self.markers)
+        for spec in self.backends.values():
+            if spec.signature is not None:
+                for marker in spec.markers:
+                    out.setdefault(marker, spec.signature)
+        return out
 
     def marker_backends(self) -> dict[str, str]:
         """Marker function name -> backend, including aliases such as ``register_amd_ci``."""

@@ -360,3 +360,58 @@ def test_every_command_reads_a_tree_with_errors_and_agrees_on_them(tree, run_cli
     # run plans in process like plan does: the valid file runs, the error is named
     code, out, err = run_cli("-C", root, "run", "--stage", "stage-a-cpu", "--dry-run")
     assert code == 0 and F in out and "registration error" in err and "unknown-suite" in err
+
+
+NPU_CONFIG = BASE_CONFIG + """
+[stages.base-test-1-npu]
+backend = "npu"
+
+[backends.npu]
+markers = ["register_npu_ci"]
+labels_required = false
+gpu = true
+
+[backends.npu.signature]
+positional = ["est_time", "suite", "nightly", "disabled"]
+keywords = { stage = "str", runner_config = "str" }
+suite_template = "{stage}-test-{runner_config}"
+ignore = ["in_process_group"]
+"""
+NPU = "from sglang.test.ci.ci_register import register_npu_ci, register_cuda_ci\n"
+
+
+def test_a_backend_signature_table_describes_its_markers(tree) -> None:
+    """#12: [backends.<name>.signature] is the same signature model as [markers.<marker>],
+    for every marker of that backend (and only for them)."""
+    src = NPU + ('register_npu_ci(5, stage="base", runner_config="1-npu", in_process_group=G)\n'
+                 'register_cuda_ci(5, stage="base", runner_config="1-npu", labels=["fsdp"])\n')
+    registry = collect(tree({F: src}, config=NPU_CONFIG), use_cache=False)
+    assert regs(registry) == [("npu", "base-test-1-npu")]
+    bad = [f for f in registry.findings if f.file == F and f.code == "unknown-keyword"]
+    assert [f.line for f in bad] == [3, 3]  # stage= and runner_config= on the cuda marker
+    assert "[tool.testfleet.backends.cuda.signature]" in bad[0].message
+    assert [i.line for i in registry.invalid] == [3]
+
+
+def test_a_marker_table_wins_over_its_backend_signature(tree) -> None:
+    config = NPU_CONFIG + '\n[markers.register_npu_ci]\nkeywords = { other = "str" }\n'
+    src = NPU.replace(", register_cuda_ci", "") + ('register_npu_ci(5, "base-test-1-npu", other="x")\n'
+                 'register_npu_ci(5, stage="base", runner_config="1-npu")\n')
+    registry = collect(tree({F: src}, config=config), use_cache=False)
+    assert regs(registry) == [("npu", "base-test-1-npu")]
+    # the marker's own table has no stage/runner_config: both unknown on line 3
+    assert {(line, c) for line, c in codes(registry) if c == "unknown-keyword"} == {(3, "unknown-keyword")}
+    assert [i.line for i in registry.invalid] == [3]
+
+
+def test_a_backend_signature_is_validated_with_its_key_path(tree) -> None:
+    clash = NPU_CONFIG.replace('keywords = { stage = "str", runner_config = "str" }',
+                               'keywords = { stage = "str", runner_config = "str", suite = "str" }')
+    with pytest.raises(ConfigError) as info:
+        tree({F: NPU}, config=clash)
+    assert [(f.key, f.message.split(";")[0]) for f in info.value.findings] == [
+        ("backends.npu.signature", "'suite' is a built-in keyword")]
+    with pytest.raises(ConfigError) as info:
+        tree({F: NPU}, config=NPU_CONFIG.replace('ignore = ["in_process_group"]', 'bogus = 1'))
+    [finding] = info.value.findings
+    assert finding.key == "backends.npu.signature.bogus" and "valid keys here: " in finding.message

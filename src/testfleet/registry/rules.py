@@ -168,7 +168,7 @@ def build_rules(config: Config) -> Rules:
         signatures=tuple(sorted(
             (name, Signature(tuple(sig.positional), tuple(sorted(sig.keywords.items())), sig.suite_template,
                              tuple(sig.ignore), sig.allow_zero_est_time, sig.allow_empty_suite))
-            for name, sig in config.markers.items()
+            for name, sig in config.marker_signatures().items()
         )),
         per_file_ignores=tuple((glob, tuple(codes)) for glob, codes in config.check.per_file_ignores.items()),
     )

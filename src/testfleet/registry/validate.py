@@ -322,7 +322,10 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
                 f"unknown keyword {echo(kw.arg)}{did_you_mean(kw.arg, keywords)}; valid: "
                 f"{_cut_list(keywords)}" + ("" if sig.extra or sig.ignore else
                                             " (a project's own keywords are declared in "
-                                            f"[tool.testfleet.markers.{call.name}])"))
+                                            f"[tool.testfleet.markers.{call.name}] or "
+                                            "[tool.testfleet.backends."
+                                            f"{rules.marker_backend.get(call.name, '<name>')}"
+                                            ".signature])"))
             continue
         if kw.arg in where:
             how = "twice" if not any(a is where[kw.arg] for a in node.args) else "positionally and as keyword"
