@@ -67,3 +67,39 @@ def test_hook_passes_on_a_good_file_while_another_is_broken(project: Path) -> No
     # without file arguments the whole tree is judged, and the broken file fails it
     whole = _run_entry(project)
     assert whole.returncode == 1 and "test_rollout_buffer.py" in whole.stdout
+
+
+@pytest.mark.timeout(900)  # pre-commit builds the hook's environment: a pip install from source
+def test_pre_commit_try_repo_runs_the_hook_on_a_scratch_repository(project: Path,
+                                                                  tmp_path: Path) -> None:
+    """The whole way a user meets the hook: pre-commit builds its own environment from this
+    repository (``language: python``, so the package must install cleanly from source)
+    and passes the staged file names; a broken registration fails the commit, a good
+    file passes."""
+    pytest.importorskip("pre_commit")
+    if not (REPO / ".git").exists():
+        pytest.skip("pre-commit try-repo needs this checkout to be a git repository")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), NO_COLOR="1",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(argv, cwd=project, env=env, check=True, capture_output=True, timeout=60)
+
+    def try_repo(*files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "testfleet-check",
+             "--color", "never", "--files", *files],
+            cwd=project, env=env, capture_output=True, text=True, timeout=900,
+            stdin=subprocess.DEVNULL)
+
+    broken = try_repo("tests/unit/test_rollout_buffer.py")
+    out = broken.stdout + broken.stderr
+    assert broken.returncode == 1, out
+    assert "testfleet check" in out and "Failed" in out
+    assert "stage-b-cpuu" in out and "unknown-suite" in out
+    assert "Traceback" not in out
+    good = try_repo("tests/unit/test_weight_sync.py")
+    out = good.stdout + good.stderr
+    assert good.returncode == 0, out
+    assert "Passed" in out and "stage-b-cpuu" not in out
