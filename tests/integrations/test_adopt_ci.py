@@ -734,3 +734,18 @@ def test_container_options_buildkite_cannot_carry(tree: Path, capsys: pytest.Cap
                              "weekly", "--format", "buildkite")
     assert code == 0, err
     assert '"ipc": "host"' in out
+
+
+def test_a_runner_flag_computed_at_run_time_takes_no_default(tree: Path) -> None:
+    """SGLang passes '--timeout-per-file' only when an input is set: the runner's default
+    is not the stage's timeout then, and the flag is listed."""
+    pr = tree / ".github/workflows/pr-test.yml"
+    pr.write_text(pr.read_text().replace(
+        "--enable-retry --max-attempts 3 --retry-wait-seconds 30",
+        "--enable-retry --max-attempts 3 --retry-wait-seconds 30 "
+        "${{ inputs.t && format('--timeout-per-file {0}', inputs.t) || '' }}"))
+    result = adopt.derive(adopt.scan(tree))
+    gpu = result.data["stages"]["stage-c-4-gpu-h200"]
+    assert "file_timeout" not in gpu and gpu["max_attempts"] == 3
+    told = "\n".join(n.render() for n in result.not_carried)
+    assert "job stage-c-4-gpu-h200: --timeout-per-file -- its value is computed at run time" in told

@@ -826,13 +826,14 @@ def _job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dic
     def flag(key: str) -> int | None:
         if key in ci.retry:
             return ci.retry[key]
-        if key in defaults:
+        if key in defaults and key not in ci.runner_dynamic:
             used.append(f"--{key.replace('_', '-')} {defaults[key]}")
             return defaults[key]
         return None
 
     file_timeout: float | None = ci.file_timeout
-    if file_timeout is None and command == "python" and "timeout_per_file" in defaults:
+    if (file_timeout is None and command == "python" and "timeout_per_file" in defaults
+            and "timeout_per_file" not in ci.runner_dynamic):
         file_timeout = defaults["timeout_per_file"]
         used.append(f"--timeout-per-file {file_timeout}")
     if ci.setup:
@@ -852,7 +853,7 @@ def _job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dic
         wait = flag("retry_wait_seconds")
         if wait is not None:
             out["retry_wait"] = min(3600, wait)
-        increase = flag("retry_timeout_increase")
+        increase = flag("retry_timeout_increase") if file_timeout else None
         if increase and file_timeout:
             file_timeout += increase
     if file_timeout:

@@ -77,6 +77,8 @@ class CIStage:
     #: (``--timeout-per-file`` -> ``timeout_per_file``), read with ast
     runner_script: str | None = None
     runner_defaults: dict[str, int] = field(default_factory=dict)
+    #: runner flags the command names without a literal value (inside a ``${{ }}``)
+    runner_dynamic: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -404,6 +406,11 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
     m = re.search(_INT_FLAG.format(name="timeout-per-file"), commands)
     if m:
         stage.file_timeout = int(m.group(1))
+    for flag in RUNNER_FLAGS:
+        if f"--{flag}" in commands and not re.search(_INT_FLAG.format(name=flag), commands):
+            stage.runner_dynamic.add(flag.replace("-", "_"))
+            not_carried.append(NotCarried(where, f"--{flag}", "its value is computed at run time; "
+                                          "the runner script's default is not assumed either"))
     stage.match_all_on_dispatch = "--match-all-labels" in commands
     return stage
 
