@@ -208,3 +208,42 @@ def test_signature_details_of_the_defining_module(tmp_path: Path) -> None:
     assert "register_cpu_ci" not in got
     assert got["register_cuda_ci"] == SignatureRead(
         ("est_time", "suite"), (("pool", "str"), ("size", "str")), "{pool}-{size}gpu", ("group",))
+
+
+RUN_SUITE = '''
+import glob
+import os
+
+def main():
+    script_dir = os.path.dirname(os.path.abspath(__file__))
+    files = [f for f in glob.glob(os.path.join(script_dir, "registered", "**", "*.py"), recursive=True)
+             if not f.endswith("/__init__.py")]
+    return files
+'''
+
+PR_TEST = '''
+on: [pull_request]
+jobs:
+  base-b-test-1-gpu-small:
+    runs-on: [self-hosted, h100]
+    steps:
+      - run: |
+          cd test
+          python3 run_suite.py --hw cuda --suite base-b-test-1-gpu-small
+'''
+
+
+def test_discovery_root_from_the_runner_scripts_glob(tree: Path) -> None:
+    """SGLang's collector names no roots; its runner globs test/registered/**: that is the
+    root, so the legacy tests beside it are neither scanned nor registered."""
+    (tree / "test/run_suite.py").write_text(RUN_SUITE)
+    (tree / ".github/workflows").mkdir(parents=True)
+    (tree / ".github/workflows/pr-test.yml").write_text(textwrap.dedent(PR_TEST).lstrip("\n"))
+    (tree / "test/srt").mkdir()
+    (tree / "test/srt/test_legacy.py").write_text(CUDA + 'register_cuda_ci(est_time="slow", suite="x")\n')
+    (tree / "test/registered/__init__.py").write_text("")
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["roots"] == ["test/registered"]
+    assert not [f for f in result.findings if f.severity == "error"]  # test/srt is not the runner's
+    assert result.registrations == 6
+    assert result.data["stages"]["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "h100"]

@@ -34,6 +34,7 @@ from testfleet.integrations.adopt_project import (
     find_marker_module,
     read_project,
     read_signatures,
+    runner_roots,
 )
 from testfleet.registry.scan import (
     ALIASED_IMPORT,
@@ -138,6 +139,21 @@ def detect_roots(root: Path) -> list[str]:
         if b"register_" in data and scan_source(data, MARKER_SCAN, NEEDLES).calls:
             roots.add(top)
     return sorted(roots) or ["tests"]
+
+
+def _marked_runner_roots(root: Path) -> list[str]:
+    """The runner script's glob directories (see ``runner_roots``) that hold marker calls."""
+    out = []
+    for rel in runner_roots(root):
+        for _, path in _walk(root, root / rel):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if b"register_" in data and scan_source(data, MARKER_SCAN, NEEDLES).calls:
+                out.append(rel)
+                break
+    return out
 
 
 def backend_of(marker: str) -> str:
@@ -271,7 +287,7 @@ def scan(root: Path, roots: list[str] | None = None) -> Scan:
     if roots is None:
         detected = detect_roots(root)
         project = read_project(root, detected, set())
-        roots = project.discovery_roots or detected
+        roots = project.discovery_roots or _marked_runner_roots(root) or detected
     result = Scan(roots=roots, repo=root)
     for top in result.roots:
         start = root / top
