@@ -171,7 +171,7 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         lines.append(
             f"| {md(s.lane)} | {md(s.backend)} | {md(s.status)}{' ⚠️' if s.hole else ''} | {s.wave} "
             f"| {s.shards} | {_minutes(s.makespan)} | {s.counts.get('scheduled', 0)} / "
-            f"{s.counts.get('registered', 0)} | {md(s.reason)} |"
+            f"{s.counts.get('registered', 0)}{_at_risk(s.counts)} | {md(s.reason)} |"
         )
     lines.append("")
     split = sharding_rows(plan)
@@ -247,8 +247,8 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
                       style=_STATUS_STYLE.get(s.status, ""))
         table.add_row(Text(s.lane), Text(s.backend), status, str(s.wave), str(s.shards),
                       _minutes(s.makespan),
-                      f"{s.counts.get('scheduled', 0)}/{s.counts.get('registered', 0)}",
-                      Text(s.reason))
+                      f"{s.counts.get('scheduled', 0)}/{s.counts.get('registered', 0)}"
+                      f"{_at_risk(s.counts)}", Text(s.reason))
     console.print(table)
     split = sharding_rows(plan)
     if split:
@@ -274,6 +274,12 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
         if not w.startswith("coverage hole:"):
             console.print(Text(f"warning: {w}", style="yellow"))
     return buf.getvalue()
+
+
+def _at_risk(counts: dict[str, int]) -> str:
+    """Quarantined files are scheduled but their failure does not block: at risk (#14)."""
+    n = counts.get("quarantined", 0)
+    return f" ({n} at risk)" if n else ""
 
 
 def render_buildkite(plan: Plan) -> str:

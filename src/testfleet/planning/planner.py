@@ -281,6 +281,8 @@ def make_plan(
             "registered": len(regs),
             "enabled": sum(1 for r in regs if not r.disabled),
             "scheduled": len(tests),
+            # flaky files that run without blocking (#14): scheduled, but at risk
+            "quarantined": sum(1 for t in tests if t.quarantined),
         }
         counts.update({r: lane_skips.get(r, 0) for r in REASONS})
         summaries.append(StageSummary(

@@ -51,10 +51,14 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     else:
         hist = HistorySection(False, "history not requested (--no-history)")
     results = None
+    quarantined: set[tuple[str, str]] = set()
     if history:
         from testfleet.report.results import results_section
+        from testfleet.results.quarantine import quarantine_for
 
         results = results_section(project, database)
+        # the plan's own rule, so the matrix's "at risk" is exactly what plan quarantines
+        quarantined = set(quarantine_for(project, database)[0])
     notes = []
     n_err = sum(1 for f in registry.findings if f.severity == "error")
     if n_err:
@@ -67,7 +71,8 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     report = build_report(invalid=invalid_by_stage(registry),
                           project=_name(project), config=project.config, registrations=regs,
                           now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes,
-                          config_file=_config_name(project), config_text=project.raw_config_text)
+                          config_file=_config_name(project), config_text=project.raw_config_text,
+                          quarantined=quarantined)
     findings = evaluate_rules(report, project.config, _config_name(project),
                               project.raw_config_text)
     findings += git_findings(project, report, info)

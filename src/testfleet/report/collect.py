@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 
 from testfleet.config import Config
 from testfleet.registry.model import Registration
@@ -39,14 +39,18 @@ def category(reg: Registration) -> str:
     return "enabled"
 
 
-def count(regs: Iterable[Registration]) -> Counts:
+def count(regs: Iterable[Registration], at_risk: Set[tuple[str, str]] = frozenset()) -> Counts:
+    """``at_risk``: the (stage, file) pairs the plan quarantines; an enabled registration
+    among them counts as at risk instead of its usual category, never as healthy."""
     c: Counter[str] = Counter()
     est = 0.0
     for reg in regs:
-        c[category(reg)] += 1
+        risky = reg.disabled is None and (reg.suite, reg.file) in at_risk
+        c["at-risk" if risky else category(reg)] += 1
         if reg.disabled is None:
             est += reg.est_time
-    return Counts(c["enabled"], c["label-gated"], c["nightly-only"], c["disabled"], est)
+    return Counts(c["enabled"], c["label-gated"], c["nightly-only"], c["disabled"], est,
+                  c["at-risk"])
 
 
 def build_report(
@@ -64,11 +68,15 @@ def build_report(
     config_file: str = "",
     config_text: str = "",
     invalid: Mapping[str, int] | None = None,
+    quarantined: Set[tuple[str, str]] = frozenset(),
 ) -> Report:
     """Everything the report shows, computed from its inputs only. ``invalid`` counts the
-    registrations the registry rejected, per stage they name (#12: holes name that cause)."""
+    registrations the registry rejected, per stage they name (#12: holes name that cause);
+    ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk)."""
     patterns = tuple(config.check.reference_patterns)
-    stages = _stage_rows(config, registrations, patterns, config_text)
+    dormant_stages = {n for n, s in config.stages.items() if s.disabled is not None}
+    at_risk = {(stage, file) for stage, file in quarantined if stage not in dormant_stages}
+    stages = _stage_rows(config, registrations, patterns, config_text, at_risk)
     dormant = {s.name for s in stages if s.status == "dormant"}
     # a stage with variants is dormant for a registration when every variant of its backend is
     dormant |= {f"{name}\0{backend}" for name, st in config.stages.items() if st.variants
@@ -77,11 +85,11 @@ def build_report(
                        if row.name.startswith(name + ".") and row.backend == backend)}
     backends = _group_rows(
         {s.backend for s in config.stages.values()} | {r.backend for r in registrations},
-        lambda r, name: r.backend == name, registrations, dormant, config,
+        lambda r, name: r.backend == name, registrations, dormant, config, at_risk,
     )
     labels = _group_rows(
         set(config.labels) | {lb for r in registrations for lb in r.labels},
-        lambda r, name: name in r.labels, registrations, dormant, config,
+        lambda r, name: name in r.labels, registrations, dormant, config, at_risk,
     )
     ledger = _ledger(registrations, ages or {}, now, dormant, patterns)
     return Report(
@@ -90,7 +98,7 @@ def build_report(
         stages=stages,
         backends=backends,
         labels=labels,
-        totals=count(registrations),
+        totals=count(registrations, at_risk),
         holes=find_holes(stages, backends, invalid or {}),
         ledger=ledger,
         git=git,
@@ -102,8 +110,9 @@ def build_report(
     )
 
 
-def _stage_rows(config: Config, regs: Sequence[Registration],
-                patterns: tuple[str, ...], config_text: str = "") -> tuple[StageRow, ...]:
+def _stage_rows(config: Config, regs: Sequence[Registration], patterns: tuple[str, ...],
+                config_text: str = "", at_risk: Set[tuple[str, str]] = frozenset()
+                ) -> tuple[StageRow, ...]:
     by_suite: dict[str, list[Registration]] = defaultdict(list)
     for reg in regs:
         by_suite[reg.suite].append(reg)
@@ -119,7 +128,7 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
             config_key=f"stages.{name}.variants.{variant}" if variant else "",
             name=key, backend=stage.backend,
             status="dormant" if stage.disabled is not None else "active",
-            counts=count(members), reason=stage.disabled,
+            counts=count(members, at_risk), reason=stage.disabled,
             references=tuple(parse_references(stage.disabled, patterns)),
             trusted_only=stage.trusted_only, runs_on=tuple(stage.runs_on),
             config_line=config_line(config_text, name,
@@ -140,8 +149,8 @@ def _stage_rows(config: Config, regs: Sequence[Registration],
 
 
 def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool],
-                regs: Sequence[Registration], dormant: set[str], config: Config
-                ) -> tuple[GroupRow, ...]:
+                regs: Sequence[Registration], dormant: set[str], config: Config,
+                at_risk: Set[tuple[str, str]] = frozenset()) -> tuple[GroupRow, ...]:
     """One row per backend or label; ``scheduled`` leaves out dormant and unknown stages."""
     rows = []
     for name in sorted(names):
@@ -151,7 +160,7 @@ def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool
             if r.disabled is None and r.suite not in dormant and r.suite in config.stages
             and f"{r.suite}\0{r.backend}" not in dormant
         )
-        rows.append(GroupRow(name, count(members), scheduled,
+        rows.append(GroupRow(name, count(members, at_risk), scheduled,
                              tuple(sorted({r.suite for r in members}))))
     return tuple(rows)
 

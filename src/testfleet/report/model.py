@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 
 SCHEMA = "testfleet.report/1"
 
-Category = Literal["enabled", "label-gated", "nightly-only", "disabled"]
-CATEGORIES: tuple[Category, ...] = ("enabled", "label-gated", "nightly-only", "disabled")
+Category = Literal["enabled", "label-gated", "nightly-only", "at-risk", "disabled"]
+CATEGORIES: tuple[Category, ...] = ("enabled", "label-gated", "nightly-only", "at-risk", "disabled")
 CATEGORY_HELP: dict[str, str] = {
+    "at-risk": "quarantined as flaky (#14): it runs, but its failure does not fail the job, so "
+               "it counts as at risk, never as healthy coverage",
     "enabled": "runs on every regular run (no labels, not nightly-only)",
     "label-gated": "runs when one of its labels is selected (PR label or broad cadence)",
     "nightly-only": "nightly=True: runs only on cadences that admit nightly tests",
@@ -37,23 +39,26 @@ class Counts:
     nightly_only: int = 0
     disabled: int = 0
     est_seconds: float = 0.0
+    at_risk: int = 0  # quarantined: scheduled, but its failure does not block
 
     @property
     def total(self) -> int:
-        return self.enabled + self.label_gated + self.nightly_only + self.disabled
+        return self.enabled + self.label_gated + self.nightly_only + self.at_risk + self.disabled
 
     @property
     def active(self) -> int:
         """Registrations that some cadence schedules (everything but disabled)."""
-        return self.enabled + self.label_gated + self.nightly_only
+        return self.enabled + self.label_gated + self.nightly_only + self.at_risk
 
     def get(self, category: str) -> int:
         return {"enabled": self.enabled, "label-gated": self.label_gated,
-                "nightly-only": self.nightly_only, "disabled": self.disabled}[category]
+                "nightly-only": self.nightly_only, "at-risk": self.at_risk,
+                "disabled": self.disabled}[category]
 
     def to_json(self) -> dict[str, object]:
         return {"enabled": self.enabled, "label-gated": self.label_gated,
-                "nightly-only": self.nightly_only, "disabled": self.disabled,
+                "nightly-only": self.nightly_only, "at-risk": self.at_risk,
+                "disabled": self.disabled,
                 "active": self.active, "total": self.total,
                 "est_seconds": round(self.est_seconds, 3)}
 

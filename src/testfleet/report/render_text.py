@@ -19,7 +19,8 @@ from testfleet.report.trends import split as split_trends
 # a path column in a table with many columns: longer paths wrap after a "/"
 NARROW_PATH = 32
 
-_CAT_STYLE = {"enabled": "green", "label-gated": "cyan", "nightly-only": "blue", "disabled": "red"}
+_CAT_STYLE = {"enabled": "green", "label-gated": "cyan", "nightly-only": "blue",
+              "at-risk": "yellow", "disabled": "red"}
 
 
 def render_text(report: Report, *, width: int = 120, color: bool = False) -> str:

@@ -15,7 +15,7 @@ from testfleet.report import fmt
 from testfleet.report.model import CATEGORIES, Counts, LedgerEntry, StageTimeline, TrendSeries
 
 CAT_COLORS = {"enabled": "#2f9e66", "label-gated": "#3b82c4", "nightly-only": "#8b6fd6",
-              "disabled": "#d0574a"}
+              "at-risk": "#e0a526", "disabled": "#d0574a"}
 FILE_SHADES = ("#3b82c4", "#5b9bd5", "#2f6fa8", "#7fb2e3")
 AGE_BINS: tuple[tuple[str, int, int], ...] = (
     ("< 1 wk", 0, 7), ("1\u20134 wk", 7, 30), ("1\u20133 mo", 30, 90),

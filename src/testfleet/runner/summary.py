@@ -41,7 +41,10 @@ def fmt_seconds(s: float) -> str:
 
 def counts_line(job: JobResult) -> str:
     parts = [f"{job.count(o)} {o.value}" for o in Outcome if job.count(o)]
-    return ", ".join(parts) or "no files"
+    line = ", ".join(parts) or "no files"
+    # a quarantined file's pass proves little and its failure does not block (#14)
+    risky = sum(1 for r in job.results if r.item.quarantined)
+    return line + (f"; {risky} quarantined (at risk, not counted as healthy)" if risky else "")
 
 
 def verdict(job: JobResult) -> str:
