@@ -110,7 +110,7 @@ class NotARegularFile(OSError):
     """What stands at a path is a FIFO, socket, device, directory or symlink."""
 
 
-def read_regular(path: Path) -> bytes:
+def read_regular(path: Path, limit: int | None = None) -> bytes:
     """The bytes of ``path`` if it is a regular file, never blocking on what is not.
 
     Opening a FIFO for reading waits for a writer, forever if none comes; a PR or a
@@ -118,6 +118,8 @@ def read_regular(path: Path) -> bytes:
     is opened non-blocking without following a final symlink and checked with
     ``fstat`` (no race between a check and the open); anything but a regular file is
     :class:`NotARegularFile` (an ``OSError``, so callers' "unreadable" paths apply).
+    A file larger than ``limit`` bytes is an ``OSError`` (EFBIG) saying so, before
+    anything is read.
     """
     import stat
 
@@ -129,11 +131,23 @@ def read_regular(path: Path) -> bytes:
             raise NotARegularFile(errno.ELOOP, "is a symlink", str(path)) from None
         raise
     with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(errno.EINVAL, f"is {file_kind(mode)}, not a regular file",
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(errno.EINVAL, f"is {file_kind(st.st_mode)}, not a regular file",
                                   str(path))
-        return fh.read()
+        if limit is None:
+            return fh.read()
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {_size(limit)} "
+                          "testfleet reads", str(path))
+        data = fh.read(limit + 1)  # a file still growing stops at the limit too
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"more than the {_size(limit)} testfleet reads", str(path))
+        return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
 
 
 def file_kind(mode: int) -> str:

@@ -32,6 +32,12 @@ DEEP_TOML = ("[tool.other]\nx = " + "[" * 600 + "]" * 600 + "\n\n[tool.testfleet
 LINK = "\0link:"
 FIFO = "\0fifo"
 UTF16 = "\0utf16:"  # the rest of the text, written as UTF-16 with a byte order mark
+SPARSE = "\0sparse:"  # a sparse file of the given size (nothing really written)
+GATED_TEST = GOOD_TEST + ('from testfleet import register_ci_gate\nregister_ci_gate(metric_key="m", '
+                          'constraint={"rel_up": 0.1, "rel_down": 0.1})\n')
+STEPS_100K = GOOD_TEST + ("from testfleet import register_ci_gate\nregister_ci_gate(metric_key='m', "
+                          "constraint={'rel_up': 0.1, 'rel_down': 0.1}, steps=["
+                          + ",".join(map(str, range(100_000))) + "])\n")
 CACHES = (".testfleet/registry-cache.bin", ".testfleet/config-snapshot.json",
           ".testfleet/syntax-cache.json")
 HOSTILE_NAME = "tests/test_b\n::error::pwned.py"
@@ -112,6 +118,12 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     ("junit-late-doctype", {"r.xml": "<!--" + "x" * 5000 + "--><!DOCTYPE t SYSTEM 'e.dtd'>"
                             "<testsuite/>"},
      ["durations", "import", "r.xml", "--stage", "a"], {}, 2, "DTD or entity"),
+    # bounds a pull request controls
+    ("gate-steps-100k", {"tests/test_a.py": STEPS_100K}, ["check"], {}, 1,
+     "at most 10000 are allowed"),
+    ("record-file-300mib", {"tests/test_a.py": GATED_TEST, "r.jsonl": SPARSE + str(300 << 20)},
+     ["gate", "evaluate", "--test", "tests/test_a.py", "--record", "r.jsonl"], {}, 2,
+     "more than the 256 MiB testfleet reads"),
 ]
 
 
@@ -129,6 +141,9 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
             path.symlink_to(text.removeprefix(LINK))
         elif text == FIFO:
             os.mkfifo(path)
+        elif text.startswith(SPARSE):
+            with open(path, "wb") as fh:
+                fh.truncate(int(text.removeprefix(SPARSE)))
         elif text.startswith(UTF16):
             path.write_bytes(text.removeprefix(UTF16).encode("utf-16"))
         else:

@@ -106,6 +106,8 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
         raise UsageError(f"{file} declares no register_ci_gate(...): nothing to evaluate")
     backend, stage = _registration(project, file, suite)
     records = read_records(record)
+    if records.unreadable:  # an evaluation of part of the records would be a guess
+        raise UsageError(f"--record {record}: " + "; ".join(records.unreadable[:10]))
     if records.out_of_range:
         # The runner turns these into ERROR verdicts; here, the records are the input.
         shown = "\n  ".join(records.out_of_range[:10])

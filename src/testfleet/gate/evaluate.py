@@ -154,13 +154,14 @@ def select_spec(spec: GateSpec, series: MetricSeries | None) -> list[Selected]:
     for step, value in series.points:
         by_step.setdefault(step, []).append(value)
 
+    first, last = min(by_step), max(by_step)  # once: a steps list may name 10,000 missing steps
+    span = f"{first}..{last}" if len(by_step) > 1 else str(first)
+
     def pick(coord: int, step: int) -> Selected:
         values = by_step.get(step)
         if values is None:
-            present = sorted(by_step)
-            span = f"{present[0]}..{present[-1]}" if len(present) > 1 else str(present[0])
             return Selected(spec, coord, step, error=f"step {step} missing (recorded steps {span}, "
-                            f"{len(present)} points)")
+                            f"{len(by_step)} points)")
         if len(values) > 1:
             return Selected(spec, coord, step, error=f"step {step} recorded {len(values)} times")
         value = values[0]
@@ -170,7 +171,7 @@ def select_spec(spec: GateSpec, series: MetricSeries | None) -> list[Selected]:
         return Selected(spec, coord, step, value=value)
 
     if spec.steps == "last":
-        return [pick(STEP_LAST, max(by_step))]
+        return [pick(STEP_LAST, last)]
     if spec.steps == "all":
         return [pick(s, s) for s in sorted(by_step)]
     return [pick(s, s) for s in explicit or ()]

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: The most one record file may hold (a line per point: a million steps of one metric is
+#: ~80 MB); a larger one is refused by name, never read into memory. docs/gate.md says so.
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 #: Steps are stored as 64-bit integers; a larger one cannot be a real step.
 MAX_STEP = 2**63 - 1
 #: The largest float has 309 integer digits; a longer integer literal is out of range
@@ -66,6 +69,10 @@ class RecordSet:
     #: lines holding a number no metric can hold (an integer beyond the float range, a
     #: step >= 2**63): ERROR verdicts for the runner, bad input for ``gate evaluate``
     out_of_range: list[str] = field(default_factory=list)
+    #: record files not read because they exceed :data:`MAX_RECORD_BYTES` (or are not
+    #: regular files): a warning for the runner, whose metrics from them are then
+    #: "not recorded" (ERROR), and bad input for ``gate evaluate``
+    unreadable: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> MetricSeries | None:
         return self.series.get(key)
@@ -154,12 +161,16 @@ def read_records(path: Path) -> RecordSet:
         out.missing = True
         out.warnings.append(f"record path {path} does not exist (the test logged no metrics)")
         return out
+    from testfleet.fileio import read_regular
+
     for file in _record_files(path):
         out.files.append(str(file))
         try:
-            data = file.read_bytes()
+            data = read_regular(file, MAX_RECORD_BYTES)
         except OSError as exc:
-            out.warnings.append(f"{file}: cannot read: {exc}")
+            message = f"{file}: cannot read: {exc.strerror or exc}"
+            out.warnings.append(message)
+            out.unreadable.append(message)
             continue
         _read_lines(out, file.name, data)
     for series in out.series.values():

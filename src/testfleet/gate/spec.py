@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +36,9 @@ GATE_KEYS = (
 )
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 STEP_LAST = -1  # the coordinate of ``steps="last"``
+#: The most step indices one ``steps`` list may name (a pull request controls the list;
+#: every check, record selection and stored key is linear in it). docs/gate.md says so.
+MAX_STEPS = 10_000
 
 Steps = Literal["last", "all"] | tuple[int, ...]
 
@@ -109,10 +113,14 @@ def validate_steps(value: Any) -> tuple[Steps | None, str | None]:
     if isinstance(value, (list, tuple)):
         if not value:
             return None, "steps must not be an empty list (use 'last', 'all' or list step indices)"
+        if len(value) > MAX_STEPS:
+            return None, (f"steps lists {len(value)} step indices; at most {MAX_STEPS} are "
+                          "allowed (use 'all' to gate every step)")
         bad = [s for s in value if isinstance(s, bool) or not isinstance(s, int) or s < 0]
         if bad:
             return None, f"steps must be non-negative integers (not booleans), got {bad[0]!r}"
-        dups = sorted({s for s in value if list(value).count(s) > 1})
+        counts = Counter(value)
+        dups = sorted(s for s, n in counts.items() if n > 1)
         if dups:
             return None, f"steps lists step {dups[0]} more than once"
         return tuple(value), None
