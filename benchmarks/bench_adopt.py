@@ -3,6 +3,9 @@ selection difference per trigger between the project's own runner and the adopte
 
     python benchmarks/bench_adopt.py [TREE]      # default /work/trees/miles (copied, never written)
 
+It also feeds the adoption report the runner's real ``run_suite.py --list-only`` output
+(``init --report --runner-selection``) and counts the report's file-by-file comparison.
+
 The tree is copied to a temporary directory and adopted there with
 ``testfleet init --from-existing --allow-findings --report``. The project's side comes from
 its own modules, run by *this script* in a separate ``python3`` (adoption itself never
@@ -135,8 +138,56 @@ def compare(tree: Path) -> dict[str, object]:
         }
 
 
+#: the report's trigger ids (docs/adopt.md) and the runner flags that give the same run
+RUNNER_CASES = {
+    "pr": [],
+    "pr-all": ["--labels", "run-ci-all"],
+    "nightly": ["--cadence", "nightly"],
+    "weekly": ["--cadence", "weekly"],
+    "release": ["--cadence", "release"],
+}
+
+
+def runner_list_report(tree: Path) -> dict[str, object]:
+    """``init --report --runner-selection`` fed with the project's runner's real
+    ``run_suite.py --list-only`` output, one process per (trigger, stage) as a maintainer
+    would save it; the report's file-by-file comparison, counted."""
+    import re
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy, _, _ = adopt(tree, Path(tmp))
+        project = load_project(copy)
+        stages = [(s.backend, name) for name, s in sorted(project.config.stages.items())
+                  if not s.dormant]
+        blocks = []
+        for case, flags in RUNNER_CASES.items():
+            for backend, stage in stages:
+                run = subprocess.run(["python3", "tests/ci/run_suite.py", "--hw", backend, "--suite",
+                                      stage, "--list-only", *flags], cwd=copy, capture_output=True,
+                                     text=True, check=True,
+                                     env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"})
+                blocks.append(f"== trigger={case} stage={stage} ==\n{run.stdout}")
+        saved = Path(tmp) / "selection.txt"
+        saved.write_text("\n".join(blocks))
+        report = Path(tmp) / "report.md"
+        run = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(copy), "init",
+                              "--from-existing", "--rederive-config", "--dry-run", "--report",
+                              str(report), "--runner-selection", str(saved)],
+                             capture_output=True, text=True, check=False)
+        text = report.read_text() if report.exists() else ""
+        same = sum(int(n) for n in re.findall(r"Compared with the runner's list: (\d+) stage", text))
+        differences = len(re.findall(r"^\| `[^`]+` \| `[^`]+` \| (?:runner|testfleet) only \|", text,
+                                     re.MULTILINE))
+        return {"exit": run.returncode, "output": run.stdout + run.stderr, "blocks": len(blocks),
+                "same": same, "differences": differences}
+
+
 def main() -> None:
     tree = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TREE
+    listed = runner_list_report(tree)
+    print(f"report vs the runner's saved --list-only output: {listed['blocks']} (trigger, stage) "
+          f"blocks, {listed['same']} select the same files, {listed['differences']} file "
+          f"difference(s) (init exit {listed['exit']})")
     result = compare(tree)
     print(f"tree: {tree}")
     print(f"registrations: project collector {result['registrations_project']}, "

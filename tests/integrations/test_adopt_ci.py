@@ -695,6 +695,7 @@ def test_runner_list_format() -> None:
     from testfleet.integrations.adopt_report import parse_runner_selection
 
     text = ("== trigger=nightly stage=s ==\n"
+            "============================================================\n"
             "Policy: cadence=nightly\n"
             "Skipped 1 test(s):\n"
             "  - tests/a/test_skip.py (reason: disabled)\n"
@@ -709,6 +710,8 @@ def test_runner_list_format() -> None:
 
     for bad, message in [("tests/x.py\n", "sel.txt:1: text before the first"),
                          ("== trigger=pr ==\n", "sel.txt:1: expected '== trigger=<id> stage=<stage> =='"),
+                         ("== trigger=pr stage=s ==\n== trigger=tuesday stage=s ==\n",
+                          "sel.txt:2: unknown trigger 'tuesday'"),
                          ("== trigger=pr stage=s ==\n== trigger=pr stage=s ==\n", "sel.txt:2: trigger=pr stage=s is given twice")]:
         with pytest.raises(UsageError, match=re.escape(message)):
             parse_runner_selection(bad, "sel.txt")

@@ -80,7 +80,7 @@ def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[
     current: set[str] | None = None
     skipping = False
     for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("=="):
+        if re.match(r"==\s*trigger=", line):  # a runner's own '=====' rules are text
             m = _BLOCK.match(line)
             if m is None:
                 raise UsageError(f"{source}:{number}: expected '== trigger=<id> stage=<stage> ==', "
