@@ -247,7 +247,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from testfleet.store.durations import Execution
 
         commit = current_commit(job.project.root)
-        ci_run_id = os.environ.get("GITHUB_RUN_ID") or None
+        ci_run_id = (os.environ.get("GITHUB_RUN_ID") or os.environ.get("BUILDKITE_BUILD_NUMBER")
+                     or None)
         now = time.time()
         with open_store(job.project, job.database) as store:
             store.record_executions([

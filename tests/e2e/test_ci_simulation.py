@@ -340,8 +340,20 @@ AGENT = """#!/bin/sh
 # A stand-in buildkite-agent: artifacts and uploaded pipelines live in $STORE.
 set -e
 case "$1 $2" in
-  "artifact upload") cp "$3" "$STORE/artifact-$(basename "$3")" ;;
-  "artifact download") cp "$STORE/artifact-$3" "$4/$3" ;;
+  "artifact upload")
+    mkdir -p "$STORE/files/$(dirname "$3")"
+    cp "$3" "$STORE/files/$3"
+    cp "$3" "$STORE/artifact-$(basename "$3")" ;;
+  "artifact download")
+    found=0
+    for f in "$STORE"/files/$3; do
+      [ -e "$f" ] || continue
+      rel="${f#"$STORE"/files/}"
+      mkdir -p "$4/$(dirname "$rel")"
+      cp "$f" "$4/$rel"
+      found=1
+    done
+    [ "$found" = 1 ] || { echo "no artifact matches $3" >&2; exit 1; } ;;
   "pipeline upload") cp "$3" "$STORE/uploaded-pipeline.json" ;;
   "annotate --style") cat > "$STORE/annotation-$3-$5.md" ;;
   *) echo "unexpected: $*" >&2; exit 9 ;;

@@ -17,9 +17,11 @@ from support import run_cli
 from testfleet.config import load_project
 from testfleet.integrations.buildkite import (
     ANNOTATION_CONTEXT,
+    HISTORY_KEY,
     MAX_NOTICE_CHARS,
     MAX_WARNING_CHARS,
     NOTICE_KEY,
+    TREE_ERRORS_KEY,
     agents_for,
     emit,
     escape,
@@ -98,7 +100,14 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
     notice, *steps = data["steps"]
     assert notice["key"] == NOTICE_KEY and "coverage hole" in notice["label"]
     assert MI300X in notice["env"]["TESTFLEET_ANNOTATION"]
+    steps, tail = steps[:len(plan.jobs)], steps[len(plan.jobs):]
     assert len(steps) == len(plan.jobs) > 0
+    if plan.policy["event"] == "pull_request":  # a PR's build never writes history
+        assert tail == [] and "history export" not in text
+    else:  # after every job, failed ones too: the history step
+        assert tail[0] == {"wait": None, "continue_on_failure": True}
+        assert [t["key"] for t in tail[1:]] == [HISTORY_KEY]
+        assert all(any("history export" in c for c in step["commands"]) for step in steps)
     keys = [s["key"] for s in steps]
     assert len(set(keys)) == len(keys)
     by_key = {s["key"]: s for s in steps}
@@ -134,7 +143,8 @@ def test_cli_writes_pipeline_and_plan_in_one_run(example_project: Path, tmp_path
     validate(tmp_path, out, cli=True)
     digest = json.loads(plan_file.read_text())["digest"]
     assert json.loads(out)["env"]["TESTFLEET_PLAN_DIGEST"] == digest
-    notice, *job_steps = json.loads(out)["steps"]
+    notice, *job_steps = [s for s in json.loads(out)["steps"] if s.get("key") != HISTORY_KEY
+                          and "wait" not in s]
     assert notice["key"] == NOTICE_KEY  # the dormant MI300X stage is a hole
     assert job_steps and all(any(digest in c for c in s["commands"]) for s in job_steps)
 
@@ -148,7 +158,7 @@ def test_a_needed_stage_without_jobs_still_orders_later_waves(tmp_path: Path) ->
               job("soak-1", "soak", wave=2, needs=("gpu",))),
         stages=(stage("lint", 0), stage("unit", 1, "empty"), stage("gpu", 1), stage("soak", 2)),
         skipped=(), warnings=()))
-    steps = {s["key"]: s for s in pipeline(plan)["steps"]}
+    steps = {s["key"]: s for s in pipeline(plan)["steps"] if "key" in s}
     assert steps["gpu-1"]["depends_on"] == ["lint-1"]
     assert steps["soak-1"]["depends_on"] == ["gpu-1"]
     assert "depends_on" not in steps["lint-1"]
@@ -166,17 +176,18 @@ def test_hostile_strings_cannot_interpolate_at_upload(tmp_path: Path) -> None:
     text = emit(plan)
     validate(tmp_path, text)
     data = json.loads(text)
-    keys = [s["key"] for s in data["steps"]]
-    assert keys == ["a_b_c_d", "a_b_c_d-2"]
+    keys = [s["key"] for s in data["steps"] if "key" in s]
+    assert keys == ["a_b_c_d", "a_b_c_d-2", HISTORY_KEY]
     first = data["steps"][0]
     assert first["agents"] == {"queue": "gpu-$$BUILDKITE_AGENT_TOKEN"}
     (plugin,) = first["plugins"]
     assert plugin["docker#v5.12.0"]["image"] == "img:$${SECRET}"
     assert plugin["docker#v5.12.0"]["devices"] == ["/dev/kfd", "/dev/dri"]
     assert first["env"]["TESTFLEET_JOB_ID"] == "a.b/c d"
-    # every '$' that reaches Buildkite is doubled: nothing expands at upload time
+    # every '$' that reaches Buildkite is doubled: nothing expands at upload time, but
+    # the pipeline's slug that names the history step's concurrency group
     for s in _strings(data):
-        assert "$" not in s.replace("$$", "")
+        assert "$" not in s.replace("$$", "").replace("${BUILDKITE_PIPELINE_SLUG}/", "")
 
 
 # -- coverage holes and warnings on the build page ------------------------------------
@@ -218,7 +229,7 @@ def test_a_hole_is_annotated_on_the_build_page(tmp_path: Path) -> None:
     validate(tmp_path, text, cli=True)
     data = json.loads(text)
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == "gpu"
-    notice, unit = data["steps"]
+    notice, unit, _wait, _history = data["steps"]
     assert notice["key"] == NOTICE_KEY
     assert notice["label"] == ":warning: testfleet: 1 coverage hole(s), 1 warning(s)"
     assert notice["commands"] == NOTICE_COMMANDS  # constants: the text is only in env
@@ -240,7 +251,7 @@ def test_no_holes_no_warnings_no_notice_step() -> None:
     plan = seal(Plan(policy={}, jobs=(job("unit-1", "unit"),), stages=(stage("unit", 0),),
                      skipped=(), warnings=()))
     data = pipeline(plan)
-    assert [s["key"] for s in data["steps"]] == ["unit-1"]
+    assert [s.get("key") for s in data["steps"]] == ["unit-1", None, HISTORY_KEY]
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == ""
 
 
@@ -254,8 +265,40 @@ def test_a_plan_with_no_jobs_still_shows_its_hole(tmp_path: Path) -> None:
 
 def test_a_job_cannot_take_the_notice_key() -> None:
     plan = hole_plan(jobs=(job(NOTICE_KEY, "unit"),))
-    keys = [s["key"] for s in pipeline(plan)["steps"]]
-    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2"]
+    keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
+    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2", HISTORY_KEY]
+    plan = hole_plan(jobs=(job(HISTORY_KEY, "unit"), job(TREE_ERRORS_KEY, "unit", shard=2)))
+    keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
+    assert keys == [NOTICE_KEY, f"{HISTORY_KEY}-2", f"{TREE_ERRORS_KEY}-2", HISTORY_KEY]
+
+
+def test_history_and_tree_errors_steps(tmp_path: Path) -> None:
+    """A default-branch build records and merges; a PR's pipeline neither; rejected
+    registrations add a last step that fails the build (every job before it ran)."""
+    from testfleet.planning.model import Skipped
+
+    base = {"jobs": (job("unit-1", "unit"),), "stages": (stage("unit", 0),), "warnings": ()}
+    invalid = (Skipped("tests/test_bad.py", "cpu", "nope", "invalid", "unknown suite"),)
+    for event, skipped, tail in [
+        ("push", (), [HISTORY_KEY]),
+        ("schedule", invalid, [HISTORY_KEY, TREE_ERRORS_KEY]),
+        ("pull_request", invalid, [TREE_ERRORS_KEY]),
+        ("pull_request", (), []),
+    ]:
+        plan = seal(Plan(policy={"event": event}, skipped=skipped, **base))
+        text = emit(plan)
+        validate(tmp_path, text)
+        steps = json.loads(text)["steps"]
+        assert [s.get("key") for s in steps] == ["unit-1", *([None] if tail else []), *tail]
+        run = steps[0]["commands"]
+        if event == "pull_request":
+            assert run[-1].startswith("testfleet run") and "history" not in "\n".join(run)
+        else:  # recorded whatever the outcome, and the tests' outcome is the step's
+            assert any(c.startswith("testfleet run") and c.endswith("|| status=$$?") for c in run)
+            assert "history export" in "\n".join(run) and run[-1] == 'exit "$$status"'
+        if TREE_ERRORS_KEY in tail:
+            last = steps[-1]
+            assert last["commands"][-1] == "exit 1" and "1 registration(s)" in last["commands"][0]
 
 
 HOSTILE = ("label 'x'\n- forged: `touch pwned-backtick` $(touch pwned-subst) "
@@ -384,10 +427,13 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
     plan = plan_for(example_project, TRIGGERS["nightly"])
     notice, first_job = pipeline(plan)["steps"][:2]
     assert notice["key"] == NOTICE_KEY
+    history = pipeline(plan)["steps"][-1]
+    assert history["key"] == HISTORY_KEY
     scripts = {
         "bootstrap.sh": yaml.safe_load(bootstrap())["steps"][0]["command"],
         "notice.sh": "\n".join(notice["commands"]),
         "step.sh": "\n".join(first_job["commands"]),
+        "history.sh": "\n".join(history["commands"]),
     }
     for name, body in scripts.items():
         path = tmp_path / name

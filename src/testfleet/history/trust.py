@@ -44,7 +44,7 @@ def source_from_env(environ: Mapping[str, str] | None = None, **overrides: objec
             "schedule" if env.get("BUILDKITE_SOURCE") == "schedule" else "push")
         branch = env.get("BUILDKITE_BRANCH")
         ref = f"refs/heads/{branch}" if branch else None
-        run_id = env.get("BUILDKITE_BUILD_ID") or None
+        run_id = env.get("BUILDKITE_BUILD_NUMBER") or None  # what the runner records
         repository = env.get("BUILDKITE_REPO") or None
     values: dict[str, object] = {"event": event, "ref": ref, "ci_run_id": run_id,
                                  "repository": repository}

@@ -40,6 +40,22 @@ The text travels only in the step's ``env`` and reaches the annotation through
 stdin (``"$VAR"``, never spliced into a command), so a hostile label or reason
 is data to the shell, and it is Markdown-escaped so it renders as written.
 
+History (see docs/ci-history.md): in a build of the default branch (not a pull
+request), each step exports this build's records (``history export --run-id
+$BUILDKITE_BUILD_NUMBER``) and uploads the bundle as an artifact, whatever its tests'
+outcome; after a ``wait`` that continues on failure, the ``testfleet-history`` step
+downloads them and merges them into ``TESTFLEET_DATABASE_URL`` (a shared PostgreSQL,
+or a SQLite file on a persistent agent). Only that step needs the database: test
+agents, which run test code, never get its credentials. A step whose agent has
+``TESTFLEET_DATABASE_URL`` itself wrote there directly and exports nothing. A pull
+request's pipeline has neither the export nor the merge step, and both check the
+branch again at run time.
+
+Rejected registrations (``plan`` exit 1): the bootstrap uploads the plan of every
+valid test as usual and passes; the pipeline ends with a step, after a ``wait`` that
+continues on failure, that fails the build naming the cause, as the GitHub
+workflow's final check does.
+
 Buildkite interpolates ``$VAR`` when a pipeline is uploaded; every string this
 module emits has ``$`` escaped so that variables expand at run time only, and
 nothing from the plan can reach the upload-time environment.
@@ -61,6 +77,14 @@ DOCKER_PLUGIN = "docker#v5.12.0"
 JUNIT_DIR = "testfleet-junit"
 PLAN_FILE = "plan.json"
 NOTICE_KEY = "testfleet-warnings"
+HISTORY_KEY = "testfleet-history"
+HISTORY_DIR = "testfleet-history"
+TREE_ERRORS_KEY = "testfleet-tree-errors"
+#: A build of the default branch, not of a pull request (the shell test every history
+#: command repeats at run time; the step-level ``if`` is Buildkite's own at upload).
+DEFAULT_BRANCH_BUILD = ('[ "${BUILDKITE_PULL_REQUEST:-false}" = "false" ] && '
+                        '[ -n "${BUILDKITE_BRANCH:-}" ] && '
+                        '[ "$BUILDKITE_BRANCH" = "${BUILDKITE_PIPELINE_DEFAULT_BRANCH:-}" ]')
 ANNOTATION_CONTEXT = "testfleet-holes"
 #: One warning and the whole notice are capped well below the kernel's 128 KiB limit
 #: for a single environment string, so a hostile label cannot make the step unable
@@ -202,18 +226,88 @@ def _plugins(job: Job, opts: BuildkiteOptions) -> list[dict[str, Any]]:
     return [{opts.docker_plugin: config}]
 
 
-def _command(plan: Plan, opts: BuildkiteOptions) -> list[str]:
+def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
+    """(the commands before the stage's setup, the run and what follows it)."""
     plan_file = shlex.quote(opts.plan_file)
     digest = plan.digest or plan.to_json()["digest"]
     mismatch = (f"echo 'testfleet: {opts.plan_file} is not the plan this pipeline was emitted from "
                 f"({digest})' >&2; exit 2")
-    return [
+    run = (f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
+           f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"')
+    before = [
         f"buildkite-agent artifact download {plan_file} .",
         f"grep -qF {shlex.quote(digest)} {plan_file} || {{ {mismatch}; }}",
         f"mkdir -p {JUNIT_DIR}",
-        f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
-        f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"',
     ]
+    if not writes_history(plan):
+        return before, [run]
+    bundle = f'"{HISTORY_DIR}/$TESTFLEET_JOB_ID.bundle"'
+    record = (f'testfleet history export --run-id "$BUILDKITE_BUILD_NUMBER" --plan {plan_file} '
+              f"--output {bundle} && buildkite-agent artifact upload {bundle}")
+    return before, [
+        "status=0",
+        f"{run} || status=$?",
+        "# this build's records for the testfleet-history step, whatever the tests' outcome",
+        f'if {DEFAULT_BRANCH_BUILD} && [ -z "${{TESTFLEET_DATABASE_URL:-}}" ]; then',
+        f"  {record} || echo 'testfleet: warning: the history of this job was not recorded' >&2",
+        "fi",
+        'exit "$status"',
+    ]
+
+
+def writes_history(plan: Plan) -> bool:
+    """Whether this plan's build may write history: not a pull request's (the branch is
+    checked again at run time, where Buildkite knows it)."""
+    return plan.policy.get("event") not in ("pull_request", "pull_request_target")
+
+
+def history_step() -> dict[str, Any]:
+    """The step that merges this build's bundles into the shared history (see the
+    module docstring); its commands are constants."""
+    bundles = f"{HISTORY_DIR}/*.bundle"
+    return {
+        "label": ":card_file_box: testfleet history",
+        "key": HISTORY_KEY,
+        "if": "build.pull_request.id == null && build.branch == pipeline.default_branch",
+        "commands": [
+            "set -euo pipefail",
+            f"if ! {{ {DEFAULT_BRANCH_BUILD}; }}; then",
+            "  echo 'testfleet: only builds of the default branch write history' >&2; exit 2",
+            "fi",
+            'if [ -z "${TESTFLEET_DATABASE_URL:-}" ]; then',
+            "  echo 'testfleet: the history step needs TESTFLEET_DATABASE_URL (a shared PostgreSQL, "
+            "or a SQLite file on a persistent agent); see docs/ci-history.md' >&2",
+            "  exit 2",
+            "fi",
+            f"mkdir -p {HISTORY_DIR}",
+            f"if ! buildkite-agent artifact download '{bundles}' .; then",
+            "  echo 'testfleet: no history bundles in this build'; exit 0",
+            "fi",
+            f'testfleet history merge {bundles} --require-ref "refs/heads/$BUILDKITE_BRANCH"',
+        ],
+        "timeout_in_minutes": 30,
+        # one merge at a time per pipeline (the group is named at upload, below)
+        "concurrency": 1,
+        "concurrency_group": "testfleet-history",
+    }
+
+
+def tree_errors_step(plan: Plan) -> dict[str, Any] | None:
+    """The last step when registrations were rejected (fate ``invalid``): every valid
+    test ran; the build still fails, naming the cause."""
+    invalid = sum(1 for s in plan.skipped if s.reason == "invalid")
+    if not invalid:
+        return None
+    return {
+        "label": ":x: testfleet: registrations rejected",
+        "key": TREE_ERRORS_KEY,
+        "commands": [
+            f"echo 'testfleet: {invalid} registration(s) were rejected; the plan ran every valid "
+            "test and left them out as invalid (testfleet check lists them)' >&2",
+            "exit 1",
+        ],
+        "timeout_in_minutes": 5,
+    }
 
 
 def _dependencies(plan: Plan, job: Job, keys: dict[str, str]) -> list[str]:
@@ -305,10 +399,10 @@ def notice_step(plan: Plan, key: str) -> dict[str, Any] | None:
 def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, Any]:
     """The pipeline as data (what :func:`emit` serialises)."""
     opts = options or BuildkiteOptions()
-    taken: set[str] = {NOTICE_KEY}
+    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY}
     keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
     bypass = bool(plan.policy.get("bypass_fastfail", False))
-    command = _command(plan, opts)
+    before, run = _command(plan, opts)
     steps: list[dict[str, Any]] = []
     notice = notice_step(plan, NOTICE_KEY)
     if notice is not None:
@@ -317,7 +411,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         step: dict[str, Any] = {
             "label": f"{job.lane} {job.shard}/{job.shards}",
             "key": keys[job.id],
-            "commands": [*command[:-1], *job.ci.setup, command[-1]],
+            "commands": [*before, *job.ci.setup, *run],
             "env": {"TESTFLEET_JOB_ID": job.id,
                     **{k: v for k, v in sorted(job.env.items())}},
             "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
@@ -347,6 +441,11 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
                 {"signal_reason": "agent_stop", "limit": opts.agent_lost_retries},
             ]}
         steps.append(step)
+    final = [s for s in (history_step() if plan.jobs and writes_history(plan) else None,
+                         tree_errors_step(plan)) if s is not None]
+    if final and steps:
+        steps.append({"wait": None, "continue_on_failure": True})  # after every job, failed too
+    steps += final
     if not steps:
         # Nothing to run: a wait step is valid and asks for no agent.
         steps.append({"wait": None})
@@ -354,9 +453,12 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
            "TESTFLEET_COVERAGE_HOLES": ",".join(s.lane for s in plan.holes)}
     escaped = _escape_all(steps)
     for step in escaped:
-        if "concurrency_group" in step:
-            # Concurrency groups are organisation-wide: this build's id (interpolated at
-            # upload, the one '$' left unescaped) keeps the limit to this build's jobs.
+        # Concurrency groups are organisation-wide; the one '$' left unescaped is
+        # interpolated at upload: the build's id keeps a stage's limit to this build's
+        # jobs, the pipeline's slug serialises history merges across its builds.
+        if step.get("key") == HISTORY_KEY:
+            step["concurrency_group"] = "${BUILDKITE_PIPELINE_SLUG}/" + step["concurrency_group"]
+        elif "concurrency_group" in step:
             step["concurrency_group"] = "${BUILDKITE_BUILD_ID}/" + step["concurrency_group"]
     return {"env": _escape_all(env), "steps": escaped}
 
@@ -402,7 +504,11 @@ elif [ "${BUILDKITE_SOURCE:-}" = "schedule" ]; then
 else
   args+=(--event push)
 fi
-testfleet plan "${args[@]}" --format buildkite --plan-file plan.json > pipeline.json
+# Exit 1: the plan was made, but registrations were rejected (fate 'invalid'). Every
+# valid test still runs; the pipeline's last step fails the build on it.
+status=0
+testfleet plan "${args[@]}" --format buildkite --plan-file plan.json > pipeline.json || status=$?
+if [ "$status" -gt 1 ]; then exit "$status"; fi
 buildkite-agent artifact upload plan.json
 buildkite-agent pipeline upload pipeline.json
 """

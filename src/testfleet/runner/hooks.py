@@ -104,7 +104,8 @@ class RunHooks:
         self.database = database
         self.junit = junit
         self.write_baseline = write_baseline
-        self.ci_run_id = env.get("GITHUB_RUN_ID") or None
+        # the CI run the records belong to (history export --run-id selects by it)
+        self.ci_run_id = env.get("GITHUB_RUN_ID") or env.get("BUILDKITE_BUILD_NUMBER") or None
         self.commit = current_commit(project.root, env) if project is not None else None
         self._store: Any = None
         self._store_cm: Any = None
