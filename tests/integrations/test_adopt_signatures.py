@@ -82,9 +82,9 @@ def register_amd_ci(
     return None
 '''
 
-IMPORT = "from sglang.test.ci.ci_register import register_amd_ci, register_cuda_ci\n"
-CUDA = "from sglang.test.ci.ci_register import register_cuda_ci\n"
-CPU = "from sglang.test.ci.ci_register import register_cpu_ci\n"
+IMPORT = "from sglang.test.ci.ci_register import (\n    register_amd_ci,\n    register_cuda_ci,\n)\n"
+CUDA = "from sglang.test.ci.ci_register import (\n    register_cuda_ci,\n)\n"  # as black writes it
+CPU = "from sglang.test.ci.ci_register import (register_cpu_ci,\n                                          )\n"
 FILES = {
     "python/sglang/__init__.py": "",
     "python/sglang/test/__init__.py": "",
@@ -175,7 +175,7 @@ def test_a_file_registered_twice_to_one_stage_is_still_a_finding(tree: Path) -> 
         'register_cuda_ci(est_time=20, suite="base-b-test-1-gpu-small")\n'))
     result = adopt.derive(adopt.scan(tree))
     dup = [f for f in result.findings if f.code == "adopt-duplicate"]
-    assert [(f.file, f.line) for f in dup] == [("test/registered/test_twice.py", 3)]
+    assert [(f.file, f.line) for f in dup] == [("test/registered/test_twice.py", 5)]
 
 
 def test_a_marker_imported_but_never_called_is_a_finding(tree: Path) -> None:

@@ -332,8 +332,9 @@ def _not_called(rel: str, fs: Any, findings: list[Finding]) -> None:
                                     "remove the unused name"))
 
 
-_IMPORT_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t][^\n]*\bregister_[A-Za-z0-9]+_ci\b",
-                          re.MULTILINE)
+# ``from X import a, register_cuda_ci`` and the parenthesized, multi-line form black writes
+_IMPORT_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]*(?:\([^)]*?|[^\n(]*?)"
+                          r"\bregister_[A-Za-z0-9]+_ci\b", re.MULTILINE)
 
 
 def _read_signatures(root: Path, result: Scan) -> None:
