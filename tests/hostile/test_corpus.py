@@ -98,8 +98,10 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     # injection and confinement
     ("file-name-newline-check", {HOSTILE_NAME: GOOD_TEST}, ["check"], {}, 1,
      "test_b\\n::error::pwned.py"),
-    ("file-name-newline-run", {HOSTILE_NAME: GOOD_TEST}, ["run", "--stage", "a"],
-     {"GITHUB_ACTIONS": "true"}, 2, "control character (U+000A)"),
+    # run leaves a rejected file out and runs the valid ones (#12: errors are fates)
+    ("file-name-newline-run", {HOSTILE_NAME: GOOD_TEST, "testfleet.toml": CONFIG
+                               + 'command = "python"\n'}, ["run", "--stage", "a"],
+     {"GITHUB_ACTIONS": "true"}, 0, "control character (U+000A)"),
     ("cache-dir-symlink-run", {".testfleet": LINK + "../elsewhere"}, ["run", "--stage", "a"], {},
      2, ".testfleet is a symlink"),
     ("cache-dir-symlink-check", {".testfleet": LINK + "../elsewhere"}, ["check"], {}, 1,
