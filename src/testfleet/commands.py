@@ -85,6 +85,20 @@ def is_pytest(command: str) -> bool:
                             or (len(names) > 2 and names[1] == "-m" and names[2] == "pytest"))
 
 
+def with_pytest_plugin(argv: Sequence[str], plugin: str) -> list[str] | None:
+    """``argv`` of a template that runs pytest (``pytest ...``, ``<python> -m pytest ...``)
+    with ``-p plugin`` right after the pytest program, so the plugin loads before pytest
+    reads the template's own options; None when ``argv`` does not run pytest."""
+    names = [a.rsplit("/", 1)[-1] for a in argv[:3]]
+    if names and names[0] in ("pytest", "py.test"):
+        at = 1
+    elif len(names) > 2 and names[1] == "-m" and names[2] == "pytest":
+        at = 3
+    else:
+        return None
+    return [*argv[:at], "-p", plugin, *argv[at:]]
+
+
 def resolve(command: str, style: Style | None) -> str:
     """The command a stage's file runs with: ``auto`` picks by the file's style."""
     if command != AUTO:

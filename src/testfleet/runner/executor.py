@@ -38,6 +38,7 @@ from testfleet.runner.tree import subreaper
 
 PYTEST_NO_TESTS = 5
 PYTEST_PLUGIN = "testfleet.runner.pytest_report"
+PLUGIN_SHIM = "_testfleet_pytest_report"
 # Signals that mean a crash (or the OOM killer), never a noisy assertion: not retried.
 FATAL_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
                  signal.SIGKILL}
@@ -86,11 +87,40 @@ def command_argv(command: Command, file: str, extra_args: Sequence[str] = ()) ->
     """How a stage executes one file (see :mod:`testfleet.commands`); shorthands use
     ``sys.executable`` so the runner's environment is used. The ``pytest`` shorthand
     loads the plugin that reports each test as it finishes (per-testcase results, and
-    the proof that every collected test was reported: see runner.testcases)."""
+    the proof that every collected test was reported: see runner.testcases). A template
+    that runs pytest loads the same plugin as a stand-alone module (see :func:`plugin_dir`):
+    its interpreter may be one where testfleet is not installed."""
     argv = commands.command_argv(command, file, extra_args)
     if command == "pytest":
         argv[3:3] = ["-p", PYTEST_PLUGIN]  # after "<python> -m pytest"
-    return argv
+        return argv
+    return commands.with_pytest_plugin(argv, PLUGIN_SHIM) or argv
+
+
+def reports_tests(command: Command) -> bool:
+    """Whether the child reports each test through the plugin (the ``pytest`` shorthand,
+    or a template that runs pytest); otherwise results stay per file."""
+    return command == "pytest" or (
+        command not in ("python", commands.AUTO)
+        and commands.with_pytest_plugin(commands.command_argv(command, "F"), PLUGIN_SHIM)
+        is not None)
+
+
+def plugin_dir(records_dir: Path) -> Path:
+    """A directory holding only the plugin, as the top-level module ``PLUGIN_SHIM``: put on
+    a pytest template's ``PYTHONPATH`` it loads in any interpreter that has pytest, and
+    it shadows nothing of the project (the plugin imports only the standard library)."""
+    from testfleet.runner import pytest_report
+
+    where = records_dir / ".pytest-plugin"
+    target = where / f"{PLUGIN_SHIM}.py"
+    if not target.is_file():
+        where.mkdir(parents=True, exist_ok=True)
+        source = Path(pytest_report.__file__).read_text(encoding="utf-8")
+        tmp = where / f".{PLUGIN_SHIM}.{os.getpid()}.tmp"
+        tmp.write_text(source, encoding="utf-8")
+        os.replace(tmp, target)
+    return where
 
 
 def record_slug(file: str) -> str:
@@ -128,9 +158,10 @@ def fresh_dir(parent: Path, name: str) -> Path:
 
 
 def child_env(spec: JobSpec, attempt: int, record_dir: Path,
-              base: Mapping[str, str] | None = None) -> dict[str, str]:
+              base: Mapping[str, str] | None = None, plugin: Path | None = None) -> dict[str, str]:
     """The runner's environment (device visibility included, untouched) plus the stage's and
-    the ``TESTFLEET_*`` variables a test and the metric gate need."""
+    the ``TESTFLEET_*`` variables a test and the metric gate need; ``plugin`` (a pytest
+    template's :func:`plugin_dir`) goes first on ``PYTHONPATH``."""
     env = dict(os.environ if base is None else base)
     env.update(spec.settings.env)
     env.setdefault("PYTHONUNBUFFERED", "1")  # live output, stdout/stderr in order
@@ -143,6 +174,9 @@ def child_env(spec: JobSpec, attempt: int, record_dir: Path,
         "TESTFLEET_RECORD_DIR": str(record_dir),
     })
     env[TESTCASES_ENV] = str(log_path(record_dir))  # read by the `pytest` shorthand's plugin
+    if plugin is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(plugin), env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -241,6 +275,7 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
     if problem:
         return FileResult(item, timeout, Outcome.ERROR, message=problem)
     attempts: list[Attempt] = []
+    per_test = reports_tests(command)
     for number in range(1, options.max_attempts + 1):
         try:
             record_dir = fresh_dir(spec.records_dir / record_slug(item.file), f"attempt-{number}")
@@ -256,14 +291,15 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
 
         limit = settings.timeout_for(item.estimate, number)
         reporter.attempt_started(index, item, number, limit)
+        shim = (plugin_dir(spec.records_dir) if per_test and command != "pytest" else None)
         res = run_process(command_argv(command, item.file, settings.extra_args), cwd=spec.root,
-                          env=child_env(spec, number, record_dir), timeout=limit,
+                          env=child_env(spec, number, record_dir, plugin=shim), timeout=limit,
                           grace=settings.grace_seconds, sink=sink, interrupt=interrupt,
                           subreaper=reaping)
         capture.close()
         outcome, reason = attempt_outcome(res, command, limit)
         cases = None
-        if command == "pytest":
+        if per_test:
             log = read_log(log_path(record_dir))
             cases = log.cases
             missing = unreported(log) if outcome is Outcome.PASSED else ""
