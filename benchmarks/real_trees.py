@@ -120,6 +120,7 @@ _SGLANG_BACKENDS = {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda", "regis
 def sglang_reference(root: Path) -> tuple[set[tuple[str, str, str]], dict[str, str]]:
     """SGLang's collection rules, re-stated (ci_register.ut_parse_one_file/collect_tests and the
     file glob of run_suite.py): (file, backend, effective suite) and, per refused file, why.
+    ``SGLANG_DETAIL`` keeps (nightly, enabled) per registration for the selection.
 
     SGLang's own collector raises on the first refused file; here every file is tried so
     the two sides can be compared file by file.
@@ -153,6 +154,8 @@ def sglang_reference(root: Path) -> tuple[set[tuple[str, str, str]], dict[str, s
                     raise ValueError("must specify exactly one of (stage, runner_config) pair or suite")
                 effective = f"{stage}-test-{runner}" if "stage" in args else str(suite)
                 found.append((rel, _SGLANG_BACKENDS[call.func.id], effective, args.get("disabled") is None))
+                SGLANG_DETAIL[(rel, _SGLANG_BACKENDS[call.func.id], effective)] = (
+                    bool(args.get("nightly", False)), args.get("disabled") is None)
             if not found:
                 raise ValueError("No CI registry found")
             if any(enabled for *_, enabled in found) and not has_main:
@@ -162,6 +165,70 @@ def sglang_reference(root: Path) -> tuple[set[tuple[str, str, str]], dict[str, s
             continue
         regs.update(r[:3] for r in found)
     return regs, refused
+
+
+SGLANG_DETAIL: dict[tuple[str, str, str], tuple[bool, bool]] = {}
+
+# The CI runs run_suite.py makes for the suites the corpus configures: (--hw, --suite, --nightly),
+# from its PER_COMMIT_SUITES and NIGHTLY_SUITES (base-a-test-1-gpu-small is listed for CUDA
+# and for NPU). --hw amd is the rocm backend here.
+SGLANG_RUNS = [
+    ("cpu", "base-a-test-cpu", False),
+    ("cuda", "base-a-test-1-gpu-small", False),
+    ("npu", "base-a-test-1-gpu-small", False),
+    ("cuda", "base-b-test-1-gpu-small", False),
+    ("cuda", "base-b-test-1-gpu-large", False),
+    ("cuda", "base-b-kernel-unit-test-1-gpu-large", False),
+    ("cuda", "extra-b-test-8-gpu-h200", False),
+    ("amd", "jit-kernel-unit-test-amd", False),
+    ("cuda", "nightly-kernel-1-gpu", True),
+    ("cuda", "nightly-1-gpu", True),
+    ("npu", "nightly-4-npu-a3", True),
+    ("npu", "nightly-1-npu-a3", True),
+]
+
+
+def sglang_filter(hw: str, suite: str, nightly: bool, refused: dict[str, str]) -> list[str]:
+    """run_suite.filter_tests re-stated: backend == hw, effective suite == suite,
+    nightly == --nightly, not disabled (over the files its collector accepts)."""
+    backend = {"amd": "rocm"}.get(hw, hw)
+    return sorted(f for (f, b, s), (n, enabled) in SGLANG_DETAIL.items()
+                  if b == backend and s == suite and n == nightly and enabled and f not in refused)
+
+
+def sglang_runs(tf: list[str], work: Path, refused: dict[str, str]) -> list[str]:
+    """Per CI run: run_suite.py's selection vs testfleet's plan for that stage and backend
+    (a pull request for per-commit runs, the nightly cadence for --nightly runs)."""
+    plans = {}
+    for nightly, args in ((False, ["--event", "pull_request"]), (True, ["--cadence", "nightly"])):
+        out = work / f"plan-{nightly}.json"
+        done = subprocess.run([*tf, "-C", str(work), "plan", "--format", "json", "--output", str(out),
+                               *args], capture_output=True, text=True)
+        plans[nightly] = (json.loads(out.read_text()), done.returncode)
+    lines = ["", "Selection per CI run (`run_suite.py --hw H --suite S [--nightly]` vs the files of "
+             "that stage and backend in `testfleet plan`; per-commit runs planned as a pull request, "
+             "`--nightly` runs on the nightly cadence):", "",
+             "| run_suite.py run | run_suite.py selects | testfleet selects | same (refused files aside) | testfleet only |",
+             "|---|---|---|---|---|"]
+    same = 0
+    for hw, suite, nightly in SGLANG_RUNS:
+        plan, _ = plans[nightly]
+        backend = {"amd": "rocm"}.get(hw, hw)
+        ours = sorted(t["file"] for j in plan["jobs"] if j["stage"] == suite and j["backend"] == backend
+                      for t in j["tests"])
+        theirs = sglang_filter(hw, suite, nightly, refused)
+        extra = [f for f in ours if f not in theirs]
+        # a file SGLang's collector refuses stops its whole run; testfleet runs it (see above)
+        agree = set(ours) - {f for f in extra if f in refused} == set(theirs)
+        same += agree
+        run = f"`--hw {hw} --suite {suite}{' --nightly' if nightly else ''}`"
+        lines.append(f"| {run} | {len(theirs)} | {len(ours)} | {'yes' if agree else 'NO'} | "
+                     + (", ".join(f"`{f.rsplit('/', 1)[-1]}` (refused by SGLang)" if f in refused
+                                  else f"`{f}`" for f in extra) or "-") + " |")
+    lines += ["", f"{same} of {len(SGLANG_RUNS)} runs select the same files (plan exit status: "
+              f"{plans[False][1]} per-commit, {plans[True][1]} nightly: the corpus carries its "
+              "negative cases)."]
+    return lines
 
 
 def sglang_section(tf: list[str]) -> list[str]:
@@ -175,19 +242,20 @@ def sglang_section(tf: list[str]) -> list[str]:
                                             capture_output=True, text=True).stdout)
         ours = {(r["file"], r["backend"], r["suite"]) for r in _rows(listed.stdout)}
         theirs, refused = sglang_reference(work)
+        runs = sglang_runs(tf, work, refused)
     files = {r[0] for r in ours} | set(refused)
     agree = sum(1 for f in files if f not in refused and {r for r in ours if r[0] == f} == {r for r in theirs if r[0] == f})
     by_file: dict[str, list[str]] = {}
     for f in checked["findings"]:
         by_file.setdefault(f["file"], []).append(f"{f['severity']} {f['code']}")
-    lines = ["### SGLang-shaped corpus (`tests/fixtures/real_trees/sglang`, 12 files reconstructed "
+    lines = ["### SGLang-shaped corpus (`tests/fixtures/real_trees/sglang`, 14 files reconstructed "
              "from sgl-project/sglang)", "",
              "| figure | SGLang's rules (re-stated in the script) | testfleet |", "|---|---|---|",
              f"| registrations | {len(theirs)} (refuses {len(refused)} files) | {len(ours)} |",
              f"| files read the same | {agree} of {len(files) - len(refused)} accepted files | |"]
     for f, why in sorted(refused.items()):
         lines.append(f"| refused: `{f}` | {why} | {'; '.join(by_file.get(f, ['listed, no finding']))} |")
-    return lines
+    return lines + runs
 
 
 def main() -> int:

@@ -79,6 +79,9 @@ SGLANG_REGISTRATIONS = {
     ("test/registered/misc/test_register_unit.py", "cuda", "base-b-test-1-gpu-small"),
     ("test/registered/misc/test_disabled_no_main.py", "cuda", "base-b-test-1-gpu-small"),
     ("test/registered/misc/test_no_main.py", "cuda", "base-b-test-1-gpu-small"),
+    # one suite name under two backends (the stage opts in with a variant per backend)
+    ("test/registered/misc/test_small_model.py", "cuda", "base-a-test-1-gpu-small"),
+    ("test/registered/npu/test_npu_small_model.py", "npu", "base-a-test-1-gpu-small"),
 }
 SGLANG_INVALID = {("test/registered/misc/test_bad_shape.py", 5, "", "missing-argument")}
 SGLANG_FINDINGS = {
@@ -169,3 +172,43 @@ def test_fixing_the_errors_makes_the_plan_exit_0(copy, run_cli) -> None:
     code, fates = _fates(run_cli, root, "--cadence", "nightly")
     assert code == 0 and "invalid" not in fates.values()
     assert fates[("tests/e2e/test_bad_label.py", "stage-c-2-gpu-h200")] == "job"
+
+
+def _lanes(run_cli, root: Path, *args: str) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    out_file = root / "plan.json"
+    run_cli("-C", str(root), "plan", "--format", "json", "--output", str(out_file), *args)
+    plan = json.loads(out_file.read_text())
+    lanes: dict[str, list[str]] = {}
+    for job in plan["jobs"]:
+        key = job["stage"] + (f".{job['variant']}" if job.get("variant") else "")
+        lanes.setdefault(key, []).extend(t["file"] for t in job["tests"])
+    return {k: sorted(v) for k, v in lanes.items()}
+
+
+def test_sglang_runs_select_what_run_suite_selects(copy, run_cli) -> None:
+    """Per CI run, the files run_suite.py's filter_tests picks (backend == hw, effective
+    suite == suite, nightly == --nightly, not disabled), by hand; plus the file SGLang's
+    collector refuses outright (test_no_main.py: enabled without a main block), which
+    testfleet runs with a warning, and the refused test_bad_shape.py's valid sibling."""
+    root = copy("sglang")
+    reg = "test/registered/"
+    per_commit = _lanes(run_cli, root, "--event", "pull_request")
+    assert per_commit == {
+        "base-a-test-cpu": [reg + "cpu/test_mm_input.py"],
+        "base-a-test-1-gpu-small.cuda": [reg + "misc/test_small_model.py"],
+        "base-a-test-1-gpu-small.npu": [reg + "npu/test_npu_small_model.py"],
+        "base-b-test-1-gpu-small": [reg + "misc/test_grouped.py", reg + "misc/test_no_main.py",
+                                    reg + "misc/test_register_unit.py"],
+        "base-b-test-1-gpu-large": [reg + "cpu/test_mm_input.py"],
+        "base-b-kernel-unit-test-1-gpu-large": [reg + "kernels/test_jit_sweep.py",
+                                                reg + "kernels/test_tree_mask.py"],
+        "extra-b-test-8-gpu-h200": [reg + "misc/test_pd_parity.py"],
+        "jit-kernel-unit-test-amd": [reg + "kernels/test_jit_sweep.py",
+                                     reg + "kernels/test_tree_mask.py"],
+    }
+    nightly = _lanes(run_cli, root, "--cadence", "nightly")
+    assert nightly == {  # the exact split: nightly=True registrations only
+        "nightly-kernel-1-gpu": [reg + "kernels/test_jit_sweep.py"],
+        "nightly-1-gpu": [reg + "misc/test_bad_shape.py"],
+        "nightly-4-npu-a3": [reg + "npu/test_janus_pro.py"],
+    }

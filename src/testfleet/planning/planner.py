@@ -209,7 +209,7 @@ def make_plan(
     sel.skipped = _lane_fates(config, sel.skipped)
     skip_counts: dict[str, Counter[str]] = defaultdict(Counter)
     for s in sel.skipped:
-        skip_counts[s.lane][s.reason] += 1
+        skip_counts[f"{s.suite}.{s.variant}" if s.variant else s.suite][s.reason] += 1
     invalid_counts: Counter[tuple[str, str]] = Counter((s.suite, s.backend) for s in invalid)
 
     jobs: list[Job] = []
@@ -219,7 +219,9 @@ def make_plan(
                        for lane in stage_lanes(config, n)):
         stage = lane.config
         status, reason = sel.status[name]
-        chosen = [r for r in sel.chosen[name] if r.backend == lane.backend]
+        chosen = sel.chosen[name]
+        if lane.variant:  # one suite under two backends: each variant runs its backend's
+            chosen = [r for r in chosen if r.backend == lane.backend]
         if lane.variant:
             status, reason, chosen = _lane_status(lane, status, reason, chosen, wanted_lanes,
                                                   sel.skipped, skip_counts)
@@ -230,11 +232,12 @@ def make_plan(
             styles = read_styles(project.root, sorted(
                 {r.file for n, regs in sel.chosen.items() for r in regs
                  if any(ln.config.command == AUTO for ln in stage_lanes(config, n))}))
-        quarantined = quarantine or {}
-        tests = [PlannedTest(r.file, *_estimate(r, estimates, lane.key),
+        own = lane.key if lane.variant else ""  # a variant's own history and quarantine first
+        q = quarantine or {}
+        tests = [PlannedTest(r.file, *_estimate(r, estimates, own),
                              command=resolve(AUTO, (styles or {}).get(r.file)) if auto else None,
-                             quarantined=quarantined.get((lane.key, r.file),
-                                                         quarantined.get((name, r.file), "")))
+                             quarantined=(q.get((own, r.file)) or q.get((name, r.file), ""))
+                             if q else "")
                  for r in chosen]
         source_of = {t.file: t.source for t in tests}
         command_of = {t.file: t.command for t in tests}
@@ -383,6 +386,8 @@ def _lane_fates(config: Config, skipped: list[Skipped]) -> list[Skipped]:
     """A registration skipped on a stage with variants is skipped on each variant of its
     backend: one fate per lane; on a dormant variant the fate is ``stage-dormant`` unless
     selection decided earlier in its order. Rejected calls (``invalid``) keep one fate."""
+    if not any(stage.variants for stage in config.stages.values()):
+        return skipped
     out: list[Skipped] = []
     for s in skipped:
         stage = config.stages.get(s.suite)
@@ -480,19 +485,24 @@ def check_invariants(plan: Plan, registrations: Sequence[Registration],
     ``lanes`` maps stage -> [(variant, backend)] (see :func:`_lane_table`)."""
     def keys(r: Registration) -> list[str]:
         own = (lanes or {}).get(r.suite)
-        if not own or own == [("", own[0][1])]:
+        if not own or not own[0][0]:
             return [r.suite]
         return [f"{r.suite}.{v}" for v, backend in own if backend == r.backend]
 
-    want = Counter([(r.file, k) for r in registrations for k in keys(r)])
+    if lanes and any(own[0][0] for own in lanes.values()):
+        want = Counter([(r.file, k) for r in registrations for k in keys(r)])
+    else:  # no variants: one fate per registration (the common case, kept cheap)
+        want = Counter([(r.file, r.suite) for r in registrations])
     want.update((s.file, s.suite) for s in invalid)
-    got: Counter[tuple[str, str]] = Counter([(s.file, s.lane) for s in plan.skipped])
+    got: Counter[tuple[str, str]] = Counter(
+        [(s.file, f"{s.suite}.{s.variant}" if s.variant else s.suite) for s in plan.skipped])
     for job in plan.jobs:
         if not job.tests:
             raise PlanInvariantError(f"internal error: job {job.id} has no tests")
         if job.probe:
             continue  # a probe runs a dormant stage's files; their fate stays stage-dormant
-        got.update([(t.file, job.lane) for t in job.tests])
+        lane = job.lane
+        got.update([(t.file, lane) for t in job.tests])
     # dict equality runs in C; Counter.__eq__ walks both sides in Python
     if not dict.__eq__(got, want):
         missing = sorted((want - got).elements())[:5]

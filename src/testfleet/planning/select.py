@@ -112,6 +112,7 @@ def select(
     denied = denied or {}
     auth_hint = authorization_hint(trust if trust is not None else config)
     gates = {} if files else {name: stage_gate(config, policy, name) for name in config.stages}
+    accepted = {name: stage_backends(config, name) for name in config.stages}
 
     def skip(reg: Registration, reason: str, detail: str) -> None:
         assert reason in REASONS, reason
@@ -123,7 +124,7 @@ def select(
                                    "(plan it with --file FILE --stage STAGE)")
             continue
         stage = config.stages.get(reg.suite)
-        if stage is None or reg.backend not in stage_backends(config, reg.suite):
+        if stage is None or reg.backend not in accepted[reg.suite]:
             raise UsageError(
                 f"{reg.file}:{reg.line}: registration names stage {reg.suite!r} for backend "
                 f"{reg.backend!r}, which the configuration does not define; run 'testfleet check'"
