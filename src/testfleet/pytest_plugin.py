@@ -143,7 +143,9 @@ def _make_job(config: pytest.Config, found: Path, *, stage: str | None, shard: s
     files = {item.file for item in sel.items}
     disabled = {r.file: r.disabled for r in registry.registrations
                 if r.suite == sel.stage and r.disabled and r.file not in files}
-    return _Job(project, sel.stage, sel.backend, sel.job_id, files, disabled, record,
+    # a variant's job records under its lane (<stage>.<variant>), as `testfleet run` does
+    lane = f"{sel.stage}.{sel.variant}" if getattr(sel, "variant", "") else sel.stage
+    return _Job(project, lane, sel.backend, sel.job_id, files, disabled, record,
                 config.getoption("--testfleet-database"))
 
 

@@ -395,3 +395,54 @@ def test_report_shows_each_variant_as_a_row_and_names_its_table(
     keys = {f["key"] for f in json.loads(out)["findings"]
             if "coverage hole: stage stage-a.amd" in f["message"]}
     assert keys == {"stages.stage-a.variants.amd"}  # the variant's own table
+
+
+def test_variant_history_is_its_own_from_import_to_plan(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real SQLite history: durations imported for gpu.h200 only estimate that variant;
+    gpu.b200 falls back to the stage's history, then to est_time; `durations show`
+    lists each variant's rows and `suggest` never rewrites a literal from a variant's."""
+    from support import run_cli
+
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "testfleet.toml").write_text(
+        '[stages.gpu]\nbackend = "cuda"\n[stages.gpu.variants.h200]\nruns_on = ["h200"]\n'
+        '[stages.gpu.variants.b200]\nruns_on = ["b200"]\n'
+        '[backends.cuda]\nmarkers = ["register_cuda_ci"]\nlabels_required = false\n')
+    (tmp_path / "tests").mkdir()
+    for name, est in (("a", 100), ("b", 200)):
+        (tmp_path / "tests" / f"test_{name}.py").write_text(
+            f'from testfleet import register_cuda_ci\nregister_cuda_ci({est}, "gpu")\n'
+            "def test_x():\n    pass\n")
+
+    def junit(name: str, seconds: float) -> str:
+        path = tmp_path / name
+        path.write_text('<?xml version="1.0"?><testsuites><testsuite name="s">'
+                        f'<testcase classname="tests.test_a" name="test_x" time="{seconds}"/>'
+                        "</testsuite></testsuites>")
+        return str(path)
+
+    root = str(tmp_path)
+    code, _, err = run_cli(capsys, "-C", root, "durations", "import", junit("h.xml", 900),
+                           "--stage", "gpu.h200")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "-C", root, "durations", "import", junit("s.xml", 300),
+                           "--stage", "gpu")
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "-C", root, "durations", "show", "--format", "json")
+    rows = {(r["stage"], r["file"]): (r["estimate"], r["source"]) for r in json.loads(out)["rows"]}
+    assert rows[("gpu.h200", "tests/test_a.py")] == (900.0, "history")
+    assert rows[("gpu.b200", "tests/test_a.py")] == (100.0, "est_time")  # no history of its own
+    assert rows[("gpu", "tests/test_a.py")] == (300.0, "history")
+    code, out, _ = run_cli(capsys, "-C", root, "durations", "suggest", "--format", "json")
+    assert {s["stage"] for s in json.loads(out)["suggestions"]} <= {"gpu"}
+    out_file = tmp_path / "plan.json"
+    code, _, err = run_cli(capsys, "-C", root, "plan", "--format", "json", "--output",
+                           str(out_file), "--event", "push")
+    assert code == 0, err
+    plan = json.loads(out_file.read_text())
+    est = {(j["variant"], t["file"]): (t["estimate"], t["source"])
+           for j in plan["jobs"] for t in j["tests"]}
+    assert est[("h200", "tests/test_a.py")] == (900.0, "history")  # its own hardware
+    assert est[("b200", "tests/test_a.py")] == (300.0, "history")  # the stage's, not h200's
+    assert est[("b200", "tests/test_b.py")] == (200.0, "est_time")

@@ -68,7 +68,10 @@ def _tree_status(status: int) -> int:
 
 
 def _check_stage(project: Project, stage: str | None) -> None:
-    if stage is not None and stage not in project.config.stages:
+    from testfleet.planning.lanes import find_lane
+
+    if stage is not None and stage not in project.config.stages \
+            and find_lane(project.config, stage) is None:  # a variant's history: <stage>.<variant>
         import difflib
 
         close = difflib.get_close_matches(stage, list(project.config.stages), n=1)
@@ -119,11 +122,16 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
         raise UsageError("--run-id applies to one file; import several files without it "
                          "(each gets its own id) or one at a time")
     base = ctx.find_root().obj.directory
+    from testfleet.planning.estimates import lane_registrations
+    from testfleet.planning.lanes import find_lane
+
     registered: dict[str, set[str]] = {}
-    for reg in _registrations(project):
+    regs = _registrations(project)
+    for reg in [*regs, *lane_registrations(project.config, regs)]:  # a variant's too
         registered.setdefault(reg.file, set()).add(reg.suite)
     matcher = FileMatcher(registered, project.root)
-    backend = project.config.stages[stage].backend
+    lane = find_lane(project.config, stage)
+    backend = lane.backend if lane is not None else project.config.stages[stage].backend
     now = time.time()
     batches = []
     for path in files:
@@ -310,6 +318,8 @@ def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, wri
     for w in warnings:
         click.echo(f"testfleet: warning: {w}", err=True)
     limit = factor or project.config.durations.drift_factor
+    # a variant's rows (<stage>.<variant>) are shown by `show`; the literal is the stage's
+    rows = [r for r in rows if r.stage in project.config.stages]
     # A literal already at what would be written (1 s, the floor, for a sub-second file)
     # cannot be improved: flagging it would fail CI forever and "rewrite" 1 -> 1.
     drifted = [r for r in rows if r.drift is not None and (r.drift > limit or r.drift < 1 / limit)

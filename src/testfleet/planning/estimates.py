@@ -236,6 +236,7 @@ def estimate_rows(project: Project, registrations: Iterable[Registration] | Any,
                   ) -> tuple[list[EstimateRow], list[str]]:
     """Like :func:`estimates_for`, with samples and drift (for ``durations show``)."""
     regs = _registrations(registrations)
+    regs += lane_registrations(project.config, regs)
     if stages is not None:
         keep = set(stages)
         regs = [r for r in regs if r.suite in keep]
