@@ -138,7 +138,8 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
 
 
 def markdown_lines(r: ResultsSection | None, now: float) -> list[str]:
-    from testfleet.report.render_markdown import _table, code, md
+    from testfleet.report.markdown_cells import code, md
+    from testfleet.report.markdown_cells import table as _table
 
     if r is None:
         return []
