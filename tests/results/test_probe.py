@@ -93,3 +93,20 @@ def test_probe_config_errors(tmp_path: Path) -> None:
     (root / "testfleet.toml").write_text(text.replace('"nitely"', '"nightly"'))
     active = cli(root, "check")
     assert active.returncode == 1 and "applies to a dormant stage only" in active.stdout + active.stderr
+
+
+def test_probe_of_an_unregistered_file_is_a_check_error(tmp_path: Path) -> None:
+    root = project(tmp_path, '{ files = ["tests/test_p1.py", "tests/test_p3.py", "tests/test_ok.py"] }')
+    r = cli(root, "check", "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "probe-unregistered"]
+    by_key = {f["key"]: f for f in found}
+    assert sorted(by_key) == ["stages.s-amd.probe.files[1]", "stages.s-amd.probe.files[2]"]
+    assert {(f["file"], f["line"], f["severity"]) for f in found} == {("testfleet.toml", 12, "error")}
+    assert ("'tests/test_p3.py' is not registered in s-amd (did you mean 'tests/test_p"
+            in by_key["stages.s-amd.probe.files[1]"]["message"])
+    # registered in another stage is not registered in this one
+    assert "'tests/test_ok.py' is not registered in s-amd" in (
+        by_key["stages.s-amd.probe.files[2]"]["message"])
+    good = project(tmp_path / "good", '{ files = ["tests/test_p2.py"] }')
+    assert cli(good, "check").returncode == 0

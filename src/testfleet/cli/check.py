@@ -60,6 +60,16 @@ def _command_fit(project: Project, registry: Registry) -> list[Finding]:
 
 PRODUCERS.append(_command_fit)
 
+
+def _probe_files(project: Project, registry: Registry) -> list[Finding]:
+    """A dormant stage's probe names only files registered in that stage (#14)."""
+    from testfleet.results.probe_check import probe_findings
+
+    return probe_findings(project, registry)
+
+
+PRODUCERS.append(_probe_files)
+
 JSON_SCHEMA = "testfleet.check/1"
 
 
