@@ -100,3 +100,66 @@ def test_missing_file_is_never_created(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError):
         read_samples(tmp_path / "none.db", STAGES, None, window=3)
     assert not (tmp_path / "none.db").exists()
+
+
+def test_runner_writes_an_existing_sqlite_history_without_sqlalchemy(
+        project: Project, tmp_path: Path) -> None:
+    """Same rows as the store writes (bar identity and recording time), no SQLAlchemy."""
+    from testfleet.store.caserow import CaseRow
+
+    db = project.root / ".testfleet" / "history.db"
+    with open_store(project):
+        pass  # created and migrated by the store
+    rows = [Execution("tests/a.py", "stage-a-cpu", "cpu", 1.5, "FLAKY", 2, "c" * 40, "77", 10.0,
+                      "PASS", "shadow", "why", False)]
+    cases = [CaseRow("tests/a.py", "stage-a-cpu", "cpu", "test_x[1]", "PASSED", 0.25, 2,
+                     "c" * 40, "77", 10.0, True)]
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from testfleet.config import load_project\n"
+        "from testfleet.runner.hooks import RunHooks\n"
+        "from testfleet.store.caserow import CaseRow\n"
+        "from testfleet.store.durations import Execution\n"
+        f"hooks = RunHooks(load_project(Path({str(project.root)!r})), warn=print)\n"
+        "store = hooks._open_store()\n"
+        f"store.record_executions([{rows[0]!r}])\n"
+        f"store.record_testcases([{cases[0]!r}])\n"
+        "hooks.close()\n"
+        "assert type(store).__name__ == 'SqliteWriter', type(store)\n"
+        "assert 'sqlalchemy' not in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open_store(project) as store:
+        store.record_executions(rows)
+        store.record_testcases(cases)
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    for table in ("executions", "testcases"):
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
+                   if r[1] not in ("id", "uid", "recorded_at")]
+        got = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id").fetchall()
+        assert len(got) == 2 and got[0] == got[1], (table, got)
+    uids = [r[0] for r in conn.execute("SELECT uid FROM executions")]
+    assert len(set(uids)) == 2 and all(len(u) == 32 for u in uids)
+
+
+def test_runner_leaves_other_schema_versions_to_the_store(project: Project) -> None:
+    from testfleet.runner.hooks import RunHooks
+    from testfleet.store.engine import resolve_target
+    from testfleet.store.sqlite_write import open_writer
+
+    with open_store(project) as store, store.write() as conn:
+        conn.execute(schema_version.insert().values(version=READS_SCHEMA + 1,
+                                                    description="future", applied_at=0.0))
+    assert open_writer(resolve_target(project)) is None
+    warnings: list[str] = []
+    hooks = RunHooks(project, warn=warnings.append)
+    try:
+        assert hooks._open_store() is None  # the store refuses it, as before
+    finally:
+        hooks.close()
+    assert len(warnings) == 1 and "newer" in warnings[0]
+

@@ -345,3 +345,33 @@ def test_dry_run_shows_the_sessions(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if "tests/test_" in line]
     assert ["session 1" in rows[0], "session 1" in rows[1], "alone" in rows[2]] == [True] * 3
+
+
+def test_a_session_records_its_files_in_one_history_write(make_spec, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from testfleet.config import load_project
+    from testfleet.runner.hooks import RunHooks
+    from testfleet.store.core import Store
+
+    spec = batched(make_spec({f"test_{n}.py": "def test_x(): pass\ndef test_y(): pass\n"
+                              for n in "abc"}, command="pytest"))
+    (spec.root / "testfleet.toml").write_text(
+        'roots = ["."]\n[stages.stage-x]\nbackend = "cpu"\ncommand = "pytest"\n')
+    calls: list[tuple[str, int]] = []
+    for name in ("record_executions", "record_testcases"):
+        original = getattr(Store, name)
+
+        def spy(self: Store, rows: object, _name: str = name, _orig: object = original) -> None:
+            calls.append((_name, len(rows)))  # type: ignore[arg-type]
+            _orig(self, rows)  # type: ignore[operator]
+
+        monkeypatch.setattr(Store, name, spy)
+    db = tmp_path / "h.db"
+    hooks = RunHooks(load_project(spec.root), warn=NullReporter().warning, database=str(db))
+    job = execute(spec, reporter=NullReporter(), hooks=hooks)
+    hooks.close()
+    assert [r.outcome for r in job.results] == [Outcome.PASSED] * 3
+    assert calls == [("record_executions", 3), ("record_testcases", 6)]
+    rows = sqlite3.connect(db).execute("select file, outcome, final from executions "
+                                       "order by file").fetchall()
+    assert rows == [(f"test_{n}.py", "PASSED", 1) for n in "abc"]

@@ -12,7 +12,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,7 @@ def case_rows(spec: JobSpec, item: RunItem, attempt: Attempt, commit: str | None
               retried: set[str] | frozenset[str]) -> list[Any]:
     """The history rows of one attempt's testcases; a test that failed in an earlier
     attempt of this run and passed now is FLAKY (a pass on a retry)."""
-    from testfleet.store.testcases import CaseRow
+    from testfleet.store.caserow import CaseRow
 
     rows = []
     for c in attempt.cases or []:
@@ -154,9 +154,19 @@ class RunHooks:
         if self._store is not None or not self._history:
             return self._store
         try:
-            from testfleet.store import open_store
+            from testfleet.store.engine import resolve_target
 
             assert self.project is not None  # history is off without a project
+            target = resolve_target(self.project, self.database)
+            if target.path is not None and target.path.is_file():
+                # An existing SQLite history: the standard library writes it (start-up).
+                from testfleet.store.sqlite_write import open_writer
+
+                self._store = open_writer(target)
+                if self._store is not None:
+                    return self._store
+            from testfleet.store import open_store
+
             opened = open_store(self.project, self.database)
             if hasattr(opened, "__enter__"):
                 self._store_cm = opened
@@ -184,39 +194,55 @@ class RunHooks:
                 old.close()
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
-        self._record(spec, item, attempt, history_outcome(attempt), attempt.reason, final=False)
+        self._record_one(spec, item, attempt, history_outcome(attempt), attempt.reason,
+                         final=False)
 
     def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
-        if not result.attempts:
-            return
-        earlier = {c.nodeid for a in result.attempts[:-1] for c in (a.cases or []) if c.failing}
-        self._record(spec, item, result.attempts[-1], final_outcome(result),
-                     result.message or result.attempts[-1].reason,
-                     result.gate_status, result.gate_mode, final=True, retried_cases=earlier)
+        self.files_done(spec, [(item, result)])
 
-    def _record(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
-                reason: str, gate_status: str | None = None, gate_mode: str | None = None, *,
-                final: bool, retried_cases: set[str] | frozenset[str] = frozenset()) -> None:
-        if not self._history:
+    def files_done(self, spec: JobSpec, done: list[tuple[RunItem, FileResult]]) -> None:
+        """Final verdicts of several files in one history transaction (a pytest session's
+        files finish together; one write instead of one per file)."""
+        rows = []
+        for item, result in done:
+            if not result.attempts:
+                continue
+            earlier = {c.nodeid for a in result.attempts[:-1] for c in (a.cases or [])
+                       if c.failing}
+            rows.append((item, result.attempts[-1], final_outcome(result),
+                         result.message or result.attempts[-1].reason, result.gate_status,
+                         result.gate_mode, earlier))
+        self._record(spec, rows, final=True)
+
+    def _record_one(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
+                    reason: str, *, final: bool) -> None:
+        self._record(spec, [(item, attempt, outcome, reason, None, None, frozenset())],
+                     final=final)
+
+    def _record(self, spec: JobSpec,
+                entries: Sequence[tuple[RunItem, Attempt, str, str, str | None, str | None,
+                                        set[str] | frozenset[str]]], *, final: bool) -> None:
+        """Store executions (and their testcases), one transaction each for all ``entries``."""
+        if not self._history or not entries:
             return
         try:
             from testfleet.store.durations import REASON_MAX, Execution
 
             now = time.time()
-            row = Execution(
+            rows = [Execution(
                 file=item.file, stage=spec.settings.stage, backend=spec.settings.backend,
                 duration=round(attempt.duration, 3), outcome=outcome,
                 attempt=attempt.number, commit=self.commit, ci_run_id=self.ci_run_id,
                 timestamp=now, gate_status=gate_status, gate_mode=gate_mode,
                 reason=reason[:REASON_MAX] or None, final=final,
-            )
+            ) for item, attempt, outcome, reason, gate_status, gate_mode, _ in entries]
 
             def record() -> None:
                 store = self._open_store()
                 if store is None:
                     return
                 try:
-                    store.record_executions([row])
+                    store.record_executions(rows)
                 except Exception as first:
                     from testfleet.store.errors import StoreUnavailable
 
@@ -226,10 +252,12 @@ class RunHooks:
                     self._reset_store()
                     store = self._open_store()
                     if store is not None:
-                        store.record_executions([row])
-                if store is not None and attempt.cases and hasattr(store, "record_testcases"):
-                    store.record_testcases(case_rows(spec, item, attempt, self.commit,
-                                                     self.ci_run_id, now, final, retried_cases))
+                        store.record_executions(rows)
+                cases = [case for item, attempt, _, _, _, _, retried in entries if attempt.cases
+                         for case in case_rows(spec, item, attempt, self.commit, self.ci_run_id,
+                                               now, final, retried)]
+                if store is not None and cases and hasattr(store, "record_testcases"):
+                    store.record_testcases(cases)
 
             self._bounded("history write", record)
         except Exception as exc:

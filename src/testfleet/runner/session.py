@@ -331,6 +331,7 @@ def _run_group(spec: JobSpec, group: list[int], reporter: Reporter, interrupt: I
             hooks.attempt_done(spec, items[i], attempts[i][-1])
         pending = session.retry
         number += 1
+    verdicts: list[tuple[RunItem, FileResult]] = []
     for i in group:
         if i not in attempts:
             continue
@@ -339,9 +340,16 @@ def _run_group(spec: JobSpec, group: list[int], reporter: Reporter, interrupt: I
         if item.quarantined and not result.outcome.ok:
             result.message = (f"quarantined, does not fail the job ({item.quarantined}): "
                               f"{result.message}")
-        hooks.file_done(spec, item, result)
+        verdicts.append((item, result))
         done[i] = result
         finished.append(i)
+    # Recorded only now, gate included, like a file run alone; one write for the session.
+    record_many = getattr(hooks, "files_done", None)
+    if record_many is not None:
+        record_many(spec, verdicts)
+    else:
+        for item, result in verdicts:
+            hooks.file_done(spec, item, result)
     return finished, left, why
 
 

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from testfleet.config import Project
+    from testfleet.store.caserow import CaseRow
     from testfleet.store.durations import Execution, FileSamples
     from testfleet.store.schema import Migration
-    from testfleet.store.testcases import CaseRow
 
 
 class Store:

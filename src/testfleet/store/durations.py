@@ -134,11 +134,19 @@ def validate(rows: Sequence[Execution]) -> None:
 
 
 def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
-    from testfleet.store.identity import new_uid
     from testfleet.store.schema import executions
 
-    now = time.time()
-    payload = [
+    payload = execution_payload(rows)
+    if payload:
+        conn.execute(executions.insert(), payload)
+
+
+def execution_payload(rows: Sequence[Execution], now: float | None = None) -> list[dict[str, Any]]:
+    """The ``executions`` columns of ``rows`` (also written by store.sqlite_read's writer)."""
+    from testfleet.store.identity import new_uid
+
+    now = time.time() if now is None else now
+    return [
         {
             "file": r.file, "stage": r.stage, "backend": r.backend,
             "duration": float(r.duration), "outcome": r.outcome, "attempt": r.attempt,
@@ -149,8 +157,6 @@ def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
         }
         for r in rows
     ]
-    if payload:
-        conn.execute(executions.insert(), payload)
 
 
 def insert_ignoring_known(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> int:

@@ -42,7 +42,7 @@ def read_samples(path: Path, stages: Sequence[str], files: Iterable[str] | None,
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("BEGIN")  # one snapshot for every stage
         try:
-            if _version(conn) != READS_SCHEMA:
+            if schema_version(conn) != READS_SCHEMA:
                 return None
             out: Samples = {}
             wanted = sorted(set(files)) if files is not None else None
@@ -55,7 +55,8 @@ def read_samples(path: Path, stages: Sequence[str], files: Iterable[str] | None,
         conn.close()
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
+def schema_version(conn: sqlite3.Connection) -> int | None:
+    """The applied schema version, None without a testfleet schema."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                     "AND name = 'schema_version'").fetchone() is None:
         return None

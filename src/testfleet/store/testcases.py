@@ -9,22 +9,17 @@ per file (``executions``); these rows are for results and flakiness.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Boolean, Column, Double, Index, Integer, String, Table
 
-from testfleet.store.durations import CASE_OUTCOMES  # one definition (bundles use it too)
-from testfleet.store.errors import InvalidExecution
+from testfleet.store.caserow import NAME_MAX, CaseRow, case_payload
 from testfleet.store.schema import metadata
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-NAME_MAX = 1024
 _IN_CHUNK = 500
 
 testcases = Table(
@@ -52,53 +47,8 @@ def create_tables(conn: Connection) -> None:
     testcases.create(conn)
 
 
-@dataclass(frozen=True)
-class CaseRow:
-    """One test's result in one attempt of one file."""
-
-    file: str
-    stage: str
-    backend: str
-    name: str
-    outcome: str
-    duration: float = 0.0
-    attempt: int = 1
-    commit: str | None = None
-    ci_run_id: str | None = None
-    timestamp: float | None = None
-    final: bool = True
-
-    def problems(self) -> list[str]:
-        out: list[str] = []
-        for field_name in ("file", "stage", "backend", "name"):
-            value = getattr(self, field_name)
-            if not isinstance(value, str) or not value:
-                out.append(f"{field_name} must be a non-empty string")
-        if len(self.name or "") > NAME_MAX:
-            out.append(f"name longer than {NAME_MAX} characters")
-        if self.outcome not in CASE_OUTCOMES:
-            out.append(f"outcome {self.outcome!r} is not one of {', '.join(CASE_OUTCOMES)}")
-        if (isinstance(self.duration, bool) or not isinstance(self.duration, (int, float))
-                or not math.isfinite(self.duration) or self.duration < 0):
-            out.append(f"duration must be a finite number >= 0, got {self.duration!r}")
-        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
-            out.append(f"attempt must be an integer >= 1, got {self.attempt!r}")
-        return out
-
-
 def insert_cases(conn: Connection, rows: Sequence[CaseRow]) -> None:
-    bad = [f"{r.file}::{r.name}: {p}" for r in rows for p in r.problems()]
-    if bad:
-        raise InvalidExecution("refusing to record testcases:\n  " + "\n  ".join(bad[:20]))
-    now = time.time()
-    payload = [
-        {"file": r.file, "stage": r.stage, "backend": r.backend, "name": r.name,
-         "outcome": r.outcome, "duration": float(r.duration), "attempt": r.attempt,
-         "final": bool(r.final),
-         "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
-         "ts": now if r.timestamp is None else float(r.timestamp), "recorded_at": now}
-        for r in rows
-    ]
+    payload = case_payload(rows)
     if payload:
         conn.execute(testcases.insert(), payload)
 
