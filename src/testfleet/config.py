@@ -985,6 +985,15 @@ def config_from_text(text: str, name: str) -> Config:
     return validate_config(data, name, prefix)
 
 
+def _labels_required(backend: str, extra_backends: Mapping[str, Any]) -> bool:
+    """A backend's ``labels_required`` from the raw config: a ``[backends.<name>]`` table
+    replaces the built-in one (as ``Config.backend_specs`` does; its default is true)."""
+    spec = extra_backends.get(backend)
+    if isinstance(spec, Mapping):
+        return spec.get("labels_required", True) is not False
+    return bool(BUILTIN_BACKENDS.get(backend, {}).get("labels_required", True))
+
+
 def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(key path, message) for references between sections: stage backends and needs,
     implicit directories, marker names.
@@ -1044,6 +1053,14 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                 problems.append((f"implicit.{i}.suite",
                                  f"stage {suite!r} is a {stage_backend(suite)} stage, not {backend}"))
         imp_labels = imp.get("labels")
+        if isinstance(backend, str) and backend in backends and not imp_labels \
+                and _labels_required(backend, extra_backends):
+            # #17: the rule every explicit registration of this backend obeys; without it
+            # a directory would put unlabelled GPU tests past the fork-authorization labels.
+            problems.append((f"implicit.{i}.labels",
+                             f"{backend} registrations need at least one label, and so does an "
+                             f"implicit {backend} directory (labels = [...]); valid labels: "
+                             f"{', '.join(sorted(labels)) or '(none configured)'}"))
         for label in imp_labels if isinstance(imp_labels, list) else []:
             if isinstance(label, str) and label not in labels:
                 problems.append((f"implicit.{i}.labels",
@@ -1075,7 +1092,39 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             problems.append((f"markers.{marker}",
                              f"{marker!r} is not a registration marker{_did_you_mean(str(marker), seen)}; "
                              f"valid: {', '.join(sorted(seen))} or '*' (every marker)"))
+    problems += _cache_dir_problems(data)
     return problems
+
+
+def _cache_dir_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """#17: ``cache_dir`` is testfleet's own directory (caches, history.db, runs/). The
+    project itself, a test root or an implicit directory (or one holding either) would get
+    those files among the tests, and discovery, which skips ``cache_dir``, would lose the
+    tests. A non-hidden ``cache_dir`` inside a root that holds test files is reported by
+    discovery, which sees the files (``cache-dir-holds-tests``)."""
+    import posixpath
+
+    raw = data.get("cache_dir", ".testfleet")
+    if not isinstance(raw, str) or not raw.strip() or raw.startswith("/"):
+        return []  # the field validation reports it
+    cache = posixpath.normpath(raw.replace("\\", "/"))
+    if cache == ".":
+        return [("cache_dir", f"{raw!r} is the project directory itself; testfleet's caches, "
+                 "history and run records need a directory of their own (default '.testfleet')")]
+    dirs: list[tuple[str, str]] = []
+    roots = data.get("roots", ["tests"])
+    dirs += [("root", r) for r in (roots if isinstance(roots, list) else []) if isinstance(r, str)]
+    implicit = data.get("implicit")
+    dirs += [("implicit directory", imp["path"]) for imp in
+             (implicit if isinstance(implicit, list) else [])
+             if isinstance(imp, Mapping) and isinstance(imp.get("path"), str)]
+    for what, path in dirs:
+        other = posixpath.normpath(path.replace("\\", "/").strip("/") or ".")
+        if other == cache or other.startswith(cache + "/"):
+            return [("cache_dir", f"{raw!r} is or contains the {what} {path!r}; testfleet's "
+                     "caches, history and run records must not be written among the tests "
+                     "(default '.testfleet')")]
+    return []
 
 
 def _variant_problems(stages: Mapping[str, Mapping[str, Any]],

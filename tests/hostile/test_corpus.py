@@ -120,6 +120,18 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     ("junit-late-doctype", {"r.xml": "<!--" + "x" * 5000 + "--><!DOCTYPE t SYSTEM 'e.dtd'>"
                             "<testsuite/>"},
      ["durations", "import", "r.xml", "--stage", "a"], {}, 2, "DTD or entity"),
+    # validation gaps: each a finding with its key path
+    ("implicit-gpu-no-labels", {"testfleet.toml": CONFIG + '[stages.g]\nbackend = "cuda"\n'
+                                '[[implicit]]\npath = "tests/gpu"\nbackend = "cuda"\nsuite = "g"\n'
+                                'est_time = 5\n'}, ["check"], {}, 1, "[implicit.0.labels]"),
+    ("cache-dir-dot", {"testfleet.toml": 'cache_dir = "."\n' + CONFIG}, ["check"], {}, 1,
+     "the project directory itself; testfleet's caches, history and run records need a "
+     "directory of their own (default '.testfleet') [cache_dir]"),
+    ("cache-dir-test-root", {"testfleet.toml": 'cache_dir = "tests"\n' + CONFIG}, ["plan"], {},
+     2, "'tests' is or contains the root 'tests'"),
+    ("cache-dir-holds-tests", {"testfleet.toml": 'cache_dir = "tests/sub"\n' + CONFIG,
+                               "tests/sub/test_b.py": GOOD_TEST}, ["check"], {}, 1,
+     "[cache_dir] (cache-dir-holds-tests)"),
     # bounds a pull request controls
     ("gate-steps-100k", {"tests/test_a.py": STEPS_100K}, ["check"], {}, 1,
      "at most 10000 are allowed"),

@@ -213,6 +213,16 @@ CONFIG_CASES = [
     ("invalid-toml", BASE_CONFIG + "[stages\n", "", "invalid TOML"),
     ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
+    # #17: testfleet's own directory must not be the project, a root or an implicit directory
+    ("cache-dir-dot", 'cache_dir = "."\n' + BASE_CONFIG, "cache_dir", "the project directory itself"),
+    ("cache-dir-root", 'cache_dir = "tests"\n' + BASE_CONFIG, "cache_dir",
+     "'tests' is or contains the root 'tests'"),
+    ("cache-dir-implicit", 'cache_dir = "./tests/fast/"\n' + BASE_CONFIG, "cache_dir",
+     "contains the implicit directory 'tests/fast'"),
+    # #17: an implicit GPU directory obeys the label rule of its backend's registrations
+    ("implicit-gpu-without-labels", BASE_CONFIG.replace(
+        'backend = "cpu"\nsuite = "stage-a-cpu"', 'backend = "cuda"\nsuite = "stage-c-4-gpu-h200"', 1),
+     "implicit.0.labels", "cuda registrations need at least one label"),
     # 'ü' is a letter: the message must say the rule is ASCII
     ("non-ascii-label", BASE_CONFIG.replace("[labels]\n", "[labels]\n\"\u00fcni\" = 'x'\n"), "labels",
      "ASCII letters"),

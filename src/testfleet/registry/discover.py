@@ -165,7 +165,10 @@ def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool
                                       st.st_dev & _MASK)
                 elif entry.is_dir(follow_symlinks=False):
                     rel = prefix + name
-                    if name.startswith(".") or name in SKIP_DIRS or rel == cache_dir:
+                    if name.startswith(".") or name in SKIP_DIRS:
+                        continue
+                    if rel == cache_dir:
+                        _cache_dir_tests(root, rel, rules, out)
                         continue
                     if is_excluded(rel + "/"):
                         continue
@@ -178,6 +181,30 @@ def _walk(root: str, start: str, rules: Rules, is_excluded: Callable[[str], bool
                     out.findings.append(Finding(_shown(prefix + name), 0, 0, "error", "not-a-file",
                                                 "named like a test file but is not a regular file; "
                                                 "remove it or exclude this path"))
+
+
+def _cache_dir_tests(root: str, cache_dir: str, rules: Rules, out: Discovery) -> None:
+    """``cache_dir`` is never walked for tests; if it holds files named like tests they
+    would silently vanish from CI, so that is an error naming the key (#17)."""
+    stack = [cache_dir]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, rel_dir)))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(rel)
+            elif entry.is_file(follow_symlinks=False) and matches(rules.pattern,
+                                                                  rules.pattern_text, rel):
+                out.findings.append(Finding(
+                    _shown(cache_dir), 0, 0, "error", "cache-dir-holds-tests",
+                    f"cache_dir {cache_dir!r} holds test files ({_shown(rel)}, ...), which "
+                    "testfleet never collects there; move the tests or set cache_dir to a "
+                    "directory of its own (default '.testfleet')", key="cache_dir"))
+                return
 
 
 def _utf8(rel: str) -> bool:
