@@ -543,8 +543,15 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
         data["markers"] = markers
     stages, dormant, not_carried = _stages(calls, implicit, scan_result, ci, findings, notes)
     data["stages"] = stages
-    sched = dict(schedules) if schedules is not None else _schedules(project, ci, notes)
+    exact = sorted({st.runner.script for st in ci.stages.values()
+                    if st.runner is not None and st.runner.exact_nightly})
+    sched = dict(schedules) if schedules is not None else _schedules(project, ci, notes, bool(exact))
     data["policy"] = {"schedules": sched}
+    if exact:
+        data["policy"]["cadences"] = _exact_cadences()
+        notes.append(f"{', '.join(exact)} keeps nightly and per-commit registrations apart "
+                     "(--nightly selects only nightly=True, a run without it only nightly=False): "
+                     "the cadences that admit nightly registrations get nightly_split = \"exact\"")
     ignores = _per_file_ignores(findings, data.get("exclude", []), pattern, notes)
     if ignores:
         data["check"] = {"per-file-ignores": ignores}
@@ -783,6 +790,8 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
                                       **({"volumes": from_ci.container_volumes}
                                          if from_ci.container_volumes else {})}
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
+        if from_ci is not None:
+            stage["command"] = _runner_command(stage["command"], from_ci, suite, files, notes)
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
         if gpu:
@@ -826,6 +835,31 @@ def _command(files: list[str], scan_result: Scan) -> str:
     return "pytest"
 
 
+def _runner_command(command: str, ci: CIStage, name: str, files: list[str],
+                    notes: list[str]) -> str:
+    """The command the project's runner starts each file with (SGLang's ``python3 FILE -f``,
+    read from its code), for a stage whose files all run as scripts; a stage with files
+    that have no ``__main__`` block keeps ``auto`` (the runner's command would run none
+    of their tests), and says so."""
+    runner = ci.runner
+    if runner is None or runner.file_command is None:
+        if runner is not None and len(runner.file_commands_seen) > 1 and command == "python":
+            notes.append(f"stage {name}: {runner.script} starts files in more than one way "
+                         f"({', '.join(runner.file_commands_seen)}); command = \"python\" adopted")
+        return command
+    if command == "python":
+        if runner.file_command != "python":
+            notes.append(f"stage {name}: command = {runner.file_command!r}, as {runner.script} "
+                         f"starts each file ({runner.file_command_at})")
+        return runner.file_command
+    if command == "auto" and runner.file_command != "python":
+        notes.append(f"stage {name}: {runner.script} starts every file as "
+                     f"{runner.file_command!r} ({runner.file_command_at}), but some of its "
+                     f"{len(files)} files have no __main__ block (they would run no test that "
+                     "way); command = \"auto\" runs each by its own style")
+    return command
+
+
 def _job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dict[str, Any]:
     """The stage keys a stage job's settings map to (CI job and runner settings).
 
@@ -849,7 +883,7 @@ def _job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dic
         return None
 
     file_timeout: float | None = ci.file_timeout
-    if (file_timeout is None and command == "python" and "timeout_per_file" in defaults
+    if (file_timeout is None and command not in ("pytest", "auto") and "timeout_per_file" in defaults
             and "timeout_per_file" not in ci.runner_dynamic):
         file_timeout = defaults["timeout_per_file"]
         used.append(f"--timeout-per-file {file_timeout}")
@@ -930,9 +964,27 @@ DEFAULT_SCHEDULES = {"0 3 * * 1-6": "nightly", "0 3 * * 0": "weekly"}
 _CADENCES = {"regular", "nightly", "weekly", "release"}
 
 
-def _schedules(project: ProjectCI, ci: CIRead, notes: list[str]) -> dict[str, str]:
+def _exact_cadences() -> dict[str, dict[str, Any]]:
+    """The default cadences, written out (a ``cadences`` table replaces them all), with
+    ``nightly_split = "exact"`` on those that admit nightly registrations."""
+    from testfleet.config import CadenceConfig, PolicyConfig
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, cadence in PolicyConfig().cadences.items():
+        body = {k: v for k, v in cadence.model_dump().items()
+                if v != CadenceConfig.model_fields[k].get_default(call_default_factory=True)}
+        if cadence.admit_nightly:
+            body["nightly_split"] = "exact"
+        out[name] = body
+    return out
+
+
+def _schedules(project: ProjectCI, ci: CIRead, notes: list[str],
+               exact: bool = False) -> dict[str, str]:
     """Crons of the workflows that run tests, each mapped to the cadence the project's
-    schedule table gives it (else: a single day-of-week is weekly, otherwise nightly)."""
+    schedule table gives it (else: a single day-of-week is weekly, otherwise nightly).
+    With a runner that keeps nightly registrations apart, a cron of a workflow whose
+    stage jobs never pass its nightly switch runs the per-commit suites: ``regular``."""
     crons = sorted(ci.crons)
     if not crons:
         if ci.test_workflows:
@@ -942,6 +994,9 @@ def _schedules(project: ProjectCI, ci: CIRead, notes: list[str]) -> dict[str, st
     out: dict[str, str] = {}
     for cron in crons:
         cadence = project.schedules.get(cron)
+        jobs = [st for st in ci.stages.values() if st.workflow == ci.crons[cron]]
+        if cadence not in _CADENCES and exact and jobs and not any(st.nightly_run for st in jobs):
+            cadence = "regular"
         if cadence not in _CADENCES:
             dow = cron.split()[4]
             cadence = "weekly" if re.fullmatch(r"\d", dow) else "nightly"
@@ -1039,10 +1094,12 @@ def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = ""
         for name, body in data.get(section, {}).items():
             lines += ["", header(section, name)]
             lines += [_assign(k, v) for k, v in body.items()]
-    for section in ("policy",):
-        if section in data:
-            lines += ["", header(section)]
-            lines += [_assign(k, v) for k, v in data[section].items()]
+    if "policy" in data:
+        lines += ["", header("policy")]
+        lines += [_assign(k, v) for k, v in data["policy"].items() if k != "cadences"]
+        for name, body in data["policy"].get("cadences", {}).items():
+            lines += ["", header("policy", "cadences", name)]
+            lines += [_assign(k, v) for k, v in body.items()]
     gate = data.get("gate", {})
     if any(not isinstance(v, dict) for v in gate.values()):
         lines += ["", header("gate")]

@@ -1,0 +1,205 @@
+"""What a project's own runner script does with a file, read statically for adoption.
+
+A stage job of the existing CI usually starts the project's runner
+(``cd test && python3 run_suite.py --hw cuda --suite S``), and that runner -- not the
+workflow -- decides how each file is started and which registrations a run takes.
+Adoption reads both from the runner's code with :mod:`ast` (never imports or runs it):
+
+- **the per-file command**: the argv list the runner (or a function it imports from the
+  project, such as SGLang's ``ci_utils.run_unittest_files``) starts each file with,
+  ``["python3", full_path, "-f"]`` -> ``python3 {file} -f``;
+- **an exact nightly split**: a ``--nightly`` switch and a filter that keeps a
+  registration only when ``t.nightly == nightly`` (per-commit runs take no nightly
+  registration, nightly runs take nothing else), as SGLang's ``filter_tests`` does.
+  A runner whose ``--nightly`` only widens the selection (miles' alias for
+  ``--cadence nightly``) is not exact.
+
+Anything the code does not say as literals is not used.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+_MAX_BYTES = 1 << 20
+_PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+PLACEHOLDERS = ("{file}", "{python}")
+
+
+@dataclass(frozen=True)
+class RunnerRead:
+    """What adoption takes from one runner script."""
+
+    script: str
+    #: how the runner starts a file: "python" or a template ("python3 {file} -f"); None
+    #: when the code does not say it as one literal argv list
+    file_command: str | None = None
+    #: where that argv list is written (``python/sglang/test/ci/ci_utils.py:412``)
+    file_command_at: str | None = None
+    #: several different argv lists start files: none is adopted
+    file_commands_seen: tuple[str, ...] = ()
+    #: the runner keeps nightly and per-commit registrations apart (``--nightly``)
+    exact_nightly: bool = False
+    nightly_flag: str | None = None
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes()[:_MAX_BYTES])
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _inside(repo: Path, path: Path) -> bool:
+    try:
+        return path.is_file() and repo.resolve() in path.resolve().parents
+    except OSError:
+        return False
+
+
+def _module_file(repo: Path, script: Path, module: str) -> Path | None:
+    """``<module>.py`` next to the script, at the repository's top or one directory down
+    (``python/sglang/...``, ``src/pkg/...``); never searched deeper."""
+    if not _MODULE.fullmatch(module):
+        return None
+    rel = module.replace(".", "/") + ".py"
+    tops = [script.parent, repo, *sorted(p for p in repo.iterdir() if p.is_dir()
+                                         and not p.is_symlink() and not p.name.startswith("."))]
+    for top in tops:
+        path = top / rel
+        if _inside(repo, path):
+            return path
+    return None
+
+
+def _argv_template(node: ast.List | ast.Tuple) -> str | None:
+    """``["python3", path, "-f"]`` -> ``python3 {file} -f``: a Python program, the file
+    (any non-literal), then literal arguments only."""
+    elts = node.elts
+    if len(elts) < 2 or isinstance(elts[1], (ast.Constant, ast.Starred)):
+        return None
+    head = elts[0]
+    if isinstance(head, ast.Constant) and isinstance(head.value, str) and _PYTHON.match(head.value):
+        program = head.value
+    elif (isinstance(head, ast.Attribute) and head.attr == "executable"
+          and isinstance(head.value, ast.Name) and head.value.id == "sys"):
+        program = "{python}"
+    else:
+        return None
+    rest: list[str] = []
+    for e in elts[2:]:
+        if not (isinstance(e, ast.Constant) and isinstance(e.value, str)) or "{" in e.value \
+                or any(ord(c) < 32 for c in e.value):
+            return None
+        rest.append(e.value)
+    words = [program, "{file}", *rest]
+    return " ".join(w if w in PLACEHOLDERS else shlex.quote(w) for w in words)
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    return {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def _file_commands(repo: Path, script: Path, tree: ast.Module) -> dict[str, str]:
+    """template -> where it is written, over the runner script and the functions it calls
+    that the project defines (its own or imported ``from <module> import name``)."""
+    found: dict[str, str] = {}
+    called = _called_names(tree)
+    sources: list[tuple[Path, ast.AST]] = [(script, tree)]
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ImportFrom) or not stmt.module or stmt.level:
+            continue
+        wanted = {a.name for a in stmt.names if (a.asname or a.name) in called}
+        if not wanted:
+            continue
+        path = _module_file(repo, script, stmt.module)
+        module = _parse(path) if path is not None else None
+        if module is None or path is None:
+            continue
+        defs = _functions(module)
+        for name in sorted(wanted & set(defs)):
+            sources.append((path, defs[name]))
+    for path, root in sources:
+        rel = path.relative_to(repo).as_posix()
+        for node in ast.walk(root):
+            if isinstance(node, (ast.List, ast.Tuple)):
+                template = _argv_template(node)
+                if template is not None:
+                    found.setdefault(template, f"{rel}:{node.lineno}")
+    return found
+
+
+def _exact_nightly(tree: ast.Module) -> str | None:
+    """The ``--nightly`` flag when the runner selects ``t.nightly == nightly``: an equality
+    between two values both named ``nightly`` (a registration's and the run's)."""
+    flag = None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == "--nightly"):
+            action = next((k.value for k in node.keywords if k.arg == "action"), None)
+            dest = next((k.value for k in node.keywords if k.arg == "dest"), None)
+            if (isinstance(action, ast.Constant) and action.value == "store_true"
+                    and (dest is None or (isinstance(dest, ast.Constant) and dest.value == "nightly"))):
+                flag = "--nightly"
+    if flag is None:
+        return None
+
+    def named_nightly(e: ast.expr) -> bool:
+        return ((isinstance(e, ast.Name) and e.id == "nightly")
+                or (isinstance(e, ast.Attribute) and e.attr == "nightly"))
+
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+                and named_nightly(node.left) and named_nightly(node.comparators[0])):
+            return flag
+    return None
+
+
+def read_runner(repo: Path, script: str) -> RunnerRead | None:
+    """Read the runner script ``script`` (repository-relative); None when it cannot be parsed."""
+    path = repo / script
+    if not _inside(repo, path):
+        return None
+    tree = _parse(path)
+    if tree is None:
+        return None
+    commands = _file_commands(repo, path, tree)
+    command = at = None
+    if len(commands) == 1:
+        template, at = next(iter(commands.items()))
+        argv = template.split()
+        command = "python" if len(argv) == 2 else template
+    flag = _exact_nightly(tree)
+    return RunnerRead(script=script, file_command=command, file_command_at=at,
+                      file_commands_seen=tuple(sorted(commands)), exact_nightly=flag is not None,
+                      nightly_flag=flag)
+
+
+_SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")
+_CD = re.compile(r"\bcd\s+([\w./-]+)")
+
+
+def runner_script(repo: Path, commands: str) -> str | None:
+    """The script a stage job's test command starts: on the line that names the suite
+    (``python3 run_suite.py --hw cuda --suite S``), after a ``cd DIR`` of the job."""
+    dirs = [""] + [d.strip("/") for d in _CD.findall(commands)]
+    for line in commands.splitlines():
+        if "--suite" not in line:
+            continue
+        for m in _SCRIPT.finditer(line):
+            rel = m.group(1).removeprefix("./")
+            for d in dirs:
+                candidate = f"{d}/{rel}" if d else rel
+                if _inside(repo, repo / candidate):
+                    return candidate
+    return None

@@ -1,0 +1,460 @@
+"""Adoption of an SGLang-shaped tree, unmodified: its marker module with the real
+``register_<hw>_ci`` signature, its runner ``test/run_suite.py`` (``--nightly`` keeps
+nightly and per-commit registrations apart; ``ci_utils.run_unittest_files`` starts each
+file as ``python3 FILE -f``) and per-stage workflow jobs whose ``runs-on`` is partly
+computed. After ``init --from-existing`` with no hand edits, ``check`` is clean, the
+registry is the tree's own collector's and the plan selects what the tree's runner
+lists (``--list-only``, run as a subprocess) for per-commit and nightly triggers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+from testfleet.config import load_project
+from testfleet.integrations import adopt
+from testfleet.planning import make_plan
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Trigger
+from testfleet.registry import collect
+
+# python/sglang/test/ci/ci_register.py, reduced: the real signature (positional est_time,
+# suite, nightly, disabled; keyword-only stage/runner_config/in_process_group), the
+# effective suite f"{stage}-test-{runner_config}", and an ast collector.
+CI_REGISTER = '''
+import ast
+from dataclasses import dataclass
+from enum import Enum, auto
+from typing import List, Optional
+
+_PARAM_ORDER = ("est_time", "suite", "nightly", "disabled")
+
+
+class HWBackend(Enum):
+    CPU = auto()
+    CUDA = auto()
+    AMD = auto()
+
+
+@dataclass
+class CIRegistry:
+    backend: HWBackend
+    filename: str
+    est_time: float
+    suite: Optional[str] = None
+    nightly: bool = False
+    disabled: Optional[str] = None
+    stage: Optional[str] = None
+    runner_config: Optional[str] = None
+
+    @property
+    def effective_suite(self) -> Optional[str]:
+        if self.stage is not None and self.runner_config is not None:
+            return f"{self.stage}-test-{self.runner_config}"
+        return self.suite
+
+
+def register_cpu_ci(est_time: float, suite: Optional[str] = None, nightly: bool = False,
+                    disabled: Optional[str] = None, *, stage: Optional[str] = None,
+                    runner_config: Optional[str] = None, in_process_group: Optional[str] = None):
+    return None
+
+
+def register_cuda_ci(est_time: float, suite: Optional[str] = None, nightly: bool = False,
+                     disabled: Optional[str] = None, *, stage: Optional[str] = None,
+                     runner_config: Optional[str] = None, in_process_group: Optional[str] = None):
+    return None
+
+
+def register_amd_ci(est_time: float, suite: Optional[str] = None, nightly: bool = False,
+                    disabled: Optional[str] = None, *, stage: Optional[str] = None,
+                    runner_config: Optional[str] = None, in_process_group: Optional[str] = None):
+    return None
+
+
+REGISTER_MAPPING = {"register_cpu_ci": HWBackend.CPU, "register_cuda_ci": HWBackend.CUDA,
+                    "register_amd_ci": HWBackend.AMD}
+
+
+def _value(node):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return None  # in_process_group=GROUP: a name, which the collector ignores
+
+
+def collect_tests(files: List[str], sanity_check: bool = True) -> List[CIRegistry]:
+    out = []
+    for filename in files:
+        with open(filename) as f:
+            tree = ast.parse(f.read())
+        found = 0
+        for stmt in tree.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id in REGISTER_MAPPING):
+                continue
+            kw = dict(zip(_PARAM_ORDER, [_value(a) for a in call.args]))
+            kw.update({k.arg: _value(k.value) for k in call.keywords if k.arg != "in_process_group"})
+            out.append(CIRegistry(REGISTER_MAPPING[call.func.id], filename, **kw))
+            found += 1
+        if sanity_check and not found:
+            raise ValueError(f"{filename}: no CI registration")
+    return out
+'''
+
+# python/sglang/test/ci/ci_utils.py, reduced: how the runner starts a file (and a fork
+# worker whose argv is not a test file's).
+CI_UTILS = '''
+import os
+import subprocess
+
+
+class _ForkTestWorker:
+    def __init__(self, fd):
+        worker_path = os.path.join(os.path.dirname(__file__), "fork_test_worker.py")
+        self.process = subprocess.Popen(["python3", worker_path, "--result-fd", str(fd)])
+
+
+def run_unittest_files(files, timeout_per_file=None, continue_on_error=False,
+                       enable_retry=False, max_attempts=2, retry_wait_seconds=60):
+    for file in files:
+        full_path = os.path.join(os.getcwd(), file.filename)
+
+        def run_one_file(filename):
+            cmd = ["python3", full_path, "-f"]
+            process = subprocess.Popen(cmd, stdout=None, stderr=None)
+            return process.wait()
+
+        if run_one_file(file.filename) != 0 and not continue_on_error:
+            return -1
+    return 0
+'''
+
+# test/run_suite.py, reduced; --list-only prints the selection and stops.
+RUN_SUITE = '''
+import argparse
+import glob
+import os
+import sys
+
+from sglang.test.ci.ci_register import HWBackend, collect_tests
+from sglang.test.ci.ci_utils import run_unittest_files
+
+HW_MAPPING = {"cpu": HWBackend.CPU, "cuda": HWBackend.CUDA, "amd": HWBackend.AMD}
+
+
+def filter_tests(ci_tests, hw, suite, nightly=False):
+    ci_tests = [t for t in ci_tests
+                if t.backend == hw and t.effective_suite == suite and t.nightly == nightly]
+    return [t for t in ci_tests if t.disabled is None], [t for t in ci_tests if t.disabled is not None]
+
+
+def run_a_suite(args):
+    script_dir = os.path.dirname(os.path.abspath(__file__))
+    files = [f for f in glob.glob(os.path.join(script_dir, "registered", "**", "*.py"), recursive=True)
+             if not f.endswith("/__init__.py")]
+    ci_tests, skipped = filter_tests(collect_tests(files), HW_MAPPING[args.hw], args.suite, args.nightly)
+    if skipped:
+        print(f"Skipped {len(skipped)} test(s):")
+        for t in skipped:
+            print(f"  - {t.filename} (reason: {t.disabled})")
+        print()
+    print(f"Enabled {len(ci_tests)} test(s):")
+    for t in ci_tests:
+        print(f"  - {t.filename} (est_time={t.est_time})")
+    if args.list_only:
+        return 0
+    timeout = args.timeout_per_file
+    if args.enable_retry:
+        timeout += args.retry_timeout_increase
+    return run_unittest_files(ci_tests, timeout_per_file=timeout,
+                              continue_on_error=args.continue_on_error)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hw", type=str, choices=HW_MAPPING.keys(), required=True)
+    parser.add_argument("--suite", type=str, required=True)
+    parser.add_argument("--nightly", action="store_true", help="Run nightly tests instead of per-commit tests.")
+    parser.add_argument("--timeout-per-file", type=int, default=1200)
+    parser.add_argument("--continue-on-error", action="store_true", default=False)
+    parser.add_argument("--auto-partition-id", type=int)
+    parser.add_argument("--auto-partition-size", type=int)
+    parser.add_argument("--enable-retry", action="store_true", default=False)
+    parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--retry-wait-seconds", type=int, default=60)
+    parser.add_argument("--retry-timeout-increase", type=int, default=600)
+    parser.add_argument("--list-only", action="store_true")
+    sys.exit(run_a_suite(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+PR_TEST = '''
+name: PR Test
+on:
+  push:
+    branches: [main]
+  pull_request:
+    branches: [main]
+  workflow_dispatch:
+jobs:
+  check-changes:
+    runs-on: ubuntu-latest
+    outputs:
+      runs_on_map: ${{ steps.map.outputs.map }}
+    steps:
+      - id: map
+        run: echo "map={}" >> "$GITHUB_OUTPUT"
+  base-a-test-cpu:
+    needs: [check-changes]
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: pip install -e "python[dev]"
+      - name: Run test
+        timeout-minutes: 20
+        run: |
+          cd test
+          python3 run_suite.py --hw cpu --suite base-a-test-cpu
+  base-b-test-1-gpu-small:
+    needs: [check-changes]
+    uses: ./.github/workflows/_pr-test-stage.yml
+    with:
+      self_name: base-b-test-1-gpu-small
+      runner_config: 1-gpu-small
+      check_changes: ${{ toJson(needs.check-changes.outputs) }}
+  base-c-test-4-gpu-h100:
+    needs: [check-changes, base-b-test-1-gpu-small]
+    runs-on: ${{ github.repository == 'sgl-project/sglang' && '4-gpu-h100' || 'ubuntu-latest' }}
+    strategy:
+      fail-fast: false
+      matrix:
+        part: [0, 1]
+    steps:
+      - uses: actions/checkout@v4
+      - name: Run test
+        run: |
+          cd test
+          python3 run_suite.py --hw cuda --suite base-c-test-4-gpu-h100 --auto-partition-id ${{ matrix.part }} --auto-partition-size 2
+  stage-a-test-1-gpu-small-amd:
+    needs: [check-changes]
+    strategy:
+      matrix:
+        include:
+          - runner: linux-mi325-gpu-1
+            part: 0
+          - runner: linux-mi325-gpu-1
+            part: 1
+    runs-on: ${{ matrix.runner }}
+    steps:
+      - uses: actions/checkout@v4
+      - name: Run test
+        run: |
+          cd test
+          python3 run_suite.py --hw amd --suite stage-a-test-1-gpu-small-amd --auto-partition-id ${{ matrix.part }} --auto-partition-size 2
+'''
+
+PR_TEST_STAGE = '''
+name: PR Test Stage
+on:
+  workflow_call:
+    inputs:
+      self_name: {type: string, required: true}
+      runner_config: {type: string, required: true}
+      check_changes: {type: string, required: true}
+      timeout_per_file: {type: string, default: ''}
+jobs:
+  run:
+    runs-on: ${{ fromJson(fromJson(inputs.check_changes).runs_on_map)[inputs.runner_config] }}
+    timeout-minutes: 240
+    steps:
+      - uses: actions/checkout@v4
+      - name: Run test
+        run: |
+          cd test
+          python3 run_suite.py --hw cuda --suite ${{ inputs.self_name }} \\
+            ${{ inputs.timeout_per_file && format('--timeout-per-file {0}', inputs.timeout_per_file) || '' }}
+'''
+
+NIGHTLY = '''
+name: Nightly Test
+on:
+  schedule:
+    - cron: '0 0 * * *'
+  workflow_dispatch:
+jobs:
+  nightly-test-1-gpu:
+    runs-on: 1-gpu-runner
+    steps:
+      - uses: actions/checkout@v4
+      - name: Run test
+        timeout-minutes: 240
+        run: |
+          cd test
+          python3 run_suite.py --hw cuda --suite nightly-1-gpu --nightly --continue-on-error --timeout-per-file 3600
+'''
+
+IMPORT = "from sglang.test.ci.ci_register import (\n    register_amd_ci,\n    register_cuda_ci,\n)\n"
+CUDA = "from sglang.test.ci.ci_register import register_cuda_ci\n"
+CPU = "from sglang.test.ci.ci_register import register_cpu_ci\n"
+BODY = ("import unittest\n\n\nclass TestX(unittest.TestCase):\n    def test_x(self):\n        pass\n\n\n"
+        'if __name__ == "__main__":\n    unittest.main()\n')
+REGISTERED = {
+    # one file for a per-commit suite (composed), a nightly suite and an AMD suite
+    "test/registered/attention/test_attention.py": IMPORT + (
+        'register_cuda_ci(est_time=120, stage="base-b", runner_config="1-gpu-small")\n'
+        'register_cuda_ci(est_time=900, suite="nightly-1-gpu", nightly=True)\n'
+        'register_amd_ci(est_time=150, suite="stage-a-test-1-gpu-small-amd")\n'),
+    "test/registered/attention/test_mla.py": CUDA + (
+        'register_cuda_ci(est_time=0, stage="base-b", runner_config="1-gpu-small",\n'
+        '                 in_process_group=GROUP)\n'),
+    "test/registered/models/test_llama.py": CUDA + (
+        'register_cuda_ci(est_time=300, stage="base-c", runner_config="4-gpu-h100")\n'
+        'register_cuda_ci(1800, "nightly-1-gpu", True)\n'),
+    "test/registered/models/test_qwen.py": CUDA + (
+        'register_cuda_ci(est_time=300, stage="base-c", runner_config="4-gpu-h100",\n'
+        '                 disabled="flaky on H100, see #123")\n'),
+    "test/registered/models/test_deepseek.py": CUDA + 'register_cuda_ci(2400, "nightly-1-gpu", True)\n',
+    "test/registered/models/test_gemma.py": IMPORT + (
+        'register_cuda_ci(est_time=200, stage="base-c", runner_config="4-gpu-h100")\n'
+        'register_amd_ci(est_time=250, suite="stage-a-test-1-gpu-small-amd")\n'),
+    "test/registered/cpu/test_utils_cpu.py": CPU + 'register_cpu_ci(5, "base-a-test-cpu")\n',
+    "test/registered/cpu/test_tokenizer.py": CPU + 'register_cpu_ci(est_time=8, suite="base-a-test-cpu")\n',
+}
+FILES = {
+    "python/pyproject.toml": '[project]\nname = "sglang"\nversion = "0"\n',
+    "python/sglang/__init__.py": "",
+    "python/sglang/test/__init__.py": "",
+    "python/sglang/test/ci/__init__.py": "",
+    "python/sglang/test/ci/ci_register.py": CI_REGISTER,
+    "python/sglang/test/ci/ci_utils.py": CI_UTILS,
+    "test/run_suite.py": RUN_SUITE,
+    "test/srt/test_legacy.py": "import unittest\n",  # not the runner's: never discovered
+    ".github/workflows/pr-test.yml": PR_TEST,
+    ".github/workflows/_pr-test-stage.yml": PR_TEST_STAGE,
+    ".github/workflows/nightly-test.yml": NIGHTLY,
+    **{rel: text + BODY for rel, text in REGISTERED.items()},
+}
+
+
+def sglang_tree(root: Path) -> Path:
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return sglang_tree(tmp_path / "sglang")
+
+
+def run_tree(tree: Path, *args: str) -> str:
+    """The tree's own code, in a Python of its own (adoption never runs it; this test does)."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "python")}
+    done = subprocess.run([sys.executable, *args], cwd=tree, capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def runner_list(tree: Path, hw: str, suite: str, nightly: bool) -> set[str]:
+    out = run_tree(tree, "test/run_suite.py", "--hw", hw, "--suite", suite, "--list-only",
+                   *(["--nightly"] if nightly else []))
+    listed = out.split("Enabled ")[1].splitlines()[1:]
+    prefix = str(tree.resolve()) + "/"
+    return {line.split("- ", 1)[1].split(" (", 1)[0].removeprefix(prefix)
+            for line in listed if line.startswith("  - ")}
+
+
+def test_files_run_as_the_runner_starts_them(tree: Path) -> None:
+    """run_unittest_files starts each file as ``python3 FILE -f``: the stages whose jobs run
+    the runner take that command, and the runner's per-file timeout default with it."""
+    result = adopt.derive(adopt.scan(tree))
+    stages = result.data["stages"]
+    for name in ("base-b-test-1-gpu-small", "base-c-test-4-gpu-h100", "nightly-1-gpu",
+                 "base-a-test-cpu", "stage-a-test-1-gpu-small-amd"):
+        assert stages[name]["command"] == "python3 {file} -f", name
+    assert stages["base-c-test-4-gpu-h100"]["file_timeout"] == 1200  # the runner's default
+    assert stages["nightly-1-gpu"]["file_timeout"] == 3600  # the job's own flag
+    assert any("as test/run_suite.py starts each file (python/sglang/test/ci/ci_utils.py:" in n
+               for n in result.notes)
+
+
+def test_a_runner_that_starts_files_two_ways_adopts_neither(tree: Path) -> None:
+    utils = tree / "python/sglang/test/ci/ci_utils.py"
+    utils.write_text(utils.read_text().replace(
+        'cmd = ["python3", full_path, "-f"]',
+        'cmd = ["python3", full_path, "-f"] if enable_retry else ["python3", full_path, "-v"]'))
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["stages"]["nightly-1-gpu"]["command"] == "python"
+    assert any("starts files in more than one way" in n for n in result.notes)
+
+
+def test_the_runners_nightly_switch_is_an_exact_split(tree: Path) -> None:
+    """``t.nightly == nightly``: a run without --nightly takes only per-commit registrations,
+    one with it only nightly ones; the cadences that admit nightly registrations get
+    nightly_split = "exact". A runner whose --nightly only widens the run is not exact."""
+    result = adopt.derive(adopt.scan(tree))
+    cadences = result.data["policy"]["cadences"]
+    assert cadences["nightly"]["nightly_split"] == "exact"
+    assert cadences["weekly"]["nightly_split"] == "exact"
+    assert "nightly_split" not in cadences["regular"]
+    assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly"}
+    text = adopt.render_toml(result.data, "tool.testfleet")
+    assert '[tool.testfleet.policy.cadences.nightly]\ninclude = "all"\n' in text
+    # the same flag as a mere alias that widens the run: not exact, no cadences written
+    runner = tree / "test/run_suite.py"
+    runner.write_text(runner.read_text().replace("and t.nightly == nightly", "and (nightly or not t.nightly)"))
+    assert "cadences" not in adopt.derive(adopt.scan(tree)).data["policy"]
+
+
+TRIGGERS = {
+    "pr": (Trigger(event="pull_request"), False),
+    "push": (Trigger(event="push"), False),
+    "nightly": (Trigger(event="schedule", cadence="nightly"), True),
+}
+COLLECT = ("import glob, json; from sglang.test.ci.ci_register import collect_tests; "
+           "files = [f for f in glob.glob('test/registered/**/*.py', recursive=True)]; "
+           "print(json.dumps(sorted([t.filename, t.backend.name.lower(), t.effective_suite] "
+           "for t in collect_tests(files))))")
+
+
+def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["errors"] == 0
+    project = load_project(tree)
+    registry = collect(project, use_cache=False)
+    theirs = sorted([f, "rocm" if b == "amd" else b, s] for f, b, s in json.loads(run_tree(tree, "-c", COLLECT)))
+    ours = sorted([r.file, r.backend, r.suite] for r in registry.registrations)
+    assert ours == theirs and len(ours) == 12
+    # which stage a workflow job runs, and with which runner flag
+    jobs = {"base-a-test-cpu": ("cpu", False), "base-b-test-1-gpu-small": ("cuda", False),
+            "base-c-test-4-gpu-h100": ("cuda", False), "stage-a-test-1-gpu-small-amd": ("amd", False),
+            "nightly-1-gpu": ("cuda", True)}
+    for case, (trigger, nightly_run) in TRIGGERS.items():
+        plan = make_plan(project, registry, PlanRequest(trigger=trigger))
+        for stage, (hw, nightly_job) in jobs.items():
+            planned = {t.file for j in plan.jobs if j.stage == stage for t in j.tests}
+            # the project runs a stage on this trigger only through its workflow's job
+            expected = runner_list(tree, hw, stage, nightly_job) if nightly_job == nightly_run else set()
+            assert planned == expected, (case, stage)
+            for job in plan.jobs:
+                if job.stage == stage:
+                    assert {t.command for t in job.tests} <= {"python3 {file} -f", None}
+        assert plan.jobs, case
