@@ -446,3 +446,35 @@ def test_variant_history_is_its_own_from_import_to_plan(
     assert est[("h200", "tests/test_a.py")] == (900.0, "history")  # its own hardware
     assert est[("b200", "tests/test_a.py")] == (300.0, "history")  # the stage's, not h200's
     assert est[("b200", "tests/test_b.py")] == (200.0, "est_time")
+
+
+def test_a_variant_job_runs_for_real_and_its_results_are_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two variants of a CPU stage (two "images": env differs), each job run for real from
+    the plan file: results are recorded per variant and `results --stage` reads either."""
+    from support import run_cli
+
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / "testfleet.toml").write_text(
+        '[stages.unit]\nbackend = "cpu"\n'
+        '[stages.unit.variants.py-a]\nenv = { IMAGE = "a" }\n'
+        '[stages.unit.variants.py-b]\nenv = { IMAGE = "b" }\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_img.py").write_text(
+        'import os\nfrom testfleet import register_cpu_ci\nregister_cpu_ci(5, "unit")\n'
+        'def test_image():\n    assert os.environ["IMAGE"] == "a"\n')
+    root = str(tmp_path)
+    plan = tmp_path / "plan.json"
+    code, _, err = run_cli(capsys, "-C", root, "plan", "--format", "json", "--output", str(plan),
+                           "--event", "push")
+    assert code == 0, err
+    code_a, _, _ = run_cli(capsys, "-C", root, "run", "--plan", str(plan), "--job", "unit.py-a-1-of-1")
+    code_b, _, _ = run_cli(capsys, "-C", root, "run", "--plan", str(plan), "--job", "unit.py-b-1-of-1")
+    assert (code_a, code_b) == (0, 1)  # each ran with its own variant's environment
+    outcomes = {}
+    for lane_key in ("unit.py-a", "unit.py-b"):
+        code, out, err = run_cli(capsys, "-C", root, "results", "--stage", lane_key, "--format", "json")
+        assert code == 0, err
+        outcomes[lane_key] = {(f["stage"], f["file"], f["last"]) for f in json.loads(out)["files"]}
+    assert outcomes == {"unit.py-a": {("unit.py-a", "tests/test_img.py", "PASSED")},
+                        "unit.py-b": {("unit.py-b", "tests/test_img.py", "FAILED")}}

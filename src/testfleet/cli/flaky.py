@@ -37,7 +37,11 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
     from testfleet.store import open_store
 
     project = project_from(ctx)
-    if stage is not None and stage not in project.config.stages:
+    from testfleet.planning.lanes import find_lane
+
+    # a stage, or one variant's results (recorded under <stage>.<variant>, #12)
+    if stage is not None and stage not in project.config.stages \
+            and find_lane(project.config, stage) is None:
         raise UsageError(f"--stage {stage!r} is not a configured stage "
                          f"({', '.join(sorted(project.config.stages)) or 'none'})")
     policy = flaky_policy(project.config)

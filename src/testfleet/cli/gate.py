@@ -45,9 +45,12 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
     """(backend, suite) of the file; ``--suite`` picks one when it registers several."""
     stages = project.config.stages
     if suite is not None:
-        if suite not in stages:
+        from testfleet.planning.lanes import find_lane
+
+        lane = find_lane(project.config, suite)  # a variant's gate history: <stage>.<variant>
+        if suite not in stages and lane is None:
             raise UsageError(f"--stage {suite}: unknown stage; valid: {', '.join(sorted(stages))}")
-        return stages[suite].backend, suite
+        return (lane.backend if lane is not None else stages[suite].backend), suite
     from testfleet.registry import collect
 
     registry = collect(project)
