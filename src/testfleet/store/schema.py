@@ -89,6 +89,10 @@ _ix_stage_file_ts = Index("ix_executions_stage_file_ts", executions.c.stage,
                           executions.c.file, executions.c.ts)
 _ix_run = Index("ix_executions_ci_run_id", executions.c.ci_run_id)
 _ux_uid = Index("ux_executions_uid", executions.c.uid, unique=True, info={"since": 4})
+# Step 6 (#17): estimates and `db prune` take a file's newest rows by recording time (an
+# imported timestamp cannot pin them), so that order is an index range scan too.
+_ix_recorded = Index("ix_executions_stage_file_recorded", executions.c.stage, executions.c.file,
+                     executions.c.recorded_at, executions.c.ts, info={"since": 6})
 
 # The executions table exactly as step 1 created it. Later steps ALTER it, so step 1
 # must not create today's columns (a fresh database then takes every step in order,
@@ -228,6 +232,10 @@ def _v5_testcases(conn: Connection) -> None:
     create_tables(conn)
 
 
+def _v6_recorded_index(conn: Connection) -> None:
+    _ix_recorded.create(conn)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
@@ -235,6 +243,8 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "record identities: uid on executions and gate_runs (history bundles)",
               _v4_record_identities),
     Migration(5, "results: executions.final and per-testcase results (testcases)", _v5_testcases),
+    Migration(6, "estimates: index executions by (stage, file, recorded_at) for newest-recorded "
+              "windows", _v6_recorded_index),
     # Append new steps here; see the module docstring.
 ]
 
