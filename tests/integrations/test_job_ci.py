@@ -160,9 +160,12 @@ def test_buildkite_steps_honour_the_stage_settings(tmp_path: Path) -> None:
                           fail_fast=True).stages["gpu.h200"])
     data = pipeline(_plan(ci, estimate=1800.0))
     validate(tmp_path, json.dumps(data))
-    (step,) = data["steps"]
-    assert step["commands"][-3:-1] == ["pip install -e .", "nvidia-smi"]  # setup, then run
-    assert step["commands"][-1].startswith("testfleet run --plan")
+    step = _test_step(data)
+    commands = step["commands"]
+    run = next(i for i, c in enumerate(commands) if c.startswith("testfleet run --plan"))
+    setup = commands.index("pip install -e .")
+    assert commands[setup:setup + 2] == ["pip install -e .", "nvidia-smi"]  # setup, then run
+    assert setup < run
     assert step["secrets"] == ["HF_TOKEN", "WANDB_API_KEY"]
     assert step["timeout_in_minutes"] == 60 + JOB_OVERHEAD_MINUTES
     assert step["cancel_on_build_failing"] is True
@@ -177,8 +180,14 @@ def test_buildkite_steps_honour_the_stage_settings(tmp_path: Path) -> None:
     assert plugin["volumes"] == ["/models:/models:ro"]
 
 
+def _test_step(data: dict[str, Any]) -> dict[str, Any]:
+    """The plan's one test step (a default-branch build also waits and merges history)."""
+    (step,) = [s for s in data["steps"] if isinstance(s, dict) and s.get("key") == "gpu-1-of-1"]
+    return step
+
+
 def test_buildkite_defaults_stay_as_before() -> None:
-    (step,) = pipeline(_plan(JobCI()))["steps"]
+    step = _test_step(pipeline(_plan(JobCI())))
     assert step["timeout_in_minutes"] == DEFAULT_JOB_TIMEOUT_MINUTES
     for key in ("secrets", "cancel_on_build_failing", "concurrency", "concurrency_group",
                 "plugins"):
@@ -202,3 +211,57 @@ def test_a_docker_option_the_plugin_lacks_is_an_error_not_dropped() -> None:
 def test_docker_options_map_to_plugin_keys(options: str, keys: dict[str, Any],
                                            unsupported: list[str]) -> None:
     assert docker_plugin_options(options) == (keys, unsupported)
+
+
+def _set_stage_keys(project: Path, stage: str, text: str) -> None:
+    cfg = project / "pyproject.toml"
+    body = cfg.read_text(encoding="utf-8")
+    header = f"[tool.testfleet.stages.{stage}]\n"
+    assert header in body
+    cfg.write_text(body.replace(header, header + text, 1), encoding="utf-8")
+
+
+def _testfleet(project: Path, *argv: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
+    env["NO_COLOR"] = "1"
+    env["COLUMNS"] = "250"
+    return subprocess.run([sys.executable, "-m", "testfleet", "-C", str(project), *argv],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_retries_travel_in_the_plan_and_run_honours_them(example_project: Path) -> None:
+    """The issue lists max_attempts and retry_wait among the settings a plan job carries:
+    `run --plan` retries exactly as planned, even if the checkout's config says otherwise
+    by the time the job starts; the command line still wins."""
+    _set_stage_keys(example_project, "stage-b-cpu", "max_attempts = 3\nretry_wait = 7.5\n")
+    plan = _testfleet(example_project, "plan", "--event", "push", "--format", "json",
+                      "--output", "plan.json")
+    assert plan.returncode in (0, 1), plan.stderr
+    doc = json.loads((example_project / "plan.json").read_text())
+    job = next(j for j in doc["jobs"] if j["stage"] == "stage-b-cpu")
+    assert (job["ci"]["max_attempts"], job["ci"]["retry_wait"]) == (3, 7.5)
+    other = next(j for j in doc["jobs"] if j["stage"] == "stage-a-cpu")
+    assert (other["ci"]["max_attempts"], other["ci"]["retry_wait"]) == (None, None)
+
+    # the checkout's config changes after planning; the plan decides
+    body = (example_project / "pyproject.toml").read_text()
+    (example_project / "pyproject.toml").write_text(
+        body.replace("max_attempts = 3\nretry_wait = 7.5\n", "max_attempts = 1\n"))
+    dry = _testfleet(example_project, "run", "--plan", "plan.json", "--job", job["id"], "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "max 3 attempt(s)" in dry.stdout
+    forced = _testfleet(example_project, "run", "--plan", "plan.json", "--job", job["id"],
+                        "--dry-run", "--max-attempts", "2")
+    assert "max 2 attempt(s)" in forced.stdout
+
+
+def test_retry_settings_never_ask_for_the_workflow_to_be_regenerated() -> None:
+    """They act inside `testfleet run`, not in the YAML: the workflow's guard fingerprint
+    (what says "regenerate it") ignores them, as it ignores the per-job timeout."""
+    base = JobCI(container=Container("img:1"), secrets=("HF_TOKEN",))
+    assert replace(base, max_attempts=3, retry_wait=10.0).fingerprint() == base.fingerprint()
+    assert replace(base, secrets=("HF_TOKEN", "WANDB_API_KEY")).fingerprint() != base.fingerprint()

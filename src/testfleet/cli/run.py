@@ -92,6 +92,8 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
                              + ", --stage ".join(opts.stages) + ")")
         sel = _plan_in_process(project, base, opts, shard, database)
     policy = sel.policy
+    if max_attempts is None:  # the command line, else the plan job's, else the config's
+        max_attempts = sel.max_attempts
     options = run_options(project.config, max_attempts=max_attempts, stage=sel.stage,
                           variant=sel.variant,
                           continue_on_error=continue_on_error,

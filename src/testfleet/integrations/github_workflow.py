@@ -37,7 +37,7 @@ from testfleet.config import Config
 from testfleet.integrations.yaml_text import PINNED_ACTIONS as PINNED_ACTIONS
 from testfleet.integrations.yaml_text import expr_str, yaml_str
 from testfleet.integrations.yaml_text import uses as _uses
-from testfleet.planning.jobci import JobCI, job_ci
+from testfleet.planning.jobci import PER_JOB_KEYS, JobCI, job_ci
 from testfleet.planning.lanes import Lane, all_lanes, stage_lanes
 
 #: The install every generated job runs unless the config says otherwise: exactly the
@@ -286,7 +286,7 @@ import collections, hashlib, json, sys
 expected = json.loads('{expected}')
 plan = json.load(open("plan.json", encoding="utf-8"))
 def fingerprint(job):
-    body = {{k: v for k, v in job.get("ci", {{}}).items() if k not in ("timeout_minutes", "timeout_factor")}}
+    body = {{k: v for k, v in job.get("ci", {{}}).items() if k not in {list(PER_JOB_KEYS)!r}}}
     body["env"] = dict(sorted(job.get("env", {{}}).items()))
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]

@@ -54,6 +54,10 @@ class JobCI:
     timeout_minutes: int | None = None
     timeout_factor: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: the stage's file retries (None: the [runner] default); `testfleet run --plan` takes
+    #: them from the plan, so a job retries exactly as planned
+    max_attempts: int | None = None
+    retry_wait: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +68,8 @@ class JobCI:
             "max_parallel": self.max_parallel,
             "timeout_minutes": self.timeout_minutes,
             "timeout_factor": self.timeout_factor,
+            "max_attempts": self.max_attempts,
+            "retry_wait": self.retry_wait,
         }
 
     def fingerprint(self) -> str:
@@ -73,10 +79,16 @@ class JobCI:
         return static_fingerprint(self.to_json(), self.env)
 
 
+#: Keys of a plan job's ``ci`` that a generated workflow does not write statically: the
+#: timeout travels per job in the matrix, retries act inside ``testfleet run``. Changing
+#: them never asks for the workflow to be regenerated.
+PER_JOB_KEYS = ("timeout_minutes", "timeout_factor", "max_attempts", "retry_wait")
+
+
 def static_fingerprint(ci: dict[str, Any], env: dict[str, str]) -> str:
     """The digest :meth:`JobCI.fingerprint` names; written out so the workflow's own
     guard script (plain Python reading plan.json) computes the same value."""
-    body = {k: v for k, v in ci.items() if k not in ("timeout_minutes", "timeout_factor")}
+    body = {k: v for k, v in ci.items() if k not in PER_JOB_KEYS}
     body["env"] = dict(sorted(env.items()))
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
@@ -95,6 +107,8 @@ def job_ci(stage: StageConfig) -> JobCI:
         timeout_minutes=stage.job_timeout_minutes,
         timeout_factor=stage.job_timeout_factor,
         env=dict(stage.env),
+        max_attempts=stage.max_attempts,
+        retry_wait=stage.retry_wait,
     )
 
 

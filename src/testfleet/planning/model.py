@@ -372,5 +372,5 @@ def _job(j: JobFile) -> Job:
         ci=JobCI(container=container, setup=tuple(c.setup), secrets=tuple(c.secrets),
                  fail_fast=c.fail_fast, max_parallel=c.max_parallel,
                  timeout_minutes=c.timeout_minutes, timeout_factor=c.timeout_factor,
-                 env=dict(j.env)),
+                 env=dict(j.env), max_attempts=c.max_attempts, retry_wait=c.retry_wait),
     )

@@ -111,6 +111,8 @@ class JobCIFile(_Strict):
     max_parallel: Positive | None = None
     timeout_minutes: Annotated[int, Field(ge=1, le=MAX_JOB_TIMEOUT_MINUTES)] | None = None
     timeout_factor: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+    max_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
+    retry_wait: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] | None = None
 
 
 class JobFile(_Strict):

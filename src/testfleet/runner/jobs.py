@@ -6,6 +6,7 @@ empty green run; a stage or shard that does not exist in the plan is one too.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -36,6 +37,9 @@ class Selected:
     policy: dict[str, Any]
     # Stage variants (#12): the variant whose runners, timeouts and history apply ("" none)
     variant: str = ""
+    #: the plan job's retries (#11; None: the config's), which `run --plan` honours
+    max_attempts: int | None = None
+    retry_wait: float | None = None
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -61,7 +65,8 @@ def select_plan_job(plan: Any, job_id: str) -> Selected:
     if not job.tests:
         raise UsageError(f"plan job {job_id!r} has no files; refusing an empty run")
     return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                    tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""))
+                    tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
+                    job.ci.max_attempts, job.ci.retry_wait)
 
 
 def _lane(job: Any) -> str:
@@ -91,12 +96,14 @@ def select_stage_jobs(plan: Any, stage: str, shard: tuple[int, int] | None) -> S
         jobs = [j for j in jobs if j.shard == i]
         job = jobs[0]
         return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                        tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""))
+                        tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
+                        job.ci.max_attempts, job.ci.retry_wait)
     first = jobs[0]
     items = [it for j in jobs for it in _items(j)]
     job_id = first.id if len(jobs) == 1 else f"{_lane(first)}-all-{len(jobs)}"
     return Selected(job_id, first.stage, first.backend, first.command, dict(first.env),
-                    tuple(items), dict(plan.policy), getattr(first, "variant", ""))
+                    tuple(items), dict(plan.policy), getattr(first, "variant", ""),
+                    first.ci.max_attempts, first.ci.retry_wait)
 
 
 def select_file_jobs(plan: Any, stage: str | None) -> Selected:
@@ -125,6 +132,8 @@ def build_spec(project: Project, sel: Selected, options: RunOptions, *,
     settings = stage_settings(project.config, sel.stage, backend=sel.backend,
                               command=None if sel.command == "auto" else sel.command,
                               env=sel.env, variant=sel.variant)
+    if sel.retry_wait is not None:  # as planned (run --plan)
+        settings = dataclasses.replace(settings, retry_wait=sel.retry_wait)
     rid = run_id or make_run_id(sel.job_id)
     records_dir = records if records is not None else (
         project.root / project.config.cache_dir / "runs" / rid)
