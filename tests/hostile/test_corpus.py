@@ -132,6 +132,24 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     ("cache-dir-holds-tests", {"testfleet.toml": 'cache_dir = "tests/sub"\n' + CONFIG,
                                "tests/sub/test_b.py": GOOD_TEST}, ["check"], {}, 1,
      "[cache_dir] (cache-dir-holds-tests)"),
+    # the audit's other findings, kept here so they stay fixed
+    ("line-continued-registration", {"tests/test_a.py": 'from testfleet import register_cpu_ci\n'
+                                     'x = "abc" \\\nregister_cpu_ci(est_time=5, suite="a")\n'},
+     ["check"], {}, 1, "part of a larger statement"),
+    ("bare-marker-mentions-100k", {"tests/test_a.py": GOOD_TEST + "register_cpu_ci\n" * 100_000},
+     ["check"], {}, 0, "0 errors"),
+    ("os-exit-false-pass", {"tests/test_a.py": GOOD_TEST + "import os\ndef test_x():\n"
+                            "    os._exit(0)\n"}, ["run", "--stage", "a", "--no-history"], {}, 1,
+     "collected 1 test(s) but reported 0"),
+    ("junit-future-timestamp", {"r.xml": '<testsuite timestamp="9999-12-31T00:00:00">'
+                                '<testcase classname="tests.test_a" name="t" time="1"/>'
+                                "</testsuite>"},
+     ["durations", "import", "r.xml", "--stage", "a"], {}, 2, "is in the future"),
+    ("record-5000-digit-value", {"tests/test_a.py": GATED_TEST,
+                                 "r.jsonl": '{"metric": "m", "step": 0, "value": ' + "9" * 5000
+                                 + "}\n"},
+     ["gate", "evaluate", "--test", "tests/test_a.py", "--record", "r.jsonl"], {}, 2,
+     "a number no metric can hold"),
     # bounds a pull request controls
     ("gate-steps-100k", {"tests/test_a.py": STEPS_100K}, ["check"], {}, 1,
      "at most 10000 are allowed"),
