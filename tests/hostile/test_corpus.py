@@ -113,6 +113,8 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
     ("cache-fifo-check", dict.fromkeys(CACHES, FIFO), ["check"], {}, 0, "cache-not-a-file"),
     ("history-db-fifo", {".testfleet/history.db": FIFO}, ["db", "init"], {}, 2,
      "is a FIFO, not a database file"),
+    ("history-db-fifo-plan", {".testfleet/history.db": FIFO}, ["plan"], {}, 0,
+     "is a FIFO, not a database file; all estimates are est_time literals"),
     # JUnit import (defusedxml)
     ("junit-utf16-entity", {"r.xml": UTF16 + "<?xml version='1.0' encoding='UTF-16'?>"
                             "<!DOCTYPE t [<!ENTITY a 'x'>]><testsuite/>"},

@@ -146,6 +146,12 @@ def load_history(project: Project, stages: Iterable[str], files: Iterable[str] |
         return {}, {}, [f"history database not usable ({exc}); {fallback}"]
     if target.path is not None and not target.path.exists():
         return {}, {}, [f"no history database at {target.display} yet; {fallback}"]
+    if target.path is not None and not target.path.is_file():  # a FIFO, device, directory
+        from testfleet.fileio import file_kind
+
+        kind = file_kind(target.path.stat().st_mode)
+        return {}, {}, [f"history database {target.display} is {kind}, not a database file; "
+                        f"{fallback}"]
     window = project.config.durations.window
     wanted = None if files is None else sorted(set(files))
     if target.path is not None:  # SQLite: the standard library, not SQLAlchemy (start-up)
