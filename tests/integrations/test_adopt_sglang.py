@@ -458,3 +458,54 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
                 if job.stage == stage:
                     assert {t.command for t in job.tests} <= {"python3 {file} -f", None}
         assert plan.jobs, case
+
+
+def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) -> None:
+    """A fork guard's ternary of literals and a matrix include list resolve to labels; a
+    value looked up at run time is listed with the reason, never written."""
+    result = adopt.derive(adopt.scan(tree))
+    stages = result.data["stages"]
+    assert stages["base-c-test-4-gpu-h100"]["runs_on"] == ["4-gpu-h100"]
+    assert stages["stage-a-test-1-gpu-small-amd"]["runs_on"] == ["linux-mi325-gpu-1"]
+    assert "variants" not in stages["stage-a-test-1-gpu-small-amd"]
+    assert any("taking github.repository == 'sgl-project/sglang'" in n for n in result.notes)
+    told = "\n".join(n.render() for n in result.not_carried)
+    assert ("job base-b-test-1-gpu-small: runs-on '${{ fromJson(fromJson(inputs.check_changes)"
+            in told)
+    assert "computed at run time from fromJson(...), inputs.check_changes" in told
+    assert stages["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "cuda"]  # + a note
+    assert "${{" not in adopt.render_toml(result.data, "tool.testfleet")
+    # a ternary on the event is not one runner: listed, with what it depends on
+    pr = tree / ".github/workflows/pr-test.yml"
+    pr.write_text(pr.read_text().replace("github.repository == 'sgl-project/sglang'",
+                                         "github.event_name == 'schedule'"))
+    result = adopt.derive(adopt.scan(tree))
+    told = "\n".join(n.render() for n in result.not_carried)
+    assert ("one of '4-gpu-h100', 'ubuntu-latest', depending on github.event_name; "
+            "runs_on needs literal labels") in told
+
+
+def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pr = tree / ".github/workflows/pr-test.yml"
+    pr.write_text(pr.read_text().replace(
+        "      matrix:\n        include:\n          - runner: linux-mi325-gpu-1\n            part: 0\n"
+        "          - runner: linux-mi325-gpu-1\n            part: 1\n",
+        "      matrix:\n        runner: [linux-mi300-gpu-1, linux-mi325-gpu-1]\n        part: [0, 1]\n"))
+    result = adopt.derive(adopt.scan(tree))
+    amd = result.data["stages"]["stage-a-test-1-gpu-small-amd"]
+    assert amd["variants"] == {"linux-mi300-gpu-1": {"runs_on": ["linux-mi300-gpu-1"]},
+                               "linux-mi325-gpu-1": {"runs_on": ["linux-mi325-gpu-1"]}}
+    assert amd["shards"] == 2
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    assert "[stages.stage-a-test-1-gpu-small-amd.variants.linux-mi300-gpu-1]" in \
+        (tree / "testfleet.toml").read_text()
+    project = load_project(tree)
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="pull_request")))
+    expected = runner_list(tree, "amd", "stage-a-test-1-gpu-small-amd", False)
+    for variant in ("linux-mi300-gpu-1", "linux-mi325-gpu-1"):
+        jobs = [j for j in plan.jobs if j.stage == "stage-a-test-1-gpu-small-amd" and j.variant == variant]
+        assert {t.file for j in jobs for t in j.tests} == expected
+        assert {tuple(j.runs_on) for j in jobs} == {(variant,)}

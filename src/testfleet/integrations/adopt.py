@@ -789,6 +789,12 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
                                          if from_ci.container_options else {}),
                                       **({"volumes": from_ci.container_volumes}
                                          if from_ci.container_volumes else {})}
+        if from_ci and from_ci.runs_on_variants:
+            stage["variants"] = _runner_variants(from_ci.runs_on_variants)
+            notes.append(f"stage {suite}: {from_ci.workflow} job {from_ci.job} runs it on "
+                         f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
+        if from_ci:
+            notes += from_ci.notes
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci is not None:
             stage["command"] = _runner_command(stage["command"], from_ci, suite, files, notes)
@@ -833,6 +839,18 @@ def _command(files: list[str], scan_result: Scan) -> str:
     if any(scan_result.python_style.get(f) for f in files):
         return "auto"
     return "pytest"
+
+
+def _runner_variants(found: list[list[str]]) -> dict[str, dict[str, Any]]:
+    """One variant per runner label list, named by the labels that set it apart."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, labels in enumerate(found):
+        own = [label for label in labels if not all(label in other for other in found)] or labels
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(own)).strip("-._")[:40]
+        if not name or not _NAME.match(name) or name in out:
+            name = f"runner-{i + 1}"
+        out[name] = {"runs_on": labels}
+    return out
 
 
 def _runner_command(command: str, ci: CIStage, name: str, files: list[str],
@@ -1093,7 +1111,10 @@ def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = ""
     for section in ("backends", "stages"):
         for name, body in data.get(section, {}).items():
             lines += ["", header(section, name)]
-            lines += [_assign(k, v) for k, v in body.items()]
+            lines += [_assign(k, v) for k, v in body.items() if k != "variants"]
+            for variant, vbody in body.get("variants", {}).items() if section == "stages" else []:
+                lines += ["", header(section, name, "variants", variant)]
+                lines += [_assign(k, v) for k, v in vbody.items()]
     if "policy" in data:
         lines += ["", header("policy")]
         lines += [_assign(k, v) for k, v in data["policy"].items() if k != "cadences"]

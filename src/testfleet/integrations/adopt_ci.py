@@ -84,6 +84,10 @@ class CIStage:
     #: whether the job passes the runner's nightly switch (``--nightly``)
     runner: RunnerRead | None = None
     nightly_run: bool = False
+    #: several runner label lists a matrix runs the stage's suite on (variants), and notes
+    #: on how a computed runs-on was read
+    runs_on_variants: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -335,20 +339,21 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
     inner = called[0] if called else {}
     computed: Mapping[str, Any] = inner.get("\0computed", {})
 
+    own = "runs-on" in job
     runs_on = job.get("runs-on", inner.get("runs-on"))
     if isinstance(runs_on, str) and not _has_expr(runs_on):
         stage.runs_on = [runs_on]
     elif isinstance(runs_on, list) and all(isinstance(x, str) and not _has_expr(x) for x in runs_on):
         stage.runs_on = [str(x) for x in runs_on]
     elif isinstance(runs_on, Mapping) and isinstance(runs_on.get("labels"), (str, list)):
-        labels = runs_on["labels"]
-        stage.runs_on = [labels] if isinstance(labels, str) else [str(x) for x in labels]
+        _computed_runs_on(runs_on["labels"], job.get("strategy") if own else inner.get("strategy"),
+                          where, stage, not_carried)
         if runs_on.get("group"):
             not_carried.append(NotCarried(where, f"runs-on group {runs_on['group']!r}",
                                           "runner groups have no configuration key; labels kept"))
     elif runs_on is not None:
-        not_carried.append(NotCarried(where, f"runs-on {_short(runs_on)}",
-                                      "computed at run time; runs_on needs literal labels"))
+        _computed_runs_on(runs_on, job.get("strategy") if own else inner.get("strategy"),
+                          where, stage, not_carried)
 
     container = job.get("container", inner.get("container"))
     image: Any = container.get("image") if isinstance(container, Mapping) else container
@@ -427,6 +432,32 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
                                           "the runner script's default is not assumed either"))
     stage.match_all_on_dispatch = "--match-all-labels" in commands
     return stage
+
+
+def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
+                      not_carried: list[NotCarried]) -> None:
+    """Labels computed by a ``${{ }}`` expression, adopted when they are literals after all
+    (a matrix dimension or include list, a fork guard's ternary of literals): one label
+    list is the stage's ``runs_on``, several (a matrix over runner classes) its variants.
+    Anything else is listed with the reason; an expression is never written."""
+    from testfleet.integrations.adopt_expr import Unresolved, resolve_runs_on
+
+    if not _has_expr(runs_on):
+        stage.runs_on = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on]
+        return
+    try:
+        found, assumed = resolve_runs_on(runs_on, strategy)
+    except Unresolved as exc:
+        not_carried.append(NotCarried(where, f"runs-on {_short(runs_on)}",
+                                      f"{exc}; runs_on needs literal labels"))
+        return
+    stage.runs_on = found[0]
+    if len(found) > 1:
+        stage.runs_on_variants = found
+    for assumption in assumed:
+        stage.notes.append(f"{where}: runs-on {_short(runs_on)} read as "
+                           f"{' / '.join(json.dumps(f) for f in found)}, taking {assumption} "
+                           "(the project's own repository)")
 
 
 def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list[NotCarried]) -> None:
