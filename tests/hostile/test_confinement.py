@@ -82,3 +82,42 @@ def test_fifo_caches_are_replaced_with_a_warning(tmp_path: Path) -> None:
     assert res.stdout.count("a FIFO stands where testfleet's cache file belongs") == 3
     assert all((root / rel).is_file() for rel in CACHES)
     assert "cache-not-a-file" not in _run(root, "check").stdout  # rebuilt: no note again
+
+
+ESCAPER = '''\
+from testfleet import register_cpu_ci
+register_cpu_ci(est_time=5, suite="a")
+import os, time
+if __name__ == "__main__":
+    runner = os.getppid()
+    with open(f"/proc/{runner}/fd/1", "w") as fh:
+        fh.write("::error::straight to the runner's stdout\\n")
+    if os.fork() == 0:  # a daemon that outlives the test and writes after it
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(1.5)
+            with open(f"/proc/{runner}/fd/1", "w") as fh:
+                fh.write("::error::after the test ended\\n")
+            os._exit(0)
+        os._exit(0)
+'''
+SLOW = "print('next file')\nimport time\ntime.sleep(3)\n"
+
+
+def test_writes_to_the_runners_stdout_stay_inside_the_fence(tmp_path: Path) -> None:
+    """What docs/runner.md says is fenced: a line the test writes straight to the runner's
+    stdout, and one a process it left behind would write later (the runner kills it
+    before closing the fence), never reach the log outside a stop-commands span."""
+    root = _project(tmp_path, {"tests/test_a.py": ESCAPER,
+                               "tests/test_b.py": GOOD_TEST + SLOW})
+    res = _run(root, "run", "--stage", "a", "--no-history", env={"GITHUB_ACTIONS": "true"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    token = None
+    for line in res.stdout.splitlines():
+        if line.startswith("::stop-commands::"):
+            token = line.removeprefix("::stop-commands::")
+        elif token is not None and line == f"::{token}::":
+            token = None
+        elif line.lstrip().startswith("::error::"):
+            assert token is not None, f"unfenced: {line!r}\n{res.stdout}"
+    assert "leftover process(es) killed" in res.stdout
