@@ -405,13 +405,18 @@ def test_a_runner_that_starts_files_two_ways_adopts_neither(tree: Path) -> None:
 
 def test_the_runners_nightly_switch_is_an_exact_split(tree: Path) -> None:
     """``t.nightly == nightly``: a run without --nightly takes only per-commit registrations,
-    one with it only nightly ones; the cadences that admit nightly registrations get
+    one with it only nightly ones: the cadence the --nightly workflow is scheduled as gets
     nightly_split = "exact". A runner whose --nightly only widens the run is not exact."""
     result = adopt.derive(adopt.scan(tree))
     cadences = result.data["policy"]["cadences"]
     assert cadences["nightly"]["nightly_split"] == "exact"
-    assert cadences["weekly"]["nightly_split"] == "exact"
-    assert "nightly_split" not in cadences["regular"]
+    assert "nightly_split" not in cadences["weekly"] and "nightly_split" not in cadences["regular"]
+    # scheduled as weekly: that cadence is the exact one
+    wf = tree / ".github/workflows/nightly-test.yml"
+    wf.write_text(wf.read_text().replace("'0 0 * * *'", "'0 0 * * 6'"))
+    cadences = adopt.derive(adopt.scan(tree)).data["policy"]["cadences"]
+    assert cadences["weekly"]["nightly_split"] == "exact" and "nightly_split" not in cadences["nightly"]
+    wf.write_text(wf.read_text().replace("'0 0 * * 6'", "'0 0 * * *'"))
     assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly"}
     text = adopt.render_toml(result.data, "tool.testfleet")
     assert '[tool.testfleet.policy.cadences.nightly]\ninclude = "all"\n' in text
@@ -509,3 +514,25 @@ def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
         jobs = [j for j in plan.jobs if j.stage == "stage-a-test-1-gpu-small-amd" and j.variant == variant]
         assert {t.file for j in jobs for t in j.tests} == expected
         assert {tuple(j.runs_on) for j in jobs} == {(variant,)}
+
+
+def test_report_explains_the_nightly_split(tree: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A per-commit workflow that also runs on a schedule keeps running per-commit suites
+    (its cron is regular); each stage that runs on one side only says why."""
+    pr = tree / ".github/workflows/pr-test.yml"
+    pr.write_text(pr.read_text().replace("  workflow_dispatch:\n",
+                                         "  workflow_dispatch:\n  schedule:\n    - cron: '0 12 * * *'\n", 1))
+    report = tmp_path / "adoption.md"
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run",
+                             "--report", str(report))
+    assert code == 0, out + err
+    text = report.read_text()
+    result = adopt.derive(adopt.scan(tree))
+    assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly", "0 12 * * *": "regular"}
+    nightly = text.split("### nightly (schedule)")[1].split("###")[0]
+    assert ("| `base-b-test-1-gpu-small` | yes | no | the existing job runs without --nightly "
+            "(per-commit registrations only); this cadence has nightly_split = \"exact\"") in nightly
+    manual = text.split("### manual run")[1].split("##")[0]
+    assert "| `nightly-1-gpu` | yes | no | the existing job passes the runner's --nightly" in manual
+    assert "finds nothing" not in nightly + manual

@@ -548,10 +548,16 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     sched = dict(schedules) if schedules is not None else _schedules(project, ci, notes, bool(exact))
     data["policy"] = {"schedules": sched}
     if exact:
-        data["policy"]["cadences"] = _exact_cadences()
+        # the cadences the project's --nightly runs are scheduled as (else plain nightly)
+        split = {cadence for cron, cadence in sched.items()
+                 if any(st.nightly_run for st in ci.stages.values()
+                        if st.workflow == ci.crons.get(cron))} or {"nightly"}
+        data["policy"]["cadences"] = _exact_cadences(split)
+        chosen = sorted(n for n, c in data["policy"]["cadences"].items() if "nightly_split" in c)
         notes.append(f"{', '.join(exact)} keeps nightly and per-commit registrations apart "
                      "(--nightly selects only nightly=True, a run without it only nightly=False): "
-                     "the cadences that admit nightly registrations get nightly_split = \"exact\"")
+                     f"nightly_split = \"exact\" for the {', '.join(chosen)} cadence(s), which "
+                     "the workflows that pass --nightly are scheduled as")
     ignores = _per_file_ignores(findings, data.get("exclude", []), pattern, notes)
     if ignores:
         data["check"] = {"per-file-ignores": ignores}
@@ -982,16 +988,16 @@ DEFAULT_SCHEDULES = {"0 3 * * 1-6": "nightly", "0 3 * * 0": "weekly"}
 _CADENCES = {"regular", "nightly", "weekly", "release"}
 
 
-def _exact_cadences() -> dict[str, dict[str, Any]]:
+def _exact_cadences(split: set[str]) -> dict[str, dict[str, Any]]:
     """The default cadences, written out (a ``cadences`` table replaces them all), with
-    ``nightly_split = "exact"`` on those that admit nightly registrations."""
+    ``nightly_split = "exact"`` on those of ``split`` that admit nightly registrations."""
     from testfleet.config import CadenceConfig, PolicyConfig
 
     out: dict[str, dict[str, Any]] = {}
     for name, cadence in PolicyConfig().cadences.items():
         body = {k: v for k, v in cadence.model_dump().items()
                 if v != CadenceConfig.model_fields[k].get_default(call_default_factory=True)}
-        if cadence.admit_nightly:
+        if cadence.admit_nightly and name in split:
             body["nightly_split"] = "exact"
         out[name] = body
     return out

@@ -186,6 +186,13 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         "no-job": "the existing CI has no job for this event; the generated workflow plans it",
         "dormant": "no job of the existing CI runs this stage; adopted as dormant",
         "not-triggered": "the stage's workflow is not triggered by this event",
+        "nightly-job": "the existing job passes the runner's --nightly (it then takes only "
+                       "nightly=True registrations), which testfleet runs on the cadences that "
+                       "admit nightly registrations only: plan with --cadence nightly (a dispatch "
+                       "input cadence=nightly) to run them by hand",
+        "per-commit-job": "the existing job runs without --nightly (per-commit registrations "
+                          "only); this cadence has nightly_split = \"exact\" and runs only "
+                          "nightly=True registrations",
     }
     for case in trigger_cases(labels, config.policy.schedules):
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
@@ -199,7 +206,11 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
             runs_here = planned.get(name, 0) > 0
             if runs_there == runs_here:
                 continue
-            if runs_there and not runs_here:
+            if runs_there and not runs_here and ci is not None and ci.runner is not None \
+                    and ci.runner.exact_nightly:
+                cls = "nightly-job" if ci.nightly_run else (
+                    "per-commit-job" if plan.policy.get("exact_nightly") else "empty")
+            elif runs_there and not runs_here:
                 cls = "empty"
             elif ci is None:
                 cls = "dormant"
