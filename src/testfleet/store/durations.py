@@ -134,7 +134,7 @@ def validate(rows: Sequence[Execution]) -> None:
 
 
 def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
-    from testfleet.store.schema import executions
+    from testfleet.store.tables import executions
 
     payload = execution_payload(rows)
     if payload:
@@ -185,7 +185,7 @@ def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
     """
     from sqlalchemy import bindparam, select, text
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}")
@@ -305,7 +305,7 @@ def stage_summary(conn: Connection) -> list[dict[str, Any]]:
     """Per stage: executions, passing executions, distinct files, newest timestamp."""
     from sqlalchemy import case, func, select
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     query = select(
         ex.c.stage,
@@ -320,7 +320,7 @@ def stage_summary(conn: Connection) -> list[dict[str, Any]]:
 def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int:
     from sqlalchemy import func, select
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     query = select(func.count()).where(ex.c.ci_run_id == ci_run_id)
     if stage is not None:
@@ -332,7 +332,7 @@ def runs_of_uids(conn: Connection, uids: Sequence[str]) -> dict[str, str | None]
     """uid -> CI run id of the stored executions among ``uids`` (those not stored are absent)."""
     from sqlalchemy import select
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     found: dict[str, str | None] = {}
     wanted = sorted(set(uids))
@@ -350,7 +350,7 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
     Returns the number of rows deleted. Row operations only: no DDL rights needed."""
     from sqlalchemy import case, delete, func, or_, select
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
@@ -377,7 +377,7 @@ def _wanted_files(conn: Connection, stage: str, files: Iterable[str] | None) -> 
         return sorted(set(files))
     from sqlalchemy import select
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     query = select(ex.c.file).where(ex.c.stage == stage).distinct()
     return sorted(row[0] for row in conn.execute(query))

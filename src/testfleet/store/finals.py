@@ -35,7 +35,7 @@ def retried_ids(rows: list[tuple[int, str, str, int, str, str | None, str | None
 def mark_final(conn: Connection) -> None:
     from sqlalchemy import select, update
 
-    from testfleet.store.schema import executions as ex
+    from testfleet.store.tables import executions as ex
 
     rows = [tuple(r) for r in conn.execute(
         select(ex.c.id, ex.c.stage, ex.c.file, ex.c.attempt, ex.c.outcome, ex.c.commit_sha,

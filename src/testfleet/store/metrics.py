@@ -45,7 +45,7 @@ from sqlalchemy import (
 
 from testfleet.store.errors import StoreError
 from testfleet.store.identity import new_uid
-from testfleet.store.schema import metadata
+from testfleet.store.tables import metadata
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -114,7 +114,7 @@ Index("ix_gate_values_run", gate_values.c.run_pk)
 
 def create_tables(conn: Connection) -> None:
     """DDL of schema step 2 (called only from the migration; runtime never needs it)."""
-    from testfleet.store.schema import create_as_of
+    from testfleet.store.tables import create_as_of
 
     for table in (gate_runs, gate_series, gate_values):
         create_as_of(conn, table, 2)  # with its indexes

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import BigInteger, Boolean, Column, Double, Index, Integer, String, Table
 
 from testfleet.store.caserow import NAME_MAX, CaseRow, case_payload
-from testfleet.store.schema import metadata
+from testfleet.store.tables import metadata
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
