@@ -836,7 +836,10 @@ class Config(_Strict):
     @classmethod
     def _cache_dir(cls, v: str) -> str:
         # Caches are written here: never outside the project (a PR could set "/etc").
-        return _relative_path(v)
+        # Normalised ("./tests/unit/" -> "tests/unit"): discovery compares paths with it.
+        import posixpath
+
+        return posixpath.normpath(_relative_path(v))
 
     @field_validator("labels", "stages", "backends")
     @classmethod

@@ -131,7 +131,7 @@ CORPUS: list[tuple[str, dict[str, str], list[str], dict[str, str], int, str]] = 
      "directory of their own (default '.testfleet') [cache_dir]"),
     ("cache-dir-test-root", {"testfleet.toml": 'cache_dir = "tests"\n' + CONFIG}, ["plan"], {},
      2, "'tests' is or contains the root 'tests'"),
-    ("cache-dir-holds-tests", {"testfleet.toml": 'cache_dir = "tests/sub"\n' + CONFIG,
+    ("cache-dir-holds-tests", {"testfleet.toml": 'cache_dir = "./tests/sub/"\n' + CONFIG,
                                "tests/sub/test_b.py": GOOD_TEST}, ["check"], {}, 1,
      "[cache_dir] (cache-dir-holds-tests)"),
     # the audit's other findings, kept here so they stay fixed
