@@ -261,7 +261,6 @@ EXPECTED = {
     ("tests/test_alias.py", 1, "adopt-unread", "imported under another name (reg)"),
     ("tests/test_duplicate.py", 3, "adopt-duplicate", "second registration of this file to stage 'gpu' (first at line 2)"),
     ("tests/test_badlabel.py", 2, "adopt-label", "label 'has space' is not a valid label name"),
-    ("tests/test_conflict.py", 2, "adopt-suite-backend", "suite 'gpu' is a cuda stage"),
     ("tests/test_keyword.py", 2, "adopt-call", "unknown keyword 'num_gpus'"),
     ("tests/test_gate.py", 3, "adopt-gate-default", "register_ci_gate(metric_key='train/loss') omits steps and constraint"),
     ("tests/test_estzero.py", 2, "adopt-call", "est_time must be a number > 0, got 0"),
@@ -294,6 +293,9 @@ def test_what_cannot_be_adopted_is_reported_with_its_place(tmp_path: Path) -> No
     assert {"tests/test_ok.py", "tests/test_duplicate.py", "tests/test_gate.py"} <= adopted_files
     config = validate_config(result.data)
     assert config.stages["gpu"].backend == "cuda"
+    # one suite name under two backends: a variant per backend, not a finding
+    assert not any(g[0] == "tests/test_conflict.py" for g in got)
+    assert config.stages["gpu"].accepted_backends() == {"cuda", "rocm"}
     assert set(config.labels) == {"ok"}
 
 

@@ -41,6 +41,7 @@ class HWBackend(Enum):
     CPU = auto()
     CUDA = auto()
     AMD = auto()
+    NPU = auto()
 
 
 @dataclass
@@ -79,8 +80,14 @@ def register_amd_ci(est_time: float, suite: Optional[str] = None, nightly: bool 
     return None
 
 
+def register_npu_ci(est_time: float, suite: Optional[str] = None, nightly: bool = False,
+                    disabled: Optional[str] = None, *, stage: Optional[str] = None,
+                    runner_config: Optional[str] = None, in_process_group: Optional[str] = None):
+    return None
+
+
 REGISTER_MAPPING = {"register_cpu_ci": HWBackend.CPU, "register_cuda_ci": HWBackend.CUDA,
-                    "register_amd_ci": HWBackend.AMD}
+                    "register_amd_ci": HWBackend.AMD, "register_npu_ci": HWBackend.NPU}
 
 
 def _value(node):
@@ -148,7 +155,7 @@ import sys
 from sglang.test.ci.ci_register import HWBackend, collect_tests
 from sglang.test.ci.ci_utils import run_unittest_files
 
-HW_MAPPING = {"cpu": HWBackend.CPU, "cuda": HWBackend.CUDA, "amd": HWBackend.AMD}
+HW_MAPPING = {"cpu": HWBackend.CPU, "cuda": HWBackend.CUDA, "amd": HWBackend.AMD, "npu": HWBackend.NPU}
 
 
 def filter_tests(ci_tests, hw, suite, nightly=False):
@@ -305,9 +312,26 @@ jobs:
           python3 run_suite.py --hw cuda --suite nightly-1-gpu --nightly --continue-on-error --timeout-per-file 3600
 '''
 
+PR_TEST_NPU = '''
+name: PR Test (NPU)
+on:
+  pull_request:
+    branches: [main]
+jobs:
+  base-b-test-1-gpu-small-npu:
+    runs-on: linux-aarch64-a2-1
+    steps:
+      - uses: actions/checkout@v4
+      - name: Run test
+        run: |
+          cd test
+          python3 run_suite.py --hw npu --suite base-b-test-1-gpu-small
+'''
+
 IMPORT = "from sglang.test.ci.ci_register import (\n    register_amd_ci,\n    register_cuda_ci,\n)\n"
 CUDA = "from sglang.test.ci.ci_register import register_cuda_ci\n"
 CPU = "from sglang.test.ci.ci_register import register_cpu_ci\n"
+NPU = "from sglang.test.ci.ci_register import register_npu_ci\n"
 BODY = ("import unittest\n\n\nclass TestX(unittest.TestCase):\n    def test_x(self):\n        pass\n\n\n"
         'if __name__ == "__main__":\n    unittest.main()\n')
 REGISTERED = {
@@ -331,6 +355,9 @@ REGISTERED = {
         'register_amd_ci(est_time=250, suite="stage-a-test-1-gpu-small-amd")\n'),
     "test/registered/cpu/test_utils_cpu.py": CPU + 'register_cpu_ci(5, "base-a-test-cpu")\n',
     "test/registered/cpu/test_tokenizer.py": CPU + 'register_cpu_ci(est_time=8, suite="base-a-test-cpu")\n',
+    # one suite name under two backends: the runner selects by --hw and suite
+    "test/registered/npu/test_npu_basic.py": NPU + (
+        'register_npu_ci(est_time=60, stage="base-b", runner_config="1-gpu-small")\n'),
 }
 FILES = {
     "python/pyproject.toml": '[project]\nname = "sglang"\nversion = "0"\n',
@@ -344,6 +371,7 @@ FILES = {
     ".github/workflows/pr-test.yml": PR_TEST,
     ".github/workflows/_pr-test-stage.yml": PR_TEST_STAGE,
     ".github/workflows/nightly-test.yml": NIGHTLY,
+    ".github/workflows/pr-test-npu.yml": PR_TEST_NPU,
     **{rel: text + BODY for rel, text in REGISTERED.items()},
 }
 
@@ -447,18 +475,25 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
     registry = collect(project, use_cache=False)
     theirs = sorted([f, "rocm" if b == "amd" else b, s] for f, b, s in json.loads(run_tree(tree, "-c", COLLECT)))
     ours = sorted([r.file, r.backend, r.suite] for r in registry.registrations)
-    assert ours == theirs and len(ours) == 12
-    # which stage a workflow job runs, and with which runner flag
-    jobs = {"base-a-test-cpu": ("cpu", False), "base-b-test-1-gpu-small": ("cuda", False),
-            "base-c-test-4-gpu-h100": ("cuda", False), "stage-a-test-1-gpu-small-amd": ("amd", False),
-            "nightly-1-gpu": ("cuda", True)}
-    for case, (trigger, nightly_run) in TRIGGERS.items():
+    assert ours == theirs and len(ours) == 13
+    # which stage (and variant) a workflow job runs, for which --hw, with which runner flag
+    jobs = [("base-a-test-cpu", "", "cpu", False, ("push", "pr")),
+            ("base-b-test-1-gpu-small", "cuda", "cuda", False, ("push", "pr")),
+            ("base-b-test-1-gpu-small", "npu", "npu", False, ("pr",)),
+            ("base-c-test-4-gpu-h100", "", "cuda", False, ("push", "pr")),
+            ("stage-a-test-1-gpu-small-amd", "", "amd", False, ("push", "pr")),
+            ("nightly-1-gpu", "", "cuda", True, ("nightly",))]
+    for case, (trigger, _) in TRIGGERS.items():
         plan = make_plan(project, registry, PlanRequest(trigger=trigger))
-        for stage, (hw, nightly_job) in jobs.items():
-            planned = {t.file for j in plan.jobs if j.stage == stage for t in j.tests}
+        for stage, variant, hw, nightly_job, cases in jobs:
+            planned = {t.file for j in plan.jobs if j.stage == stage and j.variant == variant
+                       for t in j.tests}
             # the project runs a stage on this trigger only through its workflow's job
-            expected = runner_list(tree, hw, stage, nightly_job) if nightly_job == nightly_run else set()
-            assert planned == expected, (case, stage)
+            expected = runner_list(tree, hw, stage, nightly_job) if case in cases else set()
+            if case == "push" and variant == "npu":  # the NPU workflow runs on PRs only;
+                assert planned == runner_list(tree, hw, stage, False)  # testfleet runs it on push too
+                continue
+            assert planned == expected, (case, stage, variant)
             for job in plan.jobs:
                 if job.stage == stage:
                     assert {t.command for t in job.tests} <= {"python3 {file} -f", None}
@@ -479,6 +514,11 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
             in told)
     assert "computed at run time from fromJson(...), inputs.check_changes" in told
     assert stages["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "cuda"]  # + a note
+    # the suite is registered for CUDA and NPU, each run by its own job (--hw): a variant each
+    assert stages["base-b-test-1-gpu-small"]["variants"] == {
+        "cuda": {"runs_on": ["self-hosted", "cuda"]},
+        "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"]}}
+    assert stages["base-b-test-1-gpu-small"]["command"] == "python3 {file} -f"
     assert "${{" not in adopt.render_toml(result.data, "tool.testfleet")
     # a ternary on the event is not one runner: listed, with what it depends on
     pr = tree / ".github/workflows/pr-test.yml"

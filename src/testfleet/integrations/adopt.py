@@ -775,16 +775,18 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
         if suite in implicit_suites:
             counts[implicit_suites[suite]] += 1_000_000  # the location rule decides
         backend, _ = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        for c in scalls:
-            if c.backend != backend:
-                findings.append(Finding(c.file, c.line, c.col, "error", "adopt-suite-backend",
-                                        f"suite {suite!r} is a {backend} stage for "
-                                        f"{counts[backend]} registration(s) but this one is "
-                                        f"{c.backend}; a stage has one backend"))
-        files = sorted({c.file for c in scalls if c.backend == backend})
-        gpu = backend != "cpu" and (BUILTIN_BACKENDS.get(backend, {"gpu": True})["gpu"])
+        others = sorted(b for b in counts if b != backend)
+        if others and suite in implicit_suites:
+            for c in scalls:
+                if c.backend != backend:
+                    findings.append(Finding(c.file, c.line, c.col, "error", "adopt-suite-backend",
+                                            f"suite {suite!r} is a {backend} stage registered "
+                                            f"by location, but this one is {c.backend}"))
+            others = []
+        files = sorted({c.file for c in scalls if c.backend in (backend, *others)})
+        gpu = any(b != "cpu" and BUILTIN_BACKENDS.get(b, {"gpu": True})["gpu"] for b in (backend, *others))
         stage: dict[str, Any] = {"backend": backend}
-        from_ci = ci.stages.get(suite)
+        from_ci = _job_for(ci.stages.get(suite), backend)
         stage["runs_on"] = (from_ci.runs_on if from_ci and from_ci.runs_on
                             else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
         if from_ci and from_ci.container:
@@ -795,7 +797,10 @@ def _stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result:
                                          if from_ci.container_options else {}),
                                       **({"volumes": from_ci.container_volumes}
                                          if from_ci.container_volumes else {})}
-        if from_ci and from_ci.runs_on_variants:
+        if others:
+            stage["variants"] = _backend_variants(suite, backend, others, stage["runs_on"],
+                                                  ci.stages.get(suite), notes)
+        elif from_ci and from_ci.runs_on_variants:
             stage["variants"] = _runner_variants(from_ci.runs_on_variants)
             notes.append(f"stage {suite}: {from_ci.workflow} job {from_ci.job} runs it on "
                          f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
@@ -845,6 +850,34 @@ def _command(files: list[str], scan_result: Scan) -> str:
     if any(scan_result.python_style.get(f) for f in files):
         return "auto"
     return "pytest"
+
+
+def _job_for(ci: CIStage | None, backend: str) -> CIStage | None:
+    """The stage job that runs ``backend``'s registrations (by its runner's ``--hw``)."""
+    if ci is None:
+        return None
+    for job in (ci, *ci.by_hw.values()):
+        if job.hw is not None and ALIASES.get(job.hw.lower(), job.hw.lower()) == backend:
+            return job
+    return ci
+
+
+def _backend_variants(suite: str, backend: str, others: list[str], runs_on: list[str],
+                      ci: CIStage | None, notes: list[str]) -> dict[str, dict[str, Any]]:
+    """One suite name under several backends (SGLang registers ``base-a-test-1-gpu-small``
+    for CUDA and NPU; its runner selects by ``--hw`` and suite): one variant per backend,
+    the explicit opt-in the configuration asks for, each with its job's runner labels."""
+    out: dict[str, dict[str, Any]] = {backend: {"runs_on": runs_on}}
+    for other in others:
+        job = _job_for(ci, other) if ci is not None else None
+        if job is not None and (job.hw is None or ALIASES.get(job.hw.lower(), job.hw.lower()) != other):
+            job = None
+        labels = job.runs_on if job is not None and job.runs_on else (
+            ["self-hosted", other] if other != "cpu" else ["ubuntu-latest"])
+        out[other] = {"backend": other, "runs_on": labels}
+    notes.append(f"stage {suite}: registered for {', '.join([backend, *others])}; one variant per "
+                 "backend (each runs only its backend's registrations)")
+    return out
 
 
 def _runner_variants(found: list[list[str]]) -> dict[str, dict[str, Any]]:

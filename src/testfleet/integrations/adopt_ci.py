@@ -30,6 +30,7 @@ _INPUT_REF = re.compile(r"^(?:fromJSON\(\s*)?inputs\.([A-Za-z0-9_-]+)\s*\)?$")
 _SECRET_REF = re.compile(r"\bsecrets\.([A-Za-z_][A-Za-z0-9_]*)")
 _SUITE = re.compile(r"--suite[= ]+([A-Za-z0-9][A-Za-z0-9._-]*)")
 _INT_FLAG = r"--{name}[= ]+(\d+)"
+_HW = re.compile(r"--hw[= ]+([A-Za-z0-9_-]+)")
 _TEST_COMMAND = re.compile(r"\b(?:pytest|py\.test|unittest|run_suite|testfleet\s+run|tox|nox)\b")
 _MAX_WORKFLOW = 2 << 20
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}")
@@ -88,6 +89,10 @@ class CIStage:
     #: on how a computed runs-on was read
     runs_on_variants: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the runner's ``--hw NAME`` of the job, and the jobs that run the same suite for
+    #: another hardware (one suite name under several backends)
+    hw: str | None = None
+    by_hw: dict[str, CIStage] = field(default_factory=dict)
 
 
 @dataclass
@@ -295,6 +300,17 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                 continue
             runs_tests = True
             job_stage[str(job_id)] = stage
+            hw_m = _HW.search(commands)
+            hw = hw_m.group(1) if hw_m else None
+            if stage in result.stages and hw and result.stages[stage].hw \
+                    and hw != result.stages[stage].hw and hw not in result.stages[stage].by_hw:
+                other = _stage(stage, rel, str(job_id), events, job, called, commands,
+                               result.not_carried)
+                other.hw = hw
+                other.runner_script, other.runner_defaults = _runner_defaults(repo, commands)
+                _read_runner(repo, commands, other, runners)
+                result.stages[stage].by_hw[hw] = other
+                continue
             if stage in result.stages:
                 first = result.stages[stage]
                 result.not_carried.append(NotCarried(
@@ -306,14 +322,8 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                                           result.not_carried)
             result.stages[stage].runner_script, result.stages[stage].runner_defaults = \
                 _runner_defaults(repo, commands)
-            script = runner_script(repo, commands)
-            if script is not None:
-                if script not in runners:
-                    runners[script] = read_runner(repo, script)
-                runner = result.stages[stage].runner = runners[script]
-                result.stages[stage].nightly_run = bool(
-                    runner and runner.nightly_flag
-                    and re.search(re.escape(runner.nightly_flag) + r"(?![\w-])", commands))
+            result.stages[stage].hw = hw
+            _read_runner(repo, commands, result.stages[stage], runners)
         _resolve_needs(jobs, job_stage, result)
         if runs_tests:
             result.test_workflows.append(rel)
@@ -325,6 +335,20 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                     rel, f"cron {cron!r}", "this workflow runs no tests, so its schedule is not "
                     "a test cadence"))
     return result
+
+
+def _read_runner(repo: Path, commands: str, stage: CIStage,
+                 runners: dict[str, RunnerRead | None]) -> None:
+    """The runner script the job's test command starts (read once per script), and whether
+    the job passes its nightly switch."""
+    script = runner_script(repo, commands)
+    if script is None:
+        return
+    if script not in runners:
+        runners[script] = read_runner(repo, script)
+    runner = stage.runner = runners[script]
+    stage.nightly_run = bool(runner and runner.nightly_flag
+                             and re.search(re.escape(runner.nightly_flag) + r"(?![\w-])", commands))
 
 
 def _command_lines(commands: str) -> list[str]:

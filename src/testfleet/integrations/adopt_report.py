@@ -202,7 +202,11 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         rows = []
         for name in sorted(config.stages):
             ci = adoption.ci.stages.get(name)
-            runs_there = ci is not None and any(e in ci.events for e in case.events)
+            # the stage's jobs: one per --hw when the suite runs under several backends
+            triggered = [j for j in ([ci, *ci.by_hw.values()] if ci else [])
+                         if any(e in j.events for e in case.events)]
+            ci = triggered[0] if triggered else ci
+            runs_there = bool(triggered)
             runs_here = planned.get(name, 0) > 0
             if runs_there == runs_here:
                 continue
