@@ -419,6 +419,8 @@ def test_files_run_as_the_runner_starts_them(tree: Path) -> None:
     assert stages["nightly-1-gpu"]["file_timeout"] == 3600  # the job's own flag
     assert any("as test/run_suite.py starts each file (python/sglang/test/ci/ci_utils.py:" in n
                for n in result.notes)
+    assert any(n.startswith("keyword(s) the configuration does not read, accepted and ignored: "
+                            "in_process_group (1 call(s))") for n in result.notes)
 
 
 def test_a_runner_that_starts_files_two_ways_adopts_neither(tree: Path) -> None:

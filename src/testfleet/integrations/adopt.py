@@ -592,6 +592,15 @@ def _marker_tables(scan_result: Scan, notes: list[str]) -> dict[str, dict[str, A
     notes.append(f"marker signature(s) read from {scan_result.signatures_source}: "
                  + "; ".join(f"{m}: {', '.join(f'{k}={v}' for k, v in t.items())}"
                              for m, t in tables.items()))
+    ignored: Counter[str] = Counter(
+        k.arg for _, c in scan_result.raw_calls if c.name in sigs
+        for k in c.node.keywords if k.arg in sigs[c.name].ignore)
+    if ignored:
+        notes.append("keyword(s) the configuration does not read, accepted and ignored: "
+                     + ", ".join(f"{k} ({n} call(s))" for k, n in sorted(ignored.items()))
+                     + "; whatever the project's runner does with them (SGLang's in_process_group "
+                       "starts several files in one process) testfleet does not: each file runs "
+                       "on its own with the stage's command")
     return tables
 
 
