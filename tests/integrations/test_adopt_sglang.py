@@ -221,6 +221,15 @@ jobs:
     outputs:
       runs_on_map: ${{ steps.map.outputs.map }}
     steps:
+      - name: Fail if the PR does not have the 'run-ci' label
+        if: github.event_name == 'pull_request' && !contains(github.event.pull_request.labels.*.name, 'run-ci')
+        run: |
+          echo "This pull request does not have the 'run-ci' label. Failing the workflow."
+          exit 1
+      - name: Fail if the PR is a draft
+        if: github.event_name == 'pull_request' && github.event.pull_request.draft == true
+        run: |
+          exit 1
       - id: map
         run: echo "map={}" >> "$GITHUB_OUTPUT"
   base-a-test-cpu:
@@ -321,6 +330,12 @@ jobs:
   base-b-test-1-gpu-small-npu:
     runs-on: linux-aarch64-a2-1
     steps:
+      - name: Fail if the PR does not have the 'run-ci' label
+        if: "!contains(github.event.pull_request.labels.*.name, 'run-ci')"
+        run: exit 1
+      - name: Fail if the PR is a draft
+        if: github.event.pull_request.draft == true
+        run: exit 1
       - uses: actions/checkout@v4
       - name: Run test
         run: |
@@ -457,7 +472,9 @@ def test_the_runners_nightly_switch_is_an_exact_split(tree: Path) -> None:
 
 
 TRIGGERS = {
-    "pr": (Trigger(event="pull_request"), False),
+    "pr": (Trigger(event="pull_request", labels=("run-ci",)), False),
+    "pr-unlabelled": (Trigger(event="pull_request"), False),
+    "pr-draft": (Trigger(event="pull_request", labels=("run-ci",), draft=True), False),
     "push": (Trigger(event="push"), False),
     "nightly": (Trigger(event="schedule", cadence="nightly"), True),
 }
@@ -490,8 +507,12 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
         for stage, variant, hw, nightly_job, cases in jobs:
             planned = {t.file for j in plan.jobs if j.stage == stage and j.variant == variant
                        for t in j.tests}
-            # the project runs a stage on this trigger only through its workflow's job
+            # the project runs a stage on this trigger only through its workflow's job; a PR
+            # without run-ci, or a draft, fails the job every stage job needs
             expected = runner_list(tree, hw, stage, nightly_job) if case in cases else set()
+            if case in ("pr-unlabelled", "pr-draft"):
+                assert planned == set(), (case, stage, variant)
+                continue
             if case == "push" and variant == "npu":  # the NPU workflow runs on PRs only;
                 assert planned == runner_list(tree, hw, stage, False)  # testfleet runs it on push too
                 continue
@@ -499,7 +520,9 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
             for job in plan.jobs:
                 if job.stage == stage:
                     assert {t.command for t in job.tests} <= {"python3 {file} -f", None}
-        assert plan.jobs, case
+        assert bool(plan.jobs) == (case not in ("pr-unlabelled", "pr-draft")), case
+    assert (project.config.policy.required_label, project.config.policy.required_label_scope,
+            project.config.policy.drafts) == ("run-ci", "all", "skip")
 
 
 def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) -> None:
@@ -550,7 +573,7 @@ def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
         (tree / "testfleet.toml").read_text()
     project = load_project(tree)
     plan = make_plan(project, collect(project, use_cache=False),
-                     PlanRequest(trigger=Trigger(event="pull_request")))
+                     PlanRequest(trigger=Trigger(event="pull_request", labels=("run-ci",))))
     expected = runner_list(tree, "amd", "stage-a-test-1-gpu-small-amd", False)
     for variant in ("linux-mi300-gpu-1", "linux-mi325-gpu-1"):
         jobs = [j for j in plan.jobs if j.stage == "stage-a-test-1-gpu-small-amd" and j.variant == variant]
@@ -578,3 +601,28 @@ def test_report_explains_the_nightly_split(tree: Path, tmp_path: Path,
     manual = text.split("### manual run")[1].split("##")[0]
     assert "| `nightly-1-gpu` | yes | no | the existing job passes the runner's --nightly" in manual
     assert "finds nothing" not in nightly + manual
+
+
+def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
+    """SGLang's check-changes job fails a PR without 'run-ci' (and a draft); every stage job
+    needs it. Gating only the GPU jobs is the policy's "gpu" scope; gating only some stages
+    is those stages' requires_labels."""
+    result = adopt.derive(adopt.scan(tree))
+    assert {k: result.data["policy"][k] for k in ("required_label", "required_label_scope", "drafts")} \
+        == {"required_label": "run-ci", "required_label_scope": "all", "drafts": "skip"}
+    pr = tree / ".github/workflows/pr-test.yml"
+    text = pr.read_text()
+    pr.write_text(text.replace("  base-a-test-cpu:\n    needs: [check-changes]\n", "  base-a-test-cpu:\n"))
+    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    assert (policy["required_label"], policy["drafts"]) == ("run-ci", "skip-gpu")
+    assert "required_label_scope" not in policy  # "gpu" is the default
+    npu = tree / ".github/workflows/pr-test-npu.yml"
+    npu.write_text(npu.read_text().replace("'run-ci'", "'run-ci-npu'").replace(
+        "draft == true", "draft == 'never'"))
+    result = adopt.derive(adopt.scan(tree))
+    assert "required_label" not in result.data["policy"] and "drafts" not in result.data["policy"]
+    stages = result.data["stages"]
+    assert stages["base-c-test-4-gpu-h100"]["requires_labels"] == ["run-ci"]
+    assert "requires_labels" not in stages["base-a-test-cpu"]
+    assert "requires_labels" not in stages["base-b-test-1-gpu-small"]  # its jobs want different labels
+    assert any("on a draft pull request but not the others" in n for n in result.notes)

@@ -543,10 +543,12 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
         data["markers"] = markers
     stages, dormant, not_carried = _stages(calls, implicit, scan_result, ci, findings, notes)
     data["stages"] = stages
+    data["policy"] = {}
+    _pr_gate_policy(stages, ci, data["policy"], notes)
     exact = sorted({st.runner.script for st in ci.stages.values()
                     if st.runner is not None and st.runner.exact_nightly})
     sched = dict(schedules) if schedules is not None else _schedules(project, ci, notes, bool(exact))
-    data["policy"] = {"schedules": sched}
+    data["policy"] = {"schedules": sched, **data.get("policy", {})}
     if exact:
         # the cadences the project's --nightly runs are scheduled as (else plain nightly)
         split = {cadence for cron, cadence in sched.items()
@@ -1028,6 +1030,63 @@ def _unmapped(stage: CIStage) -> list[NotCarried]:
 
 DEFAULT_SCHEDULES = {"0 3 * * 1-6": "nightly", "0 3 * * 0": "weekly"}
 _CADENCES = {"regular", "nightly", "weekly", "release"}
+
+
+def _pr_gate_policy(stages: dict[str, dict[str, Any]], ci: CIRead, policy: dict[str, Any],
+                    notes: list[str]) -> None:
+    """The existing CI's pull-request gates (a job every stage job needs fails without a
+    label, or on a draft) as the policy's ``required_label`` / ``drafts``, or as a stage's
+    ``requires_labels`` when only some stages wait for a label."""
+    jobs: list[tuple[str, bool, CIStage]] = []
+    for name, stage in stages.items():
+        job = ci.stages.get(name)
+        if job is None or "disabled" in stage:
+            continue
+        for j in (job, *job.by_hw.values()):
+            if {"pull_request", "pull_request_target"} & set(j.events):
+                backend = ALIASES.get((j.hw or "").lower(), (j.hw or "").lower()) if j is not job \
+                    else stage["backend"]
+                gpu = backend != "cpu" and BUILTIN_BACKENDS.get(backend, {"gpu": True})["gpu"]
+                jobs.append((name, gpu, j))
+    if not jobs:
+        return
+    gated = [j for j in jobs if j[2].pr_labels_required]
+    common = set.intersection(*(j[2].pr_labels_required for j in jobs))
+    gpu_common = set.intersection(*(j[2].pr_labels_required for j in jobs if j[1])) \
+        if any(j[1] for j in jobs) else set()
+    label = None
+    if common:
+        label, scope = sorted(common)[0], "all"
+    elif gpu_common and not any(j[2].pr_labels_required for j in jobs if not j[1]):
+        label, scope = sorted(gpu_common)[0], "gpu"
+    if label is not None:
+        policy["required_label"] = label
+        if scope == "all":
+            policy["required_label_scope"] = "all"
+        notes.append(f"every {'stage' if scope == 'all' else 'GPU stage'} job of the existing CI "
+                     f"waits on a pull request for the label {label!r} (a job it needs fails "
+                     f"without it): policy.required_label = {label!r}")
+    else:
+        for name in sorted({j[0] for j in gated}):
+            mine = [j for j in jobs if j[0] == name]
+            labels = set.intersection(*(j[2].pr_labels_required for j in mine))
+            if labels:
+                stages[name]["requires_labels"] = sorted(labels)
+                notes.append(f"stage {name}: its job waits on a pull request for the label(s) "
+                             f"{', '.join(sorted(labels))}: requires_labels")
+    if all(j[2].draft_fails for j in jobs):
+        policy["drafts"] = "skip"
+    elif all(j[2].draft_fails for j in jobs if j[1]) and any(j[1] for j in jobs) \
+            and not any(j[2].draft_fails for j in jobs if not j[1]):
+        policy["drafts"] = "skip-gpu"
+    elif any(j[2].draft_fails for j in jobs):
+        notes.append("the existing CI fails the jobs of "
+                     + ", ".join(sorted({j[0] for j in jobs if j[2].draft_fails}))
+                     + " on a draft pull request but not the others; policy.drafts cannot say that "
+                       "(it skips every stage or every GPU stage), so drafts run as usual")
+    if "drafts" in policy:
+        notes.append(f"the existing CI fails {'every' if policy['drafts'] == 'skip' else 'every GPU'} "
+                     f"stage job of a draft pull request: policy.drafts = {policy['drafts']!r}")
 
 
 def _exact_cadences(split: set[str]) -> dict[str, dict[str, Any]]:

@@ -93,6 +93,10 @@ class CIStage:
     #: another hardware (one suite name under several backends)
     hw: str | None = None
     by_hw: dict[str, CIStage] = field(default_factory=dict)
+    #: PR gates the job waits for (itself or through ``needs``): the labels a pull request
+    #: must carry, and whether a draft pull request fails it
+    pr_labels_required: set[str] = field(default_factory=set)
+    draft_fails: bool = False
 
 
 @dataclass
@@ -325,6 +329,7 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
             result.stages[stage].hw = hw
             _read_runner(repo, commands, result.stages[stage], runners)
         _resolve_needs(jobs, job_stage, result)
+        _pr_gates(jobs, job_stage, result)
         if runs_tests:
             result.test_workflows.append(rel)
             for cron in _crons(on):
@@ -614,6 +619,54 @@ def _shards(job: Mapping[str, Any], commands: str) -> int | None:
             if isinstance(values, list) and values:
                 return len(values)
     return None
+
+
+_LABEL_MISSING = re.compile(r"!\s*contains\(\s*github\.event\.pull_request\.labels\.\*\.name\s*,"
+                            r"\s*'([^']+)'\s*\)")
+_DRAFT = re.compile(r"github\.event\.pull_request\.draft\s*==\s*true")
+_FAILS = re.compile(r"(?m)^\s*exit\s+[1-9]")
+
+
+def _pr_gates(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRead) -> None:
+    """A step that fails its job on a pull request without a label (``if: ...
+    !contains(github.event.pull_request.labels.*.name, 'run-ci')`` + ``exit 1``, as
+    SGLang's check-changes job does) or on a draft gates every stage job that needs
+    that job, directly or through other jobs."""
+    own: dict[str, tuple[set[str], bool]] = {}
+    for job_id, job in jobs.items():
+        labels: set[str] = set()
+        draft = False
+        steps = job.get("steps") if isinstance(job, Mapping) else None
+        for step in steps if isinstance(steps, list) else []:
+            if not isinstance(step, Mapping) or not isinstance(step.get("if"), str) \
+                    or not isinstance(step.get("run"), str) or not _FAILS.search(step["run"]):
+                continue
+            labels |= set(_LABEL_MISSING.findall(step["if"]))
+            draft = draft or bool(_DRAFT.search(step["if"]))
+        own[str(job_id)] = (labels, draft)
+
+    def needs_of(job_id: str) -> list[str]:
+        job = jobs.get(job_id)
+        raw = job.get("needs") if isinstance(job, Mapping) else None
+        return [raw] if isinstance(raw, str) else [str(x) for x in raw] if isinstance(raw, list) else []
+
+    for job_id, stage in job_stage.items():
+        ci = result.stages[stage]
+        target = ci if ci.job == job_id else next(
+            (o for o in ci.by_hw.values() if o.job == job_id), None)
+        if target is None:
+            continue
+        seen: set[str] = set()
+        todo = [job_id]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            labels, draft = own.get(current, (set(), False))
+            target.pr_labels_required |= labels
+            target.draft_fails = target.draft_fails or draft
+            todo.extend(needs_of(current))
 
 
 def _resolve_needs(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRead) -> None:
