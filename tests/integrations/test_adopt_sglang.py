@@ -601,6 +601,9 @@ def test_report_explains_the_nightly_split(tree: Path, tmp_path: Path,
     manual = text.split("### manual run")[1].split("##")[0]
     assert "| `nightly-1-gpu` | yes | no | the existing job passes the runner's --nightly" in manual
     assert "finds nothing" not in nightly + manual
+    # a PR without run-ci fails the job every stage job needs: nothing runs on either side
+    assert "### PR, no labels: testfleet runs 0 file(s) in 0 job(s)\n\nSame stages on both sides." in text
+    assert "### PR, run-ci-all and run-ci: testfleet runs 9 file(s)" in text
 
 
 def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:

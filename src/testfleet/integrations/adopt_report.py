@@ -34,15 +34,19 @@ class TriggerCase:
     id: str = ""  # the name a saved runner selection uses for it (docs/adopt.md)
 
 
-def trigger_cases(labels: list[str], schedules: dict[str, str]) -> list[TriggerCase]:
-    """push, PR without and with labels, every adopted cadence, manual runs."""
+def trigger_cases(labels: list[str], schedules: dict[str, str],
+                  gate: str | None = None) -> list[TriggerCase]:
+    """push, PR without and with labels, every adopted cadence, manual runs. With a
+    required PR label (``gate``) the labelled PR cases carry it too."""
+    extra = (gate,) if gate else ()
     cases = [
         TriggerCase("push", Trigger(event="push"), ("push",), "push"),
         TriggerCase("PR, no labels", Trigger(event="pull_request"), ("pull_request",), "pr"),
-        TriggerCase("PR, every domain label", Trigger(
-            event="pull_request", labels=tuple(f"run-ci-{lb}" for lb in sorted(labels))),
+        TriggerCase("PR, every domain label" + (f" and {gate}" if gate else ""), Trigger(
+            event="pull_request", labels=(*extra, *(f"run-ci-{lb}" for lb in sorted(labels)))),
             ("pull_request",), "pr-labels"),
-        TriggerCase("PR, run-ci-all", Trigger(event="pull_request", labels=("run-ci-all",)),
+        TriggerCase("PR, run-ci-all" + (f" and {gate}" if gate else ""),
+                    Trigger(event="pull_request", labels=(*extra, "run-ci-all")),
                     ("pull_request",), "pr-all"),
     ]
     for cadence in ("nightly", "weekly"):
@@ -194,7 +198,8 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                           "only); this cadence has nightly_split = \"exact\" and runs only "
                           "nightly=True registrations",
     }
-    for case in trigger_cases(labels, config.policy.schedules):
+    gate = config.policy.required_label
+    for case in trigger_cases(labels, config.policy.schedules, gate):
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
         planned: dict[str, int] = Counter()
         for planned_job in plan.jobs:
@@ -203,8 +208,11 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         for name in sorted(config.stages):
             ci = adoption.ci.stages.get(name)
             # the stage's jobs: one per --hw when the suite runs under several backends
+            # (a PR job whose gate wants a label the PR lacks fails before it tests anything)
             triggered = [j for j in ([ci, *ci.by_hw.values()] if ci else [])
-                         if any(e in j.events for e in case.events)]
+                         if any(e in j.events for e in case.events)
+                         and not (case.trigger.is_pull_request
+                                  and not j.pr_labels_required <= set(case.trigger.labels))]
             ci = triggered[0] if triggered else ci
             runs_there = bool(triggered)
             runs_here = planned.get(name, 0) > 0
@@ -244,7 +252,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
     if runner:
         unknown = sorted({f"trigger={c} stage={st}" for c, st in runner
                           if st not in config.stages
-                          or c not in {k.id for k in trigger_cases(labels, config.policy.schedules)}})
+                          or c not in {k.id for k in trigger_cases(labels, config.policy.schedules, gate)}})
         if unknown:
             lines += [f"Not compared (no such stage or trigger in the adopted configuration): "
                       f"{', '.join(unknown)}.", ""]
