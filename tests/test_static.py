@@ -70,3 +70,43 @@ def test_module_regexes_compile_on_python_310() -> None:
                     and _needs_311(value.pattern):
                 offenders.append(f"{info.name}.{attr}")
     assert not offenders, f"3.11-only regex syntax (possessive/atomic) in: {offenders}"
+
+
+def test_imports_flow_one_way() -> None:
+    """No import cycle between testfleet's modules, counting imports inside functions (a
+    lazy import hides a cycle from Python, not from the reader). grimp builds the graph;
+    imports under ``if TYPE_CHECKING:`` are for annotations only and do not count."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("testfleet", exclude_type_checking_imports=True)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from testfleet.runner.executor import execute
+from testfleet.runner.loop import execute
 from testfleet.runner.model import Outcome
 from testfleet.runner.reporting import NullReporter
 

@@ -12,8 +12,8 @@ def test_runner_history_writes_go_through_the_writer_across_threads(make_spec,
                                                                     tmp_path: Path) -> None:
     """Every write of a run lands (each runs in its own worker thread), none is lost."""
     from testfleet.config import load_project
-    from testfleet.runner.executor import execute
     from testfleet.runner.hooks import RunHooks
+    from testfleet.runner.loop import execute
     from testfleet.runner.reporting import NullReporter
 
     spec = make_spec({"test_a.py": "print(1)\n", "test_b.py": "print(2)\n",

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from testfleet.config import load_project
-from testfleet.runner.executor import execute
 from testfleet.runner.hooks import RunHooks, current_commit, history_outcome
 from testfleet.runner.live import LogReporter
+from testfleet.runner.loop import execute
 from testfleet.runner.model import Attempt, Outcome
 from testfleet.runner.reporting import NullReporter
 

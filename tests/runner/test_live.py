@@ -10,9 +10,9 @@ import time
 
 from rich.console import Console
 
-from testfleet.runner.executor import execute
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.live import LogReporter, TerminalReporter, make_reporter
+from testfleet.runner.loop import execute
 from testfleet.runner.model import Outcome
 from testfleet.runner.reporting import NullReporter
 

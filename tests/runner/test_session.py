@@ -19,7 +19,7 @@ import pytest
 
 from testfleet.config import validate_config
 from testfleet.errors import ConfigError
-from testfleet.runner.executor import execute
+from testfleet.runner.loop import execute
 from testfleet.runner.model import JobSpec, Outcome, RunItem, StageSettings
 from testfleet.runner.reporting import NullReporter
 from testfleet.runner.session import next_group, plan_groups, session_verdicts

@@ -17,7 +17,7 @@ from testfleet.commands import command_argv, command_problem, file_style, is_pyt
 from testfleet.config import validate_config
 from testfleet.errors import ConfigError, UsageError
 from testfleet.planning.model import content_digest, load_plan
-from testfleet.runner.executor import execute
+from testfleet.runner.loop import execute
 from testfleet.runner.model import Outcome, RunItem, StageSettings
 from testfleet.runner.reporting import NullReporter
 from testfleet.runner.settings import run_options, stage_settings

@@ -12,6 +12,7 @@ import pytest
 
 from testfleet.config import DEFAULT_FATAL, DEFAULT_RETRIABLE, validate_config
 from testfleet.errors import UsageError
+from testfleet.planning.jobci import JobCI
 from testfleet.runner.capture import OutputCapture, compile_patterns
 from testfleet.runner.executor import attempt_outcome, command_argv, record_slug
 from testfleet.runner.jobs import make_run_id, parse_shard, select_stage_jobs
@@ -246,7 +247,7 @@ def _plan(*jobs: SimpleNamespace, stages: tuple = ()) -> SimpleNamespace:
 
 def _pjob(stage: str, shard: int, shards: int, files: list[str]) -> SimpleNamespace:
     return SimpleNamespace(id=f"{stage}-{shard}-of-{shards}", stage=stage, backend="cpu",
-                           command="pytest", env={}, shard=shard, shards=shards,
+                           command="pytest", env={}, shard=shard, shards=shards, ci=JobCI(),
                            tests=[SimpleNamespace(file=f, estimate=1.0, source="est_time", command=None)
                                   for f in files])
 

@@ -227,10 +227,11 @@ def _print_dry_run(spec: Any) -> None:
 
 def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
              history: bool, write_baseline: bool, output: str) -> int:
-    from testfleet.runner.executor import execute, partial_result
+    from testfleet.runner.executor import partial_result
     from testfleet.runner.hooks import RunHooks
     from testfleet.runner.interrupt import Interrupt
     from testfleet.runner.live import make_reporter
+    from testfleet.runner.loop import execute
     from testfleet.runner.summary import append_step_summary
 
     reporter = make_reporter(output)

@@ -1,6 +1,7 @@
-"""The job loop: files in plan order, attempts, retry decisions, fast-fail, the gate.
+"""One file's run: attempts, retry decisions, the gate, and its verdict.
 
-This is the only place that turns process results into verdicts. It never invents a
+This is the only place that turns process results into verdicts (the job loop in
+``runner/loop.py`` and session mode in ``runner/session.py`` call it). It never invents a
 green result: a file it did not execute is NOT RUN with the reason, a file it could not
 start is ERROR, a pytest file that collected nothing is FAILED.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testfleet import commands
-from testfleet.runner.capture import OutputCapture, compile_patterns
+from testfleet.runner.capture import OutputCapture
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.model import (
     Attempt,
@@ -34,7 +35,6 @@ from testfleet.runner.pytest_report import ENV as TESTCASES_ENV
 from testfleet.runner.reporting import Reporter
 from testfleet.runner.retry import decide
 from testfleet.runner.testcases import log_path, read_log, unreported
-from testfleet.runner.tree import subreaper
 
 PYTEST_NO_TESTS = 5
 PYTEST_PLUGIN = "testfleet.runner.pytest_report"
@@ -205,55 +205,6 @@ def _signame(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-def execute(
-    spec: JobSpec,
-    *,
-    reporter: Reporter,
-    interrupt: Interrupt | None = None,
-    hooks: Hooks | None = None,
-    use_subreaper: bool = True,
-) -> JobResult:
-    """Run every file of ``spec`` and return the job's verdict (never raises for a test)."""
-    hooks = hooks or NoHooks()
-    started = time.time()
-    t0 = time.monotonic()
-    results: list[FileResult] = []
-    stop_reason = ""
-    retriable = compile_patterns(spec.options.retriable_patterns)
-    fatal = compile_patterns(spec.options.fatal_patterns)
-    reporter.job_started(spec)
-    with subreaper(use_subreaper) as reaping:
-        if spec.settings.batch:  # session mode: runner.session keeps the same guarantees
-            from testfleet.runner.session import run_batched
-
-            stop_reason = run_batched(
-                spec, results, reporter, interrupt, hooks, reaping, retriable, fatal,
-                lambda: hooks.checkpoint(lambda: partial_result(spec, results, started, t0)))
-        for index, item in enumerate(() if spec.settings.batch else spec.items):
-            if interrupt is not None and interrupt.signum is not None:
-                stop_reason = f"runner received {_signame(interrupt.signum)}"
-                break
-            result = _run_file(spec, index, item, reporter, interrupt, hooks, reaping,
-                               retriable, fatal)
-            results.append(result)
-            reporter.file_finished(index, result)
-            if result.outcome is Outcome.INTERRUPTED:
-                stop_reason = f"runner received {_signame(interrupt.signum or 0)}" if interrupt else "interrupted"
-                break
-            if (not result.blocks_nothing and spec.options.fast_fail
-                    and index + 1 < len(spec.items)):
-                stop_reason = f"fast-fail: {item.file} {result.outcome.label}"
-                break
-            hooks.checkpoint(lambda: partial_result(spec, results, started, t0))
-    for item in spec.items[len(results):]:
-        results.append(FileResult(item, spec.settings.timeout_for(item.estimate), Outcome.NOT_RUN,
-                                  message=f"not run ({stop_reason})"))
-    job = JobResult(spec, results, started, time.monotonic() - t0,
-                    interrupt.signum if interrupt is not None else None)
-    reporter.job_finished(job)
-    return job
 
 
 def partial_result(spec: JobSpec, done: list[FileResult], started: float, t0: float) -> JobResult:
