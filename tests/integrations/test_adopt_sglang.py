@@ -300,6 +300,7 @@ jobs:
         run: |
           cd test
           python3 run_suite.py --hw cuda --suite ${{ inputs.self_name }} \\
+            --auto-partition-size ${{ fromJson(inputs.partitions)[inputs.self_name].size }} \\
             ${{ inputs.timeout_per_file && format('--timeout-per-file {0}', inputs.timeout_per_file) || '' }}
 '''
 
@@ -538,6 +539,8 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
     assert ("job base-b-test-1-gpu-small: runs-on '${{ fromJson(fromJson(inputs.check_changes)"
             in told)
     assert "computed at run time from fromJson(...), inputs.check_changes" in told
+    assert ("job base-b-test-1-gpu-small: partition count -- computed at run time; shards not set "
+            "(one job)") in told
     assert stages["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "cuda"]  # + a note
     # the suite is registered for CUDA and NPU, each run by its own job (--hw): a variant each
     assert stages["base-b-test-1-gpu-small"]["variants"] == {

@@ -444,6 +444,11 @@ def _stage(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mappi
     _setup_steps(steps if isinstance(steps, list) else [], where, stage, not_carried)
     stage.extra_args = _pytest_options(commands, where, not_carried)
     stage.shards = _shards(job, commands)
+    if stage.shards is None and re.search(r"--(?:auto-partition-size|partition-size|shards|num-shards)\b",
+                                          commands):
+        not_carried.append(NotCarried(where, "partition count",
+                                      "computed at run time; shards not set (one job): set shards "
+                                      "or target_minutes for this stage"))
     for name, key in (("max-attempts", "max_attempts"), ("retry-wait-seconds", "retry_wait_seconds"),
                       ("retry-timeout-increase", "retry_timeout_increase")):
         m = re.search(_INT_FLAG.format(name=name), commands)
