@@ -62,3 +62,31 @@ def test_anything_else_comes_back_with_its_reason(runs_on: Any, strategy: Any, r
 def test_matrix_without_dimensions_is_its_include_list() -> None:
     assert matrix_combinations({"matrix": {"include": [{"a": 1}, {"a": 2}]}}) == [{"a": 1}, {"a": 2}]
     assert matrix_combinations(None) == [{}]
+
+
+LABELS = "github.event.pull_request.labels.*.name"
+
+
+def _pr(labels: list[str], draft: bool = False) -> dict[str, Any]:
+    return {"github.event_name": "pull_request", LABELS: labels,
+            "github.event.pull_request.draft": draft,
+            "github.event.label.name": labels[0] if labels else ""}
+
+
+@pytest.mark.parametrize(("condition", "unlabelled", "labelled", "draft"), [
+    ("github.event_name != 'pull_request' || contains(github.event.pull_request.labels.*.name, 'run-ci')",
+     [False], [True], [True]),
+    ("${{ github.event.pull_request.draft == false && contains(github.event.pull_request.labels.*.name, 'run-ci') }}",
+     [False], [True], [False]),
+    ("always() && !failure() && !cancelled() && needs.changes.outputs.main == 'true'",
+     [True, False], [True, False], [True, False]),
+    ("github.event.label.name == 'run-ci' || contains(github.event.pull_request.labels.*.name, 'run-ci')",
+     [False], [True], [True]),
+])
+def test_a_jobs_condition_on_a_pull_request(condition: str, unlabelled: list[Any], labelled: list[Any],
+                                            draft: list[Any]) -> None:
+    from testfleet.integrations.adopt_expr import job_condition
+
+    assert job_condition(condition, _pr([])) == unlabelled
+    assert job_condition(condition, _pr(["run-ci"])) == labelled
+    assert job_condition(condition, _pr(["run-ci"], draft=True)) == draft

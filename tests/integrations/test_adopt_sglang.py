@@ -616,13 +616,27 @@ def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
     result = adopt.derive(adopt.scan(tree))
     assert {k: result.data["policy"][k] for k in ("required_label", "required_label_scope", "drafts")} \
         == {"required_label": "run-ci", "required_label_scope": "all", "drafts": "skip"}
+    # the same gates as the job's own if: (the NPU job skipped, not failed)
+    npu = tree / ".github/workflows/pr-test-npu.yml"
+    kept = npu.read_text()
+    npu.write_text(kept.split("    steps:")[0].replace(
+        "    runs-on: linux-aarch64-a2-1\n",
+        "    if: github.event.pull_request.draft == false && contains(github.event.pull_request.labels.*.name, 'run-ci')\n"
+        "    runs-on: linux-aarch64-a2-1\n") + "    steps:\n      - run: |\n          cd test\n"
+        "          python3 run_suite.py --hw npu --suite base-b-test-1-gpu-small\n")
+    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    assert (policy["required_label"], policy["required_label_scope"], policy["drafts"]) == ("run-ci", "all", "skip")
+    npu.write_text(npu.read_text().replace("github.event.pull_request.draft == false && ", "")
+                   .replace("contains(", "github.event_name != 'pull_request' || contains("))
+    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    assert policy["required_label"] == "run-ci" and "drafts" not in policy  # NPU runs on drafts
+    npu.write_text(kept)
     pr = tree / ".github/workflows/pr-test.yml"
     text = pr.read_text()
     pr.write_text(text.replace("  base-a-test-cpu:\n    needs: [check-changes]\n", "  base-a-test-cpu:\n"))
     policy = adopt.derive(adopt.scan(tree)).data["policy"]
     assert (policy["required_label"], policy["drafts"]) == ("run-ci", "skip-gpu")
     assert "required_label_scope" not in policy  # "gpu" is the default
-    npu = tree / ".github/workflows/pr-test-npu.yml"
     npu.write_text(npu.read_text().replace("'run-ci'", "'run-ci-npu'").replace(
         "draft == true", "draft == 'never'"))
     result = adopt.derive(adopt.scan(tree))

@@ -632,11 +632,42 @@ _DRAFT = re.compile(r"github\.event\.pull_request\.draft\s*==\s*true")
 _FAILS = re.compile(r"(?m)^\s*exit\s+[1-9]")
 
 
+_LABEL_NAMED = re.compile(r"contains\(\s*github\.event\.pull_request\.labels\.\*\.name\s*,"
+                          r"\s*'([^']+)'\s*\)")
+_PR_LABELS = "github.event.pull_request.labels.*.name"
+
+
+def _job_if_gates(condition: str) -> tuple[set[str], bool]:
+    """The labels a job's own ``if:`` waits for on a pull request (it is certainly skipped
+    without the label and may run with it), and whether it certainly skips a draft;
+    evaluated with adopt_expr, the jobs it needs taken as succeeding."""
+    from testfleet.integrations.adopt_expr import Unresolved, job_condition
+
+    def values(labels: list[str], draft: bool) -> list[Any]:
+        return job_condition(condition, {
+            "github.event_name": "pull_request", _PR_LABELS: labels,
+            "github.event.pull_request.draft": draft,
+            "github.event.label.name": labels[0] if labels else ""})
+
+    def never(vals: list[Any]) -> bool:
+        return all(v in (False, None, "", 0) for v in vals)
+
+    candidates = sorted(set(_LABEL_NAMED.findall(condition)))
+    gates: set[str] = set()
+    try:
+        if candidates and never(values([], False)):
+            gates = {c for c in candidates if not never(values([c], False))}
+        draft = never(values(candidates, True)) and not never(values(candidates, False))
+    except Unresolved:
+        return set(), False
+    return gates, draft
+
+
 def _pr_gates(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRead) -> None:
     """A step that fails its job on a pull request without a label (``if: ...
     !contains(github.event.pull_request.labels.*.name, 'run-ci')`` + ``exit 1``, as
-    SGLang's check-changes job does) or on a draft gates every stage job that needs
-    that job, directly or through other jobs."""
+    SGLang's check-changes job does) or on a draft, or a job's own ``if:`` that skips it
+    then, gates every stage job that needs that job, directly or through other jobs."""
     own: dict[str, tuple[set[str], bool]] = {}
     for job_id, job in jobs.items():
         labels: set[str] = set()
@@ -648,6 +679,11 @@ def _pr_gates(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIR
                 continue
             labels |= set(_LABEL_MISSING.findall(step["if"]))
             draft = draft or bool(_DRAFT.search(step["if"]))
+        condition = job.get("if") if isinstance(job, Mapping) else None
+        if isinstance(condition, str):
+            more, skips_draft = _job_if_gates(condition)
+            labels |= more
+            draft = draft or skips_draft
         own[str(job_id)] = (labels, draft)
 
     def needs_of(job_id: str) -> list[str]:

@@ -45,6 +45,8 @@ class Unresolved(Exception):
 @dataclass
 class _Eval:
     combo: Mapping[str, Any]
+    #: context paths with a value for this evaluation (``github.event_name``, ...)
+    contexts: Mapping[str, Any] = field(default_factory=dict)
     refs: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     tokens: list[tuple[str, Any]] = field(default_factory=list)
@@ -134,8 +136,14 @@ class _Eval:
         values, path = self.parse_primary()
         while self.at(".") or self.at("["):
             if self.take()[1] == ".":
+                if self.at("*"):  # an object filter: labels.*.name
+                    self.take()
+                    keys: list[Any] = []
+                    path = f"{path}.*" if path else None
+                    values = [Unknown(path or "a value")]
+                    continue
                 name = self.take("id")[1]
-                keys: list[Any] = [name]
+                keys = [name]
                 path = f"{path}.{name}" if path else None
             else:
                 keys = self.parse_or()
@@ -158,6 +166,8 @@ class _Eval:
                     else:
                         out.append(Unknown(path or (v.ref if isinstance(v, Unknown) else "a value")))
             values = _unique(out)
+        if path is not None and path in self.contexts:
+            return [self.contexts[path]]
         for v in values:
             if isinstance(v, Unknown):
                 self.refs.append(v.ref)
@@ -190,6 +200,8 @@ class _Eval:
 
     def call(self, name: str, args: list[list[Any]]) -> list[Any]:
         lowered = name.lower()
+        if lowered in ("always", "success", "failure", "cancelled") and not args:
+            return [lowered in ("always", "success")]  # the jobs it needs went well
         known = all(len(a) == 1 and not isinstance(a[0], Unknown) for a in args)
         if lowered == "fromjson" and len(args) == 1 and known and isinstance(args[0][0], str):
             try:
@@ -282,6 +294,19 @@ def evaluate(expression: str, combo: Mapping[str, Any]) -> tuple[list[Any], list
     if ev.pos != len(ev.tokens):
         raise Unresolved("an expression this reader does not understand")
     return values, ev.refs, ev.assumed
+
+
+def job_condition(condition: str, contexts: Mapping[str, Any]) -> list[Any]:
+    """Every value a job's ``if:`` can take given some contexts (``github.event_name``,
+    ``github.event.pull_request.labels.*.name``, ...), with the jobs it needs succeeding.
+    Raises :class:`Unresolved` when the expression cannot be read."""
+    text = condition.strip()
+    whole = _EXPR.fullmatch(text)
+    ev = _Eval(combo={}, contexts=contexts, tokens=_tokens(whole.group(1) if whole else text))
+    values = ev.parse_or()
+    if ev.pos != len(ev.tokens):
+        raise Unresolved("an expression this reader does not understand")
+    return values
 
 
 def matrix_combinations(strategy: Any) -> list[dict[str, Any]]:
