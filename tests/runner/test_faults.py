@@ -311,7 +311,9 @@ if os.fork() == 0:
             fh.write(f"{os.getpid()}\\n")
         time.sleep(3600)
         os._exit(0)
-    time.sleep(0.6)  # long enough to be seen by the poller, then orphan the grandchild
+    # Longer than the poller's longest interval (1 s), so it is seen even when the runner
+    # gets little CPU; then orphan the grandchild.
+    time.sleep(2.5)
     os._exit(0)
 time.sleep(3600)
 """
@@ -319,7 +321,9 @@ time.sleep(3600)
 
 def test_polling_remembers_descendants_that_were_orphaned(make_spec) -> None:
     """Without a subreaper the orphan goes to init; only the poller's memory finds it."""
-    spec = make_spec({"test_orphan.py": ORPHANED_AFTER_A_WHILE}, floor=2.0, grace=0.2)
+    # The timeout ends the test file; it must leave the fork chain time to run (and be
+    # polled) on a loaded machine.
+    spec = make_spec({"test_orphan.py": ORPHANED_AFTER_A_WHILE}, floor=10.0, grace=0.2)
     job = execute(spec, reporter=NullReporter(), use_subreaper=False)
     assert job.results[0].outcome is Outcome.TIMEOUT
     [pid] = _pids(spec, "test_orphan.py")

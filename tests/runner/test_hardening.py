@@ -18,13 +18,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from support import process_gone, wait_for_file
+from support import process_gone, wait_until_ready
 
 PASS = "print('ok')\n"
 SLOW_WITH_CHILD = """
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-open(sys.argv[0] + ".pids", "w").write(f"{os.getpid()} {child.pid}")
+open(sys.argv[0] + ".pids.tmp", "w").write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[0] + ".pids.tmp", sys.argv[0] + ".pids")  # whole or absent
 print("running", flush=True)
 time.sleep(3600)
 """
@@ -47,11 +48,11 @@ def test_every_terminating_signal_kills_the_test_and_its_children(cli_project, s
     root, plan, [job] = cli_project({"test_a.py": SLOW_WITH_CHILD}, floor=60.0, grace=2.0)
     proc = _spawn(root, "--plan", str(plan), "--job", job, "--junit", "j.xml", "--no-history")
     pids_file = root / "tests" / "test_a.py.pids"
-    wait_for_file(pids_file)
+    wait_until_ready(pids_file, proc)  # a condition: load makes it slower, never red
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=120)  # grace 2 s; the bound only catches a hang
     assert proc.returncode == 128 + sig, out + err
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     pids = list(map(int, pids_file.read_text().split()))
     while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
