@@ -21,11 +21,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from testfleet.canonical import canonical_json as canonical_json  # stored identities
 from testfleet.findings import Finding
+from testfleet.registry.scan import call_at, decode
 
 if TYPE_CHECKING:
     from testfleet.config import Project
@@ -182,45 +184,40 @@ def _dict_duplicate_keys(node: ast.AST) -> list[str]:
     return dups
 
 
-def _call_name(node: ast.Call) -> str | None:
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return None
-
-
-def _find_call(tree: ast.Module, line: int, col: int) -> ast.Call | None:
-    """The gate call at (line, col); ``col`` may be 0- or 1-based, so both are tried."""
-    candidates = [
-        node for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and node.lineno == line and _call_name(node) is not None
-    ]
-    for node in candidates:
-        if node.col_offset in (col, col - 1):
-            return node
-    gates = [n for n in candidates if _call_name(n) == "register_ci_gate"]
-    return gates[0] if len(gates) == 1 else None
-
-
 class _Sources:
-    """Parsed files, each read once per :func:`parse_gate_specs` call."""
+    """The gate calls' syntax trees again, each file read once per :func:`parse_gate_specs` call.
+
+    Collection hands over literal values, in which a repeated dict key is already
+    gone, so the duplicate-key check needs the call's own tree. Only the call's
+    statement is parsed (the scanner's extraction), never the whole file: ``check``
+    on a tree with thousands of gates parsed and walked every file once per gate.
+    """
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
-        self.trees: dict[str, ast.Module | None] = {}
+        self.files: dict[str, tuple[str, list[int]] | None] = {}
 
-    def call(self, file: str, line: int, col: int) -> ast.Call | None:
+    def call(self, file: str, line: int) -> ast.Call | None:
         if self.root is None:
             return None
-        if file not in self.trees:
-            try:
-                text = (self.root / file).read_text(encoding="utf-8")
-                self.trees[file] = ast.parse(text)
-            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-                self.trees[file] = None
-        tree = self.trees[file]
-        return _find_call(tree, line, col) if tree is not None else None
+        if file not in self.files:
+            self.files[file] = _lines(self.root / file)
+        found = self.files[file]
+        if found is None or not 0 < line <= len(found[1]):
+            return None
+        text, starts = found
+        return call_at(text, starts[line - 1], line, "register_ci_gate")
+
+
+def _lines(path: Path) -> tuple[str, list[int]] | None:
+    """Decoded text and the offset of each line's start."""
+    try:
+        text, _error = decode(path.read_bytes())
+    except OSError:
+        return None
+    if text is None:
+        return None
+    return text, [0, *accumulate(len(row) + 1 for row in text.split("\n"))]
 
 
 # --------------------------------------------------------------------------- parsing
@@ -362,7 +359,7 @@ def parse_gate_specs(
     findings: list[Finding] = []
     seen: dict[tuple[str, str, str, str], GateSpec] = {}
     for call in gate_calls:
-        raw = sources.call(call.file, call.line, call.col)
+        raw = sources.call(call.file, call.line)
         spec, problems = parse_gate_call(call, defaults, window=window, raw=raw)
         findings.extend(problems)
         if spec is None:

@@ -5,9 +5,9 @@ ten seconds on a 10,000-file tree. Registrations are tiny, literal, top-level
 statements, so this module:
 
 1. skips a file in C speed when none of the marker names occurs in its bytes;
-2. finds every occurrence of a marker name and, with one regular-expression pass
-   over strings, comments and brackets up to the last occurrence, learns whether
-   each occurrence is code (not inside a string or comment) and its bracket depth;
+2. finds every occurrence of a marker name and, with one regular-expression split
+   at strings and comments up to the last occurrence, learns whether each
+   occurrence is code (not inside a string or comment) and its bracket depth;
 3. extracts each top-level call's statement text (balanced parentheses, string
    aware) and ``ast.parse``-s only that text;
 4. classifies every other occurrence (call in an indented block, attribute call,
@@ -23,7 +23,9 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 # Strings (terminated, then unterminated up to the end of the scanned window),
 # comments and brackets. Quote prefixes (r, b, f, u) do not change where a
@@ -38,7 +40,8 @@ _STRING = (
     r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)"
     r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|$)'
 )
-_TOKEN = re.compile(_STRING + r"|#[^\n]*|[()\[\]{}]", re.DOTALL | re.MULTILINE)
+_SPLIT = re.compile("(" + _STRING + r"|#[^\n]*)", re.DOTALL | re.MULTILINE)
+_BRACKETS = re.compile(r"[()\[\]{}]")
 _STRING_RE = re.compile(_STRING, re.DOTALL | re.MULTILINE)
 _BALANCE = re.compile(r"""[()\[\]{}#'"]""")
 _DEF = re.compile(r"(?:^|[\s;:])(?:async[ \t]+)?def[ \t]+$")
@@ -165,12 +168,29 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
     if not occurrences:
         return result
     cursor = _Cursor(text)
-    for (start, end, name), (masked, depth, comment_end) in zip(
-            occurrences, _contexts(text, occurrences), strict=True):
-        if masked:
-            continue
-        _classify(cursor, start, end, name, depth, comment_end, result)
+    masks = _Masks(text, occurrences[-1][1])
+    for start, end, name in occurrences:
+        if not masks.masked(start):
+            _classify(cursor, start, end, name, masks, result)
     return result
+
+
+def call_at(text: str, offset: int, line: int, name: str) -> ast.Call | None:
+    """The top-level ``name(...)`` statement starting at ``offset`` (a line's start), parsed alone.
+
+    For readers handed a collected location that need the call's tree again
+    without parsing the whole file; None when no such call starts there.
+    """
+    if not text.startswith(name, offset):
+        return None
+    after = offset + len(name)
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    if not text.startswith("(", after):
+        return None
+    found = FileScan()
+    _top_level_call(text, offset, after, name, line, found)
+    return found.calls[0].node if found.calls else None
 
 
 def suppressions(text: str) -> dict[int, tuple[str, ...]]:
@@ -189,38 +209,51 @@ def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _contexts(text: str, occurrences: list[tuple[int, int, str]]) -> list[tuple[bool, int, int]]:
-    """For each occurrence: is it inside a string or comment, its bracket depth, and where
-    the last comment before it ends (-1 if none): a line-ending backslash there is text."""
-    out: list[tuple[bool, int, int]] = []
-    n = len(occurrences)
-    i = 0
-    depth = 0
-    comment_end = -1
-    limit = occurrences[-1][1]
-    for m in _TOKEN.finditer(text, 0, limit):
-        start = m.start()
-        while i < n and occurrences[i][0] < start:
-            out.append((False, depth, comment_end))
-            i += 1
-        ch = text[start]
+class _Masks:
+    """Where the strings and comments are, up to the last occurrence, split at C speed.
+
+    ``re.split`` with one capturing group alternates code (even pieces) and string
+    or comment tokens (odd pieces) without a Python step per token; real test files
+    hold hundreds of strings before their last marker mention (docstrings name the
+    markers), and a loop over tokens was most of a cold scan. Bracket depth is
+    counted only for occurrences in code, forward, one code piece at a time.
+    """
+
+    def __init__(self, text: str, limit: int) -> None:
+        self.pieces = _SPLIT.split(text[:limit])
+        self.ends = list(accumulate(map(len, self.pieces)))
+        self._done = 0  # code pieces before this index are counted into _depth
+        self._depth = 0
+
+    def masked(self, pos: int) -> bool:
+        """Is ``pos`` inside a string or comment?"""
+        return bisect_right(self.ends, pos) % 2 == 1
+
+    def in_comment(self, pos: int) -> bool:
+        k = bisect_right(self.ends, pos)
+        return k % 2 == 1 and k < len(self.pieces) and self.pieces[k].startswith("#")
+
+    def depth(self, pos: int) -> int:
+        """Bracket depth at a code position; positions must not decrease."""
+        k = bisect_right(self.ends, pos)
+        while self._done < k:
+            self._depth = _bracket_depth(self.pieces[self._done], self._depth)
+            self._done += 2
+        start = self.ends[k - 1] if k else 0
+        return _bracket_depth(self.pieces[k][:pos - start], self._depth)
+
+
+def _bracket_depth(code: str, depth: int) -> int:
+    """Depth after ``code``; a closer at depth 0 is ignored (as the tokenizer would not)."""
+    closers = code.count(")") + code.count("]") + code.count("}")
+    if closers <= depth:  # can never reach below zero: count instead of walking
+        return depth + code.count("(") + code.count("[") + code.count("{") - closers
+    for ch in _BRACKETS.findall(code):
         if ch in "([{":
             depth += 1
-        elif ch in ")]}":
-            depth = depth - 1 if depth else 0
-        else:
-            stop = m.end()
-            while i < n and occurrences[i][0] < stop:
-                out.append((True, depth, comment_end))
-                i += 1
-            if ch == "#":
-                comment_end = stop
-        if i == n:
-            break
-    while i < n:
-        out.append((False, depth, comment_end))
-        i += 1
-    return out
+        elif depth:
+            depth -= 1
+    return depth
 
 
 # How far back from an occurrence the per-line checks look: enough for any real
@@ -304,17 +337,16 @@ class _Cursor:
             self.head_line += 1
 
 
-def _classify(cursor: _Cursor, start: int, end: int, name: str, depth: int, comment_end: int,
-              result: FileScan) -> None:
+def _classify(cursor: _Cursor, start: int, end: int, name: str, masks: _Masks, result: FileScan) -> None:
     before = len(result.others)
-    _classify_one(cursor, start, end, name, depth, comment_end, result)
+    _classify_one(cursor, start, end, name, masks.depth(start), masks, result)
     if len(result.others) > before:
         occ = result.others[-1]
         if occ.kind != MENTION and cursor.in_function(cursor.locate(start)[1]):
             result.others[-1] = Occurrence(occ.name, occ.line, occ.col, occ.kind, occ.detail, True)
 
 
-def _classify_one(cursor: _Cursor, start: int, end: int, name: str, depth: int, comment_end: int,
+def _classify_one(cursor: _Cursor, start: int, end: int, name: str, depth: int, masks: _Masks,
                   result: FileScan) -> None:
     """What one code occurrence is; every look-around is bounded (see :class:`_Cursor`)."""
     text = cursor.text
@@ -338,7 +370,7 @@ def _classify_one(cursor: _Cursor, start: int, end: int, name: str, depth: int, 
         result.others.append(Occurrence(name, line, col, MENTION))
         return
     continued = (is_call and depth == 0 and blank
-                 and _continues_previous_line(text, line_start, comment_end))
+                 and _continues_previous_line(text, line_start, masks))
     if is_call and depth == 0 and start == line_start and not continued:
         _top_level_call(text, start, after, name, line, result)
         return
@@ -360,16 +392,15 @@ def _classify_one(cursor: _Cursor, start: int, end: int, name: str, depth: int, 
     result.others.append(Occurrence(name, line, col, MENTION))
 
 
-def _continues_previous_line(text: str, line_start: int, comment_end: int) -> bool:
+def _continues_previous_line(text: str, line_start: int, masks: _Masks) -> bool:
     """Does the line before end in a backslash continuation (one not inside a comment)?
 
-    A comment runs to the end of its line, so the backslash is comment text exactly
-    when the last comment before this line ends there; a ``#`` inside a string
-    (``x = "#" \\``) is not a comment.
+    A ``#`` inside a string (``x = "#" \\``) is not a comment, so the question goes to
+    the tokens, not to the line's text.
     """
     if line_start < 2 or text[line_start - 2] != "\\":
         return False
-    return comment_end != line_start - 1
+    return not masks.in_comment(line_start - 2)
 
 
 def _object_before(trimmed: str) -> str:
