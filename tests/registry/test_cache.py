@@ -219,7 +219,7 @@ def test_header_records_a_crc_of_the_body(tree) -> None:
     collect(project)
     head, _, body = registry_path(project).read_bytes().partition(b"\n")
     header = json.loads(head)
-    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == 1
+    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 2
 
 
 def test_no_cache_flag_writes_nothing(tree) -> None:
@@ -360,3 +360,23 @@ def _shape(value: object) -> object:
 def test_a_value_that_is_not_a_literal_is_not_packed() -> None:
     with pytest.raises(TypeError):
         cache.pack_literal(object())
+
+
+def test_duplicate_constraint_keys_survive_the_cache(tree, scans) -> None:  # type: ignore[no-untyped-def]
+    """A warm run reports a repeated constraint key without parsing the file again."""
+    from testfleet.gate.spec import parse_gate_specs
+
+    project = tree({"tests/test_g.py": (
+        "from testfleet import register_ci_gate, register_cpu_ci\n"
+        'register_cpu_ci(est_time=5, suite="stage-a-cpu")\n'
+        "register_ci_gate(metric_key='train/loss', steps='last',\n"
+        "                 constraint={'rel_up': 0.1, 'rel_down': 0.1, 'rel_up': 5.0})\n"
+        "def test_x():\n    pass\n")})
+    scanned = []
+    for run in ("cold", "warm"):
+        registry = collect(project)
+        scanned.append(len(scans))
+        assert [g.duplicate_keys for g in registry.gates] == [("'rel_up'",)], run
+        _, findings = parse_gate_specs(project, registry.gates)
+        assert [(f.line, f.code) for f in findings] == [(3, "gate-duplicate-key")], run
+    assert scanned[0] > 0 and scanned[1] == scanned[0]  # the warm run scanned nothing

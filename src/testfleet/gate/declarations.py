@@ -15,6 +15,7 @@ from pathlib import Path
 from testfleet.config import GATE_MARKER
 from testfleet.findings import Finding
 from testfleet.registry.model import GateCall
+from testfleet.registry.validate import duplicate_constraint_keys
 
 
 def gate_calls_in_source(text: str, file: str) -> tuple[list[GateCall], list[Finding]]:
@@ -47,7 +48,8 @@ def gate_calls_in_source(text: str, file: str) -> tuple[list[GateCall], list[Fin
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 non_literal.append(kw.arg)
         calls.append(GateCall(file=file, line=node.lineno, col=node.col_offset + 1, kwargs=kwargs,
-                              positional=len(node.args), non_literal=tuple(non_literal)))
+                              positional=len(node.args), non_literal=tuple(non_literal),
+                              duplicate_keys=duplicate_constraint_keys(node)))
     return calls, []
 
 

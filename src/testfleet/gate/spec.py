@@ -14,20 +14,16 @@ history on purpose.
 
 from __future__ import annotations
 
-import ast
 import difflib
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from testfleet.canonical import canonical_json as canonical_json  # stored identities
 from testfleet.findings import Finding
-from testfleet.registry.scan import call_at, decode
 
 if TYPE_CHECKING:
     from testfleet.config import Project
@@ -168,58 +164,6 @@ def _finite_or_none(name: str, v: Any) -> tuple[float | None, str | None]:
     return float(v), None
 
 
-# --------------------------------------------------------------------------- raw syntax checks
-
-
-def _dict_duplicate_keys(node: ast.AST) -> list[str]:
-    if not isinstance(node, ast.Dict):
-        return []
-    seen: set[Any] = set()
-    dups: list[str] = []
-    for key in node.keys:
-        if isinstance(key, ast.Constant):
-            if key.value in seen:
-                dups.append(repr(key.value))
-            seen.add(key.value)
-    return dups
-
-
-class _Sources:
-    """The gate calls' syntax trees again, each file read once per :func:`parse_gate_specs` call.
-
-    Collection hands over literal values, in which a repeated dict key is already
-    gone, so the duplicate-key check needs the call's own tree. Only the call's
-    statement is parsed (the scanner's extraction), never the whole file: ``check``
-    on a tree with thousands of gates parsed and walked every file once per gate.
-    """
-
-    def __init__(self, root: Path | None) -> None:
-        self.root = root
-        self.files: dict[str, tuple[str, list[int]] | None] = {}
-
-    def call(self, file: str, line: int) -> ast.Call | None:
-        if self.root is None:
-            return None
-        if file not in self.files:
-            self.files[file] = _lines(self.root / file)
-        found = self.files[file]
-        if found is None or not 0 < line <= len(found[1]):
-            return None
-        text, starts = found
-        return call_at(text, starts[line - 1], line, "register_ci_gate")
-
-
-def _lines(path: Path) -> tuple[str, list[int]] | None:
-    """Decoded text and the offset of each line's start."""
-    try:
-        text, _error = decode(path.read_bytes())
-    except OSError:
-        return None
-    if text is None:
-        return None
-    return text, [0, *accumulate(len(row) + 1 for row in text.split("\n"))]
-
-
 # --------------------------------------------------------------------------- parsing
 
 
@@ -228,7 +172,6 @@ def parse_gate_call(
     defaults: Mapping[str, Any] | None = None,
     *,
     window: int = 20,
-    raw: ast.Call | None = None,
 ) -> tuple[GateSpec | None, list[Finding]]:
     """Validate one call; ``defaults`` maps metric keys to ``{"steps", "constraint"}``."""
     problems: list[tuple[str, str, str]] = []  # (code, message, key)
@@ -249,12 +192,9 @@ def parse_gate_call(
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             err("gate-unknown-key", f"unknown argument {key!r}{extra} (valid: {', '.join(GATE_KEYS)})",
                 key)
-    if raw is not None:
-        for kw in raw.keywords:
-            if kw.arg == "constraint":
-                for dup in _dict_duplicate_keys(kw.value):
-                    err("gate-duplicate-key", f"constraint: key {dup} is written more than once "
-                        "(only the last would count)", "constraint")
+    for dup in call.duplicate_keys:
+        err("gate-duplicate-key", f"constraint: key {dup} is written more than once "
+            "(only the last would count)", "constraint")
 
     metric = kwargs.get("metric_key")
     metric_ok = False
@@ -354,13 +294,11 @@ def parse_gate_specs(
     gate_cfg = project.config.gate if project is not None else None
     defaults = dict(gate_cfg.defaults) if gate_cfg is not None else {}
     window = gate_cfg.window if gate_cfg is not None else 20
-    sources = _Sources(project.root if project is not None else None)
     specs: list[GateSpec] = []
     findings: list[Finding] = []
     seen: dict[tuple[str, str, str, str], GateSpec] = {}
     for call in gate_calls:
-        raw = sources.call(call.file, call.line)
-        spec, problems = parse_gate_call(call, defaults, window=window, raw=raw)
+        spec, problems = parse_gate_call(call, defaults, window=window)
         findings.extend(problems)
         if spec is None:
             continue

@@ -38,7 +38,7 @@ from typing import Any
 from testfleet import __version__
 from testfleet.findings import Finding
 
-SCHEMA = 1
+SCHEMA = 2  # 2: gate entries carry their duplicate constraint keys
 KIND = "testfleet-registry-cache"
 NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000

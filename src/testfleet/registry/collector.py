@@ -293,7 +293,7 @@ def _encode(result: FileResult, racy: str | None, rules: Rules) -> Any:
         return [racy, [regs]]
     try:
         gates = [[g.line, g.col, {k: cache.pack_literal(v) for k, v in g.kwargs.items()}, g.positional,
-                  list(g.non_literal)] for g in result.gates]
+                  list(g.non_literal), list(g.duplicate_keys)] for g in result.gates]
     except TypeError:
         return None  # not cacheable: the file is scanned again next time
     # Nested JSON text: a run that does not want gates (list, plan) skips it as one string.
@@ -361,13 +361,14 @@ def _decode(rel: str, payload: Any, rules: Rules, with_gates: bool = True) -> Fi
     if type(gates) is not list:
         raise TypeError("bad gates")
     unpack = cache.unpack_literal
-    for line, col, packed, positional, non_literal in gates:
-        if type(packed) is not dict or type(non_literal) is not list:
+    for line, col, packed, positional, non_literal, duplicates in gates:
+        if type(packed) is not dict or type(non_literal) is not list or type(duplicates) is not list:
             raise TypeError("bad gate")
         kwargs = {_str(k): unpack(v) for k, v in packed.items()}
         out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=kwargs,
                                   positional=_int(positional),
-                                  non_literal=tuple(_str(x) for x in non_literal)))
+                                  non_literal=tuple(_str(x) for x in non_literal),
+                                  duplicate_keys=tuple(_str(x) for x in duplicates)))
     for line, col, severity, code, message in finds:
         if severity not in ("error", "warning"):
             raise ValueError("bad severity")

@@ -83,6 +83,10 @@ class GateCall:
     kwargs: dict[str, Any]
     positional: int = 0
     non_literal: tuple[str, ...] = ()
+    # ``constraint`` dict keys written more than once (``literal_eval`` kept only the
+    # last), found while the call's syntax tree was at hand, so that no reader of a
+    # cached registry has to parse the file again to report them.
+    duplicate_keys: tuple[str, ...] = ()
 
 
 @dataclass

@@ -175,24 +175,6 @@ def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...
     return result
 
 
-def call_at(text: str, offset: int, line: int, name: str) -> ast.Call | None:
-    """The top-level ``name(...)`` statement starting at ``offset`` (a line's start), parsed alone.
-
-    For readers handed a collected location that need the call's tree again
-    without parsing the whole file; None when no such call starts there.
-    """
-    if not text.startswith(name, offset):
-        return None
-    after = offset + len(name)
-    while after < len(text) and text[after] in " \t":
-        after += 1
-    if not text.startswith("(", after):
-        return None
-    found = FileScan()
-    _top_level_call(text, offset, after, name, line, found)
-    return found.calls[0].node if found.calls else None
-
-
 def suppressions(text: str) -> dict[int, tuple[str, ...]]:
     """Line -> codes of each ``# testfleet: ignore[...]`` comment (a bare ``ignore``: no codes)."""
     out: dict[int, tuple[str, ...]] = {}
@@ -222,7 +204,10 @@ class _Masks:
     def __init__(self, text: str, limit: int) -> None:
         self.pieces = _SPLIT.split(text[:limit])
         self.ends = list(accumulate(map(len, self.pieces)))
-        self._done = 0  # code pieces before this index are counted into _depth
+        # Bracket depth is counted up to (piece _k, offset _off in it), never twice:
+        # a file can hold any number of occurrences in one long stretch of code.
+        self._k = 0
+        self._off = 0
         self._depth = 0
 
     def masked(self, pos: int) -> bool:
@@ -236,20 +221,26 @@ class _Masks:
     def depth(self, pos: int) -> int:
         """Bracket depth at a code position; positions must not decrease."""
         k = bisect_right(self.ends, pos)
-        while self._done < k:
-            self._depth = _bracket_depth(self.pieces[self._done], self._depth)
-            self._done += 2
-        start = self.ends[k - 1] if k else 0
-        return _bracket_depth(self.pieces[k][:pos - start], self._depth)
+        while self._k < k:
+            code = self.pieces[self._k]
+            self._depth = _bracket_depth(code, self._depth, self._off, len(code))
+            self._k += 2
+            self._off = 0
+        off = pos - (self.ends[k - 1] if k else 0)
+        if off > self._off:
+            self._depth = _bracket_depth(self.pieces[k], self._depth, self._off, off)
+            self._off = off
+        return self._depth
 
 
-def _bracket_depth(code: str, depth: int) -> int:
-    """Depth after ``code``; a closer at depth 0 is ignored (as the tokenizer would not)."""
-    closers = code.count(")") + code.count("]") + code.count("}")
+def _bracket_depth(code: str, depth: int, start: int, end: int) -> int:
+    """Depth after ``code[start:end]``; a closer at depth 0 is ignored, as the walk did."""
+    closers = code.count(")", start, end) + code.count("]", start, end) + code.count("}", start, end)
     if closers <= depth:  # can never reach below zero: count instead of walking
-        return depth + code.count("(") + code.count("[") + code.count("{") - closers
-    for ch in _BRACKETS.findall(code):
-        if ch in "([{":
+        opened = code.count("(", start, end) + code.count("[", start, end) + code.count("{", start, end)
+        return depth + opened - closers
+    for m in _BRACKETS.finditer(code, start, end):
+        if m.group() in "([{":
             depth += 1
         elif depth:
             depth -= 1
@@ -420,6 +411,19 @@ def _line_text(text: str, line_start: int) -> str:
 
 
 def _top_level_call(text: str, start: int, paren: int, name: str, line: int, result: FileScan) -> None:
+    eol = text.find("\n", paren)
+    if eol < 0:
+        eol = len(text)
+    source = text[start:eol]
+    try:
+        # Most calls are one line: when the line alone parses, the call closed on it (an
+        # unclosed '(' never parses), so the bracket walk below is not needed.
+        tree = ast.parse("\n" * (line - 1) + source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    else:
+        _take(tree, name, line, source, result)
+        return
     close = _balanced_end(text, paren)
     if close < 0:
         result.syntax_errors.append((line, 1, f"'(' of this {name}(...) call is never closed"))
@@ -441,6 +445,11 @@ def _top_level_call(text: str, start: int, paren: int, name: str, line: int, res
         why = type(exc).__name__
         result.syntax_errors.append((line, 1, f"{name}(...) cannot be parsed ({why}): simplify the call"))
         return
+    _take(tree, name, line, source, result)
+
+
+def _take(tree: ast.Module, name: str, line: int, source: str, result: FileScan) -> None:
+    """The parsed statement is the marker call, or a larger expression that uses it."""
     first = tree.body[0] if tree.body else None
     if (
         isinstance(first, ast.Expr)

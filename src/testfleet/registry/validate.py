@@ -540,4 +540,20 @@ def _gate(rel: str, call: sc.MarkerCall) -> GateCall:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             non_literal.append(name)
     return GateCall(file=rel, line=call.line, col=call.col, kwargs=kwargs,
-                    positional=len(call.node.args), non_literal=tuple(non_literal))
+                    positional=len(call.node.args), non_literal=tuple(non_literal),
+                    duplicate_keys=duplicate_constraint_keys(call.node))
+
+
+def duplicate_constraint_keys(node: ast.Call) -> tuple[str, ...]:
+    """``repr`` of each key a literal ``constraint={...}`` writes more than once."""
+    dups: list[str] = []
+    for kw in node.keywords:
+        if kw.arg != "constraint" or not isinstance(kw.value, ast.Dict):
+            continue
+        seen: set[object] = set()
+        for key in kw.value.keys:
+            if isinstance(key, ast.Constant):
+                if key.value in seen:
+                    dups.append(repr(key.value))
+                seen.add(key.value)
+    return tuple(dups)
