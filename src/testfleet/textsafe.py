@@ -10,6 +10,8 @@ names) or shown with its control characters spelt out (:func:`printable`).
 
 from __future__ import annotations
 
+import re
+
 
 def printable(value: str) -> str:
     """``value`` with each non-printable character (newline, ESC, NUL, U+2028, ...) written
@@ -22,8 +24,8 @@ def printable(value: str) -> str:
 def line_break(value: str) -> str | None:
     """The first control character in ``value`` (C0, DEL, C1, or the Unicode line and
     paragraph separators that ``str.splitlines`` and some log viewers break on), or None."""
-    for ch in value:
-        code = ord(ch)
-        if code < 32 or 127 <= code < 160 or code in (0x2028, 0x2029):
-            return ch
-    return None
+    found = _LINE_BREAK.search(value)  # every discovered path goes through here: C speed
+    return found.group() if found else None
+
+
+_LINE_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
