@@ -83,6 +83,7 @@ def test_plan_reads_sqlite_history_without_importing_sqlalchemy(project: Project
         "except SystemExit as exc:\n"
         "    assert not exc.code, exc.code\n"
         "assert 'sqlalchemy' not in sys.modules\n"
+        "assert 'testfleet.planning.plan_file' not in sys.modules  # models to read a plan\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env={"PATH": "/usr/bin:/bin"})

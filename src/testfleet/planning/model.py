@@ -11,17 +11,19 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.canonical import canonical_bytes
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
 from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Container, JobCI
-from testfleet.planning.plan_file import REASONS as REASONS  # the plan's vocabulary
-from testfleet.planning.plan_file import SCHEMA as SCHEMA
-from testfleet.planning.plan_file import SOURCES as SOURCES
-from testfleet.planning.plan_file import STATUSES as STATUSES
-from testfleet.planning.plan_file import JobFile, validate_plan_document
+from testfleet.planning.vocabulary import REASONS as REASONS  # the plan's vocabulary
+from testfleet.planning.vocabulary import SCHEMA as SCHEMA
+from testfleet.planning.vocabulary import SOURCES as SOURCES
+from testfleet.planning.vocabulary import STATUSES as STATUSES
+
+if TYPE_CHECKING:
+    from testfleet.planning.plan_file import JobFile
 
 #: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a
 #: template (see testfleet.commands; a template is checked like the config checks it).
@@ -346,6 +348,8 @@ def _parse_plan(data: Any) -> Plan:
             f"digest mismatch (file says {digest[:19]}…, content is {expected[:19]}…): "
             "the plan was edited or damaged after it was written"
         )
+    from testfleet.planning.plan_file import validate_plan_document  # pydantic: only to read a plan
+
     doc = validate_plan_document(data)
     return Plan(
         policy=doc.policy,

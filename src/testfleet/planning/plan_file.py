@@ -11,7 +11,7 @@ models only guard the door.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,31 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from testfleet.errors import UsageError
 from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, MAX_JOB_TIMEOUT_MINUTES
-
-SCHEMA = "testfleet.plan/1"
-Status = Literal["scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty"]
-Reason = Literal[
-    "disabled",
-    "stage-dormant",
-    "unauthorized",
-    # Stages and triggers (#12): the stage is not on this cadence, the PR is a draft, the PR
-    # lacks a required label; the cadence's exact nightly split leaves out per-commit tests.
-    "cadence-excluded",
-    "draft",
-    "label-required",
-    "per-commit-only",
-    "nightly-only",
-    "not-selected-by-labels",
-    "stage-unaffected",
-    "not-requested",
-    # #12: a marker call the registry rejected; a registration with suite "" (run by path only)
-    "invalid",
-    "path-only",
-]
-Source = Literal["history", "est_time"]
-STATUSES: tuple[str, ...] = get_args(Status)
-REASONS: tuple[str, ...] = get_args(Reason)
-SOURCES: tuple[str, ...] = get_args(Source)
+from testfleet.planning.vocabulary import Reason, Source, Status
 
 #: Far beyond any real estimate or ratio; a bigger one (1e308) is corruption, and
 #: timelines and timeouts computed from it overflow.
