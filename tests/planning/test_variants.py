@@ -430,10 +430,20 @@ def test_variant_history_is_its_own_from_import_to_plan(
                            "--stage", "gpu")
     assert code == 0, err
     code, out, _ = run_cli(capsys, "-C", root, "durations", "show", "--format", "json")
-    rows = {(r["stage"], r["file"]): (r["estimate"], r["source"]) for r in json.loads(out)["rows"]}
-    assert rows[("gpu.h200", "tests/test_a.py")] == (900.0, "history")
-    assert rows[("gpu.b200", "tests/test_a.py")] == (100.0, "est_time")  # no history of its own
-    assert rows[("gpu", "tests/test_a.py")] == (300.0, "history")
+    rows = {(r["stage"], r["file"]): (r["estimate"], r["source"], r["history_from"])
+            for r in json.loads(out)["rows"]}
+    assert rows[("gpu.h200", "tests/test_a.py")] == (900.0, "history", None)
+    # no history of its own: shown as planned, on the stage's history, and saying so
+    assert rows[("gpu.b200", "tests/test_a.py")] == (300.0, "history", "gpu")
+    assert rows[("gpu.b200", "tests/test_b.py")] == (200.0, "est_time", None)
+    assert rows[("gpu", "tests/test_a.py")] == (300.0, "history", None)
+    code, out, _ = run_cli(capsys, "-C", root, "durations", "show", "--stage", "gpu.b200")
+    assert code == 0 and "history (gpu)" in out and "gpu.h200" not in out
+    code, out, _ = run_cli(capsys, "-C", root, "durations", "show", "--stage", "gpu.b200",
+                           "--format", "json")
+    only = [(r["stage"], r["file"], r["estimate"], r["history_from"]) for r in json.loads(out)["rows"]]
+    assert only == [("gpu.b200", "tests/test_a.py", 300.0, "gpu"),
+                    ("gpu.b200", "tests/test_b.py", 200.0, None)]
     code, out, _ = run_cli(capsys, "-C", root, "durations", "suggest", "--format", "json")
     assert {s["stage"] for s in json.loads(out)["suggestions"]} <= {"gpu"}
     out_file = tmp_path / "plan.json"

@@ -250,7 +250,7 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
         "file": row.file, "stage": row.stage, "backend": row.backend, "est_time": row.literal,
         "history": row.history, "samples": row.samples, "estimate": row.estimate,
         "source": row.source, "drift": row.drift, "implicit": row.implicit,
-        "timeout": row.timeout,
+        "timeout": row.timeout, "history_from": row.history_from,
     }
     out.update(extra or {})
     return out
@@ -281,7 +281,8 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
         click.echo("no registrations" + (f" in {stage}" if stage else ""))
         return _tree_status(0)
     table = [[r.stage, r.file, _fmt(r.literal), _fmt(r.history), str(r.samples),
-              "-" if r.drift is None else f"{r.drift:.2f}x", r.source] for r in rows]
+              "-" if r.drift is None else f"{r.drift:.2f}x",
+              r.source if r.history_from is None else f"{r.source} ({r.history_from})"] for r in rows]
     click.echo(_table(["stage", "file", "est_time", settings.statistic, "samples", "drift", "used"],
                       table, right={2, 3, 4, 5}))
     with_history = sum(1 for r in rows if r.source == "history")

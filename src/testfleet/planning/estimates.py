@@ -53,6 +53,9 @@ class EstimateRow:
     line: int
     implicit: bool
     timeout: float | None = None  # longest TIMEOUT among the last ``window`` executions
+    # A variant with no measured history of its own is planned on its stage's; this names
+    # that stage, so that ``durations show`` says what the plan uses.
+    history_from: str | None = None
 
     @property
     def estimate(self) -> float:
@@ -243,11 +246,42 @@ def estimate_rows(project: Project, registrations: Iterable[Registration] | Any,
     """Like :func:`estimates_for`, with samples and drift (for ``durations show``)."""
     regs = _registrations(registrations)
     regs += lane_registrations(project.config, regs)
-    if stages is not None:
-        keep = set(stages)
-        regs = [r for r in regs if r.suite in keep]
+    parents = _variant_stages(project.config)
+    keep = None if stages is None else set(stages)
+    if keep is not None:  # a variant's rows may fall back on its stage's: read that too
+        regs = [r for r in regs if r.suite in keep or r.suite in {parents.get(k) for k in keep}]
     wanted = sorted({r.suite for r in regs})
     history, timeouts, warnings = (load_history(project, wanted, {r.file for r in regs}, url=url)
                                    if wanted else ({}, {}, []))
-    rows = compute(regs, history, project.config.durations, timeouts=timeouts)
+    rows = _fall_back_to_stages(compute(regs, history, project.config.durations, timeouts=timeouts),
+                                parents)
+    if keep is not None:
+        rows = [r for r in rows if r.stage in keep]
     return rows, warnings + timeout_warning(rows, project.config.durations.window)
+
+
+def _variant_stages(config: Any) -> dict[str, str]:
+    """Each variant's lane key -> its stage's name."""
+    from testfleet.planning.lanes import stage_lanes
+
+    return {lane.key: name for name, stage in config.stages.items() if stage.variants
+            for lane in stage_lanes(config, name)}
+
+
+def _fall_back_to_stages(rows: list[EstimateRow], parents: dict[str, str]) -> list[EstimateRow]:
+    """The planner's rule (``planner._estimate``): a variant whose own estimate is not from
+    history takes its stage's, when that one is."""
+    if not parents:
+        return rows
+    from dataclasses import replace
+
+    stage_rows = {(r.file, r.stage): r for r in rows if r.stage not in parents}
+    out = []
+    for row in rows:
+        stage = parents.get(row.stage)
+        base = stage_rows.get((row.file, stage)) if stage is not None else None
+        if base is not None and row.source != "history" and base.source == "history":
+            row = replace(row, history=base.history, samples=base.samples, timeout=base.timeout,
+                          history_from=stage)
+        out.append(row)
+    return out

@@ -99,6 +99,8 @@ class EstimateRowOut(_Open):
     drift: float | None
     implicit: bool
     timeout: float | None
+    # the stage whose history a variant without its own is planned on (#12), else null
+    history_from: str | None = None
 
 
 class DurationsOutput(_Closed):
