@@ -415,15 +415,16 @@ def _top_level_call(text: str, start: int, paren: int, name: str, line: int, res
     if eol < 0:
         eol = len(text)
     source = text[start:eol]
-    try:
-        # Most calls are one line: when the line alone parses, the call closed on it (an
-        # unclosed '(' never parses), so the bracket walk below is not needed.
-        tree = ast.parse("\n" * (line - 1) + source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
-    else:
-        _take(tree, name, line, source, result)
-        return
+    if source.count("(") == source.count(")"):  # else it surely continues: skip the attempt
+        try:
+            # Most calls are one line: when the line alone parses, the call closed on it (an
+            # unclosed '(' never parses), so the bracket walk below is not needed.
+            tree = ast.parse("\n" * (line - 1) + source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        else:
+            _take(tree, name, line, source, result)
+            return
     close = _balanced_end(text, paren)
     if close < 0:
         result.syntax_errors.append((line, 1, f"'(' of this {name}(...) call is never closed"))
