@@ -246,34 +246,16 @@ class TerminalReporter:
                                     markup=False, soft_wrap=True)
 
     def attempt_finished(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
-        from rich.markup import escape
-
         if self._pending:
             self._emit(self._pending)
             self._pending = ""
         if self.file_task is not None:
             self.progress.remove_task(self.file_task)
             self.file_task = None
-        style = STYLE[attempt.outcome]
-        msg = (f"[{style}]{attempt.outcome.label}[/] {escape(printable(item.file))} in "
-               f"{fmt_seconds(attempt.duration)} [dim]({escape(printable(attempt.reason))})[/]")
-        if retrying:
-            msg += f"\n    [yellow]retrying:[/] {escape(attempt.retry_reason)}"
-        elif attempt.retry_reason and not attempt.outcome.ok:
-            msg += f"\n    [dim]not retried: {escape(attempt.retry_reason)}[/]"
-        self._print(msg)
+        self._print(_verdict(item, attempt, retrying, ""))
 
     def session_file(self, index: int, item: RunItem, attempt: Attempt, retrying: bool) -> None:
-        from rich.markup import escape
-
-        style = STYLE[attempt.outcome]
-        msg = (f"    [{style}]{attempt.outcome.label}[/] {escape(printable(item.file))} in "
-               f"{fmt_seconds(attempt.duration)} [dim]({escape(printable(attempt.reason))})[/]")
-        if retrying:
-            msg += f"\n        [yellow]retrying:[/] {escape(attempt.retry_reason)}"
-        elif attempt.retry_reason and not attempt.outcome.ok:
-            msg += f"\n        [dim]not retried: {escape(attempt.retry_reason)}[/]"
-        self._print(msg)
+        self._print(_verdict(item, attempt, retrying, "    "))
 
     def file_finished(self, index: int, result: FileResult) -> None:
         from rich.markup import escape
@@ -304,6 +286,20 @@ class TerminalReporter:
         if self._err_console is None:
             self._err_console = Console(stderr=True)
         self._err_console.print(text, highlight=False)
+
+
+def _verdict(item: RunItem, attempt: Attempt, retrying: bool, indent: str) -> str:
+    """One file's verdict as rich markup (a session's files are indented under it)."""
+    from rich.markup import escape
+
+    style = STYLE[attempt.outcome]
+    msg = (f"{indent}[{style}]{attempt.outcome.label}[/] {escape(printable(item.file))} in "
+           f"{fmt_seconds(attempt.duration)} [dim]({escape(printable(attempt.reason))})[/]")
+    if retrying:
+        msg += f"\n{indent}    [yellow]retrying:[/] {escape(attempt.retry_reason)}"
+    elif attempt.retry_reason and not attempt.outcome.ok:
+        msg += f"\n{indent}    [dim]not retried: {escape(attempt.retry_reason)}[/]"
+    return msg
 
 
 def make_reporter(style: str = "auto") -> Any:
