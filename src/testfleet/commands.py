@@ -79,24 +79,40 @@ def is_pytest(command: str) -> bool:
         return True
     if command in ("python", AUTO):
         return False
-    argv = shlex.split(command)
-    names = [a.rsplit("/", 1)[-1] for a in argv[:3]]
-    return bool(names) and (names[0] in ("pytest", "py.test")
-                            or (len(names) > 2 and names[1] == "-m" and names[2] == "pytest"))
+    return _after_pytest(shlex.split(command)) is not None
 
 
 def with_pytest_plugin(argv: Sequence[str], plugin: str) -> list[str] | None:
-    """``argv`` of a template that runs pytest (``pytest ...``, ``<python> -m pytest ...``)
-    with ``-p plugin`` right after the pytest program, so the plugin loads before pytest
-    reads the template's own options; None when ``argv`` does not run pytest."""
-    names = [a.rsplit("/", 1)[-1] for a in argv[:3]]
-    if names and names[0] in ("pytest", "py.test"):
-        at = 1
-    elif len(names) > 2 and names[1] == "-m" and names[2] == "pytest":
-        at = 3
-    else:
-        return None
+    """``argv`` of a template that runs pytest (``pytest ...``, ``<python> -m pytest ...``,
+    either behind ``env [VAR=value ...]``) with ``-p plugin`` right after the pytest
+    program, so the plugin loads before pytest reads the template's own options; None
+    when ``argv`` does not run pytest."""
+    at = _after_pytest(argv)
+    if at is None or any(a in _ENV_CLEARS for a in argv[:at]):
+        return None  # ``env -i`` drops the PYTHONPATH the plugin is found on
     return [*argv[:at], "-p", plugin, *argv[at:]]
+
+
+# ``env`` options that take the next argument (``env -u NAME``, ``env -C DIR``).
+_ENV_OPTION_ARGS = ("-u", "--unset", "-C", "--chdir")
+_ENV_CLEARS = ("-i", "-", "--ignore-environment")
+
+
+def _after_pytest(argv: Sequence[str]) -> int | None:
+    """Index just past the pytest program in ``argv`` (``pytest``/``py.test``, or
+    ``<python> -m pytest``), looking through an ``env`` prefix that sets variables, since
+    templates run without a shell (``env CUDA_VISIBLE_DEVICES=0 pytest {file}``)."""
+    i = 0
+    if argv and argv[0].rsplit("/", 1)[-1] == "env":
+        i = 1
+        while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
+            i += 2 if argv[i] in _ENV_OPTION_ARGS else 1
+    names = [a.rsplit("/", 1)[-1] for a in argv[i:i + 3]]
+    if names and names[0] in ("pytest", "py.test"):
+        return i + 1
+    if len(names) > 2 and names[1] == "-m" and names[2] == "pytest":
+        return i + 3
+    return None
 
 
 def resolve(command: str, style: Style | None) -> str:

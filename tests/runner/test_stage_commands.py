@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from testfleet.commands import command_argv, command_problem, file_style, is_pytest, resolve
+from testfleet.commands import (
+    command_argv,
+    command_problem,
+    file_style,
+    is_pytest,
+    resolve,
+    with_pytest_plugin,
+)
 from testfleet.config import validate_config
 from testfleet.errors import ConfigError, UsageError
 from testfleet.planning.model import content_digest, load_plan
@@ -61,6 +68,20 @@ def test_is_pytest() -> None:
     assert is_pytest("/usr/bin/pytest -x {file}")
     assert not is_pytest("python") and not is_pytest("python3 {file} -f")
     assert not is_pytest("auto")
+    # templates run without a shell, so variables are set through env
+    assert is_pytest("env CUDA_VISIBLE_DEVICES=0 pytest {file}")
+    assert is_pytest("/usr/bin/env -u HOME X=1 {python} -m pytest {file} -x")
+    assert not is_pytest("env X=1 python3 {file}") and not is_pytest("env")
+
+
+def test_the_plugin_goes_right_after_pytest_behind_env() -> None:
+    assert with_pytest_plugin(["env", "X=1", "pytest", "t.py"], "P") == \
+        ["env", "X=1", "pytest", "-p", "P", "t.py"]
+    assert with_pytest_plugin(["env", "-C", "sub", "py", "-m", "pytest", "t.py"], "P") == \
+        ["env", "-C", "sub", "py", "-m", "pytest", "-p", "P", "t.py"]
+    # env -i empties the environment, PYTHONPATH included: the plugin could not load
+    assert with_pytest_plugin(["env", "-i", "PATH=/bin", "pytest", "t.py"], "P") is None
+    assert with_pytest_plugin(["env", "X=1", "python3", "t.py"], "P") is None
 
 
 def test_config_reports_a_bad_template_with_its_key() -> None:

@@ -94,6 +94,16 @@ def test_pytest_template_without_testfleet_importable_still_proves_every_test(tm
     assert outcome == "FAILED" and "collected 2 test(s) but reported 1" in reason
 
 
+def test_pytest_behind_env_reports_each_test(tmp_path: Path) -> None:
+    """Templates run without a shell, so a variable is set with ``env VAR=value``."""
+    proc, root, _ = run(tmp_path, "env TESTFLEET_DEMO_FLAG=1 {python} -m pytest {file}",
+                        {"test_five.py": FIVE_ONE_FAILING})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    tests, files = history(root)
+    assert [t for t, _ in tests] == ["test_a", "test_b", "test_c", "test_p[1]", "test_p[2]"]
+    assert [(f, o) for f, o, _ in files] == [("tests/test_five.py", "FAILED")]
+
+
 def test_a_template_that_is_not_pytest_keeps_file_level_results(tmp_path: Path) -> None:
     script = "import sys\nprint('checked 3 things')\nsys.exit(0)\n"
     proc, root, junit = run(tmp_path, "{python} {file} --fast", {"test_script.py": script})
@@ -110,6 +120,10 @@ def test_a_template_that_is_not_pytest_keeps_file_level_results(tmp_path: Path) 
     ("/usr/bin/py.test {file}", True, 1),
     ("python3 -m pytest {file} -k fast", True, 3),
     ("{python} -m pytest {file}", True, 3),
+    ("env CUDA_VISIBLE_DEVICES=0 pytest {file}", True, 3),
+    ("env -u HOME X=1 {python} -m pytest {file}", True, 7),
+    ("env -i PATH=/bin pytest {file}", False, None),  # no PYTHONPATH: the plugin cannot load
+    ("env X=1 python3 {file}", False, None),
     ("python", False, None),
     ("python3 {file} -m pytest", False, None),
     ("bash run.sh {file} pytest", False, None),
