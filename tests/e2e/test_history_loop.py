@@ -67,6 +67,10 @@ class Cache:
         self.entries.append((ref, key, copy))
 
 
+def history_entries(gh: GitHub) -> list[tuple[str, str, Path]]:
+    return [e for e in gh.cache.entries if e[1].startswith("testfleet-history-")]
+
+
 class GitHub:
     """The cache and the artifact store, and the actions the workflow uses on them."""
 
@@ -234,7 +238,10 @@ def test_three_default_branch_runs_and_a_pull_request(main_repo: Path, tmp_path:
     assert r1["plan"]["policy"]["cadence"] == "regular"
     assert all(s["history_share"] == 0 for s in r1["plan"]["stages"])  # on the literals
     assert r1["history_ran"]
-    ((ref1, key1, saved1),) = gh.cache.entries
+    ((ref1, key1, saved1),) = history_entries(gh)
+    # the plan job kept its collection cache too (default-branch runs only save it)
+    assert [k for r, k, _ in gh.cache.entries if k.startswith("testfleet-collection-")] == [
+        "testfleet-collection-1001-1"]
     assert (ref1, key1) == (DEFAULT, "testfleet-history-1001-1")
     ran1 = {t["file"] for j in r1["plan"]["jobs"] if j["backend"] == "cpu" for t in j["tests"]}
     assert {f for (f,) in rows(saved1, "SELECT DISTINCT file FROM executions")} == ran1
@@ -247,8 +254,8 @@ def test_three_default_branch_runs_and_a_pull_request(main_repo: Path, tmp_path:
                   ref=DEFAULT, run="1002")
     assert r2["plan"]["policy"]["cadence"] == "nightly"
     assert share(r2["plan"], "stage-a-cpu") > 0 and share(r2["plan"], "stage-b-cpu") > 0
-    saved2 = gh.cache.entries[-1][2]
-    assert gh.cache.entries[-1][:2] == (DEFAULT, "testfleet-history-1002-1")
+    saved2 = history_entries(gh)[-1][2]
+    assert history_entries(gh)[-1][:2] == (DEFAULT, "testfleet-history-1002-1")
     trusted = rows(saved2, "SELECT test_path, trusted FROM gate_runs WHERE ci_run_id = '1002'")
     assert trusted and all(t for _, t in trusted) and gated in {p for p, _ in trusted}
     # no baseline yet when run 2 ran: its gates were cold
@@ -258,7 +265,7 @@ def test_three_default_branch_runs_and_a_pull_request(main_repo: Path, tmp_path:
     # -- run 3: the nightly's gates compare with run 2's baseline -------------------
     r3 = play_run(gh, workflow, main_repo, tmp_path, event="schedule", payload=nightly,
                   ref=DEFAULT, run="1003")
-    saved3 = gh.cache.entries[-1][2]
+    saved3 = history_entries(gh)[-1][2]
     statuses = rows(saved3, "SELECT file, gate_status FROM executions WHERE ci_run_id = '1003' "
                             "AND gate_status IS NOT NULL")
     assert (gated, "PASS") in statuses and all(s == "PASS" for _, s in statuses), statuses

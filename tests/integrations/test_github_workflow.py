@@ -15,6 +15,7 @@ import yaml
 
 from testfleet.config import Project, load_project, validate_config
 from testfleet.integrations.github_workflow import (
+    DEFAULT_BRANCH_RUN,
     PINNED_ACTIONS,
     WorkflowOptions,
     render_workflow,
@@ -565,4 +566,29 @@ def test_history_off_generates_no_loop() -> None:
                                                               "stages": {"u": {"backend": "cpu"}}}))):
         text = render_workflow(config, opts)
         assert "history" not in parsed(text)["jobs"]
-        assert "actions/cache" not in text and "Record the history" not in text
+        assert "testfleet-history" not in text and "Record the history" not in text
+        # the collection cache is not history: it is kept either way
+        assert [s.get("name") for s in parsed(text)["jobs"]["plan"]["steps"]
+                if "actions/cache" in s.get("uses", "")] == ["Restore the collection cache",
+                                                             "Save the collection cache"]
+
+
+def test_plan_job_keeps_the_collection_cache_and_only_the_default_branch_saves_it() -> None:
+    data = parsed(render_workflow(chain_config()))
+    steps = data["jobs"]["plan"]["steps"]
+    names = [s.get("name") for s in steps]
+    restore = steps[names.index("Restore the collection cache")]
+    save = steps[names.index("Save the collection cache")]
+    assert names.index("Restore the collection cache") < names.index("Plan") < names.index(
+        "Save the collection cache")
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert restore["with"] == {"path": ".testfleet/registry-cache.bin",
+                               "key": "testfleet-collection-${{ github.run_id }}",
+                               "restore-keys": "testfleet-collection-"}
+    assert save["uses"].startswith("actions/cache/save@")
+    assert save["with"]["path"] == restore["with"]["path"]
+    assert save["with"]["key"] == "testfleet-collection-${{ github.run_id }}-${{ github.run_attempt }}"
+    assert save["if"] == "${{ " + DEFAULT_BRANCH_RUN + " }}"
+    for job, body in data["jobs"].items():  # no other job touches it
+        if job != "plan":
+            assert "testfleet-collection" not in json.dumps(body)

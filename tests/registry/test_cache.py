@@ -35,6 +35,11 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def _split(digests: bytes) -> list[bytes]:
+    n = cache.DIGEST_SIZE
+    return [digests[k:k + n] for k in range(0, len(digests), n)]
+
+
 def summary(registry) -> tuple:
     return (registry.registrations, registry.gates, sorted(registry.findings), registry.files)
 
@@ -69,7 +74,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     target = project.root / "tests/unit/test_good.py"
     key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
-    paths, stats, elements = cache.decode_table(header, body)
+    paths, stats, digests, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
     assert isinstance(elements[i], list) and isinstance(elements[i][0], str)
     # Simulate an edit the stat key cannot see: rewrite the table with the new file's key.
@@ -77,7 +82,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     st = target.stat()
     new_stats = [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))]
     new_stats[i] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino & cache._MASK, st.st_dev & cache._MASK)
-    body, extra = cache.encode_table(paths, new_stats, elements)
+    body, extra = cache.encode_table(paths, new_stats, _split(digests), elements)
     cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
     registry = collect(project)
     assert next(r for r in registry.registrations if r.file.endswith("test_good.py")).est_time == 30.0
@@ -142,10 +147,11 @@ def forge(project, elements_for: dict[str, object]) -> None:
     """A cache with a valid header and CRC whose per-file elements are hostile."""
     key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
-    paths, stats, elements = cache.decode_table(header, body)
+    paths, stats, digests, elements = cache.decode_table(header, body)
     for rel, value in elements_for.items():
         elements[paths.index(rel)] = value
-    body, extra = cache.encode_table(paths, [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))], elements)
+    body, extra = cache.encode_table(paths, [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))],
+                                     _split(digests), elements)
     cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
 
 
@@ -219,7 +225,7 @@ def test_header_records_a_crc_of_the_body(tree) -> None:
     collect(project)
     head, _, body = registry_path(project).read_bytes().partition(b"\n")
     header = json.loads(head)
-    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 2
+    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 3
 
 
 def test_no_cache_flag_writes_nothing(tree) -> None:
@@ -249,7 +255,8 @@ def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: p
     key = registry_key(project.root, project.config_path, project.raw_config_text)
 
     def digests() -> list[object]:
-        _paths, _stats, elements = cache.decode_table(*cache.load_blob(registry_path(project), key, cache.KIND))
+        _paths, _stats, _digests, elements = cache.decode_table(
+            *cache.load_blob(registry_path(project), key, cache.KIND))
         return [e[0] for e in elements if isinstance(e, list)]
 
     assert digests() and all(isinstance(d, str) for d in digests())  # just written: all racy
@@ -380,3 +387,63 @@ def test_duplicate_constraint_keys_survive_the_cache(tree, scans) -> None:  # ty
         _, findings = parse_gate_specs(project, registry.gates)
         assert [(f.line, f.code) for f in findings] == [(3, "gate-duplicate-key")], run
     assert scanned[0] > 0 and scanned[1] == scanned[0]  # the warm run scanned nothing
+
+
+def test_a_fresh_checkout_reuses_entries_whose_content_is_unchanged(tree, scans) -> None:  # type: ignore[no-untyped-def]
+    """Every stat key changes (new inodes and times, as after a checkout or a cache restored
+    in CI); the content digests prove the files unchanged, so none is scanned again, and the
+    one whose bytes did change is."""
+    import shutil
+
+    project = tree()
+    first = collect(project)
+    assert scans
+    copy = project.root.parent / "copy"
+    shutil.copytree(project.root, copy)
+    shutil.rmtree(project.root)
+    shutil.copytree(copy, project.root)  # new inode, mtime and ctime for every file
+    edited = project.root / "tests/unit/test_good.py"
+    edited.write_text(edited.read_text().replace("est_time=10", "est_time=30"))
+    scans.clear()
+    again = collect(project)
+    assert len(scans) == 1  # only the edited file
+    changed = {r.file: r.est_time for r in again.registrations}
+    assert changed["tests/unit/test_good.py"] == 30.0
+    assert ({r.file: r.est_time for r in first.registrations} | {"tests/unit/test_good.py": 30.0}) == changed
+    assert sorted(first.findings) == sorted(again.findings)
+    scans.clear()
+    assert summary(collect(project)) == summary(again) and scans == []  # the new keys were kept
+
+
+def test_a_digest_that_does_not_match_the_bytes_is_never_trusted(tree, scans) -> None:  # type: ignore[no-untyped-def]
+    """A restored cache whose digests are wrong (forged, or another tree's) costs a scan,
+    never a wrong registration."""
+    project = tree()
+    collect(project)
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    header, body = cache.load_blob(registry_path(project), key, cache.KIND)
+    paths, stats, digests, elements = cache.decode_table(header, body)
+    i = paths.index("tests/unit/test_good.py")
+    reg = elements[i][1][0][0] if isinstance(elements[i], list) else None
+    assert reg is not None
+    reg[2] = 999.0  # the forged result
+    moved = [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))]
+    moved[i] = (0, 0, 0, 0, 0)  # a key that cannot match: only the digest could vouch
+    forged = _split(digests)
+    forged[i] = bytes(cache.DIGEST_SIZE)
+    body, extra = cache.encode_table(paths, moved, forged, elements)
+    cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
+    scans.clear()
+    registry = collect(project)
+    assert next(r for r in registry.registrations if r.file == "tests/unit/test_good.py").est_time == 10.0
+    assert len(scans) == 1
+
+
+def test_a_table_with_a_short_digest_column_is_ignored(tree) -> None:  # type: ignore[no-untyped-def]
+    project = tree()
+    collect(project)
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    header, body = cache.load_blob(registry_path(project), key, cache.KIND)
+    assert cache.decode_table({**header, "digests": header["digests"] - 1}, body) is None
+    with pytest.raises(ValueError):
+        cache.encode_table(["a"], [(1, 2, 3, 4, 5)], [b"short"], [0])

@@ -45,6 +45,7 @@ from testfleet.planning.lanes import Lane, all_lanes, stage_lanes
 DEFAULT_INSTALL = f"python3 -m pip install testfleet=={__version__}"
 HISTORY_ARTIFACT = "testfleet-history"
 HISTORY_CACHE = "testfleet-history"
+COLLECTION_CACHE = "testfleet-collection"
 WORKFLOW_PATH = ".github/workflows/testfleet.yml"
 PLAN_ARTIFACT = "testfleet-plan"
 JUNIT_DIR = "testfleet-junit"
@@ -215,6 +216,42 @@ def _restore_history(config: Config, opts: WorkflowOptions, *note: str) -> list[
     ]
 
 
+def collection_cache_path(config: Config, opts: WorkflowOptions) -> str:
+    """The registry cache file, relative to the repository root (next to the config)."""
+    import posixpath
+
+    from testfleet.registry.cache import NAME
+
+    base = posixpath.dirname(opts.config) if opts.config else ""
+    return posixpath.join(base, config.cache_dir, NAME)
+
+
+def _collection_cache(config: Config, opts: WorkflowOptions, *, save: bool) -> list[str]:
+    """The plan job keeps the collection cache between runs: on a fresh checkout every
+    file's stat key is new, but its content digest still proves it unchanged, so a large
+    tree is planned without scanning it again. Only default-branch runs save it."""
+    key = f"{COLLECTION_CACHE}-${{{{ github.run_id }}}}"
+    if not save:
+        return [
+            "      # The last collection of this branch or the default branch: files whose",
+            "      # content is unchanged are not scanned again (their digests prove it).",
+            "      - name: Restore the collection cache",
+            f"        uses: {_uses('actions/cache/restore')}",
+            "        with:",
+            f"          path: {yaml_str(collection_cache_path(config, opts))}",
+            f"          key: {key}",
+            f"          restore-keys: {COLLECTION_CACHE}-",
+        ]
+    return [
+        "      - name: Save the collection cache",
+        f"        if: ${{{{ {DEFAULT_BRANCH_RUN} }}}}",
+        f"        uses: {_uses('actions/cache/save')}",
+        "        with:",
+        f"          path: {yaml_str(collection_cache_path(config, opts))}",
+        f"          key: {key}-${{{{ github.run_attempt }}}}",
+    ]
+
+
 def ignored_label_expr(config: Config) -> str:
     """True for a ``labeled`` event whose label cannot change the plan.
 
@@ -332,7 +369,9 @@ PY
         "        with:",
         f"          python-version: {json.dumps(opts.python_version)}",
         *(_restore_history(config, opts) if _reads_cache(config, opts) else []),
+        *_collection_cache(config, opts, save=False),
         *_action(opts, "Plan", "plan", step_id="plan", env=plan_env, inputs=plan_inputs),
+        *_collection_cache(config, opts, save=True),
         "      - name: Check the plan fits this workflow",
         "        run: |",
         *_block(guard_script, 10),

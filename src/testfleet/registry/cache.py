@@ -15,11 +15,13 @@ file, never half of one. Bodies are JSON or plain arrays of integers, never
 pickle: loading a cache must not be able to run code.
 
 The registry cache body is a table (see :func:`encode_table`): the file paths,
-their ``lstat`` keys (NUL-separated paths) (size, mtime_ns, ctime_ns, inode, device) as int64s, and a
-JSON list of per-file results. An entry is used only when the file's key is
-unchanged; an entry whose mtime was within :data:`RACY_NS` of the run also
-carries a content digest that must match (the "racy clean" problem: an edit
-inside one timestamp tick leaves size and mtime unchanged).
+their ``lstat`` keys (NUL-separated paths) (size, mtime_ns, ctime_ns, inode, device) as int64s,
+each file's content digest (16 bytes), and a JSON list of per-file results. An entry is
+used when the file's key is unchanged; an entry whose mtime was within :data:`RACY_NS`
+of the run also carries a content digest that must match (the "racy clean" problem: an
+edit inside one timestamp tick leaves size and mtime unchanged). When the key changed
+but the content did not (a fresh checkout, a cache restored in CI), the digest proves
+it and the entry is used without parsing the file again.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 from testfleet import __version__
 from testfleet.findings import Finding
 
-SCHEMA = 2  # 2: gate entries carry their duplicate constraint keys
+SCHEMA = 3  # 2: gate entries carry their duplicate constraint keys; 3: content digests
 KIND = "testfleet-registry-cache"
 NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000
@@ -56,6 +58,14 @@ def cache_key(root: Path, config_path: Path, raw_config_text: str, kind: str = K
 
 def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+DIGEST_SIZE = 16
+
+
+def content_digest_bytes(data: bytes) -> bytes:
+    """:func:`content_digest` as its 16 bytes, the registry table's digest column."""
+    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
 
 
 def signed(value: int) -> int:
@@ -151,37 +161,43 @@ def save(path: Path, key: str, entries: dict[str, Any], kind: str) -> bool:
     return save_blob(path, key, kind, body)
 
 
-Table = tuple[list[str], "array[int]", list[Any]]
+Table = tuple[list[str], "array[int]", bytes, list[Any]]
 
 
-def encode_table(paths: list[str], stats: Sequence[tuple[int, ...]], elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
-    """Body and header fields for the registry table (5 int64 per path)."""
+def encode_table(paths: list[str], stats: Sequence[tuple[int, ...]], digests: Sequence[bytes],
+                 elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
+    """Body and header fields for the registry table (5 int64 and a 16-byte digest per path)."""
     p = "\0".join(paths).encode("utf-8", "surrogatepass")
     a = array("q")
     for st in stats:
         a.extend(st)
+    d = b"".join(digests)
+    if len(d) != DIGEST_SIZE * len(paths):
+        raise ValueError("one 16-byte digest per path")
     e = json.dumps(elements, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
-    extra = {"n": len(paths), "paths": len(p), "stats": len(a) * a.itemsize, "byteorder": sys.byteorder}
-    return p + a.tobytes() + e, extra
+    extra = {"n": len(paths), "paths": len(p), "stats": len(a) * a.itemsize, "digests": len(d),
+             "byteorder": sys.byteorder}
+    return p + a.tobytes() + d + e, extra
 
 
 def decode_table(header: dict[str, Any], body: bytes) -> Table | None:
     try:
-        n, lp, ls = header["n"], header["paths"], header["stats"]
-        if (header.get("byteorder") != sys.byteorder or not all(isinstance(x, int) for x in (n, lp, ls))
-                or ls != n * 5 * 8 or lp + ls > len(body)):
+        n, lp, ls, ld = header["n"], header["paths"], header["stats"], header["digests"]
+        if (header.get("byteorder") != sys.byteorder or not all(type(x) is int for x in (n, lp, ls, ld))
+                or ls != n * 5 * 8 or ld != n * DIGEST_SIZE or lp < 0 or lp + ls + ld > len(body)):
             return None
         paths = body[:lp].decode("utf-8", "surrogatepass").split("\0") if n else []
         stats = array("q")
         if stats.itemsize != 8:
             return None
         stats.frombytes(body[lp:lp + ls])
-        elements = json.loads(body[lp + ls:])
+        digests = body[lp + ls:lp + ls + ld]
+        elements = json.loads(body[lp + ls + ld:])
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if len(paths) != n or not isinstance(elements, list) or len(elements) != n:
         return None
-    return paths, stats, elements
+    return paths, stats, digests, elements
 
 
 # Python literals as JSON data, so that a warm run rebuilds gate arguments without

@@ -63,8 +63,11 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     displaced = cache.displaced(root, cache_path) if use_cache and table is None else None
     index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
     new_stats: list[StatKey] = []
+    new_digests: list[bytes] = []
     new_elements: list[Any] = []
     misses: list[tuple[str, StatKey]] = []
+    moved: list[tuple[str, StatKey, int]] = []  # cached, but the stat key changed
+    size = cache.DIGEST_SIZE
     refreshed = False
     root_str = str(root)
     now = time.time_ns()
@@ -74,10 +77,11 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         registry.findings.append(displaced)
     kept: list[str] = []
 
-    def keep(rel: str, st: StatKey, element: Any, result: FileResult) -> None:
+    def keep(rel: str, st: StatKey, digest: bytes, element: Any, result: FileResult) -> None:
         """One file's result goes into the registry and into the next cache table."""
         kept.append(rel)
         new_stats.append(st)
+        new_digests.append(digest)
         new_elements.append(element)
         registry.registrations.extend(result.registrations)
         if gates:
@@ -92,41 +96,54 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         st = found.files[rel]
         result: FileResult | None = None
         element: Any = None
+        digest = b""
         i = index.get(rel)
         if i is not None and table is not None:
             j = 5 * i
-            if tuple(table[1][j:j + 5]) == st:
-                element = table[2][i]
-                if type(element) is int:
-                    # Fast path for the commonest file: an unchanged plain implicit one.
-                    rule = _implicit_rule(rules, rel, element)
-                    if rule is not None:
-                        registry.registrations.append(Registration(
-                            rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True,
-                        ))
-                        kept.append(rel)
-                        new_stats.append(st)
-                        new_elements.append(element)
-                        continue
-                result = _reuse(root_str, rel, rules, element, gates)
-                if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
-                    # Verified by content and now old enough: drop the digest so later runs
-                    # trust the stat key alone instead of re-reading the file every time.
-                    element = [None, element[1]] if type(element[1]) is not int else element[1]
-                    refreshed = True
+            if tuple(table[1][j:j + 5]) != st:
+                moved.append((rel, st, i))
+                continue
+            element = table[3][i]
+            digest = table[2][size * i:size * (i + 1)]
+            if type(element) is int:
+                # Fast path for the commonest file: an unchanged plain implicit one.
+                rule = _implicit_rule(rules, rel, element)
+                if rule is not None:
+                    registry.registrations.append(Registration(
+                        rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True,
+                    ))
+                    kept.append(rel)
+                    new_stats.append(st)
+                    new_digests.append(digest)
+                    new_elements.append(element)
+                    continue
+            result = _reuse(root_str, rel, rules, element, gates)
+            if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
+                # Verified by content and now old enough: drop the digest so later runs
+                # trust the stat key alone instead of re-reading the file every time.
+                element = [None, element[1]] if type(element[1]) is not int else element[1]
+                refreshed = True
         if result is None:
             misses.append((rel, st))
             continue
-        keep(rel, st, element, result)
-    changed = bool(misses) or refreshed
+        keep(rel, st, digest, element, result)
+    if table is not None:
+        for rel, st, i in moved:
+            digest = table[2][size * i:size * (i + 1)]
+            same = _same_content(root_str, rel, st, digest, table[3][i], rules, gates, now)
+            if same is None:
+                misses.append((rel, st))
+            else:
+                keep(rel, st, digest, *same)
+    changed = bool(misses) or bool(moved) or refreshed
     for rel, st, outcome in _scan_all(misses, rules, root_str):
         if isinstance(outcome, str):
             registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
             continue
-        result, element = outcome
-        keep(rel, st, element, result)
+        result, element, digest = outcome
+        keep(rel, st, digest, element, result)
     if use_cache and (changed or table is None or len(kept) != len(table[0])):
-        body, extra = cache.encode_table(kept, new_stats, new_elements)
+        body, extra = cache.encode_table(kept, new_stats, new_digests, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
     registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
@@ -156,7 +173,27 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
 # Below this many files to parse, a second process costs more than it saves.
 PARALLEL_MIN = 800
 
-Outcome = tuple[FileResult, Any] | str
+Outcome = tuple[FileResult, Any, bytes] | str
+
+
+def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any, rules: Rules,
+                  gates: bool, now: int) -> tuple[Any, FileResult] | None:
+    """(element, result) when the file's bytes are still the ones the entry was made from,
+    only its stat key changed (a fresh checkout, a cache restored in CI): hashing a file
+    is an order of magnitude cheaper than scanning it. None: scan it."""
+    try:
+        data = _read(f"{root}/{rel}", st[0])
+    except OSError:
+        return None
+    if cache.content_digest_bytes(data) != digest:
+        return None
+    payload = element[1] if type(element) is list and len(element) == 2 else element
+    result = _from_element(rel, payload, rules, gates)
+    if result is None:
+        return None
+    if cache.is_racy(st[1], now):  # the new key is too fresh to trust alone next time
+        return [digest.hex(), payload], result
+    return (payload if type(payload) is int else [None, payload]), result
 
 
 def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> list[tuple[str, StatKey, Outcome]]:
@@ -171,21 +208,26 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> lis
     scanner = _Scanner(rules, root)
 
     def encode(outcome: Outcome) -> Any:
-        return outcome if isinstance(outcome, str) else outcome[1]
+        return outcome if isinstance(outcome, str) else [outcome[1], outcome[2].hex()]
 
     def decode(item: tuple[str, StatKey], data: Any) -> Outcome | None:
         if isinstance(data, str):
             return data
-        result = _from_element(item[0], data, rules)
-        return None if result is None else (result, data)
+        try:
+            element, digest = data[0], bytes.fromhex(data[1])
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+        result = _from_element(item[0], element, rules)
+        return None if result is None or len(digest) != cache.DIGEST_SIZE else (result, element, digest)
 
     outcomes = two_way_map(lambda item: scanner(*item), misses, min_items=PARALLEL_MIN,
                            encode=encode, decode=decode)
     return [(rel, st, outcome) for (rel, st), outcome in zip(misses, outcomes, strict=True)]
 
 
-def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:
-    """A freshly computed element (no racy check needed: it was made from the bytes just read)."""
+def _from_element(rel: str, element: Any, rules: Rules, gates: bool = True) -> FileResult | None:
+    """An element known to match the file's bytes (just made from them, or proved by digest),
+    so no racy check is needed."""
     try:
         if type(element) is list and len(element) == 2:
             element = element[1]
@@ -193,7 +235,7 @@ def _from_element(rel: str, element: Any, rules: Rules) -> FileResult | None:
             rule = _implicit_rule(rules, rel, element)
             return None if rule is None else FileResult([Registration(
                 rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True)])
-        return _decode(rel, element, rules)
+        return _decode(rel, element, rules, gates)
     except (TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
@@ -218,8 +260,9 @@ class _Scanner:
         except OSError as exc:
             return str(exc.strerror or exc)
         result = self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
-        racy = cache.content_digest(data) if cache.is_racy(st[1], self.now) else None
-        return result, _encode(result, racy, self.rules)
+        digest = cache.content_digest_bytes(data)
+        racy = digest.hex() if cache.is_racy(st[1], self.now) else None
+        return result, _encode(result, racy, self.rules), digest
 
 
 def _load_table(path: Path, key: str) -> cache.Table | None:
