@@ -104,6 +104,24 @@ def test_pytest_behind_env_reports_each_test(tmp_path: Path) -> None:
     assert [(f, o) for f, o, _ in files] == [("tests/test_five.py", "FAILED")]
 
 
+def test_pytest_xdist_reports_each_test_once(tmp_path: Path) -> None:
+    """Under ``-n 2`` the workers run the tests and the controller receives every report
+    again: each test is one testcase, and the collected count is the tests' (it was
+    twice each, which doubled every pass and failure in the history)."""
+    proc, root, junit = run(tmp_path, "{python} -m pytest {file} -n 2 -p no:cacheprovider",
+                            {"test_five.py": FIVE_ONE_FAILING})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    tests, files = history(root)
+    assert sorted(tests) == [("test_a", "PASSED"), ("test_b", "PASSED"), ("test_c", "FAILED"),
+                             ("test_p[1]", "PASSED"), ("test_p[2]", "PASSED")]
+    assert sorted(n for n, _, _, _ in cases(junit)) == ["test_a", "test_b", "test_c",
+                                                        "test_p[1]", "test_p[2]"]
+    assert [(f, o) for f, o, _ in files] == [("tests/test_five.py", "FAILED")]
+    log = next(root.rglob("*.testcases.jsonl")).read_text().splitlines()
+    assert sum('"event": "collected"' in line for line in log) == 1
+    assert '"count": 5' in next(line for line in log if '"event": "collected"' in line)
+
+
 def test_a_template_that_is_not_pytest_keeps_file_level_results(tmp_path: Path) -> None:
     script = "import sys\nprint('checked 3 things')\nsys.exit(0)\n"
     proc, root, junit = run(tmp_path, "{python} {file} --fast", {"test_script.py": script})

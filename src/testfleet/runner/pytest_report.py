@@ -15,6 +15,11 @@ each file collected, and points ``$TESTFLEET_RECORD_DIR`` at the running file's 
 record directory (``$TESTFLEET_SESSION_FILES`` names a JSON map from absolute file path
 to directory), so metric records stay per file as in one process per file.
 
+Under pytest-xdist the workers collect and run the tests and the controller receives
+every report again, so only the controller writes (a worker still switches
+``$TESTFLEET_RECORD_DIR``: its tests write the metric records), and the collected count
+comes from xdist's own hook: each test once, as without xdist.
+
 It imports nothing from testfleet (it runs inside the test process) and does nothing
 when the variable is unset.
 """
@@ -37,7 +42,7 @@ _session: dict[str, Any] = {"file": None, "rootdir": "", "dirs": {}, "resolved":
 
 def _write(event: dict[str, Any]) -> None:
     path = os.environ.get(ENV)
-    if not path:
+    if not path or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller reports it
         return
     line = json.dumps(event, ensure_ascii=True, allow_nan=False) + "\n"
     try:
@@ -72,6 +77,33 @@ def _load_session_dirs() -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
+class _XdistCollected:
+    """Registered only where pytest-xdist is active (its hook exists only then)."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self.done:  # every worker collects the same tests
+            return
+        self.done = True
+        _collected(ids)
+
+
+def pytest_configure(config: Any) -> None:
+    if hasattr(config.hook, "pytest_xdist_node_collection_finished") and not os.environ.get(
+            "PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(_XdistCollected(), "testfleet-xdist-collected")
+
+
+def _collected(nodeids: list[str]) -> None:
+    files: dict[str, int] = {}
+    for nodeid in nodeids:
+        part = _file_part(nodeid)
+        files[part] = files.get(part, 0) + 1
+    _write({"event": "collected", "count": len(nodeids), "files": files})
+
+
 def pytest_sessionstart(session: Any) -> None:
     _state.clear()
     rootdir = str(getattr(session.config, "rootpath", "") or "")
@@ -80,11 +112,7 @@ def pytest_sessionstart(session: Any) -> None:
 
 
 def pytest_collection_finish(session: Any) -> None:
-    files: dict[str, int] = {}
-    for item in session.items:
-        part = _file_part(item.nodeid)
-        files[part] = files.get(part, 0) + 1
-    _write({"event": "collected", "count": len(session.items), "files": files})
+    _collected([item.nodeid for item in session.items])
 
 
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
