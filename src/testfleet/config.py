@@ -68,6 +68,11 @@ DEFAULT_FATAL = [
 ]
 
 
+# pytest-xdist's worker count (-n 2, -n2, -nauto, --numprocesses[=N]): it cannot share a
+# batch session, whose per-file timing needs files run one after another.
+_XDIST_WORKERS = re.compile(r"-n\S*|--numprocesses(=.*)?")
+
+
 class _Strict(BaseModel):
     # allow_inf_nan=False: TOML has inf and nan, and a timeout or target of inf crashed
     # planning and `run` with an OverflowError instead of being reported here.
@@ -490,6 +495,12 @@ class StageConfig(_Strict):
         if self.command not in ("pytest", "auto"):
             raise ValueError(f"'batch = true' runs files in one pytest session; it needs "
                              f"command = \"pytest\" or \"auto\" (got {self.command!r})")
+        args = [*self.extra_args, *(a for v in self.variants.values() for a in v.extra_args or ())]
+        parallel = next((a for a in args if _XDIST_WORKERS.fullmatch(a)), None)
+        if parallel is not None:
+            raise ValueError(f"'batch = true' times and blames files by the order their tests "
+                             f"run in; pytest-xdist ({parallel!r} in extra_args) interleaves "
+                             "files across workers: use one or the other")
         return self
 
     # Stage variants (#12): the same suite on other runner classes or images.

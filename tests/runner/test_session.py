@@ -278,6 +278,15 @@ def test_config_validates_batch_keys() -> None:
     with pytest.raises(ConfigError) as info:
         validate_config({"stages": {"s": {"backend": "cpu", "batch": True, "batch_max_files": 0}}})
     assert info.value.findings[0].key == "stages.s.batch_max_files"
+    for args in (["-n", "2"], ["-nauto"], ["-x", "--numprocesses=4"]):
+        with pytest.raises(ConfigError) as info:
+            validate_config({"stages": {"s": {"backend": "cpu", "batch": True, "extra_args": args}}})
+        assert info.value.findings[0].key == "stages.s" and "pytest-xdist" in info.value.findings[0].message
+    with pytest.raises(ConfigError) as info:  # a variant's arguments count too
+        validate_config({"stages": {"s": {"backend": "cpu", "batch": True, "variants": {
+            "big": {"runs_on": ["big"], "extra_args": ["-n", "8"]}}}}})
+    assert "pytest-xdist" in info.value.findings[0].message
+    validate_config({"stages": {"s": {"backend": "cpu", "extra_args": ["-n", "2"]}}})  # alone: fine
     config = validate_config({"stages": {"s": {"backend": "cpu", "command": "auto", "batch": True,
                                                "batch_max_seconds": 60}}})
     settings = stage_settings(config, "s")
