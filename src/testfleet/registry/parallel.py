@@ -9,11 +9,9 @@ half itself, so the result never depends on the child having worked.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -35,26 +33,6 @@ def two_way_map(func: Callable[[T], Any], items: Sequence[T], *, min_items: int,
     The child sends ``encode(func(x))`` as JSON; the parent turns each back with
     ``decode(x, data)``, and computes ``func(x)`` itself where that returns None.
     """
-    with _collector_paused():
-        return _map(func, items, min_items, encode, decode)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Per-file work allocates many short-lived objects (syntax trees, tokens) and no
-    cycles worth finding; the cyclic collector's passes over the growing heap were a
-    quarter of a cold scan. Reference counting still frees everything."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _map(func: Callable[[T], Any], items: Sequence[T], min_items: int,
-         encode: Callable[[Any], Any], decode: Callable[[T, Any], Any]) -> list[Any]:
     if len(items) < min_items or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [func(x) for x in items]
     half = len(items) // 2
