@@ -30,6 +30,22 @@ def test_two_way_map_uses_the_childs_answers() -> None:
 
 
 @needs_fork
+def test_a_none_result_from_the_child_is_an_answer() -> None:
+    """Without ``decode``, None is what the child computed, not "no answer": the parent
+    must not compute those items again (the syntax check's valid files were compiled
+    twice that way)."""
+    parent = os.getpid()
+    seen: list[int] = []
+
+    def nothing(x: int) -> None:
+        if os.getpid() == parent:
+            seen.append(x)
+
+    assert two_way_map(nothing, list(range(10)), min_items=2) == [None] * 10
+    assert seen == [0, 1, 2, 3, 4]
+
+
+@needs_fork
 def test_syntax_check_compiles_each_valid_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A valid file's answer from the child must not read as "no answer" (it did, and the
     parent compiled every valid file of a cold ``check`` again)."""

@@ -21,17 +21,15 @@ def _same(result: Any) -> Any:
     return result
 
 
-def _as_is(_item: Any, data: Any) -> Any:
-    return data
-
-
 def two_way_map(func: Callable[[T], Any], items: Sequence[T], *, min_items: int,
                 encode: Callable[[Any], Any] = _same,
-                decode: Callable[[T, Any], Any] = _as_is) -> list[Any]:
+                decode: Callable[[T, Any], Any] | None = None) -> list[Any]:
     """``[func(x) for x in items]``, the second half computed in a forked child when worth it.
 
-    The child sends ``encode(func(x))`` as JSON; the parent turns each back with
-    ``decode(x, data)``, and computes ``func(x)`` itself where that returns None.
+    The child sends ``encode(func(x))`` as JSON. Without ``decode`` the parent takes
+    each value as sent, None included (a None result is an answer, not a missing one);
+    with it, the parent turns each back with ``decode(x, data)`` and computes ``func(x)``
+    itself where that returns None (data it cannot rebuild).
     """
     if len(items) < min_items or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [func(x) for x in items]
@@ -42,6 +40,8 @@ def two_way_map(func: Callable[[T], Any], items: Sequence[T], *, min_items: int,
     answer = child() if child is not None else None
     if answer is None:
         return out + [func(x) for x in theirs]
+    if decode is None:
+        return out + answer
     for x, data in zip(theirs, answer, strict=True):
         result = decode(x, data)
         out.append(result if result is not None else func(x))

@@ -78,16 +78,13 @@ PARALLEL_MIN = 200
 
 def _check_one(root: Path) -> Any:
     def check(item: tuple[str, str]) -> list[Any] | None:
-        """``[]`` for valid syntax: None would make the parent compute the file again
-        (:func:`two_way_map`'s "child had no answer"), which put every valid file of a
-        cold ``check`` through ``compile`` twice."""
         rel, _digest = item
         try:
             data = (root / rel).read_bytes()
         except OSError:
             return None
         found = syntax_error(data, rel)
-        return [] if found is None else list(found)
+        return None if found is None else list(found)
 
     return check
 
