@@ -182,10 +182,21 @@ def history_mode(config: Config, opts: WorkflowOptions) -> str:
 
 def history_path(config: Config, opts: WorkflowOptions) -> str:
     """The SQLite history file, relative to the repository root (next to the config)."""
+    return _in_cache_dir(config, opts, "history.db")
+
+
+def collection_cache_path(config: Config, opts: WorkflowOptions) -> str:
+    """The registry cache file, relative to the repository root (next to the config)."""
+    from testfleet.registry.cache import NAME
+
+    return _in_cache_dir(config, opts, NAME)
+
+
+def _in_cache_dir(config: Config, opts: WorkflowOptions, name: str) -> str:
     import posixpath
 
     base = posixpath.dirname(opts.config) if opts.config else ""
-    return posixpath.join(base, config.cache_dir, "history.db")
+    return posixpath.join(base, config.cache_dir, name)
 
 
 #: Only these runs write history; everything else (pull requests above all) reads it.
@@ -216,39 +227,30 @@ def _restore_history(config: Config, opts: WorkflowOptions, *note: str) -> list[
     ]
 
 
-def collection_cache_path(config: Config, opts: WorkflowOptions) -> str:
-    """The registry cache file, relative to the repository root (next to the config)."""
-    import posixpath
+# The plan job keeps the collection cache between runs: on a fresh checkout every file's
+# stat key is new, but its content digest still proves it unchanged, so a large tree is
+# planned without scanning it again. Only default-branch runs save it.
+def _restore_collection(config: Config, opts: WorkflowOptions) -> list[str]:
+    return [
+        "      # The last collection of this branch or the default branch: files whose",
+        "      # content is unchanged are not scanned again (their digests prove it).",
+        "      - name: Restore the collection cache",
+        f"        uses: {_uses('actions/cache/restore')}",
+        "        with:",
+        f"          path: {yaml_str(collection_cache_path(config, opts))}",
+        f"          key: {COLLECTION_CACHE}-${{{{ github.run_id }}}}",
+        f"          restore-keys: {COLLECTION_CACHE}-",
+    ]
 
-    from testfleet.registry.cache import NAME
 
-    base = posixpath.dirname(opts.config) if opts.config else ""
-    return posixpath.join(base, config.cache_dir, NAME)
-
-
-def _collection_cache(config: Config, opts: WorkflowOptions, *, save: bool) -> list[str]:
-    """The plan job keeps the collection cache between runs: on a fresh checkout every
-    file's stat key is new, but its content digest still proves it unchanged, so a large
-    tree is planned without scanning it again. Only default-branch runs save it."""
-    key = f"{COLLECTION_CACHE}-${{{{ github.run_id }}}}"
-    if not save:
-        return [
-            "      # The last collection of this branch or the default branch: files whose",
-            "      # content is unchanged are not scanned again (their digests prove it).",
-            "      - name: Restore the collection cache",
-            f"        uses: {_uses('actions/cache/restore')}",
-            "        with:",
-            f"          path: {yaml_str(collection_cache_path(config, opts))}",
-            f"          key: {key}",
-            f"          restore-keys: {COLLECTION_CACHE}-",
-        ]
+def _save_collection(config: Config, opts: WorkflowOptions) -> list[str]:
     return [
         "      - name: Save the collection cache",
         f"        if: ${{{{ {DEFAULT_BRANCH_RUN} }}}}",
         f"        uses: {_uses('actions/cache/save')}",
         "        with:",
         f"          path: {yaml_str(collection_cache_path(config, opts))}",
-        f"          key: {key}-${{{{ github.run_attempt }}}}",
+        f"          key: {COLLECTION_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}",
     ]
 
 
@@ -369,9 +371,9 @@ PY
         "        with:",
         f"          python-version: {json.dumps(opts.python_version)}",
         *(_restore_history(config, opts) if _reads_cache(config, opts) else []),
-        *_collection_cache(config, opts, save=False),
+        *_restore_collection(config, opts),
         *_action(opts, "Plan", "plan", step_id="plan", env=plan_env, inputs=plan_inputs),
-        *_collection_cache(config, opts, save=True),
+        *_save_collection(config, opts),
         "      - name: Check the plan fits this workflow",
         "        run: |",
         *_block(guard_script, 10),

@@ -249,7 +249,8 @@ def estimate_rows(project: Project, registrations: Iterable[Registration] | Any,
     parents = _variant_stages(project.config)
     keep = None if stages is None else set(stages)
     if keep is not None:  # a variant's rows may fall back on its stage's: read that too
-        regs = [r for r in regs if r.suite in keep or r.suite in {parents.get(k) for k in keep}]
+        read = keep | {parents[k] for k in keep if k in parents}
+        regs = [r for r in regs if r.suite in read]
     wanted = sorted({r.suite for r in regs})
     history, timeouts, warnings = (load_history(project, wanted, {r.file for r in regs}, url=url)
                                    if wanted else ({}, {}, []))

@@ -56,16 +56,17 @@ def cache_key(root: Path, config_path: Path, raw_config_text: str, kind: str = K
     return h.hexdigest()
 
 
-def content_digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 DIGEST_SIZE = 16
 
 
 def content_digest_bytes(data: bytes) -> bytes:
-    """:func:`content_digest` as its 16 bytes, the registry table's digest column."""
+    """A file's content digest, as the registry table's digest column holds it."""
     return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
+
+
+def content_digest(data: bytes) -> str:
+    """The same digest in hex: what a racy entry carries and what keys the syntax cache."""
+    return content_digest_bytes(data).hex()
 
 
 def signed(value: int) -> int:
