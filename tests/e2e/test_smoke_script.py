@@ -29,8 +29,10 @@ def test_smoke_lists_each_other_supported_minor_once(tmp_path: Path) -> None:
     (bindir / "python3").symlink_to(sys.executable)
     pyenv = tmp_path / "pyenv"
     _fake_python(pyenv / "versions" / "3.9.18" / "bin" / "python", "3.9")     # unsupported
-    _fake_python(pyenv / "versions" / "3.10.2" / "bin" / "python", "3.10")
-    _fake_python(pyenv / "versions" / "3.10.13" / "bin" / "python", "3.10")   # same minor
+    # one supported minor twice (not the running one, which the smoke pass leaves out)
+    twice = "3.12" if default == "3.10" else "3.10"
+    _fake_python(pyenv / "versions" / f"{twice}.2" / "bin" / "python", twice)
+    _fake_python(pyenv / "versions" / f"{twice}.13" / "bin" / "python", twice)   # same minor
     _fake_python(pyenv / "versions" / "3.17.0" / "bin" / "python", "3.17")
     _fake_python(pyenv / "versions" / f"{default}.99" / "bin" / "python", default)
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin",
@@ -40,6 +42,6 @@ def test_smoke_lists_each_other_supported_minor_once(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     chosen = dict(line.split("=", 1) for line in proc.stdout.split())
     assert "3.9" not in chosen and default not in chosen
-    assert chosen["3.10"].startswith(str(pyenv / "versions" / "3.10."))
+    assert chosen[twice].startswith(str(pyenv / "versions" / f"{twice}."))
     assert chosen["3.17"] == str(pyenv / "versions" / "3.17.0" / "bin" / "python")
     assert all(int(m.split(".")[1]) >= 10 for m in chosen)

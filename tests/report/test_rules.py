@@ -94,9 +94,11 @@ def test_config_line() -> None:
 def _project(root: Path, check: str = "") -> Project:
     text = TOML + check
     (root / "pyproject.toml").write_text(text, encoding="utf-8")
-    import tomllib
+    from testfleet.configfile import parse_toml  # tomllib, or tomli on Python 3.10
 
-    data = tomllib.loads(text)["tool"]["testfleet"]
+    parsed = parse_toml(text)
+    assert parsed is not None
+    data = parsed["tool"]["testfleet"]
     return Project(root, root / "pyproject.toml", validate_config(data), text)
 
 
