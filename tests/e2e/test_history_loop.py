@@ -36,6 +36,7 @@ import yaml
 
 from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps, workflow_for
 from integrations.gha_expr import evaluate, truthy
+from testfleet.store.execution_rows import StdlibDb, insert_payload
 
 DEFAULT = "refs/heads/main"
 HISTORY = ".testfleet/history.db"
@@ -292,10 +293,11 @@ def test_three_default_branch_runs_and_a_pull_request(main_repo: Path, tmp_path:
         db = ws / HISTORY
         assert db.exists()  # the job restored main's history for its gates
         con = sqlite3.connect(db)
-        con.execute("INSERT INTO executions (file, stage, backend, duration, outcome, attempt, "
-                    "ci_run_id, ts, recorded_at, uid, final) VALUES "
-                    "('tests/fast/test_kl.py', 'stage-a-cpu', 'cpu', 9999, 'PASSED', 1, "
-                    "'forged', 4e9, 4e9, 'f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0', 1)")
+        insert_payload(StdlibDb(con), [{
+            "file": "tests/fast/test_kl.py", "stage": "stage-a-cpu", "backend": "cpu",
+            "duration": 9999.0, "outcome": "PASSED", "attempt": 1, "commit_sha": None,
+            "ci_run_id": "forged", "ts": 4e9, "recorded_at": 4e9, "gate_status": None,
+            "gate_mode": None, "reason": None, "uid": "f0" * 16, "final": True}])
         con.commit()
         con.close()
         bundle = ws / "testfleet-history" / "records.bundle"

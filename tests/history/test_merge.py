@@ -200,11 +200,14 @@ def test_bundle_models_carry_every_column() -> None:
 def test_testcases_without_their_execution_stay_behind(project: Project, source_db: str,
                                                        tmp_path: Path) -> None:
     """A testcase row whose execution was pruned has nothing to travel with."""
-    from sqlalchemy import delete
+    from sqlalchemy import select
+
+    from testfleet.store.execution_rows import AlchemyDb, delete_ids
 
     with open_store(project, source_db) as store:
         with store.write() as conn:
-            conn.execute(delete(executions).where(executions.c.file == "tests/test_2.py"))
+            delete_ids(AlchemyDb(conn), list(conn.execute(select(executions.c.id).where(
+                executions.c.file == "tests/test_2.py")).scalars()))
         p = export_payload(store, run_id=None, source=PUSH)
     assert len(p.executions) == 4 and len(p.testcases) == 8
 

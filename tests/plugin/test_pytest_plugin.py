@@ -114,9 +114,7 @@ def test_history_rows_are_written_like_testfleet_run(project: pytest.Pytester) -
     db = project.path / ".testfleet" / "history.db"
     assert db.is_file()
     with sqlite3.connect(db) as conn:
-        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
-        table = next(t for t in tables if "execution" in t)
-        rows = conn.execute(f"select file, stage, outcome from {table}").fetchall()
+        rows = conn.execute("select file, stage, outcome from executions").fetchall()
     assert {r[0] for r in rows} == planned
     assert {r[1] for r in rows} == {"stage-cpu"}
     expected = {f: ("FAILED" if f == "tests/test_b.py" else "PASSED") for f in planned}

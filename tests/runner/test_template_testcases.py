@@ -33,8 +33,8 @@ max_attempts = 1
 """
 
 
-def run(tmp_path: Path, command: str, files: dict[str, str],
-        env: str = "") -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+def run(tmp_path: Path, command: str, files: dict[str, str], env: str = "",
+        outer: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     root = tmp_path / "proj"
     (root / "tests").mkdir(parents=True)
     (root / "testfleet.toml").write_text(CONFIG.format(command=command, env=env))
@@ -42,7 +42,7 @@ def run(tmp_path: Path, command: str, files: dict[str, str],
         (root / "tests" / name).write_text(body)
     junit = tmp_path / "junit.xml"
     child = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TESTFLEET_"))}
-    child.update({"GITHUB_RUN_ID": "77", "GITHUB_SHA": "b" * 40})
+    child.update({"GITHUB_RUN_ID": "77", "GITHUB_SHA": "b" * 40, **(outer or {})})
     proc = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(root), "run",
                            "--stage", "s-tpl", "--junit", str(junit), "--continue-on-error",
                            "--display", "plain"],
@@ -120,6 +120,19 @@ def test_pytest_xdist_reports_each_test_once(tmp_path: Path) -> None:
     log = next(root.rglob("*.testcases.jsonl")).read_text().splitlines()
     assert sum('"event": "collected"' in line for line in log) == 1
     assert '"count": 5' in next(line for line in log if '"event": "collected"' in line)
+
+
+def test_a_run_started_inside_an_xdist_worker_still_reports(tmp_path: Path) -> None:
+    """testfleet started by a test that runs in a pytest-xdist worker inherits
+    PYTEST_XDIST_WORKER; its own pytest (no -n) is not a worker and must report every
+    test (it reported none: the variable alone decided)."""
+    proc, root, _ = run(tmp_path, "{python} -m pytest {file} -p no:cacheprovider",
+                        {"test_five.py": FIVE_ONE_FAILING},
+                        outer={"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    tests, _ = history(root)
+    assert sorted(tests) == [("test_a", "PASSED"), ("test_b", "PASSED"), ("test_c", "FAILED"),
+                             ("test_p[1]", "PASSED"), ("test_p[2]", "PASSED")]
 
 
 def test_a_template_that_is_not_pytest_keeps_file_level_results(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Schema step 6 (#17): estimates take each file's newest rows by recording time, so
-(stage, file, recorded_at) is indexed; the step applies to a step-5 database on SQLite and
-on the real PostgreSQL, and the embedded SQLite answers the window query from the index."""
+(stage, file, recorded_at) is indexed; since step 7 (#11) that is (tested_id, recorded_at,
+ts) on ``execution_rows``. The steps apply to a step-5 database on SQLite and on the real
+PostgreSQL, and the embedded SQLite answers the window query from the index."""
 
 from __future__ import annotations
 
@@ -9,42 +10,56 @@ from sqlalchemy import inspect, text
 
 from testfleet.config import Project
 from testfleet.store import connect, open_store
-from testfleet.store.durations import Execution
-from testfleet.store.schema import MIGRATIONS, apply_step, latest_version, lock_for_migration
+from testfleet.store.durations import Execution, execution_payload
+from testfleet.store.schema import (
+    MIGRATIONS,
+    apply_step,
+    executions,
+    latest_version,
+    lock_for_migration,
+)
 
-INDEX = "ix_executions_stage_file_recorded"
+OLD_INDEX = "ix_executions_stage_file_recorded"
+INDEX = "ix_execution_rows_recorded"
 
 
-def _indexes(store) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+def _indexes(store, table: str) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     with store.read() as conn:
-        return {ix["name"]: list(ix["column_names"]) for ix in inspect(conn).get_indexes("executions")}
+        return {ix["name"]: list(ix["column_names"]) for ix in inspect(conn).get_indexes(table)}
+
+
+def migrate_to(store, version: int) -> None:  # type: ignore[no-untyped-def]
+    for step in MIGRATIONS[:version]:
+        with store.write() as conn:
+            lock_for_migration(conn)
+            apply_step(conn, step)
 
 
 @pytest.fixture
 def v5_url(engine_name: str, project: Project, request: pytest.FixtureRequest) -> str | None:
-    """A database as testfleet left it before step 6, with a row in it."""
+    """A database as testfleet left it before step 6, with a row in it (written as the
+    writers of steps 5 and 6 wrote it: into the table ``executions``)."""
     url = None if engine_name == "sqlite" else request.getfixturevalue("pg_url")
     with connect(project, url, create_file=True) as store:
-        for step in MIGRATIONS[:5]:
-            with store.write() as conn:
-                lock_for_migration(conn)
-                apply_step(conn, step)
-        store.record_executions([Execution("tests/a.py", "stage-a-cpu", "cpu", 3.0)])
-        assert INDEX not in _indexes(store)
+        migrate_to(store, 5)
+        with store.write() as conn:
+            conn.execute(executions.insert(), execution_payload(
+                [Execution("tests/a.py", "stage-a-cpu", "cpu", 3.0)]))
+        assert OLD_INDEX not in _indexes(store, "executions")
     return url
 
 
-def test_step_6_adds_the_recording_time_index(project: Project, v5_url: str | None) -> None:
+def test_steps_6_and_7_index_the_recording_time(project: Project, v5_url: str | None) -> None:
     with connect(project, v5_url) as store:
         assert [m.version for m in store.migrate()] == list(range(6, latest_version() + 1))
-        assert _indexes(store)[INDEX] == ["stage", "file", "recorded_at", "ts"]
+        assert _indexes(store, "execution_rows")[INDEX] == ["tested_id", "recorded_at", "ts"]
         assert store.schema_version() == latest_version()
         assert store.durations("stage-a-cpu", None, window=3) == {"tests/a.py": [3.0]}
 
 
 def test_a_new_database_has_it(project: Project, store_url: str | None) -> None:
     with open_store(project, store_url) as store:
-        assert INDEX in _indexes(store)
+        assert INDEX in _indexes(store, "execution_rows")
 
 
 def test_sqlite_reads_the_newest_recorded_rows_through_the_index(project: Project) -> None:

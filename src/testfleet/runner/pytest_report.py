@@ -37,12 +37,13 @@ RECORD_DIR_ENV = "TESTFLEET_RECORD_DIR"  # testfleet.metrics reads it at each ca
 MESSAGE_MAX = 2000
 
 _state: dict[str, dict[str, Any]] = {}
-_session: dict[str, Any] = {"file": None, "rootdir": "", "dirs": {}, "resolved": {}}
+_session: dict[str, Any] = {"file": None, "rootdir": "", "dirs": {}, "resolved": {},
+                            "worker": False}
 
 
 def _write(event: dict[str, Any]) -> None:
     path = os.environ.get(ENV)
-    if not path or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller reports it
+    if not path or _session["worker"]:  # the controller reports it
         return
     line = json.dumps(event, ensure_ascii=True, allow_nan=False) + "\n"
     try:
@@ -91,8 +92,10 @@ class _XdistCollected:
 
 
 def pytest_configure(config: Any) -> None:
-    if hasattr(config.hook, "pytest_xdist_node_collection_finished") and not os.environ.get(
-            "PYTEST_XDIST_WORKER"):
+    # xdist gives its workers ``workerinput``; its PYTEST_XDIST_WORKER variable would also
+    # mark every pytest a test starts in a worker (it is inherited), silencing its report.
+    _session["worker"] = hasattr(config, "workerinput")
+    if hasattr(config.hook, "pytest_xdist_node_collection_finished") and not _session["worker"]:
         config.pluginmanager.register(_XdistCollected(), "testfleet-xdist-collected")
 
 

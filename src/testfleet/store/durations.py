@@ -134,11 +134,9 @@ def validate(rows: Sequence[Execution]) -> None:
 
 
 def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
-    from testfleet.store.tables import executions
+    from testfleet.store.execution_rows import AlchemyDb, insert_payload
 
-    payload = execution_payload(rows)
-    if payload:
-        conn.execute(executions.insert(), payload)
+    insert_payload(AlchemyDb(conn), execution_payload(rows))
 
 
 def execution_payload(rows: Sequence[Execution], now: float | None = None) -> list[dict[str, Any]]:
@@ -157,21 +155,6 @@ def execution_payload(rows: Sequence[Execution], now: float | None = None) -> li
         }
         for r in rows
     ]
-
-
-def insert_ignoring_known(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> int:
-    """``INSERT ... ON CONFLICT (uid) DO NOTHING`` on both engines; returns rows added."""
-    stmt: Any
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        stmt = pg_insert(table).on_conflict_do_nothing(index_elements=["uid"])
-    else:
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["uid"])
-    result = conn.execute(stmt, rows)
-    return int(result.rowcount or 0)
 
 
 def passing_durations(conn: Connection, stage: str, files: Iterable[str] | None,
@@ -330,17 +313,10 @@ def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int
 
 def runs_of_uids(conn: Connection, uids: Sequence[str]) -> dict[str, str | None]:
     """uid -> CI run id of the stored executions among ``uids`` (those not stored are absent)."""
-    from sqlalchemy import select
+    from testfleet.store.execution_rows import AlchemyDb
+    from testfleet.store.execution_rows import runs_of_uids as find
 
-    from testfleet.store.tables import executions as ex
-
-    found: dict[str, str | None] = {}
-    wanted = sorted(set(uids))
-    for i in range(0, len(wanted), 500):  # bounded IN lists on both engines
-        chunk = wanted[i:i + 500]
-        for uid, run in conn.execute(select(ex.c.uid, ex.c.ci_run_id).where(ex.c.uid.in_(chunk))):
-            found[uid] = run
-    return found
+    return find(AlchemyDb(conn), uids)
 
 
 def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
@@ -348,8 +324,9 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
     separately for passing and other outcomes, so failures never push out the samples
     estimates use — and, when given, every execution before ``older_than`` (epoch).
     Returns the number of rows deleted. Row operations only: no DDL rights needed."""
-    from sqlalchemy import case, delete, func, or_, select
+    from sqlalchemy import case, func, or_, select
 
+    from testfleet.store.execution_rows import AlchemyDb, delete_ids
     from testfleet.store.tables import executions as ex
 
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
@@ -363,12 +340,9 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
         or_(ranked.c.rn > keep, *([ranked.c.ts < older_than] if older_than is not None else [])))
     # Materialise the ids first: some engines refuse a DELETE whose subquery reads the
     # same table through a window function.
-    ids = [row[0] for row in conn.execute(doomed)]
-    deleted = 0
-    for i in range(0, len(ids), _IN_CHUNK):
-        chunk = ids[i:i + _IN_CHUNK]
-        deleted += conn.execute(delete(ex).where(ex.c.id.in_(chunk))).rowcount or 0
-    return deleted
+    ids = [int(row[0]) for row in conn.execute(doomed)]
+    delete_ids(AlchemyDb(conn), ids)
+    return len(ids)
 
 
 def _wanted_files(conn: Connection, stage: str, files: Iterable[str] | None) -> list[str]:

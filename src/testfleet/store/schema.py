@@ -36,6 +36,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Connection,
     Double,
@@ -51,7 +52,6 @@ from sqlalchemy import (
 
 from testfleet.store.tables import create_as_of as create_as_of  # re-exported: the schema's
 from testfleet.store.tables import executions as executions
-from testfleet.store.tables import ix_recorded
 from testfleet.store.tables import metadata as metadata
 from testfleet.store.tables import schema_version as schema_version
 
@@ -76,6 +76,22 @@ _executions_v1 = Table(
 Index("ix_executions_stage_file_ts", _executions_v1.c.stage, _executions_v1.c.file,
       _executions_v1.c.ts)
 Index("ix_executions_ci_run_id", _executions_v1.c.ci_run_id)
+
+# The executions table as steps 3-6 left it: steps 4 and 6 create its indexes, step 7
+# reads it into the tables that replace it.
+_executions_v6 = Table(
+    "executions",
+    MetaData(),
+    *[c._copy() for c in _executions_v1.columns],
+    Column("gate_status", String(16), nullable=True),
+    Column("gate_mode", String(16), nullable=True),
+    Column("reason", String(500), nullable=True),
+    Column("uid", String(32), nullable=True),
+    Column("final", Boolean, nullable=True),
+)
+_ux_uid_v4 = Index("ux_executions_uid", _executions_v6.c.uid, unique=True)
+_ix_recorded_v6 = Index("ix_executions_stage_file_recorded", _executions_v6.c.stage,
+                        _executions_v6.c.file, _executions_v6.c.recorded_at, _executions_v6.c.ts)
 
 
 @dataclass(frozen=True)
@@ -118,9 +134,9 @@ def _v4_record_identities(conn: Connection) -> None:
     from testfleet.store.metrics import gate_runs
 
     uid_type = String(32).compile(dialect=conn.dialect)
-    for table in (executions, gate_runs):
+    for table in (_executions_v6, gate_runs):
         conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN uid {uid_type}"))
-    ex, gr = executions, gate_runs
+    ex, gr = _executions_v6, gate_runs
     _backfill_uids(conn, ex, [ex.c.file, ex.c.stage, ex.c.backend, ex.c.attempt, ex.c.commit_sha,
                               ex.c.ci_run_id, ex.c.ts, ex.c.duration, ex.c.outcome],
                    lambda r, seq: execution_uid(file=r[0], stage=r[1], backend=r[2], attempt=r[3],
@@ -131,10 +147,10 @@ def _v4_record_identities(conn: Connection) -> None:
                    lambda r, seq: gate_run_uid(run_id=r[0], test_path=r[1], backend=r[2],
                                                suite=r[3], env_key=r[4], ci_run_id=r[5],
                                                commit=r[6], recorded_at=r[7], seq=seq))
-    for table in (executions, gate_runs):
-        for index in table.indexes:
-            if index.info.get("since") == 4:
-                index.create(conn)
+    _ux_uid_v4.create(conn)
+    for index in gate_runs.indexes:
+        if index.info.get("since") == 4:
+            index.create(conn)
 
 
 def _backfill_uids(conn: Connection, table: Table, columns: list[Column[Any]],
@@ -174,7 +190,54 @@ def _v5_testcases(conn: Connection) -> None:
 
 
 def _v6_recorded_index(conn: Connection) -> None:
-    ix_recorded.create(conn)
+    _ix_recorded_v6.create(conn)
+
+
+def _v7_compact_executions(conn: Connection) -> None:
+    """Executions into ``execution_rows`` keyed to ``tested_files`` and ``sources``, read
+    from the old table in id order by key ranges (ids and every value kept), then the
+    table becomes the view of the same name and columns (store.tables)."""
+    from testfleet.store.execution_rows import AlchemyDb, insert_payload
+    from testfleet.store.tables import execution_rows, executions_view_sql, sources, tested_files
+
+    for table in (tested_files, sources, execution_rows):
+        table.create(conn)  # with its indexes
+    db = AlchemyDb(conn)
+    old = _executions_v6
+    columns = [c for c in old.columns]
+    last = -1
+    while True:
+        rows = conn.execute(select(*columns).where(old.c.id > last).order_by(old.c.id)
+                            .limit(_BACKFILL_BATCH)).all()
+        if not rows:
+            break
+        insert_payload(db, [dict(r._mapping) for r in rows])
+        last = rows[-1][0]
+    conn.execute(text("DROP TABLE executions"))
+    conn.execute(text(executions_view_sql(conn.dialect.name)))
+    if conn.dialect.name == "sqlite":
+        _gate_values_without_rowid(conn)
+    if conn.dialect.name == "postgresql":  # ids were copied: the sequence continues after them
+        conn.execute(text("SELECT setval(pg_get_serial_sequence('execution_rows', 'id'), "
+                          "(SELECT COALESCE(MAX(id), 0) + 1 FROM execution_rows), false)"))
+
+
+def _gate_values_without_rowid(conn: Connection) -> None:
+    """On SQLite, ``gate_values`` stored in its primary key's order: its rows are small
+    and the separate rowid table duplicated the key index. Same columns, keys, indexes."""
+    from testfleet.store.metrics import gate_values
+
+    conn.execute(text(
+        "CREATE TABLE gate_values_new (series_id INTEGER NOT NULL REFERENCES gate_series (id), "
+        "run_pk INTEGER NOT NULL REFERENCES gate_runs (id), trusted BOOLEAN NOT NULL, "
+        "value DOUBLE NOT NULL, actual_step INTEGER, "
+        "CONSTRAINT pk_gate_values PRIMARY KEY (series_id, run_pk)) WITHOUT ROWID"))
+    conn.execute(text("INSERT INTO gate_values_new SELECT series_id, run_pk, trusted, value, "
+                      "actual_step FROM gate_values"))
+    conn.execute(text("DROP TABLE gate_values"))
+    conn.execute(text("ALTER TABLE gate_values_new RENAME TO gate_values"))
+    for index in gate_values.indexes:
+        index.create(conn)
 
 
 MIGRATIONS: list[Migration] = [
@@ -186,6 +249,8 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "results: executions.final and per-testcase results (testcases)", _v5_testcases),
     Migration(6, "estimates: index executions by (stage, file, recorded_at) for newest-recorded "
               "windows", _v6_recorded_index),
+    Migration(7, "history size: executions keyed to tested_files and sources, 16-byte uids; "
+              "executions is a view", _v7_compact_executions),
     # Append new steps here; see the module docstring.
 ]
 

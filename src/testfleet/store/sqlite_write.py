@@ -13,13 +13,13 @@ PostgreSQL, stay with the store.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 from urllib.parse import quote
 
 from testfleet.store.caserow import CaseRow, case_payload
 from testfleet.store.durations import Execution, execution_payload, validate
 from testfleet.store.engine import Target, translate
+from testfleet.store.execution_rows import StdlibDb, insert_payload
 from testfleet.store.sqlite_read import READS_SCHEMA, schema_version
 
 
@@ -33,21 +33,24 @@ class SqliteWriter:
     def record_executions(self, rows: Sequence[Execution]) -> None:
         rows = list(rows)
         validate(rows)
-        self._insert("executions", execution_payload(rows))
+        payload = execution_payload(rows)
+        if payload:
+            self._write(lambda: insert_payload(StdlibDb(self.conn), payload))
 
     def record_testcases(self, rows: Sequence[CaseRow]) -> None:
-        self._insert("testcases", case_payload(list(rows)))
-
-    def _insert(self, table: str, payload: list[dict[str, Any]]) -> None:
+        payload = case_payload(list(rows))
         if not payload:
             return
         columns = list(payload[0])
-        sql = (f"INSERT INTO {table} ({', '.join(columns)}) "
+        sql = (f"INSERT INTO testcases ({', '.join(columns)}) "
                f"VALUES ({', '.join(':' + c for c in columns)})")
+        self._write(lambda: self.conn.executemany(sql, payload))
+
+    def _write(self, body: Callable[[], object]) -> None:
         try:
             self.conn.execute("BEGIN IMMEDIATE")  # queue on the busy timeout, as the store does
             try:
-                self.conn.executemany(sql, payload)
+                body()
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
