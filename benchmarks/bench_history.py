@@ -21,15 +21,10 @@ fresh processes (wall clock, the command as CI runs it):
   (``record_executions`` + ``MetricStore.write_run``) and pruned: what a job with a
   shared database would do, without bundles.
 
-Sizes: the history file after the merge (SQLite, checkpointed), what the Actions cache
-stores of it (``zstd -3 --long=30``, the compression ``actions/cache`` applies, when the
-``zstd`` program is present; gzip -6 otherwise), and, to size a schema change, what the
-same executions would weigh in three denser layouts built from the merged file with SQL
-(each VACUUMed; the gate tables are added unchanged):
-
-* ``binary uid``: the 32-hex-digit identity as 16 bytes;
-* ``+ commits table``: also the 40-character commit as an integer key into a table;
-* ``+ tests table``: also (file, stage, backend) as an integer key into a table.
+Sizes: the history file after the merge (SQLite, checkpointed and VACUUMed by the merge),
+what the Actions cache stores of it (``zstd -3 --long=30``, the compression ``actions/cache``
+applies, when the ``zstd`` program is present; gzip -6 otherwise), and where its bytes are:
+each table with its indexes (SQLite's ``dbstat``).
 
 CLI: ``python benchmarks/bench_history.py [--repeat 5]``. Exits 1 when a target is
 missed: merge median < 5 s and history file < 20 MB.
@@ -174,41 +169,6 @@ with open_store(project, {db!r}) as dst:
 """
 
 
-_EXEC_COLS = "duration, outcome, attempt, ci_run_id, ts, recorded_at, gate_status, gate_mode, reason"
-LAYOUTS = {
-    "binary uid": (
-        "CREATE TABLE x (id INTEGER PRIMARY KEY, file TEXT, stage TEXT, backend TEXT, "
-        f"{_EXEC_COLS}, commit_sha TEXT, uid BLOB, final BOOLEAN);"
-        "CREATE INDEX x1 ON x(stage, file, ts); CREATE INDEX x2 ON x(ci_run_id);"
-        "CREATE UNIQUE INDEX x3 ON x(uid);",
-        f"INSERT INTO x SELECT id, file, stage, backend, {_EXEC_COLS}, commit_sha, "
-        "CAST(substr(uid, 1, 16) AS BLOB), final FROM s.executions;"),
-    "+ commits table": (
-        "CREATE TABLE c (id INTEGER PRIMARY KEY, sha TEXT UNIQUE);"
-        "CREATE TABLE x (id INTEGER PRIMARY KEY, file TEXT, stage TEXT, backend TEXT, "
-        f"{_EXEC_COLS}, commit_id INTEGER, uid BLOB, final BOOLEAN);"
-        "CREATE INDEX x1 ON x(stage, file, ts); CREATE INDEX x2 ON x(ci_run_id);"
-        "CREATE UNIQUE INDEX x3 ON x(uid);",
-        "INSERT INTO c(sha) SELECT DISTINCT commit_sha FROM s.executions;"
-        f"INSERT INTO x SELECT e.id, file, stage, backend, {_EXEC_COLS}, c.id, "
-        "CAST(substr(uid, 1, 16) AS BLOB), final FROM s.executions e "
-        "LEFT JOIN c ON c.sha = e.commit_sha;"),
-    "+ tests table": (
-        "CREATE TABLE c (id INTEGER PRIMARY KEY, sha TEXT UNIQUE);"
-        "CREATE TABLE t (id INTEGER PRIMARY KEY, file TEXT, stage TEXT, backend TEXT, "
-        "UNIQUE (stage, file, backend));"
-        f"CREATE TABLE x (id INTEGER PRIMARY KEY, test_id INTEGER, {_EXEC_COLS}, "
-        "commit_id INTEGER, uid BLOB, final BOOLEAN);"
-        "CREATE INDEX x1 ON x(test_id, ts); CREATE INDEX x2 ON x(ci_run_id);"
-        "CREATE UNIQUE INDEX x3 ON x(uid);",
-        "INSERT INTO c(sha) SELECT DISTINCT commit_sha FROM s.executions;"
-        "INSERT INTO t(file, stage, backend) SELECT DISTINCT file, stage, backend FROM s.executions;"
-        f"INSERT INTO x SELECT e.id, t.id, {_EXEC_COLS}, c.id, CAST(substr(uid, 1, 16) AS BLOB), "
-        "final FROM s.executions e LEFT JOIN c ON c.sha = e.commit_sha "
-        "JOIN t ON t.file = e.file AND t.stage = e.stage AND t.backend = e.backend;"),
-}
-
-
 def table_bytes(db: Path) -> dict[str, int]:
     """Bytes per table, indexes counted with their table (SQLite's dbstat)."""
     import sqlite3
@@ -223,29 +183,6 @@ def table_bytes(db: Path) -> dict[str, int]:
         return out
     finally:
         con.close()
-
-
-def layout_sizes(db: Path, work: Path) -> dict[str, int]:
-    """Total history bytes with the executions in each denser layout (see the docstring)."""
-    import sqlite3
-
-    tables = table_bytes(db)
-    rest = sum(v for k, v in tables.items() if k != "executions")
-    out = {"as stored": sum(tables.values())}
-    for name, (ddl, fill) in LAYOUTS.items():
-        path = work / "layout.db"
-        path.unlink(missing_ok=True)
-        con = sqlite3.connect(path)
-        try:
-            con.execute("ATTACH DATABASE ? AS s", (str(db),))
-            con.executescript(ddl + fill)
-            con.commit()
-            con.execute("DETACH DATABASE s")
-            con.execute("VACUUM")
-        finally:
-            con.close()
-        out[name] = sum(table_bytes(path).values()) + rest
-    return out
 
 
 def cache_bytes(db: Path) -> tuple[int, str]:
@@ -294,7 +231,7 @@ def main() -> int:
         sizes: list[int] = []
         packed: list[int] = []
         packer = ""
-        layouts: dict[str, int] = {}
+        tables: dict[str, int] = {}
         report: dict[str, Any] = {}
         for _ in range(args.repeat):
             db = work / "history.db"
@@ -308,7 +245,7 @@ def main() -> int:
             sizes.append(int(report["size_bytes"]))
             packed_size, packer = cache_bytes(db)
             packed.append(packed_size)
-            layouts = layout_sizes(db, work)
+            tables = table_bytes(db)
             wall, cpu, _ = timed(cmd, env)
             walls["merge again"].append(wall)
             cpus["merge again"].append(cpu)
@@ -332,8 +269,9 @@ def main() -> int:
         print(f"history file after merge: {size / 1e6:.1f} MB (median; {min(sizes)}-{max(sizes)} "
               f"bytes); {packer} of it (what the cache stores): "
               f"{statistics.median(packed) / 1e6:.1f} MB")
-        print("the same history in denser layouts (last repetition; pages only, VACUUMed): "
-              + ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in layouts.items()))
+        print("where the bytes are (last repetition; each table with its indexes): "
+              + ", ".join(f"{name} {n / 1e6:.2f} MB" for name, n in
+                          sorted(tables.items(), key=lambda kv: -kv[1])))
         merge = statistics.median(walls["merge"])
         ok = merge < TARGET_SECONDS and size < TARGET_BYTES
         print(f"targets: merge < {TARGET_SECONDS:.0f} s, file < {TARGET_BYTES / 1e6:.0f} MB: "
