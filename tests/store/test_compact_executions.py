@@ -152,3 +152,28 @@ def test_a_known_uid_is_refused_unless_merging(project: Project, store_url: str 
         with pytest.raises(StoreError):
             store.record_executions([row])
         assert len(_view(store)) == 1
+
+
+def test_a_key_that_cannot_be_read_back_is_a_clear_error() -> None:
+    """A connection that does not show its own writes (not READ COMMITTED) must not end
+    in a bare KeyError deep in the writer."""
+    from testfleet.store.errors import StoreError
+    from testfleet.store.execution_rows import insert_payload
+
+    class Blind:
+        dialect = "postgresql"
+
+        def __init__(self) -> None:
+            self.writes: list[str] = []
+
+        def rows(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+            return []
+
+        def many(self, sql: str, params: list[dict[str, Any]]) -> None:
+            self.writes.append(sql.split("(")[0])
+
+    payload = execution_payload([Execution("tests/a.py", "stage-a-cpu", "cpu", 1.0)])
+    db = Blind()
+    with pytest.raises(StoreError, match=r"tested_files: 1 key\(s\) written but not readable"):
+        insert_payload(db, payload)
+    assert db.writes == ["INSERT INTO tested_files "]

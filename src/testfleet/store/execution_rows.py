@@ -143,6 +143,7 @@ def _tested_ids(db: Db, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int
                 "ON CONFLICT DO NOTHING",
                 [{"stage": s, "file": f} for s, f in sorted(missing)])
         found.update(_find_tested(db, missing))
+    _all_found(keys, found, "tested_files")
     return found
 
 
@@ -174,6 +175,7 @@ def _source_ids(db: Db, keys: set[Source]) -> dict[Source, int]:
                 [{"commit": c, "run": r, "backend": b}
                  for c, r, b in sorted(missing, key=_nulls_first)])
         found.update(_find_sources(db, missing))
+    _all_found(keys, found, "sources")
     return found
 
 
@@ -189,6 +191,18 @@ def _find_sources(db: Db, keys: set[Source]) -> dict[Source, int]:
         if rows and rows[0][0] is not None:
             out[(commit, run, backend)] = int(rows[0][0])
     return out
+
+
+def _all_found(keys: set[Any], found: dict[Any, int], table: str) -> None:
+    """A key inserted (or found conflicting) and still not readable means the database
+    does not show this transaction what it committed: say so, never a bare KeyError."""
+    lost = keys - found.keys()
+    if lost:
+        from testfleet.store.errors import StoreError
+
+        raise StoreError(f"{table}: {len(lost)} key(s) written but not readable back in the same "
+                         f"transaction, e.g. {sorted(lost, key=repr)[0]!r}; is the connection's "
+                         "isolation level READ COMMITTED?")
 
 
 def _nulls_first(key: Source) -> tuple[str, str, str]:
