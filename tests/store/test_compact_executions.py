@@ -177,3 +177,16 @@ def test_a_key_that_cannot_be_read_back_is_a_clear_error() -> None:
     with pytest.raises(StoreError, match=r"tested_files: 1 key\(s\) written but not readable"):
         insert_payload(db, payload)
     assert db.writes == ["INSERT INTO tested_files "]
+
+
+@pytest.mark.parametrize("engine_name", ["sqlite"])
+def test_sqlite_gives_back_the_pages_step_7_freed(project: Project, v6_url: str | None) -> None:
+    """The old table's pages would stay in a cached file until the next merge."""
+    with connect(project, v6_url) as store:
+        store.migrate()
+        path = store.target.path
+    con = sqlite3.connect(str(path))
+    try:
+        assert con.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    finally:
+        con.close()

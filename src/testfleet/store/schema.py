@@ -101,6 +101,8 @@ class Migration:
     version: int
     description: str
     apply: Callable[[Connection], None]
+    #: The step rewrites a table: SQLite's file is VACUUMed after the migration.
+    frees_space: bool = False
 
 
 def _v1_durations(conn: Connection) -> None:
@@ -250,7 +252,7 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "estimates: index executions by (stage, file, recorded_at) for newest-recorded "
               "windows", _v6_recorded_index),
     Migration(7, "history size: executions keyed to tested_files and sources, 16-byte uids; "
-              "executions is a view", _v7_compact_executions),
+              "executions is a view", _v7_compact_executions, frees_space=True),
     # Append new steps here; see the module docstring.
 ]
 
