@@ -190,3 +190,22 @@ def test_sqlite_gives_back_the_pages_step_7_freed(project: Project, v6_url: str 
         assert con.execute("PRAGMA freelist_count").fetchone()[0] == 0
     finally:
         con.close()
+
+
+def test_pruning_also_removes_keys_no_row_uses(project: Project, store_url: str | None) -> None:
+    """A renamed file's (stage, file) key and a pruned-away run's source go with their
+    last row; keys still in use stay."""
+    old = [Execution("tests/old_name.py", "stage-a-cpu", "cpu", 1.0, commit="a" * 40,
+                     ci_run_id="1", timestamp=10.0)]
+    new = [Execution("tests/new_name.py", "stage-a-cpu", "cpu", 1.0, commit="b" * 40,
+                     ci_run_id="2", timestamp=20.0 + i) for i in range(3)]
+    with open_store(project, store_url) as store:
+        store.record_executions(old + new)
+        assert store.prune_executions(3, older_than=15.0) == 1
+        with store.read() as conn:
+            from testfleet.store.tables import sources, tested_files
+
+            files = [r[0] for r in conn.execute(select(tested_files.c.file))]
+            runs = [r[0] for r in conn.execute(select(sources.c.ci_run_id))]
+        assert {r["file"] for r in _view(store)} == {"tests/new_name.py"}
+    assert (files, runs) == (["tests/new_name.py"], ["2"])

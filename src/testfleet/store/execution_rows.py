@@ -129,10 +129,18 @@ def runs_of_uids(db: Db, uids: Sequence[str]) -> dict[str, str | None]:
 
 
 def delete_ids(db: Db, ids: Sequence[int]) -> None:
+    """Delete executions, then the keys no execution uses any more (a file that was
+    deleted or renamed, a CI run whose rows were all pruned): pruning bounds them too."""
+    if not ids:
+        return
     for i in range(0, len(ids), _CHUNK):
         names = {f"i{j}": v for j, v in enumerate(ids[i:i + _CHUNK])}
         db.many(f"DELETE FROM execution_rows WHERE id IN ({', '.join(':' + n for n in names)})",
                 [names])
+    db.many("DELETE FROM tested_files WHERE NOT EXISTS (SELECT 1 FROM execution_rows e "
+            "WHERE e.tested_id = tested_files.id)", [{}])
+    db.many("DELETE FROM sources WHERE NOT EXISTS (SELECT 1 FROM execution_rows e "
+            "WHERE e.source_id = sources.id)", [{}])
 
 
 def _tested_ids(db: Db, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
