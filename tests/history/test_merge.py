@@ -248,12 +248,12 @@ def test_a_failed_compaction_is_a_warning_after_the_commit(
     import sqlite3
 
     b = bundle_of(project, source_db, tmp_path / "all.tfb")
-    import testfleet.history.merge as merge_mod
+    from testfleet.store.core import Store
 
-    def busy(_raw: object) -> None:
+    def busy(_store: object) -> None:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(merge_mod, "_vacuum", busy)
+    monkeypatch.setattr(Store, "compact", busy)
     with open_store(project, None) as store:
         result = merge_bundles(store, read_bundles([b]))
     assert result.rows["executions"] == 6 and result.size_bytes

@@ -111,13 +111,13 @@ def _known(conn: Connection, table: Any, uids: Iterable[str]) -> set[str]:
 def _merge_executions(conn: Connection, records: Sequence[Any],
                       result: MergeResult) -> dict[str, Any]:
     """Insert the executions not stored yet; returns them by uid (the first copy)."""
-    from testfleet.store.execution_rows import AlchemyDb, insert_payload, known_uids
+    from testfleet.store.execution_rows import AlchemyDb, insert_payload, runs_of_uids
 
     first: dict[str, Any] = {}
     for r in records:
         first.setdefault(r.uid, r)
     db = AlchemyDb(conn)
-    known = known_uids(db, first)
+    known = runs_of_uids(db, first)
     new = {uid: r for uid, r in first.items() if uid not in known}
     rows = [r.model_dump() for r in new.values()]
     for i in range(0, len(rows), 5 * _CHUNK):
@@ -275,15 +275,6 @@ def row_counts(conn: Connection) -> dict[str, int]:
             for name, t in tables.items()}
 
 
-def _vacuum(raw: Any) -> None:
-    cur = raw.cursor()
-    try:
-        cur.execute("VACUUM")
-        cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        cur.close()
-
-
 def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
     """Size of the history after a merge, in bytes.
 
@@ -303,17 +294,12 @@ def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
         path = store.target.path
         import sqlite3
 
-        # The DB-API connection directly: VACUUM and checkpoints run outside any
-        # transaction, and the engine's connections always begin one.
         note = None
-        raw = store.engine.raw_connection()
         try:
-            _vacuum(raw)
+            store.compact()
         except sqlite3.Error as exc:
             note = (f"history database {store.target.display} not compacted (the merge itself "
                     f"is committed): {exc}")
-        finally:
-            raw.close()
         return (path.stat().st_size if path is not None and path.exists() else None), note
     try:
         with store.read() as conn:

@@ -9,7 +9,7 @@ so a team's runners and gates can use a role that may only read and write rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from testfleet.store.engine import Target, create_engine_for, resolve_target, translate
@@ -124,24 +124,27 @@ class Store:
                 apply_step(conn, step)
                 applied.append(step)
         if self.dialect == "sqlite" and any(step.frees_space for step in applied):
-            self._vacuum_after_migration()
+            # A CI cache would otherwise keep the freed pages until the next merge. Best
+            # effort: a reader holding the file only leaves it larger.
+            import sqlite3
+
+            with suppress(sqlite3.Error):
+                self.compact()
         return applied
 
-    def _vacuum_after_migration(self) -> None:
-        """Give back the pages a step freed (step 7 copies executions and drops the old
-        table): a CI cache would otherwise keep them until the next merge. Best effort:
-        a reader holding the file only leaves it larger."""
-        import sqlite3
-
+    def compact(self) -> None:
+        """SQLite: rebuild the file (``VACUUM``) and checkpoint it out of the write-ahead
+        log, so it is one complete file without free pages. Raises ``sqlite3.Error``.
+        The DB-API connection directly: VACUUM and checkpoints run outside any
+        transaction, and the engine's connections always begin one."""
         raw = self.engine.raw_connection()
         try:
             cur = raw.cursor()
             try:
                 cur.execute("VACUUM")
+                cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 cur.close()
-        except sqlite3.Error:
-            pass
         finally:
             raw.close()
 

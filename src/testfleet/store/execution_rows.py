@@ -23,8 +23,6 @@ Row = dict[str, Any]
 #: Columns of ``execution_rows`` taken from a payload as they are.
 _PLAIN = ("duration", "outcome", "attempt", "ts", "recorded_at", "gate_status", "gate_mode",
           "reason", "final")
-#: Up to this many keys are looked up one by one; more, by their stage or run at once.
-_ONE_BY_ONE = 32
 _CHUNK = 500
 
 
@@ -100,30 +98,14 @@ def insert_payload(db: Db, payload: Sequence[Row], *, ignore_known: bool = False
             f"VALUES ({', '.join(':' + c for c in columns)}){tail}", rows)
 
 
-def known_uids(db: Db, uids: Iterable[str]) -> set[str]:
-    """The uids among ``uids`` that are stored."""
-    wanted = sorted(set(uids))
-    out: set[str] = set()
-    for i in range(0, len(wanted), _CHUNK):
-        chunk = wanted[i:i + _CHUNK]
-        names = {f"u{j}": uid_bytes(u) for j, u in enumerate(chunk)}
-        for (raw,) in db.rows(f"SELECT uid FROM execution_rows WHERE uid IN "
-                              f"({', '.join(':' + n for n in names)})", names):
-            out.add(bytes(raw).hex())
-    return out
-
-
-def runs_of_uids(db: Db, uids: Sequence[str]) -> dict[str, str | None]:
+def runs_of_uids(db: Db, uids: Iterable[str]) -> dict[str, str | None]:
     """uid -> CI run id of the stored executions among ``uids`` (absent: not stored)."""
     wanted = sorted(set(uids))
     out: dict[str, str | None] = {}
     for i in range(0, len(wanted), _CHUNK):
-        chunk = wanted[i:i + _CHUNK]
-        names = {f"u{j}": uid_bytes(u) for j, u in enumerate(chunk)}
-        for raw, run in db.rows(
-                "SELECT e.uid, s.ci_run_id FROM execution_rows e JOIN sources s "
-                f"ON s.id = e.source_id WHERE e.uid IN ({', '.join(':' + n for n in names)})",
-                names):
+        listed, params = _in_list("u", [uid_bytes(u) for u in wanted[i:i + _CHUNK]])
+        for raw, run in db.rows("SELECT e.uid, s.ci_run_id FROM execution_rows e JOIN sources s "
+                                f"ON s.id = e.source_id WHERE e.uid IN {listed}", params):
             out[bytes(raw).hex()] = run
     return out
 
@@ -134,9 +116,8 @@ def delete_ids(db: Db, ids: Sequence[int]) -> None:
     if not ids:
         return
     for i in range(0, len(ids), _CHUNK):
-        names = {f"i{j}": v for j, v in enumerate(ids[i:i + _CHUNK])}
-        db.many(f"DELETE FROM execution_rows WHERE id IN ({', '.join(':' + n for n in names)})",
-                [names])
+        listed, params = _in_list("i", ids[i:i + _CHUNK])
+        db.many(f"DELETE FROM execution_rows WHERE id IN {listed}", [params])
     db.many("DELETE FROM tested_files WHERE NOT EXISTS (SELECT 1 FROM execution_rows e "
             "WHERE e.tested_id = tested_files.id)", [{}])
     db.many("DELETE FROM sources WHERE NOT EXISTS (SELECT 1 FROM execution_rows e "
@@ -156,17 +137,16 @@ def _tested_ids(db: Db, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int
 
 
 def _find_tested(db: Db, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Looked up by each stage's files, so the cost follows the keys, not the table."""
+    by_stage: dict[str, list[str]] = {}
+    for stage, file in sorted(keys):
+        by_stage.setdefault(stage, []).append(file)
     out: dict[tuple[str, str], int] = {}
-    if len(keys) <= _ONE_BY_ONE:
-        for stage, file in keys:
-            for (pk,) in db.rows("SELECT id FROM tested_files WHERE stage = :stage AND "
-                                 "file = :file", {"stage": stage, "file": file}):
-                out[(stage, file)] = int(pk)
-        return out
-    for stage in sorted({k[0] for k in keys}):
-        for pk, file in db.rows("SELECT id, file FROM tested_files WHERE stage = :stage",
-                                {"stage": stage}):
-            if (stage, file) in keys:
+    for stage, files in by_stage.items():
+        for i in range(0, len(files), _CHUNK):
+            listed, params = _in_list("f", files[i:i + _CHUNK])
+            for pk, file in db.rows(f"SELECT id, file FROM tested_files WHERE stage = :stage "
+                                    f"AND file IN {listed}", {"stage": stage, **params}):
                 out[(stage, file)] = int(pk)
     return out
 
@@ -211,6 +191,12 @@ def _all_found(keys: set[Any], found: dict[Any, int], table: str) -> None:
         raise StoreError(f"{table}: {len(lost)} key(s) written but not readable back in the same "
                          f"transaction, e.g. {sorted(lost, key=repr)[0]!r}; is the connection's "
                          "isolation level READ COMMITTED?")
+
+
+def _in_list(prefix: str, values: Sequence[Any]) -> tuple[str, Row]:
+    """``(:p0, :p1, ...)`` and its parameters: the same SQL text on every engine."""
+    params = {f"{prefix}{j}": v for j, v in enumerate(values)}
+    return "(" + ", ".join(":" + name for name in params) + ")", params
 
 
 def _nulls_first(key: Source) -> tuple[str, str, str]:

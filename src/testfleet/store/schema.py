@@ -30,7 +30,7 @@ and POSIX-epoch timestamps and ``String(n)`` with explicit lengths.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,11 +127,7 @@ def _v3_final_verdict(conn: Connection) -> None:
 
 
 def _v4_record_identities(conn: Connection) -> None:
-    """``uid`` on executions and gate runs, filled for existing rows, then unique.
-
-    Rows are read in id order by key ranges and updated in batches, so a large
-    history is migrated without holding it in memory twice.
-    """
+    """``uid`` on executions and gate runs, filled for existing rows, then unique."""
     from testfleet.store.identity import execution_uid, gate_run_uid
     from testfleet.store.metrics import gate_runs
 
@@ -160,13 +156,8 @@ def _backfill_uids(conn: Connection, table: Table, columns: list[Column[Any]],
     from sqlalchemy import bindparam, update
 
     seen: set[str] = set()
-    last = -1
     stmt = update(table).where(table.c.id == bindparam("b_id")).values(uid=bindparam("b_uid"))
-    while True:
-        rows = conn.execute(select(table.c.id, *columns).where(table.c.id > last)
-                            .order_by(table.c.id).limit(_BACKFILL_BATCH)).all()
-        if not rows:
-            return
+    for rows in _in_id_order(conn, table, [table.c.id, *columns]):
         batch = []
         for row in rows:
             seq = 0
@@ -177,10 +168,22 @@ def _backfill_uids(conn: Connection, table: Table, columns: list[Column[Any]],
             seen.add(value)
             batch.append({"b_id": row[0], "b_uid": value})
         conn.execute(stmt, batch)
+
+
+def _in_id_order(conn: Connection, table: Table, columns: list[Column[Any]]) -> Iterator[list[Any]]:
+    """``columns`` of every row of ``table`` (the first column its ``id``), in id order by
+    key ranges: a large history is rewritten without holding it in memory twice."""
+    last = -1
+    while True:
+        rows = list(conn.execute(select(*columns).where(table.c.id > last).order_by(table.c.id)
+                                 .limit(_BATCH)).all())
+        if not rows:
+            return
+        yield rows
         last = rows[-1][0]
 
 
-_BACKFILL_BATCH = 5000
+_BATCH = 5000
 
 def _v5_testcases(conn: Connection) -> None:
     from testfleet.store.finals import mark_final
@@ -205,16 +208,8 @@ def _v7_compact_executions(conn: Connection) -> None:
     for table in (tested_files, sources, execution_rows):
         table.create(conn)  # with its indexes
     db = AlchemyDb(conn)
-    old = _executions_v6
-    columns = [c for c in old.columns]
-    last = -1
-    while True:
-        rows = conn.execute(select(*columns).where(old.c.id > last).order_by(old.c.id)
-                            .limit(_BACKFILL_BATCH)).all()
-        if not rows:
-            break
+    for rows in _in_id_order(conn, _executions_v6, list(_executions_v6.columns)):
         insert_payload(db, [dict(r._mapping) for r in rows])
-        last = rows[-1][0]
     conn.execute(text("DROP TABLE executions"))
     conn.execute(text(executions_view_sql(conn.dialect.name)))
     if conn.dialect.name == "sqlite":
