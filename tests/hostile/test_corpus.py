@@ -39,7 +39,7 @@ STEPS_100K = GOOD_TEST + ("from testfleet import register_ci_gate\nregister_ci_g
                           "constraint={'rel_up': 0.1, 'rel_down': 0.1}, steps=["
                           + ",".join(map(str, range(100_000))) + "])\n")
 CACHES = (".testfleet/registry-cache.bin", ".testfleet/config-snapshot.json",
-          ".testfleet/syntax-cache.json")
+          ".testfleet/syntax-cache.json", ".testfleet/style-cache.json")
 HOSTILE_NAME = "tests/test_b\n::error::pwned.py"
 
 

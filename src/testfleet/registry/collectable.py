@@ -5,28 +5,44 @@ block) collects nothing and fails with exit status 5 on the runner, long after t
 merged; ``command = "auto"`` on a file with neither tests nor a main block runs nothing.
 Both are found here statically: the file is parsed, never imported. (A ``python``
 stage's file without a main block is the registry's ``no-main-call`` warning.)
+
+Parsing is the expensive part (a script-style end-to-end file is large), so each
+parsed file's style is cached by its content digest, as the syntax check's results are.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from typing import Any
 
-from testfleet.commands import AUTO, file_style, is_pytest
+from testfleet.commands import AUTO, Style, file_style, is_pytest
 from testfleet.config import Project
 from testfleet.fileio import read_capped
 from testfleet.findings import Finding
+from testfleet.registry import cache
 from testfleet.registry.model import Registry
 
 MAX_SOURCE_BYTES = 8 << 20
+KIND = "testfleet-style-cache"
+NAME = "style-cache.json"
+_STYLES = ("pytest", "python", "none")
 
 
-def command_findings(project: Project, registry: Registry) -> list[Finding]:
-    """One warning per (file, stage) whose command would run no test from the file."""
+def command_findings(project: Project, registry: Registry, *, only: Collection[str] | None = None,
+                     use_cache: bool = True) -> list[Finding]:
+    """One warning per (file, stage) whose command would run no test from the file.
+
+    ``only``: the files whose findings are wanted (``check FILES``); the others are not read.
+    """
     stages = project.config.stages
     findings: list[Finding] = []
+    styles = _Styles(project, use_cache)
     for reg in registry.registrations:
         stage = stages.get(reg.suite)
         if stage is None or reg.disabled or stage.dormant:
+            continue
+        if only is not None and reg.file not in only:
             continue
         command = stage.command
         if command != AUTO and not is_pytest(command):
@@ -37,7 +53,7 @@ def command_findings(project: Project, registry: Registry) -> list[Finding]:
             continue  # collection reports unreadable files
         if command != AUTO and _has_test_candidates(source):
             continue
-        style = file_style(source)
+        style = styles.of(source)
         if style is None or style == "pytest":
             continue
         if command == AUTO and style == "none":
@@ -54,7 +70,37 @@ def command_findings(project: Project, registry: Registry) -> list[Finding]:
                 f"stage {reg.suite!r} runs files with pytest ({command!r}), which would collect "
                 f"no tests from this file ({what}; pytest exits 5): use command = 'auto' or "
                 "'python' for script-style files"))
+    styles.save(partial=only is not None)
     return findings
+
+
+class _Styles:
+    """:func:`~testfleet.commands.file_style` by content digest, kept between runs.
+
+    Keyed like the other caches by the Python version, whose grammar decides what parses;
+    a file that does not parse is cached as such (None), and check reports it elsewhere.
+    """
+
+    def __init__(self, project: Project, use_cache: bool) -> None:
+        self.path = project.root / project.config.cache_dir / NAME
+        self.key = cache.cache_key(project.root, project.root, "", KIND)
+        self.use_cache = use_cache
+        self.old: dict[str, Any] = cache.load(self.path, self.key, KIND) if use_cache else {}
+        self.new: dict[str, Any] = {}
+
+    def of(self, source: bytes) -> Style | None:
+        digest = cache.content_digest(source)
+        known = self.old.get(digest, "")
+        style: Style | None = known if known is None or known in _STYLES else file_style(source)
+        self.new[digest] = style
+        return style
+
+    def save(self, *, partial: bool) -> None:
+        """A full run keeps only what it used (styles of deleted or edited files drop out);
+        a partial one (``check FILES``) adds to what was there."""
+        new = {**self.old, **self.new} if partial else self.new
+        if self.use_cache and new != self.old:
+            cache.save(self.path, self.key, new, KIND)
 
 
 def _has_test_candidates(source: bytes) -> bool:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Collection
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,24 +35,26 @@ _REG_ORDER = attrgetter("file", "backend", "suite")
 
 
 def collect(project: Project, *, use_cache: bool = True, thorough: bool = False,
-            gates: bool = True) -> Registry:
+            gates: bool = True, syntax_only: Collection[str] | None = None) -> Registry:
     """Every registration, gate call and finding of the project's tree, in one pass.
 
     Registrations are sorted by (file, backend), findings by location, ``files``
     lists every discovered test file (repo-relative, forward slashes).
     ``gates=False`` leaves ``registry.gates`` empty (their findings stay): commands
     that never read gate declarations (list, plan) skip rebuilding thousands of them.
+    ``syntax_only`` limits a thorough run's full-file syntax check to those files.
     """
     settings = from_project(project)
     displaced = save_snapshot(settings) if use_cache else None
-    registry = collect_settings(settings, use_cache=use_cache, thorough=thorough, gates=gates)
+    registry = collect_settings(settings, use_cache=use_cache, thorough=thorough, gates=gates,
+                                syntax_only=syntax_only)
     if displaced is not None:
         registry.findings.append(displaced)
     return registry
 
 
 def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bool = False,
-                     gates: bool = True) -> Registry:
+                     gates: bool = True, syntax_only: Collection[str] | None = None) -> Registry:
     """:func:`collect` from already derived settings (see :mod:`testfleet.registry.settings`)."""
     rules = settings.rules
     root = settings.root
@@ -156,7 +159,8 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
             registry.findings.append(Finding(settings.config_name, 0, 0, "error",
                                              "cache-dir-symlink", problem, key="cache_dir"))
 
-        registry.findings.extend(syntax_findings(root, cache_dir, registry, use_cache=use_cache))
+        registry.findings.extend(syntax_findings(root, cache_dir, registry, use_cache=use_cache,
+                                                 only=syntax_only))
         registry.findings.extend(strays(root, roots, rules, exclude, cache_dir, settings.exclude_regex))
     if registry.suppressions or rules.per_file_ignores:
         from testfleet.registry.suppress import apply_suppressions

@@ -1,0 +1,114 @@
+"""``check FILES`` reads only FILES, and parsed file styles are cached by content (#15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testfleet.cli.check import run_check
+from testfleet.config import load_project
+from testfleet.registry import cache, collectable, syntax
+
+CONFIG = """\
+roots = ["tests"]
+
+[stages.unit]
+backend = "cpu"
+command = "pytest"
+"""
+
+MARK = 'from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="unit")\n'
+SCRIPT = 'if __name__ == "__main__":\n    print("ran")\n'
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    (root / "testfleet.toml").write_text(CONFIG)
+    (root / "tests" / "test_ok.py").write_text(MARK + "def test_a():\n    pass\n")
+    (root / "tests" / "test_script.py").write_text(MARK + SCRIPT)
+    (root / "tests" / "test_broken.py").write_text(MARK + "def test_b(:\n    pass\n")
+    return root
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    real = syntax.syntax_error
+
+    def spy(data: bytes, rel: str) -> tuple[int, int, str] | None:
+        seen.append(rel)
+        return real(data, rel)
+
+    monkeypatch.setattr(syntax, "syntax_error", spy)
+    monkeypatch.setattr(syntax, "PARALLEL_MIN", 10**9)  # in this process, where the spy is
+    return seen
+
+
+def test_check_files_compiles_only_those_files(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _compiled(monkeypatch)
+    _, findings = run_check(load_project(root), only=frozenset({"tests/test_ok.py"}))
+    assert seen == ["tests/test_ok.py"]
+    assert not [f for f in findings if f.code == "syntax"]
+
+    seen.clear()
+    _, findings = run_check(load_project(root), only=frozenset({"tests/test_broken.py"}))
+    assert seen == ["tests/test_broken.py"]
+    assert [f.file for f in findings if f.code == "syntax"] == ["tests/test_broken.py"]
+
+
+def test_a_partial_check_keeps_what_a_full_one_cached(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _compiled(monkeypatch)
+    _, full = run_check(load_project(root))
+    assert sorted(seen) == ["tests/test_broken.py", "tests/test_ok.py", "tests/test_script.py"]
+    seen.clear()
+    run_check(load_project(root), only=frozenset({"tests/test_ok.py"}))
+    assert seen == []  # cached by the full run
+    _, again = run_check(load_project(root))
+    assert seen == []  # the partial run did not drop the other files' entries
+    assert [f for f in again if f.code == "syntax"] == [f for f in full if f.code == "syntax"]
+
+
+def test_check_files_does_not_judge_the_style_of_other_files(root: Path) -> None:
+    _, scoped = run_check(load_project(root), only=frozenset({"tests/test_ok.py"}), use_cache=False)
+    assert not [f for f in scoped if f.code == "no-tests-collected"]
+    _, whole = run_check(load_project(root), use_cache=False)
+    assert [f.file for f in whole if f.code == "no-tests-collected"] == ["tests/test_script.py"]
+
+
+def test_file_styles_are_parsed_once_per_content(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[bytes] = []
+    real = collectable.file_style
+
+    def spy(source: str | bytes):  # type: ignore[no-untyped-def]
+        parsed.append(source if isinstance(source, bytes) else source.encode())
+        return real(source)
+
+    monkeypatch.setattr(collectable, "file_style", spy)
+    project = load_project(root)
+    _, first = run_check(project)
+    assert len(parsed) == 1 and b"__main__" in parsed[0]
+    _, second = run_check(project)
+    assert len(parsed) == 1, "the style of an unchanged file is read from the cache"
+    assert [f for f in second if f.code == "no-tests-collected"] == \
+        [f for f in first if f.code == "no-tests-collected"]
+
+    script = root / "tests" / "test_script.py"
+    script.write_text(MARK + "def test_now_a_test():\n    pass\n" + SCRIPT)
+    _, third = run_check(project)
+    assert len(parsed) == 1  # it has a test now: the regex says so, no parse needed
+    assert not [f for f in third if f.code == "no-tests-collected"]
+    key = cache.cache_key(project.root, project.root, "", collectable.KIND)
+    path = root / project.config.cache_dir / collectable.NAME
+    assert cache.load(path, key, collectable.KIND) == {}, "the old content's entry dropped out"
+
+
+def test_a_damaged_style_cache_is_rebuilt_not_trusted(root: Path) -> None:
+    project = load_project(root)
+    run_check(project)
+    path = root / project.config.cache_dir / collectable.NAME
+    assert path.is_file()
+    path.write_bytes(b"\x00garbage")
+    _, findings = run_check(project)
+    assert [f.file for f in findings if f.code == "no-tests-collected"] == ["tests/test_script.py"]
