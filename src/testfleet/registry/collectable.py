@@ -38,6 +38,8 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
     stages = project.config.stages
     findings: list[Finding] = []
     styles = _Styles(project, use_cache)
+    if styles.displaced is not None:
+        findings.append(styles.displaced)
     for reg in registry.registrations:
         stage = stages.get(reg.suite)
         if stage is None or reg.disabled or stage.dormant:
@@ -87,6 +89,8 @@ class _Styles:
         self.use_cache = use_cache
         self.old: dict[str, Any] = cache.load(self.path, self.key, KIND) if use_cache else {}
         self.new: dict[str, Any] = {}
+        # Something other than a file where the cache belongs: said, then replaced by one.
+        self.displaced = cache.displaced(project.root, self.path) if use_cache else None
 
     def of(self, source: bytes) -> Style | None:
         digest = cache.content_digest(source)
@@ -99,7 +103,7 @@ class _Styles:
         """A full run keeps only what it used (styles of deleted or edited files drop out);
         a partial one (``check FILES``) adds to what was there."""
         new = {**self.old, **self.new} if partial else self.new
-        if self.use_cache and new != self.old:
+        if self.use_cache and (new != self.old or self.displaced is not None):
             cache.save(self.path, self.key, new, KIND)
 
 
