@@ -38,3 +38,15 @@ def test_warm_list_skips_pydantic_and_pathspec(tmp_path: Path) -> None:
     assert "testfleet.registry.collector" in warm
     assert not {n for n in warm if n.split(".")[0] in ("pydantic", "pathspec", "rich", "sqlalchemy")}
     assert "testfleet.registry.scan" not in warm  # nothing changed, so nothing was parsed
+
+
+def test_plan_start_up_does_not_import_asyncio(tmp_path: Path) -> None:
+    """pydantic's import applies typing_extensions.deprecated, which imported asyncio (~60 ms
+    of every command's start-up) before typing_extensions 4.16, the pinned lower bound."""
+    import shutil
+
+    project = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".testfleet", "__pycache__"))
+    names = imported_modules("-C", str(project), "plan", "--event", "pull_request")
+    assert "pydantic" in names and "testfleet.planning.planner" in names
+    assert not {n for n in names if n.split(".")[0] == "asyncio"}
