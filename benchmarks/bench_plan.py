@@ -142,6 +142,7 @@ def run_profile(args: argparse.Namespace, profile: str) -> None:
     try:
         generate(root, args.files, args.seed, profile)
         tf = testfleet_cmd()
+        one_file = min(p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py"))
         plan_json = [*tf, "plan", "--format", "json"]
         cases = [
             ("python -c pass (reference)", [sys.executable, "-c", "pass"], "warm"),
@@ -151,6 +152,9 @@ def run_profile(args: argparse.Namespace, profile: str) -> None:
             ("testfleet plan --labels run-ci-all --format json, cold cache",
              [*tf, "plan", "--labels", "run-ci-all", "--format", "json"], "cold"),
             ("testfleet check, cold cache", [*tf, "check"], "cold"),
+            ("testfleet check, warm cache", [*tf, "check"], "warm"),
+            ("testfleet check FILE (the pre-commit hook's call), cold cache",
+             [*tf, "check", one_file], "cold"),
         ]
         results = {}
         for name, cmd, mode in cases:

@@ -115,6 +115,9 @@ def group_alive(pgid: int) -> bool:
     return signal_group(pgid, 0)
 
 
+_SETTLE_ROUNDS = 20
+
+
 class ProcessTree:
     """Everything one test process spawned, found by descent, orphan adoption and memory."""
 
@@ -168,17 +171,27 @@ class ProcessTree:
         return found
 
     def alive(self) -> list[psutil.Process]:
-        """Live (non-zombie) descendants, excluding the root test process itself."""
-        self.poll()
-        out = []
-        for pid, proc in list(self.seen.items()):
-            if pid == self.root_pid:
-                continue
-            try:
-                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                    out.append(proc)
-            except psutil.Error:
-                continue
+        """Live (non-zombie) descendants, excluding the root test process itself.
+
+        The listing is a snapshot: a descendant that forks and exits while it is taken
+        hands its child to us (the subreaper) after we listed our children and before we
+        listed its own, so that child is in neither list. Whatever became our child while
+        we looked is therefore looked at again, until nothing new has come (bounded: a
+        fork loop is killed by :meth:`kill_all`'s own repetition).
+        """
+        for _ in range(_SETTLE_ROUNDS):
+            self.poll()
+            out = []
+            for pid, proc in list(self.seen.items()):
+                if pid == self.root_pid:
+                    continue
+                try:
+                    if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                        out.append(proc)
+                except psutil.Error:
+                    continue
+            if not self._orphans() - self.seen.keys():
+                break
         return out
 
     def maybe_leftovers(self) -> bool:
