@@ -536,12 +536,48 @@ def _gate(rel: str, call: sc.MarkerCall) -> GateCall:
     for kw in call.node.keywords:
         name = kw.arg if kw.arg is not None else "**"
         try:
-            kwargs[name] = ast.literal_eval(kw.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            non_literal.append(name)
+            kwargs[name] = _gate_literal(kw.value, 0)
+        except LookupError:
+            try:
+                kwargs[name] = ast.literal_eval(kw.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                non_literal.append(name)
     return GateCall(file=rel, line=call.line, col=call.col, kwargs=kwargs,
                     positional=len(call.node.args), non_literal=tuple(non_literal),
                     duplicate_keys=duplicate_constraint_keys(call.node))
+
+
+_NUMBERS = (int, float, complex)
+_SIGNS = (ast.USub, ast.UAdd)
+
+
+def _gate_literal(node: ast.AST, depth: int) -> Any:
+    """What ``literal_eval`` gives for the shapes gate arguments use (constants, and lists,
+    tuples and string-keyed dicts of them, signed numbers), at a fraction of its cost: a
+    gate-heavy tree declares tens of thousands of gates. Anything else (sets, a ``**`` in a
+    dict, a complex sum, deep nesting) raises ``LookupError`` and goes to ``literal_eval``,
+    which decides, errors included."""
+    kind = type(node)
+    if kind is ast.Constant:
+        return node.value  # type: ignore[attr-defined]
+    if depth > 8:
+        raise LookupError
+    if kind is ast.List:
+        return [_gate_literal(e, depth + 1) for e in node.elts]  # type: ignore[attr-defined]
+    if kind is ast.Tuple:
+        return tuple(_gate_literal(e, depth + 1) for e in node.elts)  # type: ignore[attr-defined]
+    if kind is ast.Dict:
+        out = {}
+        for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if type(key) is not ast.Constant:
+                raise LookupError
+            out[key.value] = _gate_literal(value, depth + 1)
+        return out
+    if kind is ast.UnaryOp and type(node.op) in _SIGNS:  # type: ignore[attr-defined]
+        operand = node.operand  # type: ignore[attr-defined]
+        if type(operand) is ast.Constant and type(operand.value) in _NUMBERS:
+            return -operand.value if type(node.op) is ast.USub else +operand.value  # type: ignore[attr-defined]
+    raise LookupError
 
 
 def duplicate_constraint_keys(node: ast.Call) -> tuple[str, ...]:
