@@ -575,8 +575,9 @@ def _gate_literal(node: ast.AST, depth: int) -> Any:
         return out
     if kind is ast.UnaryOp and type(node.op) in _SIGNS:  # type: ignore[attr-defined]
         operand = node.operand  # type: ignore[attr-defined]
-        if type(operand) is ast.Constant and type(operand.value) in _NUMBERS:
-            return -operand.value if type(node.op) is ast.USub else +operand.value  # type: ignore[attr-defined]
+        number = operand.value if type(operand) is ast.Constant else None
+        if isinstance(number, _NUMBERS) and type(number) in _NUMBERS:  # not bool
+            return -number if type(node.op) is ast.USub else +number  # type: ignore[attr-defined]
     raise LookupError
 
 
