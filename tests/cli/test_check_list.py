@@ -156,10 +156,10 @@ def test_check_merges_extra_producers(project, run, monkeypatch: pytest.MonkeyPa
     from testfleet.cli import check
     from testfleet.findings import Finding
 
-    def extra(project, registry, only):  # type: ignore[no-untyped-def]
+    def extra(project, registry, scope):  # type: ignore[no-untyped-def]
         return [Finding("tests/test_a.py", 1, 1, "warning", "extra", f"{len(registry.registrations)} seen")]
 
-    def broken(project, registry, only):  # type: ignore[no-untyped-def]
+    def broken(project, registry, scope):  # type: ignore[no-untyped-def]
         raise RuntimeError("boom")
 
     monkeypatch.setattr(check, "PRODUCERS", [extra, broken])

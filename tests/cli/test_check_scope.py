@@ -112,3 +112,16 @@ def test_a_damaged_style_cache_is_rebuilt_not_trusted(root: Path) -> None:
     path.write_bytes(b"\x00garbage")
     _, findings = run_check(project)
     assert [f.file for f in findings if f.code == "no-tests-collected"] == ["tests/test_script.py"]
+
+
+def test_no_cache_neither_reads_nor_writes_the_style_cache(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = load_project(root)
+    path = root / project.config.cache_dir / collectable.NAME
+    run_check(project, use_cache=False)
+    assert not path.exists()
+    run_check(project)
+    assert path.is_file()
+    parsed: list[object] = []
+    monkeypatch.setattr(collectable, "file_style", lambda source: parsed.append(source) or "python")
+    run_check(project, use_cache=False)
+    assert len(parsed) == 1, "--no-cache parses again instead of trusting the cache"

@@ -2,10 +2,10 @@
 
 Findings come from several producers (collection here; gate specs and check
 rules from their own modules). Each producer is a function
-``(project, registry, only) -> list[Finding]``; add one to :data:`PRODUCERS` and its
-findings are merged, sorted and shown with everything else. ``only`` is the set of
-files ``check FILES`` asks about (None: all): a producer that reads files reads only
-those, since findings on other files would not be shown.
+``(project, registry, scope) -> list[Finding]``; add one to :data:`PRODUCERS` and its
+findings are merged, sorted and shown with everything else. ``scope`` says which files
+``check FILES`` asks about (a producer that reads files reads only those, since findings
+on other files would not be shown) and whether caches may be used (``--no-cache``).
 
 Exit status: 0 clean (warnings allowed), 1 on any error, 2 on usage errors
 (no configuration found, bad options).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -27,13 +28,22 @@ from testfleet.findings import Finding
 from testfleet.registry.model import Registry
 from testfleet.textsafe import printable
 
-FindingProducer = Callable[[Project, Registry, "Collection[str] | None"], list[Finding]]
+
+@dataclass(frozen=True)
+class Scope:
+    """What one ``check`` run covers: ``only`` the given files (None: all), with or without caches."""
+
+    only: frozenset[str] | None = None
+    use_cache: bool = True
+
+
+FindingProducer = Callable[[Project, Registry, Scope], list[Finding]]
 
 # Extra validators, run after collection (e.g. gate specs, disabled-test rules).
 PRODUCERS: list[FindingProducer] = []
 
 
-def _report_rules(project: Project, registry: Registry, only: Collection[str] | None) -> list[Finding]:
+def _report_rules(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
     """[tool.testfleet.check] rules (disabled references and ages, dormant stages, holes)."""
     from testfleet.report.rules import check_rules  # lazy: only 'check' pays for it
 
@@ -43,7 +53,7 @@ def _report_rules(project: Project, registry: Registry, only: Collection[str] | 
 PRODUCERS.append(_report_rules)
 
 
-def _gate_specs(project: Project, registry: Registry, only: Collection[str] | None) -> list[Finding]:
+def _gate_specs(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
     """register_ci_gate declarations: arguments, steps, constraints, duplicates."""
     from testfleet.gate.spec import parse_gate_specs
 
@@ -53,17 +63,17 @@ def _gate_specs(project: Project, registry: Registry, only: Collection[str] | No
 PRODUCERS.append(_gate_specs)
 
 
-def _command_fit(project: Project, registry: Registry, only: Collection[str] | None) -> list[Finding]:
+def _command_fit(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
     """Files that would run no test under their stage's command (pytest on a script)."""
     from testfleet.registry.collectable import command_findings
 
-    return command_findings(project, registry, only=only)
+    return command_findings(project, registry, only=scope.only, use_cache=scope.use_cache)
 
 
 PRODUCERS.append(_command_fit)
 
 
-def _probe_files(project: Project, registry: Registry, only: Collection[str] | None) -> list[Finding]:
+def _probe_files(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
     """A dormant stage's probe names only files registered in that stage (#14)."""
     from testfleet.results.probe_check import probe_findings
 
@@ -76,7 +86,7 @@ JSON_SCHEMA = "testfleet.check/1"
 
 
 def run_check(project: Project, *, use_cache: bool = True,
-              only: Collection[str] | None = None) -> tuple[Registry, list[Finding]]:
+              only: frozenset[str] | None = None) -> tuple[Registry, list[Finding]]:
     """Collect thoroughly and run every producer; a producer that crashes is a finding too.
 
     ``only`` (repo-relative paths): the files whose findings are wanted. The tree is still
@@ -87,9 +97,10 @@ def run_check(project: Project, *, use_cache: bool = True,
 
     registry = collect(project, use_cache=use_cache, thorough=True, syntax_only=only)
     findings = list(registry.findings)
+    scope = Scope(only, use_cache)
     for producer in PRODUCERS:
         try:
-            findings.extend(producer(project, registry, only))
+            findings.extend(producer(project, registry, scope))
         except Exception as exc:  # one broken validator must not hide the rest
             name = getattr(producer, "__qualname__", repr(producer))
             findings.append(Finding("", 0, 0, "error", "internal",
