@@ -119,7 +119,7 @@ def run_check(project: Project, *, use_cache: bool = True,
 
 @click.command("check")
 @human_format_option("testfleet.check/1")
-@click.option("--no-cache", is_flag=True, help="Ignore and do not write the collection cache.")
+@click.option("--no-cache", is_flag=True, help="Ignore and do not write the caches (collection, syntax, file style).")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_context
