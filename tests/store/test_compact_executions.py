@@ -209,3 +209,23 @@ def test_pruning_also_removes_keys_no_row_uses(project: Project, store_url: str 
             runs = [r[0] for r in conn.execute(select(sources.c.ci_run_id))]
         assert {r["file"] for r in _view(store)} == {"tests/new_name.py"}
     assert (files, runs) == (["tests/new_name.py"], ["2"])
+
+
+@pytest.mark.parametrize("uid", ["not-a-uid", "AB" * 16, "ab" * 15])
+def test_a_uid_step_7_cannot_store_stops_it_cleanly(project: Project, v6_url: str | None,
+                                                    uid: str) -> None:
+    """Only a hand-edited database holds such a uid; it was a ValueError traceback."""
+    from sqlalchemy import update
+
+    from testfleet.store.errors import StoreError
+
+    with connect(project, v6_url) as store:
+        with store.write() as conn:
+            conn.execute(update(executions).where(executions.c.id == 10).values(uid=uid))
+        before = _view(store)
+        with pytest.raises(StoreError) as info:
+            store.migrate()
+        assert "row id 10" in str(info.value) and repr(uid) in str(info.value)
+        assert "changed nothing" in str(info.value)
+        assert store.schema_version() == 6
+        assert _view(store) == before

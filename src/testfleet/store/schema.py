@@ -209,7 +209,9 @@ def _v7_compact_executions(conn: Connection) -> None:
         table.create(conn)  # with its indexes
     db = AlchemyDb(conn)
     for rows in _in_id_order(conn, _executions_v6, list(_executions_v6.columns)):
-        insert_payload(db, [dict(r._mapping) for r in rows])
+        payload = [dict(r._mapping) for r in rows]
+        _uids_storable(payload)
+        insert_payload(db, payload)
     conn.execute(text("DROP TABLE executions"))
     conn.execute(text(executions_view_sql(conn.dialect.name)))
     if conn.dialect.name == "sqlite":
@@ -217,6 +219,22 @@ def _v7_compact_executions(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":  # ids were copied: the sequence continues after them
         conn.execute(text("SELECT setval(pg_get_serial_sequence('execution_rows', 'id'), "
                           "(SELECT COALESCE(MAX(id), 0) + 1 FROM execution_rows), false)"))
+
+
+def _uids_storable(payload: list[dict[str, Any]]) -> None:
+    """Step 7 stores a uid as 16 bytes: a row whose uid is not 32 hex digits (only a
+    hand-edited database has one) stops the step, rolled back, naming the row."""
+    from testfleet.store.errors import StoreError
+    from testfleet.store.identity import UID_PATTERN
+
+    for row in payload:
+        uid = row["uid"]
+        if not isinstance(uid, str) or not UID_PATTERN.fullmatch(uid):
+            raise StoreError(
+                f"executions row id {row['id']} ({row['file']}, stage {row['stage']}) has uid "
+                f"{uid!r}, not 32 lower-case hexadecimal digits; schema step 7 stores uids as 16 "
+                "bytes, so the upgrade stopped and changed nothing: correct or delete that row, "
+                "then upgrade again")
 
 
 def _gate_values_without_rowid(conn: Connection) -> None:
