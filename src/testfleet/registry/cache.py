@@ -33,7 +33,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,41 @@ def save(path: Path, key: str, entries: dict[str, Any], kind: str) -> bool:
     except (ValueError, TypeError, UnicodeEncodeError):
         return False
     return save_blob(path, key, kind, body)
+
+
+MISS = object()
+
+
+class DigestCache:
+    """Per-file results keyed by content digest (the syntax check's, a file's style), kept
+    between runs. A value counts only when ``valid`` accepts it (the file is data); a run
+    keeps what it used, and a partial run (``check FILES``) adds to what was there."""
+
+    def __init__(self, root: Path, path: Path, kind: str, use_cache: bool) -> None:
+        self.path = path
+        self.kind = kind
+        self.key = cache_key(root, root, "", kind)
+        self.use_cache = use_cache
+        self.old: dict[str, Any] = load(path, self.key, kind) if use_cache else {}
+        self.new: dict[str, Any] = {}
+        # Something other than a file where the cache belongs: said, then replaced by one.
+        self.displaced = displaced(root, path) if use_cache else None
+
+    def lookup(self, digest: str, valid: Callable[[Any], bool]) -> Any:
+        """The kept value (now counted as used), or :data:`MISS`."""
+        value = self.old.get(digest, MISS)
+        if value is MISS or not valid(value):
+            return MISS
+        self.new[digest] = value
+        return value
+
+    def put(self, digest: str, value: Any) -> None:
+        self.new[digest] = value
+
+    def save(self, *, partial: bool) -> None:
+        new = {**self.old, **self.new} if partial else self.new
+        if self.use_cache and (new != self.old or self.displaced is not None):
+            save(self.path, self.key, new, self.kind)
 
 
 Table = tuple[list[str], "array[int]", bytes, list[Any]]

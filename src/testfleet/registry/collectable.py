@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Any
 
 from testfleet.commands import AUTO, Style, file_style, is_pytest
 from testfleet.config import Project
@@ -37,7 +36,8 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
     """
     stages = project.config.stages
     findings: list[Finding] = []
-    styles = _Styles(project, use_cache)
+    styles = cache.DigestCache(project.root, project.root / project.config.cache_dir / NAME, KIND,
+                               use_cache)
     if styles.displaced is not None:
         findings.append(styles.displaced)
     for reg in registry.registrations:
@@ -55,7 +55,7 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
             continue  # collection reports unreadable files
         if command != AUTO and _has_test_candidates(source):
             continue
-        style = styles.of(source)
+        style = _style(styles, source)
         if style is None or style == "pytest":
             continue
         if command == AUTO and style == "none":
@@ -76,35 +76,15 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
     return findings
 
 
-class _Styles:
-    """:func:`~testfleet.commands.file_style` by content digest, kept between runs.
-
-    Keyed like the other caches by the Python version, whose grammar decides what parses;
-    a file that does not parse is cached as such (None), and check reports it elsewhere.
-    """
-
-    def __init__(self, project: Project, use_cache: bool) -> None:
-        self.path = project.root / project.config.cache_dir / NAME
-        self.key = cache.cache_key(project.root, project.root, "", KIND)
-        self.use_cache = use_cache
-        self.old: dict[str, Any] = cache.load(self.path, self.key, KIND) if use_cache else {}
-        self.new: dict[str, Any] = {}
-        # Something other than a file where the cache belongs: said, then replaced by one.
-        self.displaced = cache.displaced(project.root, self.path) if use_cache else None
-
-    def of(self, source: bytes) -> Style | None:
-        digest = cache.content_digest(source)
-        known = self.old.get(digest, "")
-        style: Style | None = known if known is None or known in _STYLES else file_style(source)
-        self.new[digest] = style
-        return style
-
-    def save(self, *, partial: bool) -> None:
-        """A full run keeps only what it used (styles of deleted or edited files drop out);
-        a partial one (``check FILES``) adds to what was there."""
-        new = {**self.old, **self.new} if partial else self.new
-        if self.use_cache and (new != self.old or self.displaced is not None):
-            cache.save(self.path, self.key, new, KIND)
+def _style(styles: cache.DigestCache, source: bytes) -> Style | None:
+    """:func:`~testfleet.commands.file_style`, kept by content digest (and Python version,
+    whose grammar decides what parses); a file that does not parse is kept as None."""
+    digest = cache.content_digest(source)
+    style: Style | None = styles.lookup(digest, lambda v: v is None or v in _STYLES)
+    if style is cache.MISS:
+        style = file_style(source)
+        styles.put(digest, style)
+    return style
 
 
 def _has_test_candidates(source: bytes) -> bool:

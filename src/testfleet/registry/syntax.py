@@ -45,11 +45,8 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
                     only: Collection[str] | None = None) -> list[Finding]:
     """Compile every file (``only``: those files, as ``check FILES`` asks); cached by digest."""
     already = {f.file for f in registry.findings if f.code in ("syntax", "encoding", "read-error")}
-    path = root / cache_dir / NAME
-    key = cache.cache_key(root, root, "", KIND)
-    old: dict[str, Any] = cache.load(path, key, KIND) if use_cache else {}
-    new: dict[str, Any] = {}
-    out: list[Finding] = [f for f in (cache.displaced(root, path),) if f and use_cache]
+    kept = cache.DigestCache(root, root / cache_dir / NAME, KIND, use_cache)
+    out: list[Finding] = [kept.displaced] if kept.displaced is not None else []
     todo: list[tuple[str, str]] = []
     for rel in registry.files:
         if rel in already or (only is not None and rel not in only):
@@ -59,22 +56,18 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
         except OSError:
             continue
         digest = cache.content_digest(data)
-        cached = old.get(digest, False)
-        if cached is None or _well_formed(cached):
-            new[digest] = cached
-            if cached is not None:
-                out.append(_finding(rel, cached))
-        else:
+        cached = kept.lookup(digest, lambda v: v is None or _well_formed(v))
+        if cached is cache.MISS:
             todo.append((rel, digest))
+        elif cached is not None:
+            out.append(_finding(rel, cached))
     for (rel, digest), result in zip(todo, two_way_map(_check_one(root), todo, min_items=PARALLEL_MIN),
                                      strict=True):
-        new[digest] = result if _well_formed(result) else None
-        if new[digest] is not None:
-            out.append(_finding(rel, new[digest]))
-    if only is not None:  # a partial run adds to what a full one found
-        new = {**old, **new}
-    if use_cache and new != old:
-        cache.save(path, key, new, KIND)
+        found = result if _well_formed(result) else None
+        kept.put(digest, found)
+        if found is not None:
+            out.append(_finding(rel, found))
+    kept.save(partial=only is not None)
     return out
 
 
