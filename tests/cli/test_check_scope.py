@@ -125,3 +125,21 @@ def test_no_cache_neither_reads_nor_writes_the_style_cache(root: Path, monkeypat
     monkeypatch.setattr(collectable, "file_style", lambda source: parsed.append(source) or "python")
     run_check(project, use_cache=False)
     assert len(parsed) == 1, "--no-cache parses again instead of trusting the cache"
+
+
+@pytest.mark.parametrize("forged", ["pytest", 42, ["python"], "rm -rf /"])
+def test_a_forged_style_entry_is_not_trusted_blindly(root: Path, forged: object) -> None:
+    """A well-formed cache whose entry is not a style is a miss; one that names another
+    style is believed only as far as the content digest proves it is this file's entry."""
+    project = load_project(root)
+    script = (root / "tests" / "test_script.py").read_bytes()
+    key = cache.cache_key(project.root, project.root, "", collectable.KIND)
+    path = root / project.config.cache_dir / collectable.NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cache.save(path, key, {cache.content_digest(script): forged}, collectable.KIND)
+    _, findings = run_check(project)
+    flagged = [f.file for f in findings if f.code == "no-tests-collected"]
+    # "pytest" is a style: whoever can write the cache directory can hide this warning, as
+    # with every cache; anything that is not a style is parsed again and the warning stays.
+    assert flagged == ([] if forged == "pytest" else ["tests/test_script.py"])
+    assert "Traceback" not in "".join(f.message for f in findings)
