@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("--after", type=Path, required=True, help="src directory of the new code")
     ap.add_argument("--tree", type=Path, required=True, help="project tree (e.g. from gen_tree.py)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--case", action="append", default=[],
+                    help="run only the cases whose name contains this (repeatable)")
     args = ap.parse_args()
     root = args.tree.resolve()
     one = min(p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py"))
@@ -39,6 +41,10 @@ def main() -> None:
         ("check FILE (pre-commit), cold", ["check", one], "cold"),
         ("check, warm", ["check"], "warm"),
     ]
+    if args.case:
+        cases = [c for c in cases if any(want in c[0] for want in args.case)]
+        if not cases:
+            raise SystemExit(f"no case matches {args.case}")
     sides = {"before": args.before.resolve(), "after": args.after.resolve()}
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for name, argv, mode in cases:

@@ -95,13 +95,16 @@ def test_file_styles_are_parsed_once_per_content(root: Path, monkeypatch: pytest
         [f for f in first if f.code == "no-tests-collected"]
 
     script = root / "tests" / "test_script.py"
+    old = cache.content_digest(script.read_bytes())
     script.write_text(MARK + "def test_now_a_test():\n    pass\n" + SCRIPT)
     _, third = run_check(project)
     assert len(parsed) == 1  # it has a test now: the regex says so, no parse needed
     assert not [f for f in third if f.code == "no-tests-collected"]
     key = cache.cache_key(project.root, project.root, "", collectable.KIND)
     path = root / project.config.cache_dir / collectable.NAME
-    assert cache.load(path, key, collectable.KIND) == {}, "the old content's entry dropped out"
+    kept = cache.load(path, key, collectable.KIND)
+    assert old not in kept, "the old content's entry dropped out"
+    assert kept == {cache.content_digest(p.read_bytes()): [True] for p in (root / "tests").iterdir()}
 
 
 def test_a_damaged_style_cache_is_rebuilt_not_trusted(root: Path) -> None:
@@ -127,10 +130,11 @@ def test_no_cache_neither_reads_nor_writes_the_style_cache(root: Path, monkeypat
     assert len(parsed) == 1, "--no-cache parses again instead of trusting the cache"
 
 
-@pytest.mark.parametrize("forged", ["pytest", 42, ["python"], "rm -rf /"])
+@pytest.mark.parametrize("forged", [[False, "pytest"], [True], "pytest", 42, ["python"], [1], [False, "rm -rf /"],
+                                    [True, "pytest", "x"], "rm -rf /"])
 def test_a_forged_style_entry_is_not_trusted_blindly(root: Path, forged: object) -> None:
-    """A well-formed cache whose entry is not a style is a miss; one that names another
-    style is believed only as far as the content digest proves it is this file's entry."""
+    """A well-formed cache whose entry is not a file's facts is a miss; one that states
+    other facts is believed only as far as the content digest proves it is this file's entry."""
     project = load_project(root)
     script = (root / "tests" / "test_script.py").read_bytes()
     key = cache.cache_key(project.root, project.root, "", collectable.KIND)
@@ -139,7 +143,57 @@ def test_a_forged_style_entry_is_not_trusted_blindly(root: Path, forged: object)
     cache.save(path, key, {cache.content_digest(script): forged}, collectable.KIND)
     _, findings = run_check(project)
     flagged = [f.file for f in findings if f.code == "no-tests-collected"]
-    # "pytest" is a style: whoever can write the cache directory can hide this warning, as
-    # with every cache; anything that is not a style is parsed again and the warning stays.
-    assert flagged == ([] if forged == "pytest" else ["tests/test_script.py"])
+    # Facts, right or wrong ("it is a pytest file", "it has tests"): whoever can write the
+    # cache directory can hide this warning, as with every cache; anything that is not such
+    # facts (an old-format style, a number, a style that is none) is parsed again.
+    trusted = repr(forged) in ("[False, 'pytest']", "[True]")  # not ==: [1] == [True]
+    assert flagged == ([] if trusted else ["tests/test_script.py"])
     assert "Traceback" not in "".join(f.message for f in findings)
+
+
+def test_a_warm_check_reads_no_test_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The syntax and style caches are found by collection's digests (#15): on a warm run
+    neither reads a file again only to hash it."""
+    project = load_project(root)
+    _, first = run_check(project)
+    read: list[str] = []
+    real_bytes, real_capped = Path.read_bytes, collectable.read_capped
+
+    def read_bytes(self: Path) -> bytes:
+        read.append(self.name)
+        return real_bytes(self)
+
+    def read_capped(path: Path, limit: int) -> bytes:
+        read.append(path.name)
+        return real_capped(path, limit)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(collectable, "read_capped", read_capped)
+    _, second = run_check(project)
+    assert [name for name in read if name.startswith("test_")] == []
+    assert second == first
+
+
+def test_a_file_edited_after_collection_is_judged_and_kept_by_what_was_read(root: Path) -> None:
+    """Collection's digest names the bytes it saw; a file edited since then is compiled and
+    judged as it is now, and the verdict is kept under the digest of those bytes, never
+    under the old content's (which would then answer for content it was not made from)."""
+    from testfleet.registry import collect
+
+    project = load_project(root)
+    registry = collect(project, thorough=True, use_cache=False)
+    ok, script = root / "tests" / "test_ok.py", root / "tests" / "test_script.py"
+    old_ok, old_script = (cache.content_digest(p.read_bytes()) for p in (ok, script))
+    ok.write_text(MARK + "def test_a(:\n    pass\n")
+    script.write_text(MARK + "def test_now():\n    pass\n")
+
+    found = syntax.syntax_findings(root, project.config.cache_dir, registry)
+    assert [(f.file, f.code) for f in found] == [("tests/test_ok.py", "syntax")]
+    kept = cache.load(root / project.config.cache_dir / syntax.NAME,
+                      cache.cache_key(root, root, "", syntax.KIND), syntax.KIND)
+    assert old_ok not in kept and kept[cache.content_digest(ok.read_bytes())] is not None
+
+    assert collectable.command_findings(project, registry) == []
+    styles = cache.load(root / project.config.cache_dir / collectable.NAME,
+                        cache.cache_key(root, root, "", collectable.KIND), collectable.KIND)
+    assert old_script not in styles and styles[cache.content_digest(script.read_bytes())] == [True]

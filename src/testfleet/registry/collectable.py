@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from pathlib import Path
+from typing import Any
 
 from testfleet.commands import AUTO, Style, file_style, is_pytest
 from testfleet.config import Project
@@ -49,13 +51,12 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
         command = stage.command
         if command != AUTO and not is_pytest(command):
             continue
-        try:
-            source = read_capped(project.root / reg.file, MAX_SOURCE_BYTES)
-        except OSError:
+        facts = _facts(styles, project.root, reg.file, registry.digests.get(reg.file), command == AUTO)
+        if facts is None:
             continue  # collection reports unreadable files
-        if command != AUTO and _has_test_candidates(source):
+        candidates, style = facts
+        if command != AUTO and candidates:
             continue
-        style = _style(styles, source)
         if style is None or style == "pytest":
             continue
         if command == AUTO and style == "none":
@@ -76,15 +77,46 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
     return findings
 
 
-def _style(styles: cache.DigestCache, source: bytes) -> Style | None:
-    """:func:`~testfleet.commands.file_style`, kept by content digest (and Python version,
-    whose grammar decides what parses); a file that does not parse is kept as None."""
-    digest = cache.content_digest(source)
-    style: Style | None = styles.lookup(digest, lambda v: v is None or v in _STYLES)
-    if style is cache.MISS:
-        style = file_style(source)
-        styles.put(digest, style)
-    return style
+def _facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | None,
+           auto: bool) -> tuple[bool, Style | None] | None:
+    """(has test candidates, style) of a file; None when it cannot be read.
+
+    Kept by content digest (and Python version, whose grammar decides what parses) as
+    ``[candidates]``, or ``[candidates, style]`` once the style was needed (a file that
+    does not parse has the style None). The digest is collection's when it has one, so a
+    warm run reads nothing; what is computed is kept under the digest of the bytes read.
+    """
+    source: bytes | None = None
+    if known is None:
+        try:
+            source = read_capped(root / rel, MAX_SOURCE_BYTES)
+        except OSError:
+            return None
+        digest = cache.content_digest(source)
+    else:
+        digest = known.hex()
+    kept = styles.lookup(digest, _entry)
+    if kept is not cache.MISS and (len(kept) == 2 or (kept[0] and not auto)):
+        return kept[0], kept[1] if len(kept) == 2 else None
+    if source is None:
+        try:
+            source = read_capped(root / rel, MAX_SOURCE_BYTES)
+        except OSError:
+            return None
+        read = cache.content_digest(source)
+        if read != digest:  # edited since it was collected
+            digest, kept = read, cache.MISS
+    candidates = kept[0] if kept is not cache.MISS else _has_test_candidates(source)
+    value: list[Any] = [candidates]
+    if auto or not candidates:
+        value.append(file_style(source))
+    styles.put(digest, value)
+    return candidates, value[1] if len(value) == 2 else None
+
+
+def _entry(value: Any) -> bool:
+    return (type(value) is list and len(value) in (1, 2) and type(value[0]) is bool
+            and (len(value) == 1 or value[1] is None or value[1] in _STYLES))
 
 
 def _has_test_candidates(source: bytes) -> bool:

@@ -151,6 +151,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
 
     registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
     if thorough:
+        registry.digests = dict(zip(kept, new_digests, strict=True))
         from testfleet.cachedir import cache_dir_problem
         from testfleet.registry.syntax import syntax_findings
 

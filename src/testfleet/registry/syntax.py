@@ -43,26 +43,37 @@ def syntax_error(data: bytes, rel: str) -> tuple[int, int, str] | None:
 
 def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache: bool = True,
                     only: Collection[str] | None = None) -> list[Finding]:
-    """Compile every file (``only``: those files, as ``check FILES`` asks); cached by digest."""
+    """Compile every file (``only``: those files, as ``check FILES`` asks); cached by digest.
+
+    A file's digest comes from collection (``registry.digests``) when it has one, so a
+    warm run reads no file; a file is read here only to be compiled, and its result is
+    kept under the digest of the bytes that were compiled (an edit since collection
+    must not file one content's verdict under another's digest).
+    """
     already = {f.file for f in registry.findings if f.code in ("syntax", "encoding", "read-error")}
     kept = cache.DigestCache(root, root / cache_dir / NAME, KIND, use_cache)
     out: list[Finding] = [kept.displaced] if kept.displaced is not None else []
-    todo: list[tuple[str, str]] = []
+    todo: list[str] = []
     for rel in registry.files:
         if rel in already or (only is not None and rel not in only):
             continue
-        try:
-            data = (root / rel).read_bytes()
-        except OSError:
-            continue
-        digest = cache.content_digest(data)
+        known = registry.digests.get(rel)
+        if known is not None:
+            digest = known.hex()
+        else:
+            try:
+                digest = cache.content_digest((root / rel).read_bytes())
+            except OSError:
+                continue
         cached = kept.lookup(digest, lambda v: v is None or _well_formed(v))
         if cached is cache.MISS:
-            todo.append((rel, digest))
+            todo.append(rel)
         elif cached is not None:
             out.append(_finding(rel, cached))
-    for (rel, digest), result in zip(todo, two_way_map(_check_one(root), todo, min_items=PARALLEL_MIN),
-                                     strict=True):
+    for rel, answer in zip(todo, two_way_map(_check_one(root), todo, min_items=PARALLEL_MIN), strict=True):
+        if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], str)):
+            continue  # unreadable now: collection says so if it stays that way
+        digest, result = answer
         found = result if _well_formed(result) else None
         kept.put(digest, found)
         if found is not None:
@@ -75,14 +86,14 @@ PARALLEL_MIN = 200
 
 
 def _check_one(root: Path) -> Any:
-    def check(item: tuple[str, str]) -> list[Any] | None:
-        rel, _digest = item
+    def check(rel: str) -> list[Any] | None:
+        """[digest of the bytes compiled, (line, col, message) or None]; None: unreadable."""
         try:
             data = (root / rel).read_bytes()
         except OSError:
             return None
         found = syntax_error(data, rel)
-        return None if found is None else list(found)
+        return [cache.content_digest(data), None if found is None else list(found)]
 
     return check
 
