@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 from gate_helpers import call, spec
+from hypothesis import given
+from hypothesis import strategies as st
 
 from testfleet.config import validate_config
 from testfleet.gate.declarations import gate_calls_in_source
@@ -149,6 +151,28 @@ def test_repeated_declaration_is_an_error() -> None:
     specs, findings = parse_gate_specs(None, [a, b])
     assert len(specs) == 1
     assert findings[0].code == "gate-duplicate" and findings[0].line == 4
+
+
+_VALUE = st.one_of(st.integers(0, 3), st.sampled_from([0.0, -0.0, 0.1, 1e-300, 5e-324, 1.0, 2**53 + 1.0]),
+                   st.floats(min_value=0, allow_nan=False, allow_infinity=False))
+_CONSTRAINT = st.dictionaries(st.sampled_from(["abs_floor_up", "abs_floor_down"]), _VALUE).map(
+    lambda extra: {"rel_up": 0.1, "rel_down": 0.0, **extra})
+_STEPS = st.sampled_from(["last", "all", [1, 2], [2, 1], [1]])
+
+
+@given(_CONSTRAINT, _CONSTRAINT, _STEPS, _STEPS, st.sampled_from([-0.0, 0.0, 0, 0.1]))
+def test_a_repeat_is_exactly_a_repeat_of_the_stored_identity(a: dict[str, float], b: dict[str, float],
+                                                             steps_a: object, steps_b: object,
+                                                             down: float) -> None:
+    """Two declarations repeat each other exactly when they would store under the same
+    (metric, steps_key, constraint_key): -0.0 and 0.0 differ there, 1 and 1.0 do not."""
+    calls = [call(metric_key="m", steps=steps_a, constraint=a, line=3),
+             call(metric_key="m", steps=steps_b, constraint={**b, "rel_down": down}, line=4)]
+    first, second = (parse_gate_call(c)[0] for c in calls)
+    assert first is not None and second is not None
+    same = (first.steps_key, first.constraint_key) == (second.steps_key, second.constraint_key)
+    _, findings = parse_gate_specs(None, calls)
+    assert [f.code for f in findings] == (["gate-duplicate"] if same else [])
 
 
 def test_declarations_read_statically_without_import() -> None:

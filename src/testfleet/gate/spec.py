@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ GATE_KEYS = (
     "metric_key", "steps", "constraint", "hard_min", "hard_max", "min_history", "enforce", "reason",
 )
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
+_GATE_KEY_SET = frozenset(GATE_KEYS)
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 STEP_LAST = -1  # the coordinate of ``steps="last"``
 #: The most step indices one ``steps`` list may name (a pull request controls the list;
 #: every check, record selection and stored key is linear in it). docs/gate.md says so.
@@ -117,9 +120,8 @@ def validate_steps(value: Any) -> tuple[Steps | None, str | None]:
         bad = [s for s in value if isinstance(s, bool) or not isinstance(s, int) or s < 0]
         if bad:
             return None, f"steps must be non-negative integers (not booleans), got {bad[0]!r}"
-        counts = Counter(value)
-        dups = sorted(s for s, n in counts.items() if n > 1)
-        if dups:
+        if len(set(value)) != len(value):
+            dups = sorted(s for s, n in Counter(value).items() if n > 1)
             return None, f"steps lists step {dups[0]} more than once"
         return tuple(value), None
     return None, f"steps must be 'last', 'all' or a list of step indices, got {value!r}"
@@ -187,7 +189,7 @@ def parse_gate_call(
             "written in place), so that it can be read without running the file", name)
     kwargs = dict(call.kwargs)
     for key in kwargs:
-        if key not in GATE_KEYS:
+        if key not in _GATE_KEY_SET:
             hint = difflib.get_close_matches(key, GATE_KEYS, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             err("gate-unknown-key", f"unknown argument {key!r}{extra} (valid: {', '.join(GATE_KEYS)})",
@@ -204,7 +206,7 @@ def parse_gate_call(
         if not isinstance(metric, str) or not metric.strip():
             err("gate-metric-key", f"metric_key must be a non-empty string, got {metric!r}",
                 "metric_key")
-        elif any(ord(ch) < 32 or ord(ch) == 127 for ch in metric):
+        elif _CONTROL.search(metric):
             err("gate-metric-key", f"metric_key must not contain control characters, got {metric!r}",
                 "metric_key")
         else:
@@ -296,13 +298,13 @@ def parse_gate_specs(
     window = gate_cfg.window if gate_cfg is not None else 20
     specs: list[GateSpec] = []
     findings: list[Finding] = []
-    seen: dict[tuple[str, str, str, str], GateSpec] = {}
+    seen: dict[tuple[str, str, Steps, tuple[tuple[str, str], ...]], GateSpec] = {}
     for call in gate_calls:
         spec, problems = parse_gate_call(call, defaults, window=window)
         findings.extend(problems)
         if spec is None:
             continue
-        ident = (spec.file, spec.metric_key, spec.steps_key, spec.constraint_key)
+        ident = (spec.file, spec.metric_key, spec.steps, _constraint_ident(spec.constraint))
         if ident in seen:
             first = seen[ident]
             findings.append(Finding(spec.file, spec.line, spec.col, "error", "gate-duplicate",
@@ -312,6 +314,13 @@ def parse_gate_specs(
         seen[ident] = spec
         specs.append(spec)
     return specs, findings
+
+
+def _constraint_ident(constraint: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
+    """Equal exactly when two constraints' stored keys (:attr:`GateSpec.constraint_key`) are,
+    without writing JSON for each of tens of thousands of gates: that key is the sorted
+    keys with ``float.__repr__`` of each value, which is what this holds."""
+    return tuple(sorted((k, float.__repr__(float(v))) for k, v in constraint.items()))
 
 
 def specs_for_file(specs: Sequence[GateSpec], file: str) -> list[GateSpec]:
