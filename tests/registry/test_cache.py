@@ -74,7 +74,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     target = project.root / "tests/unit/test_good.py"
     key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
-    paths, stats, digests, elements = cache.decode_table(header, body)
+    paths, stats, digests, gates, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
     assert isinstance(elements[i], list) and isinstance(elements[i][0], str)
     # Simulate an edit the stat key cannot see: rewrite the table with the new file's key.
@@ -82,7 +82,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     st = target.stat()
     new_stats = [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))]
     new_stats[i] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino & cache._MASK, st.st_dev & cache._MASK)
-    body, extra = cache.encode_table(paths, new_stats, _split(digests), elements)
+    body, extra = cache.encode_table(paths, new_stats, _split(digests), gates, elements)
     cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
     registry = collect(project)
     assert next(r for r in registry.registrations if r.file.endswith("test_good.py")).est_time == 30.0
@@ -143,15 +143,17 @@ def test_damaged_cache_is_ignored_and_rebuilt(case: str, tree, scans) -> None:
     assert scans == []  # and it was rebuilt
 
 
-def forge(project, elements_for: dict[str, object]) -> None:
-    """A cache with a valid header and CRC whose per-file elements are hostile."""
+def forge(project, elements_for: dict[str, object], gates_for: dict[str, bytes] | None = None) -> None:
+    """A cache with a valid header and CRC whose per-file elements (or gate texts) are hostile."""
     key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
-    paths, stats, digests, elements = cache.decode_table(header, body)
+    paths, stats, digests, gates, elements = cache.decode_table(header, body)
     for rel, value in elements_for.items():
         elements[paths.index(rel)] = value
+    for rel, text in (gates_for or {}).items():
+        gates[paths.index(rel)] = text
     body, extra = cache.encode_table(paths, [tuple(stats[5 * j:5 * j + 5]) for j in range(len(paths))],
-                                     _split(digests), elements)
+                                     _split(digests), gates, elements)
     cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
 
 
@@ -165,10 +167,9 @@ def forge(project, elements_for: dict[str, object]) -> None:
     [None, [[["cpu", "no-such-stage", 5.0, 1, 1, [], False, None, False]]]],
     [None, [[["tpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
     [None, [[["cpu", "stage-a-cpu", 5.0, 1, 1, [3], False, None, False]]]],
-    [None, [[], [[1, 1, {"k": "__import__('os')"}, 0, []]], []]],
-    [None, [[], '[[1, 1, {"metric_key": ["x", 1]}, 0, []]]', []]],  # unknown literal tag
-    [None, [[], "not json", []]],
-    [None, [[], '[[1, 1, {"steps": ["d", 1]}, 0, []]]', []]],  # a dict without its value
+    [None, [[], [[1, 1, {"k": "x"}, 0, []]], []]],  # schema 3's payload, with the gates inline
+    [None, [[], '[[1, 1, {"metric_key": "m"}, 0, [], []]]', [], [], []]],  # schema 3, 5 items
+    [None, [[], [], []]],
     0,  # "implicit file" for a file that is not in an implicit directory
 ])
 def test_well_formed_but_wrong_entries_are_not_trusted(element: object, tree, scans) -> None:
@@ -179,6 +180,47 @@ def test_well_formed_but_wrong_entries_are_not_trusted(element: object, tree, sc
     scans.clear()
     assert summary(collect(project)) == expected
     assert len(scans) == 1
+
+
+ONE_GATE = ("from testfleet import register_cpu_ci, register_ci_gate\n"
+            "register_cpu_ci(5, 'stage-a-cpu')\n"
+            "register_ci_gate(metric_key='loss', steps=[1, 2], constraint={'rel_up': 0.1, 'rel_down': 0.1})\n")
+
+
+@pytest.mark.parametrize("text", [
+    b"not json", b'{"a": 1}', b"[1]", b"[[1, 1, {}, 0]]", b"\xff\xfe",
+    b'[[1, 1, {"metric_key": ["x", 1]}, 0, [], []]]',  # unknown literal tag
+    b'[[1, 1, {"steps": ["d", 1]}, 0, [], []]]',  # a dict without its value
+    b'[["1", 1, {"metric_key": "m"}, 0, [], []]]',  # a line that is not a number
+    b'[[1, 1, {"metric_key": "m"}, 0, [7], []]]',  # a non-literal name that is not a string
+])
+def test_a_hostile_gate_text_is_not_trusted(text: bytes, tree, scans) -> None:
+    """Gate arguments live in the table's own region (schema 4): damage there costs a scan
+    of that file, never a wrong or missing gate."""
+    project = tree({"tests/unit/test_gated.py": ONE_GATE})
+    expected = summary(collect(project, use_cache=False))
+    assert [g.kwargs["metric_key"] for g in expected[1]] == ["loss"]
+    collect(project)
+    forge(project, {}, {"tests/unit/test_gated.py": text})
+    scans.clear()
+    assert summary(collect(project)) == expected
+    assert len(scans) == 1
+
+
+def test_list_and_plan_never_parse_gate_texts(tree, scans, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that does not want gates slices past their region: even text that is not JSON
+    there is neither parsed nor a reason to scan the file, and is kept for the next run."""
+    project = tree({"tests/unit/test_gated.py": ONE_GATE})
+    expected = summary(collect(project, use_cache=False))
+    collect(project)
+    forge(project, {}, {"tests/unit/test_gated.py": b"not json"})
+    scans.clear()
+    without = collect(project, gates=False)
+    assert scans == [] and without.gates == [] and without.registrations == expected[0]
+    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    table = cache.decode_table(*cache.load_blob(registry_path(project), key, cache.KIND))
+    assert table.gates[table.paths.index("tests/unit/test_gated.py")] == b"not json"
+    assert summary(collect(project)) == expected and len(scans) == 1  # wanted: damage found, rescanned
 
 
 def test_concurrent_collectors_leave_a_valid_cache(tree) -> None:
@@ -225,7 +267,7 @@ def test_header_records_a_crc_of_the_body(tree) -> None:
     collect(project)
     head, _, body = registry_path(project).read_bytes().partition(b"\n")
     header = json.loads(head)
-    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 3
+    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 4
 
 
 def test_no_cache_flag_writes_nothing(tree) -> None:
@@ -255,7 +297,7 @@ def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: p
     key = registry_key(project.root, project.config_path, project.raw_config_text)
 
     def digests() -> list[object]:
-        _paths, _stats, _digests, elements = cache.decode_table(
+        _paths, _stats, _digests, _gates, elements = cache.decode_table(
             *cache.load_blob(registry_path(project), key, cache.KIND))
         return [e[0] for e in elements if isinstance(e, list)]
 
@@ -422,7 +464,7 @@ def test_a_digest_that_does_not_match_the_bytes_is_never_trusted(tree, scans) ->
     collect(project)
     key = registry_key(project.root, project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
-    paths, stats, digests, elements = cache.decode_table(header, body)
+    paths, stats, digests, gates, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
     reg = elements[i][1][0][0] if isinstance(elements[i], list) else None
     assert reg is not None
@@ -431,7 +473,7 @@ def test_a_digest_that_does_not_match_the_bytes_is_never_trusted(tree, scans) ->
     moved[i] = (0, 0, 0, 0, 0)  # a key that cannot match: only the digest could vouch
     forged = _split(digests)
     forged[i] = bytes(cache.DIGEST_SIZE)
-    body, extra = cache.encode_table(paths, moved, forged, elements)
+    body, extra = cache.encode_table(paths, moved, forged, gates, elements)
     cache.save_blob(registry_path(project), key, cache.KIND, body, extra)
     scans.clear()
     registry = collect(project)
@@ -446,4 +488,18 @@ def test_a_table_with_a_short_digest_column_is_ignored(tree) -> None:  # type: i
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     assert cache.decode_table({**header, "digests": header["digests"] - 1}, body) is None
     with pytest.raises(ValueError):
-        cache.encode_table(["a"], [(1, 2, 3, 4, 5)], [b"short"], [0])
+        cache.encode_table(["a"], [(1, 2, 3, 4, 5)], [b"short"], [b""], [0])
+    with pytest.raises(ValueError):
+        cache.encode_table(["a"], [(1, 2, 3, 4, 5)], [bytes(cache.DIGEST_SIZE)], [], [0])
+
+
+@pytest.mark.parametrize("lengths", [[-1, 1], [1, 0], [0, 0], [2**62, 0]])
+def test_a_table_whose_gate_lengths_do_not_add_up_is_ignored(lengths: list[int]) -> None:
+    from array import array
+
+    body, extra = cache.encode_table(["a", "b"], [(1, 2, 3, 4, 5)] * 2, [bytes(cache.DIGEST_SIZE)] * 2,
+                                     [b"[]", b""], [[None, [[]]], 0])
+    assert cache.decode_table(extra, body) is not None
+    at = extra["paths"] + extra["stats"] + extra["digests"]
+    forged = body[:at] + array("q", lengths).tobytes() + body[at + 16:]
+    assert cache.decode_table(extra, forged) is None

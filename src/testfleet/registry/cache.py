@@ -14,9 +14,10 @@ directory and ``os.replace`` it, so a concurrent reader sees the old or the new
 file, never half of one. Bodies are JSON or plain arrays of integers, never
 pickle: loading a cache must not be able to run code.
 
-The registry cache body is a table (see :func:`encode_table`): the file paths,
-their ``lstat`` keys (NUL-separated paths) (size, mtime_ns, ctime_ns, inode, device) as int64s,
-each file's content digest (16 bytes), and a JSON list of per-file results. An entry is
+The registry cache body is a table (see :func:`encode_table`): the file paths
+(NUL-separated), their ``lstat`` keys (size, mtime_ns, ctime_ns, inode, device) as int64s,
+each file's content digest (16 bytes), its gate arguments' JSON text (an int64 length
+each, then the texts), and a JSON list of per-file results. An entry is
 used when the file's key is unchanged; an entry whose mtime was within :data:`RACY_NS`
 of the run also carries a content digest that must match (the "racy clean" problem: an
 edit inside one timestamp tick leaves size and mtime unchanged). When the key changed
@@ -35,12 +36,12 @@ import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from testfleet import __version__
 from testfleet.findings import Finding
 
-SCHEMA = 3  # 2: gate entries carry their duplicate constraint keys; 3: content digests
+SCHEMA = 4  # 2: gate entries carry their duplicate constraint keys; 3: content digests; 4: gate region
 KIND = "testfleet-registry-cache"
 NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000
@@ -197,43 +198,72 @@ class DigestCache:
             save(self.path, self.key, new, self.kind)
 
 
-Table = tuple[list[str], "array[int]", bytes, list[Any]]
+class Table(NamedTuple):
+    """A decoded registry cache: per file (in ``paths`` order) its ``lstat`` key (5 int64
+    each in ``stats``), its content digest (16 bytes each in ``digests``), its gate
+    arguments as JSON text (``b""``: none) and its result element."""
+
+    paths: list[str]
+    stats: array[int]
+    digests: bytes
+    gates: list[bytes]
+    elements: list[Any]
 
 
 def encode_table(paths: list[str], stats: Sequence[tuple[int, ...]], digests: Sequence[bytes],
-                 elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
-    """Body and header fields for the registry table (5 int64 and a 16-byte digest per path)."""
+                 gates: Sequence[bytes], elements: list[Any]) -> tuple[bytes, dict[str, Any]]:
+    """Body and header fields for the registry table.
+
+    Gate arguments are most of a gate-heavy tree's cache (4.7 of 5.7 MB on the real-shaped
+    10k tree) and only ``check`` and the gate read them, so they are a region of their
+    own, after an int64 length per file: ``list`` and ``plan`` slice it, never parse it.
+    """
     p = "\0".join(paths).encode("utf-8", "surrogatepass")
     a = array("q")
     for st in stats:
         a.extend(st)
     d = b"".join(digests)
-    if len(d) != DIGEST_SIZE * len(paths):
-        raise ValueError("one 16-byte digest per path")
+    if len(d) != DIGEST_SIZE * len(paths) or len(gates) != len(paths):
+        raise ValueError("one 16-byte digest and one gate text per path")
+    lengths = array("q", map(len, gates))
+    g = b"".join(gates)
     e = json.dumps(elements, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
     extra = {"n": len(paths), "paths": len(p), "stats": len(a) * a.itemsize, "digests": len(d),
-             "byteorder": sys.byteorder}
-    return p + a.tobytes() + d + e, extra
+             "gates": len(g), "byteorder": sys.byteorder}
+    return p + a.tobytes() + d + lengths.tobytes() + g + e, extra
 
 
 def decode_table(header: dict[str, Any], body: bytes) -> Table | None:
     try:
-        n, lp, ls, ld = header["n"], header["paths"], header["stats"], header["digests"]
-        if (header.get("byteorder") != sys.byteorder or not all(type(x) is int for x in (n, lp, ls, ld))
-                or ls != n * 5 * 8 or ld != n * DIGEST_SIZE or lp < 0 or lp + ls + ld > len(body)):
+        n, lp, ls, ld, lg = header["n"], header["paths"], header["stats"], header["digests"], header["gates"]
+        if (header.get("byteorder") != sys.byteorder or not all(type(x) is int for x in (n, lp, ls, ld, lg))
+                or ls != n * 5 * 8 or ld != n * DIGEST_SIZE or lp < 0 or lg < 0
+                or lp + ls + ld + 8 * n + lg > len(body)):
             return None
         paths = body[:lp].decode("utf-8", "surrogatepass").split("\0") if n else []
         stats = array("q")
+        lengths = array("q")
         if stats.itemsize != 8:
             return None
-        stats.frombytes(body[lp:lp + ls])
-        digests = body[lp + ls:lp + ls + ld]
-        elements = json.loads(body[lp + ls + ld:])
+        at = lp
+        stats.frombytes(body[at:at + ls])
+        at += ls
+        digests = body[at:at + ld]
+        at += ld
+        lengths.frombytes(body[at:at + 8 * n])
+        at += 8 * n
+        if min(lengths, default=0) < 0 or sum(lengths) != lg:
+            return None
+        gates = []
+        for length in lengths:
+            gates.append(body[at:at + length] if length else b"")
+            at += length
+        elements = json.loads(body[at:])
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if len(paths) != n or not isinstance(elements, list) or len(elements) != n:
         return None
-    return paths, stats, digests, elements
+    return Table(paths, stats, digests, gates, elements)
 
 
 # Python literals as JSON data, so that a warm run rebuilds gate arguments without

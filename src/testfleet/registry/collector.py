@@ -64,9 +64,10 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     key = registry_key(root, settings.config_path, settings.raw_config_text)
     table = _load_table(cache_path, key) if use_cache else None
     displaced = cache.displaced(root, cache_path) if use_cache and table is None else None
-    index: dict[str, int] = dict(zip(table[0], range(len(table[0])), strict=True)) if table else {}
+    index: dict[str, int] = dict(zip(table.paths, range(len(table.paths)), strict=True)) if table else {}
     new_stats: list[StatKey] = []
     new_digests: list[bytes] = []
+    new_gates: list[bytes] = []
     new_elements: list[Any] = []
     misses: list[tuple[str, StatKey]] = []
     moved: list[tuple[str, StatKey, int]] = []  # cached, but the stat key changed
@@ -80,11 +81,12 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         registry.findings.append(displaced)
     kept: list[str] = []
 
-    def keep(rel: str, st: StatKey, digest: bytes, element: Any, result: FileResult) -> None:
+    def keep(rel: str, st: StatKey, digest: bytes, element: Any, gate_text: bytes, result: FileResult) -> None:
         """One file's result goes into the registry and into the next cache table."""
         kept.append(rel)
         new_stats.append(st)
         new_digests.append(digest)
+        new_gates.append(gate_text)
         new_elements.append(element)
         registry.registrations.extend(result.registrations)
         if gates:
@@ -99,15 +101,15 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         st = found.files[rel]
         result: FileResult | None = None
         element: Any = None
-        digest = b""
+        digest = gate_text = b""
         i = index.get(rel)
         if i is not None and table is not None:
             j = 5 * i
-            if tuple(table[1][j:j + 5]) != st:
+            if tuple(table.stats[j:j + 5]) != st:
                 moved.append((rel, st, i))
                 continue
-            element = table[3][i]
-            digest = table[2][size * i:size * (i + 1)]
+            element = table.elements[i]
+            digest = table.digests[size * i:size * (i + 1)]
             if type(element) is int:
                 # Fast path for the commonest file: an unchanged plain implicit one.
                 rule = _implicit_rule(rules, rel, element)
@@ -118,9 +120,11 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
                     kept.append(rel)
                     new_stats.append(st)
                     new_digests.append(digest)
+                    new_gates.append(b"")
                     new_elements.append(element)
                     continue
-            result = _reuse(root_str, rel, rules, element, gates)
+            gate_text = table.gates[i]
+            result = _reuse(root_str, rel, rules, element, gate_text if gates else b"")
             if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
                 # Verified by content and now old enough: drop the digest so later runs
                 # trust the stat key alone instead of re-reading the file every time.
@@ -129,24 +133,26 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         if result is None:
             misses.append((rel, st))
             continue
-        keep(rel, st, digest, element, result)
+        keep(rel, st, digest, element, gate_text, result)
     if table is not None:
         for rel, st, i in moved:
-            digest = table[2][size * i:size * (i + 1)]
-            same = _same_content(root_str, rel, st, digest, table[3][i], rules, gates, now)
+            digest = table.digests[size * i:size * (i + 1)]
+            gate_text = table.gates[i]
+            same = _same_content(root_str, rel, st, digest, table.elements[i], gate_text if gates else b"",
+                                 rules, now)
             if same is None:
                 misses.append((rel, st))
             else:
-                keep(rel, st, digest, *same)
+                keep(rel, st, digest, same[0], gate_text, same[1])
     changed = bool(misses) or bool(moved) or refreshed
     for rel, st, outcome in _scan_all(misses, rules, root_str):
         if isinstance(outcome, str):
             registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
             continue
-        result, element, digest = outcome
-        keep(rel, st, digest, element, result)
-    if use_cache and (changed or table is None or len(kept) != len(table[0])):
-        body, extra = cache.encode_table(kept, new_stats, new_digests, new_elements)
+        result, element, digest, gate_text = outcome
+        keep(rel, st, digest, element, gate_text, result)
+    if use_cache and (changed or table is None or len(kept) != len(table.paths)):
+        body, extra = cache.encode_table(kept, new_stats, new_digests, new_gates, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
     registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
@@ -178,11 +184,11 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
 # Below this many files to parse, a second process costs more than it saves.
 PARALLEL_MIN = 800
 
-Outcome = tuple[FileResult, Any, bytes] | str
+Outcome = tuple[FileResult, Any, bytes, bytes] | str  # (result, element, digest, gate text) or an error
 
 
-def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any, rules: Rules,
-                  gates: bool, now: int) -> tuple[Any, FileResult] | None:
+def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any, gate_text: bytes,
+                  rules: Rules, now: int) -> tuple[Any, FileResult] | None:
     """(element, result) when the file's bytes are still the ones the entry was made from,
     only its stat key changed (a fresh checkout, a cache restored in CI): hashing a file
     is an order of magnitude cheaper than scanning it. None: scan it."""
@@ -193,7 +199,7 @@ def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any,
     if cache.content_digest_bytes(data) != digest:
         return None
     payload = element[1] if type(element) is list and len(element) == 2 else element
-    result = _from_element(rel, payload, rules, gates)
+    result = _from_element(rel, payload, rules, gate_text)
     if result is None:
         return None
     if cache.is_racy(st[1], now):  # the new key is too fresh to trust alone next time
@@ -213,26 +219,32 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> lis
     scanner = _Scanner(rules, root)
 
     def encode(outcome: Outcome) -> Any:
-        return outcome if isinstance(outcome, str) else [outcome[1], outcome[2].hex()]
+        if isinstance(outcome, str):
+            return outcome
+        return [outcome[1], outcome[2].hex(), outcome[3].decode("utf-8", "surrogatepass")]
 
     def decode(item: tuple[str, StatKey], data: Any) -> Outcome | None:
         if isinstance(data, str):
             return data
         try:
             element, digest = data[0], bytes.fromhex(data[1])
-        except (TypeError, ValueError, KeyError, IndexError):
+            gate_text = data[2].encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
             return None
-        result = _from_element(item[0], element, rules)
-        return None if result is None or len(digest) != cache.DIGEST_SIZE else (result, element, digest)
+        result = _from_element(item[0], element, rules, gate_text)
+        if result is None or len(digest) != cache.DIGEST_SIZE:
+            return None
+        return result, element, digest, gate_text
 
     outcomes = two_way_map(lambda item: scanner(*item), misses, min_items=PARALLEL_MIN,
                            encode=encode, decode=decode)
     return [(rel, st, outcome) for (rel, st), outcome in zip(misses, outcomes, strict=True)]
 
 
-def _from_element(rel: str, element: Any, rules: Rules, gates: bool = True) -> FileResult | None:
+def _from_element(rel: str, element: Any, rules: Rules, gate_text: bytes) -> FileResult | None:
     """An element known to match the file's bytes (just made from them, or proved by digest),
-    so no racy check is needed."""
+    so no racy check is needed. ``gate_text``: the file's gate arguments (``b""``: none, or
+    not wanted)."""
     try:
         if type(element) is list and len(element) == 2:
             element = element[1]
@@ -240,7 +252,7 @@ def _from_element(rel: str, element: Any, rules: Rules, gates: bool = True) -> F
             rule = _implicit_rule(rules, rel, element)
             return None if rule is None else FileResult([Registration(
                 rel, rule.backend, rule.suite, rule.est_time, 0, 0, rule.labels, False, None, True)])
-        return _decode(rel, element, rules, gates)
+        return _decode(rel, element, rules, gate_text)
     except (TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
@@ -267,7 +279,8 @@ class _Scanner:
         result = self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
         digest = cache.content_digest_bytes(data)
         racy = digest.hex() if cache.is_racy(st[1], self.now) else None
-        return result, _encode(result, racy, self.rules), digest
+        element, gate_text = _encode(result, racy, self.rules)
+        return result, element, digest, gate_text
 
 
 def _load_table(path: Path, key: str) -> cache.Table | None:
@@ -302,13 +315,15 @@ def _implicit_rule(rules: Rules, rel: str, index: int) -> ImplicitRule | None:
     return None
 
 
-def _reuse(root: str, rel: str, rules: Rules, element: Any, gates: bool = True) -> FileResult | None:
+def _reuse(root: str, rel: str, rules: Rules, element: Any, gate_text: bytes) -> FileResult | None:
     """The cached result if the element is well-formed (and, if racy, the content matches).
 
     Elements: an int ``k`` stands for the commonest file of all, one registration
     from implicit directory ``k`` and nothing else to say (rebuilt from the
     unchanged config); otherwise ``[racy digest or null, payload]`` where the
-    payload is such an int or ``[registrations, gate sources, findings]``.
+    payload is such an int, ``[registrations]``, or ``[registrations, findings,
+    invalid registrations, suppressions]``. Gate arguments are ``gate_text``, from the
+    table's own region (``b""`` when there are none or they are not wanted).
     """
     try:
         if type(element) is int:
@@ -325,34 +340,34 @@ def _reuse(root: str, rel: str, rules: Rules, element: Any, gates: bool = True) 
                 if cache.content_digest(fh.read()) != racy:
                     return None
         if type(payload) is int:
-            return _reuse(root, rel, rules, payload)
-        return _decode(rel, payload, rules, gates)
+            return _reuse(root, rel, rules, payload, b"")
+        return _decode(rel, payload, rules, gate_text)
     except (OSError, TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
 
-def _encode(result: FileResult, racy: str | None, rules: Rules) -> Any:
+def _encode(result: FileResult, racy: str | None, rules: Rules) -> tuple[Any, bytes]:
+    """The file's cache element and its gate arguments' JSON text (``b""``: no gates)."""
     index = _plain_implicit(result, rules)
     if index is not None:
-        return index if racy is None else [racy, index]
-    regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit]
-            for r in result.registrations]
-    if not result.gates and not result.findings and not result.invalid and not result.suppressions:
-        return [racy, [regs]]
+        return (index if racy is None else [racy, index]), b""
     try:
         gates = [[g.line, g.col, {k: cache.pack_literal(v) for k, v in g.kwargs.items()}, g.positional,
                   list(g.non_literal), list(g.duplicate_keys)] for g in result.gates]
     except TypeError:
-        return None  # not cacheable: the file is scanned again next time
-    # Nested JSON text: a run that does not want gates (list, plan) skips it as one string.
-    gates_text = json.dumps(gates, separators=(",", ":"), ensure_ascii=False) if gates else ""
+        return None, b""  # not cacheable: the file is scanned again next time
+    gate_text = json.dumps(gates, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass") if gates else b""
+    regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit]
+            for r in result.registrations]
+    if not result.findings and not result.invalid and not result.suppressions:
+        return [racy, [regs]], gate_text
     return [racy, [
         regs,
-        gates_text,
         [[f.line, f.col, f.severity, f.code, f.message] for f in result.findings],
         [[i.backend, i.suite, i.line, i.col, i.code, i.message] for i in result.invalid],
         [[line, list(codes)] for line, codes in result.suppressions.items()],
-    ]]
+    ]], gate_text
 
 
 def _plain_implicit(result: FileResult, rules: Rules) -> int | None:
@@ -377,7 +392,7 @@ def _int(v: Any) -> int:
     return v
 
 
-def _decode(rel: str, payload: Any, rules: Rules, with_gates: bool = True) -> FileResult:
+def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResult:
     """Rebuild a file's result, checking every type: a cache is data, never trusted.
 
     Any surprise raises (TypeError/ValueError), which the caller turns into a miss.
@@ -385,12 +400,10 @@ def _decode(rel: str, payload: Any, rules: Rules, with_gates: bool = True) -> Fi
     no Python is parsed on this path.
     """
     out = FileResult()
-    if type(payload) is not list or len(payload) not in (1, 5):
+    if type(payload) is not list or len(payload) not in (1, 4):
         raise TypeError("bad payload")
-    regs, gates_text, finds, invalid, supp = (payload if len(payload) == 5
-                                              else (payload[0], "", [], [], []))
-    if (type(regs) is not list or type(gates_text) is not str or type(finds) is not list
-            or type(invalid) is not list or type(supp) is not list):
+    regs, finds, invalid, supp = payload if len(payload) == 4 else (payload[0], [], [], [])
+    if type(regs) is not list or type(finds) is not list or type(invalid) is not list or type(supp) is not list:
         raise TypeError("bad payload")
     append = out.registrations.append
     for backend, suite, est, line, col, labels, nightly, disabled, implicit in regs:
@@ -405,7 +418,7 @@ def _decode(rel: str, payload: Any, rules: Rules, with_gates: bool = True) -> Fi
             if type(label) is not str:
                 raise TypeError("bad label")
         append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit))
-    gates = json.loads(gates_text) if with_gates and gates_text else []
+    gates = json.loads(gate_text) if gate_text else []
     if type(gates) is not list:
         raise TypeError("bad gates")
     unpack = cache.unpack_literal
