@@ -76,7 +76,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, digests, gates, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
-    assert isinstance(elements[i], list) and isinstance(elements[i][0], str)
+    assert isinstance(elements[i], list) and elements[i][0] is True  # racy: its digest is checked
     # Simulate an edit the stat key cannot see: rewrite the table with the new file's key.
     target.write_text(target.read_text().replace("est_time=10", "est_time=30"))
     st = target.stat()
@@ -159,6 +159,10 @@ def forge(project, elements_for: dict[str, object], gates_for: dict[str, bytes] 
 
 @pytest.mark.parametrize("element", [
     "string", None, [None], 1, -1, 0.0, False, True, [123, 0], [None, 7], [None, "x"],
+    # racy marks other than true (schema 3 kept the digest there): never trusted as "not racy"
+    ["9c67f1268cda9048e275ac8f944e6f82", [[["cpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
+    [1, [[["cpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
+    [False, [[["cpu", "stage-a-cpu", 5.0, 1, 1, [], False, None, False]]]],
     [None, {"r": [], "g": [], "f": []}],  # an older payload shape
     [None, [[[1, 2, 3]]]],
     [None, [[], [], [[1, 1, "fatal", "x", "y"]]]],
@@ -301,7 +305,7 @@ def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: p
             *cache.load_blob(registry_path(project), key, cache.KIND))
         return [e[0] for e in elements if isinstance(e, list)]
 
-    assert digests() and all(isinstance(d, str) for d in digests())  # just written: all racy
+    assert digests() and all(d is True for d in digests())  # just written: all racy
     monkeypatch.setattr(cache, "RACY_NS", -10**18)  # as if the files were old now
     first = collect(project)
     assert digests() == [None] * len(digests())

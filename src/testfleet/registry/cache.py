@@ -17,10 +17,10 @@ pickle: loading a cache must not be able to run code.
 The registry cache body is a table (see :func:`encode_table`): the file paths
 (NUL-separated), their ``lstat`` keys (size, mtime_ns, ctime_ns, inode, device) as int64s,
 each file's content digest (16 bytes), its gate arguments' JSON text (an int64 length
-each, then the texts), and a JSON list of per-file results. An entry is
-used when the file's key is unchanged; an entry whose mtime was within :data:`RACY_NS`
-of the run also carries a content digest that must match (the "racy clean" problem: an
-edit inside one timestamp tick leaves size and mtime unchanged). When the key changed
+each, then the texts), and a JSON list of per-file results. An entry is used when the
+file's key is unchanged; an entry whose mtime was within :data:`RACY_NS` of the run is
+marked racy, and the file's bytes must still match its digest (the "racy clean" problem:
+an edit inside one timestamp tick leaves size and mtime unchanged). When the key changed
 but the content did not (a fresh checkout, a cache restored in CI), the digest proves
 it and the entry is used without parsing the file again.
 """
@@ -41,7 +41,8 @@ from typing import Any, NamedTuple
 from testfleet import __version__
 from testfleet.findings import Finding
 
-SCHEMA = 4  # 2: gate entries carry their duplicate constraint keys; 3: content digests; 4: gate region
+SCHEMA = 4  # 2: gate entries carry their duplicate constraint keys; 3: content digests;
+# 4: gate arguments in their own region, a racy entry marked instead of carrying its digest again
 KIND = "testfleet-registry-cache"
 NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000
@@ -66,7 +67,7 @@ def content_digest_bytes(data: bytes) -> bytes:
 
 
 def content_digest(data: bytes) -> str:
-    """The same digest in hex: what a racy entry carries and what keys the syntax cache."""
+    """The same digest in hex: what keys the syntax and style caches."""
     return content_digest_bytes(data).hex()
 
 

@@ -124,7 +124,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
                     new_elements.append(element)
                     continue
             gate_text = table.gates[i]
-            result = _reuse(root_str, rel, rules, element, gate_text if gates else b"")
+            result = _reuse(root_str, rel, rules, element, digest, gate_text if gates else b"")
             if result is not None and element[0] is not None and not cache.is_racy(st[1], now):
                 # Verified by content and now old enough: drop the digest so later runs
                 # trust the stat key alone instead of re-reading the file every time.
@@ -203,7 +203,7 @@ def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any,
     if result is None:
         return None
     if cache.is_racy(st[1], now):  # the new key is too fresh to trust alone next time
-        return [digest.hex(), payload], result
+        return [True, payload], result
     return (payload if type(payload) is int else [None, payload]), result
 
 
@@ -278,8 +278,7 @@ class _Scanner:
             return str(exc.strerror or exc)
         result = self.validate(rel, self.scan.scan_source(data, self.pattern, self.needles), self.rules)
         digest = cache.content_digest_bytes(data)
-        racy = digest.hex() if cache.is_racy(st[1], self.now) else None
-        element, gate_text = _encode(result, racy, self.rules)
+        element, gate_text = _encode(result, cache.is_racy(st[1], self.now), self.rules)
         return result, element, digest, gate_text
 
 
@@ -315,15 +314,16 @@ def _implicit_rule(rules: Rules, rel: str, index: int) -> ImplicitRule | None:
     return None
 
 
-def _reuse(root: str, rel: str, rules: Rules, element: Any, gate_text: bytes) -> FileResult | None:
+def _reuse(root: str, rel: str, rules: Rules, element: Any, digest: bytes, gate_text: bytes) -> FileResult | None:
     """The cached result if the element is well-formed (and, if racy, the content matches).
 
     Elements: an int ``k`` stands for the commonest file of all, one registration
     from implicit directory ``k`` and nothing else to say (rebuilt from the
-    unchanged config); otherwise ``[racy digest or null, payload]`` where the
-    payload is such an int, ``[registrations]``, or ``[registrations, findings,
-    invalid registrations, suppressions]``. Gate arguments are ``gate_text``, from the
-    table's own region (``b""`` when there are none or they are not wanted).
+    unchanged config); otherwise ``[racy, payload]``: ``racy`` is true when the file's
+    mtime was too recent to trust its stat key alone (its bytes must still have the
+    entry's ``digest``), else null; the payload is such an int, ``[registrations]``, or
+    ``[registrations, findings, invalid registrations, suppressions]``. Gate arguments
+    are ``gate_text``, from the table's own region (``b""``: none, or not wanted).
     """
     try:
         if type(element) is int:
@@ -336,18 +336,21 @@ def _reuse(root: str, rel: str, rules: Rules, element: Any, gate_text: bytes) ->
             return None
         racy, payload = element
         if racy is not None:
+            if racy is not True:
+                return None
             with open(f"{root}/{rel}", "rb") as fh:
-                if cache.content_digest(fh.read()) != racy:
+                if cache.content_digest_bytes(fh.read()) != digest:
                     return None
         if type(payload) is int:
-            return _reuse(root, rel, rules, payload, b"")
+            return _reuse(root, rel, rules, payload, digest, b"")
         return _decode(rel, payload, rules, gate_text)
     except (OSError, TypeError, ValueError, KeyError, IndexError, RecursionError, MemoryError):
         return None
 
 
-def _encode(result: FileResult, racy: str | None, rules: Rules) -> tuple[Any, bytes]:
+def _encode(result: FileResult, is_racy: bool, rules: Rules) -> tuple[Any, bytes]:
     """The file's cache element and its gate arguments' JSON text (``b""``: no gates)."""
+    racy = True if is_racy else None
     index = _plain_implicit(result, rules)
     if index is not None:
         return (index if racy is None else [racy, index]), b""
