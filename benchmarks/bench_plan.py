@@ -118,6 +118,9 @@ def phases(cwd: Path, runs: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Measure with bytecode kept, as installed packages have it: with this set (some shells
+    # and CI images set it), every run would compile the modules of an editable checkout.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)

@@ -19,6 +19,7 @@ project load alone: the differences are what each reader costs a plan.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import shutil
@@ -64,6 +65,9 @@ def seed_history(root: Path, executions: int) -> int:
 
 
 def main() -> None:
+    # Measure with bytecode kept, as installed packages have it: with this set (some shells
+    # and CI images set it), every run would compile the modules of an editable checkout.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--executions", type=int, default=10_000)
