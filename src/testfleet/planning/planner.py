@@ -231,7 +231,9 @@ def make_plan(
 
             styles = read_styles(project.root, sorted(
                 {r.file for n, regs in sel.chosen.items() for r in regs
-                 if any(ln.config.command == AUTO for ln in stage_lanes(config, n))}))
+                 if any(ln.config.command == AUTO for ln in stage_lanes(config, n))}),
+                digests=registry.digests if isinstance(registry, Registry) else None,
+                cache_dir=config.cache_dir)
         own = lane.key if lane.variant else ""  # a variant's own history and quarantine first
         q = quarantine or {}
         tests = [PlannedTest(r.file, *_estimate(r, estimates, own),

@@ -34,7 +34,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -193,8 +193,13 @@ class DigestCache:
     def put(self, digest: str, value: Any) -> None:
         self.new[digest] = value
 
-    def save(self, *, partial: bool) -> None:
+    def save(self, *, partial: bool, live: Collection[str] | None = None) -> None:
+        """``partial``: keep what was there besides what this run used. ``live``: the
+        digests of the tree's files now; an entry for any other content is dropped, so a
+        cache that only partial runs write (``plan``) does not grow with every edit."""
         new = {**self.old, **self.new} if partial else self.new
+        if live is not None:
+            new = {k: v for k, v in new.items() if k in live}
         if self.use_cache and (new != self.old or self.displaced is not None):
             save(self.path, self.key, new, self.kind)
 

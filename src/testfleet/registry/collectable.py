@@ -38,8 +38,7 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
     """
     stages = project.config.stages
     findings: list[Finding] = []
-    styles = cache.DigestCache(project.root, project.root / project.config.cache_dir / NAME, KIND,
-                               use_cache)
+    styles = style_cache(project.root, project.config.cache_dir, use_cache)
     if styles.displaced is not None:
         findings.append(styles.displaced)
     for reg in registry.registrations:
@@ -51,7 +50,7 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
         command = stage.command
         if command != AUTO and not is_pytest(command):
             continue
-        facts = _facts(styles, project.root, reg.file, registry.digests.get(reg.file), command == AUTO)
+        facts = file_facts(styles, project.root, reg.file, registry.digests.get(reg.file), command == AUTO)
         if facts is None:
             continue  # collection reports unreadable files
         candidates, style = facts
@@ -73,12 +72,21 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
                 f"stage {reg.suite!r} runs files with pytest ({command!r}), which would collect "
                 f"no tests from this file ({what}; pytest exits 5): use command = 'auto' or "
                 "'python' for script-style files"))
-    styles.save(partial=only is not None)
+    styles.save(partial=only is not None, live=_live(registry) if only is not None else None)
     return findings
 
 
-def _facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | None,
-           auto: bool) -> tuple[bool, Style | None] | None:
+def _live(registry: Registry) -> set[str]:
+    return {digest.hex() for digest in registry.digests.values()}
+
+
+def style_cache(root: Path, cache_dir: str, use_cache: bool = True) -> cache.DigestCache:
+    """The file facts kept by content digest, shared by ``check`` and ``plan``."""
+    return cache.DigestCache(root, root / cache_dir / NAME, KIND, use_cache)
+
+
+def file_facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | None,
+               auto: bool) -> tuple[bool, Style | None] | None:
     """(has test candidates, style) of a file; None when it cannot be read.
 
     Kept by content digest (and Python version, whose grammar decides what parses) as

@@ -155,9 +155,9 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
         body, extra = cache.encode_table(kept, new_stats, new_digests, new_gates, new_elements)
         cache.save_blob(cache_path, key, cache.KIND, body, extra)
 
+    registry.digests = dict(zip(kept, new_digests, strict=True))
     registry.findings.extend(_unused_stages(settings, registry.registrations, registry.invalid))
     if thorough:
-        registry.digests = dict(zip(kept, new_digests, strict=True))
         from testfleet.cachedir import cache_dir_problem
         from testfleet.registry.syntax import syntax_findings
 

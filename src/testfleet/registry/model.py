@@ -103,9 +103,10 @@ class Registry:
     suppressions: dict[str, dict[int, tuple[str, ...]]] = field(default_factory=dict)
     # findings a suppression silenced (``check`` needs them to know which suppressions were used)
     suppressed: list[Finding] = field(default_factory=list)
-    # file -> content digest (16 bytes), thorough runs only: the key of check's per-file
-    # caches, trusted as far as the registry cache trusts its entries, so that a warm
-    # ``check`` reads no file to find its cached syntax and style results
+    # file -> content digest (16 bytes) of every file collection read or took from its
+    # cache: the key of the per-file caches of ``check`` and of ``plan``'s file styles,
+    # trusted as far as the registry cache trusts its entries, so that a warm run reads
+    # no file to find its cached syntax and style results
     digests: dict[str, bytes] = field(default_factory=dict)
 
     @property
