@@ -96,9 +96,8 @@ def file_facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | N
     """
     source: bytes | None = None
     if known is None:
-        try:
-            source = read_capped(root / rel, MAX_SOURCE_BYTES)
-        except OSError:
+        source = _read(root, rel)
+        if source is None:
             return None
         digest = cache.content_digest(source)
     else:
@@ -107,9 +106,8 @@ def file_facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | N
     if kept is not cache.MISS and (len(kept) == 2 or (kept[0] and not auto)):
         return kept[0], kept[1] if len(kept) == 2 else None
     if source is None:
-        try:
-            source = read_capped(root / rel, MAX_SOURCE_BYTES)
-        except OSError:
+        source = _read(root, rel)
+        if source is None:
             return None
         read = cache.content_digest(source)
         if read != digest:  # edited since it was collected
@@ -120,6 +118,13 @@ def file_facts(styles: cache.DigestCache, root: Path, rel: str, known: bytes | N
         value.append(file_style(source))
     styles.put(digest, value)
     return candidates, value[1] if len(value) == 2 else None
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    try:
+        return read_capped(root / rel, MAX_SOURCE_BYTES)
+    except OSError:
+        return None  # collection reports unreadable files
 
 
 def _entry(value: Any) -> bool:
