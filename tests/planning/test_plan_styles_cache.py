@@ -100,3 +100,21 @@ def test_a_plan_given_registrations_only_still_parses(root: Path) -> None:
     plan = make_plan(project, regs, PlanRequest())
     assert {t.file: t.command for job in plan.jobs for t in job.tests} == {
         "tests/test_script.py": "python", "tests/test_unit.py": "pytest"}
+
+
+def test_a_plan_leaves_something_else_in_the_cache_place_alone(root: Path) -> None:
+    """A FIFO (or a directory) where the style cache belongs is not read, not replaced by a
+    plan, which has no findings to say so in; ``check`` reports it and replaces it."""
+    import os
+    import stat
+
+    from testfleet.cli.check import run_check
+
+    place = root / ".testfleet" / collectable.NAME
+    place.parent.mkdir()
+    os.mkfifo(place)
+    assert _commands(root)["tests/test_script.py"] == "python"
+    assert stat.S_ISFIFO(os.lstat(place).st_mode)
+    _, findings = run_check(load_project(root))
+    assert [f.code for f in findings if f.file.endswith(collectable.NAME)] == ["cache-not-a-file"]
+    assert place.is_file() and not stat.S_ISFIFO(os.lstat(place).st_mode)

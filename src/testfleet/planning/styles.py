@@ -34,5 +34,6 @@ def read_styles(root: Path, files: Iterable[str], *, digests: Mapping[str, bytes
         except ValueError:
             facts = None
         out[rel] = None if facts is None else facts[1]
-    kept.save(partial=True, live={d.hex() for d in known.values()} if known else None)
+    if kept.displaced is None:  # something else stands there: ``check`` says so; leave it
+        kept.save(partial=True, live={d.hex() for d in known.values()} if known else None)
     return out
