@@ -197,6 +197,8 @@ ONE_GATE = ("from testfleet import register_cpu_ci, register_ci_gate\n"
     b'[[1, 1, {"steps": ["d", 1]}, 0, [], []]]',  # a dict without its value
     b'[["1", 1, {"metric_key": "m"}, 0, [], []]]',  # a line that is not a number
     b'[[1, 1, {"metric_key": "m"}, 0, [7], []]]',  # a non-literal name that is not a string
+    b'[[1, 1, ["j", 5], 0, [], []]]',  # whole-call arguments that are not an object
+    b'[[1, 1, ["k", {"metric_key": "m"}], 0, [], []]]',  # an unknown tag
 ])
 def test_a_hostile_gate_text_is_not_trusted(text: bytes, tree, scans) -> None:
     """Gate arguments live in the table's own region (schema 4): damage there costs a scan
@@ -397,6 +399,22 @@ def test_literals_survive_the_cache_exactly(value: object) -> None:
     data = json.loads(json.dumps(cache.pack_literal(value)))
     back = cache.unpack_literal(data)
     assert back == value and _shape(back) == _shape(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), _LITERALS | st.sampled_from([float("inf"), -0.0, 2**70]), max_size=4))
+def test_call_arguments_survive_the_cache_exactly(kwargs: dict[str, object]) -> None:
+    """Arguments of JSON's own types are kept whole (one tag per call), the rest value by
+    value; either way they come back equal and of the same types all the way down."""
+    text = json.dumps(cache.pack_kwargs(kwargs), separators=(",", ":"), ensure_ascii=False)
+    back = cache.unpack_kwargs(json.loads(text.encode("utf-8", "surrogatepass")))
+    assert back == kwargs and _shape(back) == _shape(kwargs)
+
+
+@pytest.mark.parametrize("data", [["j", 5], ["j", {"a": 1}, 3], ["k", {"a": 1}], [], "j", 7, None])
+def test_malformed_call_arguments_are_refused(data: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        cache.unpack_kwargs(data)
 
 
 def _shape(value: object) -> object:

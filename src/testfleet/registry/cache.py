@@ -329,6 +329,40 @@ def unpack_literal(data: Any) -> Any:
     raise ValueError("bad literal tag")
 
 
+def pack_kwargs(kwargs: dict[str, Any]) -> Any:
+    """A call's literal arguments as JSON-ready data.
+
+    Most gate arguments are JSON's own types (strings, numbers, lists of numbers, dicts
+    keyed by strings): those are kept as they are, tagged once for the whole call, so a
+    reader rebuilds them without walking every value; the rest value by value with
+    :func:`pack_literal`."""
+    if all(_json_native(v) for v in kwargs.values()):
+        return ["j", kwargs]
+    return {k: pack_literal(v) for k, v in kwargs.items()}
+
+
+def unpack_kwargs(data: Any) -> dict[str, Any]:
+    """The inverse of :func:`pack_kwargs` (JSON object keys are always strings)."""
+    if type(data) is dict:
+        return {k: unpack_literal(v) for k, v in data.items()}
+    if type(data) is list and len(data) == 2 and data[0] == "j" and type(data[1]) is dict:
+        return data[1]
+    raise TypeError("bad arguments")
+
+
+def _json_native(value: Any) -> bool:
+    """True when JSON gives ``value`` back with the same types all the way down: no tuple
+    (a list), no dict keyed by anything but strings (keys become strings)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return True
+    if kind is list:
+        return all(_json_native(v) for v in value)
+    if kind is dict:
+        return all(type(k) is str and _json_native(v) for k, v in value.items())
+    return False
+
+
 def _usable_dir(directory: Path) -> bool:
     """Create the cache directory (ignored by git); refuse one reached through a symlink.
 

@@ -355,7 +355,7 @@ def _encode(result: FileResult, is_racy: bool, rules: Rules) -> tuple[Any, bytes
     if index is not None:
         return (index if racy is None else [racy, index]), b""
     try:
-        gates = [[g.line, g.col, {k: cache.pack_literal(v) for k, v in g.kwargs.items()}, g.positional,
+        gates = [[g.line, g.col, cache.pack_kwargs(g.kwargs), g.positional,
                   list(g.non_literal), list(g.duplicate_keys)] for g in result.gates]
     except TypeError:
         return None, b""  # not cacheable: the file is scanned again next time
@@ -424,12 +424,11 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
     gates = json.loads(gate_text) if gate_text else []
     if type(gates) is not list:
         raise TypeError("bad gates")
-    unpack = cache.unpack_literal
+    unpack = cache.unpack_kwargs
     for line, col, packed, positional, non_literal, duplicates in gates:
-        if type(packed) is not dict or type(non_literal) is not list or type(duplicates) is not list:
+        if type(non_literal) is not list or type(duplicates) is not list:
             raise TypeError("bad gate")
-        kwargs = {_str(k): unpack(v) for k, v in packed.items()}
-        out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=kwargs,
+        out.gates.append(GateCall(file=rel, line=_int(line), col=_int(col), kwargs=unpack(packed),
                                   positional=_int(positional),
                                   non_literal=tuple(_str(x) for x in non_literal),
                                   duplicate_keys=tuple(_str(x) for x in duplicates)))
