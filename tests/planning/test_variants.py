@@ -488,3 +488,23 @@ def test_a_variant_job_runs_for_real_and_its_results_are_its_own(
         outcomes[lane_key] = {(f["stage"], f["file"], f["last"]) for f in json.loads(out)["files"]}
     assert outcomes == {"unit.py-a": {("unit.py-a", "tests/test_img.py", "PASSED")},
                         "unit.py-b": {("unit.py-b", "tests/test_img.py", "FAILED")}}
+
+
+@pytest.mark.parametrize(("own", "stage", "uses_stage"), [
+    (None, None, False), (None, "est_time", True), (None, "history", True),
+    ("est_time", None, False), ("est_time", "est_time", False), ("est_time", "history", True),
+    ("history", None, False), ("history", "est_time", False), ("history", "history", False),
+])
+def test_one_rule_decides_a_variants_estimate(own: str | None, stage: str | None, uses_stage: bool) -> None:
+    """The planner and ``durations show`` share the rule: a variant's own history, else its
+    stage's history, else its own literal (equal to the stage's)."""
+    from testfleet.planning.lanes import uses_stage_estimate
+    from testfleet.planning.planner import _estimate
+    from testfleet.registry.model import Registration
+
+    assert uses_stage_estimate(own, stage) is uses_stage
+    reg = Registration("t.py", "cuda", "s", 100)
+    estimates = {**({("t.py", "s.h200"): (10.0, own)} if own else {}),
+                 **({("t.py", "s"): (20.0, stage)} if stage else {})}
+    seconds, source = _estimate(reg, estimates, "s.h200")  # type: ignore[arg-type]
+    assert (seconds, source) == ((20.0, stage) if uses_stage else (10.0, own) if own else (100.0, "est_time"))

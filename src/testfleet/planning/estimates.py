@@ -270,18 +270,20 @@ def _variant_stages(config: Any) -> dict[str, str]:
 
 
 def _fall_back_to_stages(rows: list[EstimateRow], parents: dict[str, str]) -> list[EstimateRow]:
-    """The planner's rule (``planner._estimate``): a variant whose own estimate is not from
-    history takes its stage's, when that one is."""
+    """The planner's rule (:func:`~testfleet.planning.lanes.uses_stage_estimate`), shown: a
+    variant's row takes its stage's history when it has none of its own."""
     if not parents:
         return rows
     from dataclasses import replace
+
+    from testfleet.planning.lanes import uses_stage_estimate
 
     stage_rows = {(r.file, r.stage): r for r in rows if r.stage not in parents}
     out = []
     for row in rows:
         stage = parents.get(row.stage)
         base = stage_rows.get((row.file, stage)) if stage is not None else None
-        if base is not None and row.source != "history" and base.source == "history":
+        if base is not None and uses_stage_estimate(row.source, base.source):
             row = replace(row, history=base.history, samples=base.samples, timeout=base.timeout,
                           history_from=stage)
         out.append(row)

@@ -60,3 +60,14 @@ def find_lane(config: Config, key: str) -> Lane | None:
 def stage_backends(config: Config, name: str) -> set[str]:
     """The backends whose registrations a stage accepts (``StageConfig.accepted_backends``)."""
     return config.stages[name].accepted_backends()
+
+
+def uses_stage_estimate(own: str | None, stage: str | None) -> bool:
+    """The one rule for a variant's duration estimate, given the sources (``history`` or
+    ``est_time``; None: none) of its own estimate and of its stage's for the same file: its
+    own history first, else the stage's history (the same file on other hardware is a
+    better guess than a literal), else its own. The planner and ``durations show`` both
+    apply it. (When neither is history both are the registration's literal.)"""
+    if stage is None:
+        return False
+    return own is None or (own != "history" and stage == "history")

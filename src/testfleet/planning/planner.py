@@ -20,7 +20,7 @@ from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
 from testfleet.planning.changes import impact as change_impact
 from testfleet.planning.jobci import job_ci, job_timeout
-from testfleet.planning.lanes import Lane, find_lane, stage_lanes
+from testfleet.planning.lanes import Lane, find_lane, stage_lanes, uses_stage_estimate
 from testfleet.planning.model import (
     REASONS,
     SOURCES,
@@ -77,8 +77,9 @@ def _estimate(reg: Registration, estimates: Estimates | None, lane: str = "") ->
     if estimates is None:
         return _literal(reg)
     got = estimates.get((reg.file, lane)) if lane and lane != reg.suite else None
-    if got is None or got[1] != "history":
-        got = estimates.get((reg.file, reg.suite))
+    stage = estimates.get((reg.file, reg.suite))
+    if uses_stage_estimate(_source(got), _source(stage)):
+        got = stage
     if got is None:
         return _literal(reg)
     seconds, source = got
@@ -89,6 +90,14 @@ def _estimate(reg: Registration, estimates: Estimates | None, lane: str = "") ->
             f"(want (seconds >= 0, one of {', '.join(SOURCES)}))"
         )
     return rounded(seconds), source
+
+
+def _source(estimate: object) -> str | None:
+    """An estimate's source, "" for a malformed one (which the caller then reports)."""
+    if estimate is None:
+        return None
+    source = estimate[1] if isinstance(estimate, tuple) and len(estimate) == 2 else ""
+    return source if isinstance(source, str) else ""
 
 
 def _shard_count(name: str, config: Config, seconds: list[float],
