@@ -23,7 +23,7 @@ def read_styles(root: Path, files: Iterable[str], *, digests: Mapping[str, bytes
     ``digests`` (collection's, file -> content digest) find kept styles without reading
     the files; ``cache_dir``: keep styles there (None: parse every file, keep nothing).
     """
-    from testfleet.registry.collectable import file_facts, style_cache
+    from testfleet.registry.collectable import file_facts, save_facts, style_cache
 
     kept = style_cache(root, cache_dir or ".", use_cache=cache_dir is not None)
     known = digests or {}
@@ -35,5 +35,5 @@ def read_styles(root: Path, files: Iterable[str], *, digests: Mapping[str, bytes
             facts = None
         out[rel] = None if facts is None else facts[1]
     if kept.displaced is None:  # something else stands there: ``check`` says so; leave it
-        kept.save(partial=True, live={d.hex() for d in known.values()} if known else None)
+        save_facts(kept, known, partial=True)
     return out

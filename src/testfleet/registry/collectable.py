@@ -13,7 +13,7 @@ parsed file's style is cached by its content digest, as the syntax check's resul
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +72,16 @@ def command_findings(project: Project, registry: Registry, *, only: Collection[s
                 f"stage {reg.suite!r} runs files with pytest ({command!r}), which would collect "
                 f"no tests from this file ({what}; pytest exits 5): use command = 'auto' or "
                 "'python' for script-style files"))
-    styles.save(partial=only is not None, live=_live(registry) if only is not None else None)
+    save_facts(styles, registry.digests, partial=only is not None)
     return findings
 
 
-def _live(registry: Registry) -> set[str]:
-    return {digest.hex() for digest in registry.digests.values()}
+def save_facts(styles: cache.DigestCache, digests: Mapping[str, bytes], *, partial: bool) -> None:
+    """Keep what a run learnt. A full ``check`` keeps what it used; a partial run (``check
+    FILES``, a plan) adds to what was there, keeping only entries for the tree's current
+    contents (``digests``, collection's), so the cache does not grow with every edit."""
+    live = {digest.hex() for digest in digests.values()} if partial and digests else None
+    styles.save(partial=partial, live=live)
 
 
 def style_cache(root: Path, cache_dir: str, use_cache: bool = True) -> cache.DigestCache:
