@@ -168,6 +168,26 @@ def test_parallel_cold_scan_matches_sequential(tree, monkeypatch) -> None:
         sequential.registrations, sequential.gates, sequential.findings, sequential.files)
 
 
+def test_a_parallel_run_without_gates_keeps_them_for_the_next(tree, monkeypatch) -> None:
+    """A cold ``list``/``plan`` (no gates wanted) does not rebuild the child's gate
+    arguments, but caches their text as it came: a later ``check`` takes them from the
+    cache, equal to a scan's, without scanning a file again."""
+    from testfleet.registry import collector
+    from testfleet.registry import scan as sc
+
+    project = tree(_variety())
+    expected = collect(project, use_cache=False)
+    assert expected.gates
+    monkeypatch.setattr(collector, "PARALLEL_MIN", 1)
+    without = collect(project, gates=False)
+    assert without.gates == [] and without.registrations == expected.registrations
+    scanned: list[bytes] = []
+    real = sc.scan_source
+    monkeypatch.setattr(sc, "scan_source", lambda data, *a: scanned.append(data) or real(data, *a))
+    warm = collect(project)
+    assert scanned == [] and warm.gates == expected.gates
+
+
 def test_parallel_child_failure_falls_back(tree, monkeypatch) -> None:
     from testfleet.registry import collector
 

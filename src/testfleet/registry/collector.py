@@ -145,7 +145,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
             else:
                 keep(rel, st, digest, same[0], gate_text, same[1])
     changed = bool(misses) or bool(moved) or refreshed
-    for rel, st, outcome in _scan_all(misses, rules, root_str):
+    for rel, st, outcome in _scan_all(misses, rules, root_str, gates):
         if isinstance(outcome, str):
             registry.findings.append(Finding(rel, 0, 0, "error", "read-error", f"cannot read file: {outcome}"))
             continue
@@ -207,12 +207,15 @@ def _same_content(root: str, rel: str, st: StatKey, digest: bytes, element: Any,
     return (payload if type(payload) is int else [None, payload]), result
 
 
-def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> list[tuple[str, StatKey, Outcome]]:
+def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str,
+              gates: bool) -> list[tuple[str, StatKey, Outcome]]:
     """Parse every file the cache could not answer for: (result, cache element) or an error.
 
     A cold run of a large tree splits the work with one forked child
     (:func:`~testfleet.registry.parallel.two_way_map`); the child's results
-    travel as cache elements and are rebuilt by the same decoder a warm run uses.
+    travel as cache elements and are rebuilt by the same decoder a warm run uses
+    (without their gate arguments when the run does not want gates: their text goes
+    into the cache as it came).
     """
     if not misses:
         return []
@@ -231,7 +234,7 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str) -> lis
             gate_text = data[2].encode("utf-8", "surrogatepass")
         except (TypeError, ValueError, KeyError, IndexError, AttributeError):
             return None
-        result = _from_element(item[0], element, rules, gate_text)
+        result = _from_element(item[0], element, rules, gate_text if gates else b"")
         if result is None or len(digest) != cache.DIGEST_SIZE:
             return None
         return result, element, digest, gate_text
