@@ -21,6 +21,28 @@ EXAMPLE = REPO / "examples" / "fleet"
 
 
 @pytest.fixture
+def files_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the files read by the per-file work of ``check`` and ``plan`` (the syntax
+    check's ``Path.read_bytes``, the file-facts cache's ``read_capped``), in order."""
+    from testfleet.registry import collectable
+
+    read: list[str] = []
+    real_bytes, real_capped = Path.read_bytes, collectable.read_capped
+
+    def read_bytes(self: Path) -> bytes:
+        read.append(self.name)
+        return real_bytes(self)
+
+    def read_capped(path: Path, limit: int) -> bytes:
+        read.append(path.name)
+        return real_capped(path, limit)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(collectable, "read_capped", read_capped)
+    return read
+
+
+@pytest.fixture
 def example_project(tmp_path: Path) -> Path:
     """A private copy of examples/fleet, so tests may write caches and history into it."""
     dest = tmp_path / "fleet"

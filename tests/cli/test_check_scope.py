@@ -151,24 +151,12 @@ def test_a_forged_style_entry_is_not_trusted_blindly(root: Path, forged: object)
     assert "Traceback" not in "".join(f.message for f in findings)
 
 
-def test_a_warm_check_reads_no_test_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_check_reads_no_test_file(root: Path, request: pytest.FixtureRequest) -> None:
     """The syntax and style caches are found by collection's digests (#15): on a warm run
     neither reads a file again only to hash it."""
     project = load_project(root)
     _, first = run_check(project)
-    read: list[str] = []
-    real_bytes, real_capped = Path.read_bytes, collectable.read_capped
-
-    def read_bytes(self: Path) -> bytes:
-        read.append(self.name)
-        return real_bytes(self)
-
-    def read_capped(path: Path, limit: int) -> bytes:
-        read.append(path.name)
-        return real_capped(path, limit)
-
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    monkeypatch.setattr(collectable, "read_capped", read_capped)
+    read: list[str] = request.getfixturevalue("files_read")  # from here on
     _, second = run_check(project)
     assert [name for name in read if name.startswith("test_")] == []
     assert second == first

@@ -44,38 +44,31 @@ def _commands(root: Path) -> dict[str, str | None]:
     return {t.file: t.command for job in plan.jobs for t in job.tests}
 
 
-def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
-    parsed: list[str] = []
-    read: list[str] = []
-    real_style, real_read = collectable.file_style, collectable.read_capped
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which files had their style parsed ("script" or "unit"), in order."""
+    seen: list[str] = []
+    real_style = collectable.file_style
 
     def style(source: bytes):  # type: ignore[no-untyped-def]
-        parsed.append("script" if b"__main__" in source else "unit")
+        seen.append("script" if b"__main__" in source else "unit")
         return real_style(source)
 
-    def read_capped(path: Path, limit: int) -> bytes:
-        read.append(path.name)
-        return real_read(path, limit)
-
     monkeypatch.setattr(collectable, "file_style", style)
-    monkeypatch.setattr(collectable, "read_capped", read_capped)
-    return parsed, read
+    return seen
 
 
-def test_a_warm_plan_neither_reads_nor_parses_a_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    parsed, read = _spy(monkeypatch)
+def test_a_warm_plan_neither_reads_nor_parses_a_file(root: Path, parsed: list[str], files_read: list[str]) -> None:
     want = {"tests/test_script.py": "python", "tests/test_unit.py": "pytest"}
     assert _commands(root) == want
     assert sorted(parsed) == ["script", "unit"]
     parsed.clear()
-    read.clear()
+    files_read.clear()
     assert _commands(root) == want
-    assert parsed == [] and read == []
+    assert parsed == [] and files_read == []
 
 
-def test_an_edited_file_is_parsed_again_and_its_old_entry_dropped(root: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    parsed, _ = _spy(monkeypatch)
+def test_an_edited_file_is_parsed_again_and_its_old_entry_dropped(root: Path, parsed: list[str]) -> None:
     _commands(root)
     script = root / "tests" / "test_script.py"
     old = cache.content_digest(script.read_bytes())
