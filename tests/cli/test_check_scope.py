@@ -100,7 +100,7 @@ def test_file_styles_are_parsed_once_per_content(root: Path, monkeypatch: pytest
     _, third = run_check(project)
     assert len(parsed) == 1  # it has a test now: the regex says so, no parse needed
     assert not [f for f in third if f.code == "no-tests-collected"]
-    key = cache.cache_key(project.root, project.root, "", collectable.KIND)
+    key = cache.digest_cache_key(collectable.KIND)
     path = root / project.config.cache_dir / collectable.NAME
     kept = cache.load(path, key, collectable.KIND)
     assert old not in kept, "the old content's entry dropped out"
@@ -137,7 +137,7 @@ def test_a_forged_style_entry_is_not_trusted_blindly(root: Path, forged: object)
     other facts is believed only as far as the content digest proves it is this file's entry."""
     project = load_project(root)
     script = (root / "tests" / "test_script.py").read_bytes()
-    key = cache.cache_key(project.root, project.root, "", collectable.KIND)
+    key = cache.digest_cache_key(collectable.KIND)
     path = root / project.config.cache_dir / collectable.NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     cache.save(path, key, {cache.content_digest(script): forged}, collectable.KIND)
@@ -178,10 +178,10 @@ def test_a_file_edited_after_collection_is_judged_and_kept_by_what_was_read(root
     found = syntax.syntax_findings(root, project.config.cache_dir, registry)
     assert [(f.file, f.code) for f in found] == [("tests/test_ok.py", "syntax")]
     kept = cache.load(root / project.config.cache_dir / syntax.NAME,
-                      cache.cache_key(root, root, "", syntax.KIND), syntax.KIND)
+                      cache.digest_cache_key(syntax.KIND), syntax.KIND)
     assert old_ok not in kept and kept[cache.content_digest(ok.read_bytes())] is not None
 
     assert collectable.command_findings(project, registry) == []
     styles = cache.load(root / project.config.cache_dir / collectable.NAME,
-                        cache.cache_key(root, root, "", collectable.KIND), collectable.KIND)
+                        cache.digest_cache_key(collectable.KIND), collectable.KIND)
     assert old_script not in styles and styles[cache.content_digest(script.read_bytes())] == [True]

@@ -76,7 +76,7 @@ def test_an_edited_file_is_parsed_again_and_its_old_entry_dropped(root: Path, pa
     parsed.clear()
     assert _commands(root)["tests/test_script.py"] == "pytest"
     assert parsed == ["unit"]  # the edited file (its new content has no __main__ block), only
-    key = cache.cache_key(root, root, "", collectable.KIND)
+    key = cache.digest_cache_key(collectable.KIND)
     kept = cache.load(root / ".testfleet" / collectable.NAME, key, collectable.KIND)
     assert old not in kept, "a plan keeps entries for the tree's current contents only"
     assert set(kept) == {cache.content_digest(p.read_bytes()) for p in (root / "tests").iterdir()}

@@ -72,7 +72,7 @@ def test_racy_entry_is_verified_by_content(tree, monkeypatch: pytest.MonkeyPatch
     project = tree()
     collect(project)  # files were just written: every entry is racy and carries a digest
     target = project.root / "tests/unit/test_good.py"
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, digests, gates, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
@@ -145,7 +145,7 @@ def test_damaged_cache_is_ignored_and_rebuilt(case: str, tree, scans) -> None:
 
 def forge(project, elements_for: dict[str, object], gates_for: dict[str, bytes] | None = None) -> None:
     """A cache with a valid header and CRC whose per-file elements (or gate texts) are hostile."""
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, digests, gates, elements = cache.decode_table(header, body)
     for rel, value in elements_for.items():
@@ -223,7 +223,7 @@ def test_list_and_plan_never_parse_gate_texts(tree, scans, monkeypatch: pytest.M
     scans.clear()
     without = collect(project, gates=False)
     assert scans == [] and without.gates == [] and without.registrations == expected[0]
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
     table = cache.decode_table(*cache.load_blob(registry_path(project), key, cache.KIND))
     assert table.gates[table.paths.index("tests/unit/test_gated.py")] == b"not json"
     assert summary(collect(project)) == expected and len(scans) == 1  # wanted: damage found, rescanned
@@ -300,7 +300,7 @@ def test_syntax_cache_is_keyed_by_content(tree, monkeypatch: pytest.MonkeyPatch)
 def test_racy_digests_are_dropped_once_files_are_old_enough(tree, monkeypatch: pytest.MonkeyPatch) -> None:
     project = tree()
     collect(project)
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
 
     def digests() -> list[object]:
         _paths, _stats, _digests, _gates, elements = cache.decode_table(
@@ -479,12 +479,54 @@ def test_a_fresh_checkout_reuses_entries_whose_content_is_unchanged(tree, scans)
     assert summary(collect(project)) == summary(again) and scans == []  # the new keys were kept
 
 
+def test_a_tree_copied_to_another_path_keeps_its_cache(tree, scans, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A CI runner restores the collection cache into a workspace at another path (self-hosted
+    runners each have their own): no file is scanned again, the digests vouch for them all,
+    and the result is the one a scan gives there."""
+    import shutil
+
+    project = tree()
+    collect(project)
+    moved = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(project.root, moved)
+    there = load_project(moved)
+    scans.clear()
+    registry = collect(there)
+    assert scans == []
+    assert summary(registry) == summary(collect(there, use_cache=False))
+    assert {r.file for r in registry.registrations} == {r.file for r in collect(project).registrations}
+
+
+def test_the_key_follows_testfleets_source_content_not_its_mtimes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pip writes a wheel's files anew on every install: the same testfleet installed again
+    (a CI job) must give the same key, and any edit to its sources a new one."""
+    import shutil
+
+    from testfleet.registry import settings as settings_mod
+
+    src = Path(settings_mod.__file__).resolve().parent.parent
+    first, second = tmp_path / "a" / "testfleet", tmp_path / "b" / "testfleet"
+    for dest in (first, second):
+        for rel in settings_mod._SOURCES:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src / rel, dest / rel)
+    for path in second.rglob("*.py"):
+        os.utime(path, ns=(1, 1_000_000_000))
+    assert settings_mod.sources_digest(first) == settings_mod.sources_digest(second)
+    assert settings_mod.sources_digest(first) == settings_mod.code_fingerprint()
+    scan_py = second / "registry" / "scan.py"
+    scan_py.write_bytes(scan_py.read_bytes() + b"\n")
+    assert settings_mod.sources_digest(first) != settings_mod.sources_digest(second)
+    scan_py.unlink()
+    assert settings_mod.sources_digest(second) not in (settings_mod.sources_digest(first), "")
+
+
 def test_a_digest_that_does_not_match_the_bytes_is_never_trusted(tree, scans) -> None:  # type: ignore[no-untyped-def]
     """A restored cache whose digests are wrong (forged, or another tree's) costs a scan,
     never a wrong registration."""
     project = tree()
     collect(project)
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     paths, stats, digests, gates, elements = cache.decode_table(header, body)
     i = paths.index("tests/unit/test_good.py")
@@ -506,7 +548,7 @@ def test_a_digest_that_does_not_match_the_bytes_is_never_trusted(tree, scans) ->
 def test_a_table_with_a_short_digest_column_is_ignored(tree) -> None:  # type: ignore[no-untyped-def]
     project = tree()
     collect(project)
-    key = registry_key(project.root, project.config_path, project.raw_config_text)
+    key = registry_key(project.config_path, project.raw_config_text)
     header, body = cache.load_blob(registry_path(project), key, cache.KIND)
     assert cache.decode_table({**header, "digests": header["digests"] - 1}, body) is None
     with pytest.raises(ValueError):

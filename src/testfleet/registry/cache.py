@@ -49,13 +49,22 @@ RACY_NS = 3_000_000_000
 _MASK = (1 << 63) - 1
 
 
-def cache_key(root: Path, config_path: Path, raw_config_text: str, kind: str = KIND) -> str:
+def cache_key(config_name: str, raw_config_text: str, kind: str = KIND) -> str:
+    """What a cache's contents depend on, and nothing else: the project's location is not
+    part of it (entries hold paths relative to the root, which is the config file's
+    directory), so a tree copied or restored elsewhere, as by a CI runner whose workspace
+    path differs, keeps its cache; a moved file's entry is then vouched for by its digest."""
     h = hashlib.sha256()
     for part in (kind, str(SCHEMA), __version__, f"{sys.version_info[0]}.{sys.version_info[1]}",
-                 str(root), str(config_path), raw_config_text):
+                 config_name, raw_config_text):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def digest_cache_key(kind: str) -> str:
+    """The key of a cache whose entries are keyed by content digest: no config, no place."""
+    return cache_key("", "", kind)
 
 
 DIGEST_SIZE = 16
@@ -175,7 +184,7 @@ class DigestCache:
     def __init__(self, root: Path, path: Path, kind: str, use_cache: bool) -> None:
         self.path = path
         self.kind = kind
-        self.key = cache_key(root, root, "", kind)
+        self.key = digest_cache_key(kind)
         self.use_cache = use_cache
         self.old: dict[str, Any] = load(path, self.key, kind) if use_cache else {}
         self.new: dict[str, Any] = {}

@@ -61,7 +61,7 @@ def collect_settings(settings: Settings, *, use_cache: bool = True, thorough: bo
     roots, exclude, cache_dir = list(settings.roots), list(settings.exclude), settings.cache_dir
     found = discover(root, roots, rules, exclude, cache_dir, settings.exclude_regex)
     cache_path = root / cache_dir / cache.NAME
-    key = registry_key(root, settings.config_path, settings.raw_config_text)
+    key = registry_key(settings.config_path, settings.raw_config_text)
     table = _load_table(cache_path, key) if use_cache else None
     displaced = cache.displaced(root, cache_path) if use_cache and table is None else None
     index: dict[str, int] = dict(zip(table.paths, range(len(table.paths)), strict=True)) if table else {}
@@ -484,9 +484,9 @@ def _stage_line(text: str, stage: str) -> int:
     return text.count("\n", 0, m.start()) + 1 if m else 0
 
 
-def registry_key(root: Path, config_path: Path, raw_config_text: str) -> str:
-    """The registry cache's key: config text and location, versions, testfleet's own code."""
-    return cache.cache_key(root, config_path, raw_config_text + "\0" + code_fingerprint())
+def registry_key(config_path: Path, raw_config_text: str) -> str:
+    """The registry cache's key: the config file's name and text, versions, testfleet's own code."""
+    return cache.cache_key(config_path.name, raw_config_text + "\0" + code_fingerprint())
 
 
 def registry_path(project: Project) -> Path:

@@ -4,9 +4,8 @@ Loading the configuration means importing pydantic and building the schema
 (about 100 ms, a third of a warm ``testfleet list`` on 10,000 files).
 Collection needs only a handful of derived values (:class:`Settings`), so after
 a full, validated load they are written to ``<cache_dir>/config-snapshot.json``,
-keyed by the config file's path and exact text, the testfleet and Python
-versions and the size and mtime of testfleet's own config/registry source
-files. ``testfleet list`` finds the config file with the same
+keyed by the config file's name and exact text, the testfleet and Python
+versions and the content of testfleet's own config/registry source files. ``testfleet list`` finds the config file with the same
 :func:`testfleet.configfile.find_config` as the validated load, and when the snapshot's key matches it
 skips pydantic entirely. Any doubt (no snapshot, other key, damaged file, a
 value of an unexpected type) means the normal validated load: the snapshot can
@@ -15,8 +14,8 @@ only ever be a copy of a configuration that validated.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,20 +57,36 @@ class Settings:
 
 
 def code_fingerprint() -> str:
-    """Size and mtime of the sources whose behaviour a cache depends on.
+    """A digest of the sources whose behaviour a cache depends on.
 
-    Editing testfleet itself (an editable install, a development checkout)
-    must not leave results computed by older code in a cache.
+    Editing testfleet itself (an editable install, a development checkout) must not
+    leave results computed by older code in a cache. Their content decides, not their
+    mtimes: pip writes every file of a wheel anew, so a CI job that installs the same
+    testfleet again would otherwise never reuse the collection cache it restored.
+    Read once per process (about 180 KB).
     """
-    base = Path(__file__).resolve().parent.parent
-    parts = []
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        _FINGERPRINT = sources_digest(Path(__file__).resolve().parent.parent)
+    return _FINGERPRINT
+
+
+def sources_digest(base: Path) -> str:
+    """The digest of :data:`_SOURCES` under ``base`` (a missing one counts as missing)."""
+    h = hashlib.blake2b(digest_size=16)
     for rel in _SOURCES:
+        h.update(rel.encode())
         try:
-            st = os.stat(base / rel)
-            parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
+            data = (base / rel).read_bytes()
         except OSError:
-            parts.append(f"{rel}:-")
-    return ";".join(parts)
+            h.update(b"\0-")
+            continue
+        h.update(b"\0%d\0" % len(data))
+        h.update(data)
+    return h.hexdigest()
+
+
+_FINGERPRINT: str | None = None
 
 
 def from_project(project: Project) -> Settings:
@@ -86,8 +101,8 @@ def from_project(project: Project) -> Settings:
     )
 
 
-def _key(root: Path, config_path: Path, raw: str) -> str:
-    return cache.cache_key(root, config_path, raw + "\0" + code_fingerprint(), KIND)
+def _key(config_path: Path, raw: str) -> str:
+    return cache.cache_key(config_path.name, raw + "\0" + code_fingerprint(), KIND)
 
 
 def _to_json(s: Settings) -> dict[str, Any]:
@@ -109,7 +124,7 @@ def _to_json(s: Settings) -> dict[str, Any]:
 def save_snapshot(s: Settings) -> Finding | None:
     """Write the snapshot unless an identical one is already there; a warning when
     something else (a FIFO, ...) stood in its place (see :func:`cache.displaced`)."""
-    key = _key(s.root, s.config_path, s.raw_config_text)
+    key = _key(s.config_path, s.raw_config_text)
     path = s.root / s.cache_dir / NAME
     doc = _to_json(s)
     if cache.load(path, key, KIND) == doc:
@@ -206,7 +221,7 @@ def fast(directory: Path, config_file: Path | None) -> Settings | None:
             return None
         root = path.parent.resolve()
         config_path = path.resolve()
-        blob = cache.load_blob(root / cache_dir / NAME, _key(root, config_path, raw), KIND)
+        blob = cache.load_blob(root / cache_dir / NAME, _key(config_path, raw), KIND)
         if blob is None:
             return None
         doc = json.loads(blob[1])
