@@ -848,9 +848,15 @@ class Config(_Strict):
     def _cache_dir(cls, v: str) -> str:
         # Caches are written here: never outside the project (a PR could set "/etc").
         # Normalised ("./tests/unit/" -> "tests/unit"): discovery compares paths with it.
+        # The generated workflow hands it to actions/cache, whose ``path`` is a list of glob
+        # patterns, one a line, and where GitHub evaluates ``${{ }}``: it must be a path there.
         import posixpath
 
-        return posixpath.normpath(_relative_path(v))
+        path = posixpath.normpath(_relative_path(v))
+        what = _unsafe_in_ci_path(v, path)
+        if what is not None:
+            raise ValueError(f"{v[:60]!r} holds {what}; use a plain directory name (default '.testfleet')")
+        return path
 
     @field_validator("labels", "stages", "backends")
     @classmethod
@@ -900,6 +906,21 @@ def _check_pr_label(label: str) -> None:
                                                          for c in label):
         raise ValueError(f"{label[:40]!r} is not a usable pull request label (non-empty, at "
                          f"most {MAX_NAME} characters, no control characters)")
+
+
+def _unsafe_in_ci_path(raw: str, path: str) -> str | None:
+    """What in a path would not stay a path in an actions/cache ``path`` input."""
+    bad = next((c for c in raw if ord(c) < 32 or c == "\x7f"), None)
+    if bad is not None:
+        return f"a control character ({bad!r})"
+    if "${{" in raw:
+        return "'${{', which GitHub would evaluate as an expression"
+    glob = next((c for c in raw if c in "*?[]"), None)
+    if glob is not None:
+        return f"{glob!r}, which the CI cache action would read as a pattern"
+    if path.startswith("!"):
+        return "a leading '!', which the CI cache action would read as an exclusion"
+    return None
 
 
 def _relative_path(v: str) -> str:

@@ -68,6 +68,25 @@ def test_a_warm_plan_neither_reads_nor_parses_a_file(root: Path, parsed: list[st
     assert parsed == [] and files_read == []
 
 
+def test_a_ci_workspace_elsewhere_with_the_caches_restored_parses_nothing(
+        root: Path, tmp_path: Path, parsed: list[str]) -> None:
+    """What the generated workflow's plan job keeps for an ``auto`` stage (the registry cache
+    and the style cache), restored into a fresh checkout at another path: no file is parsed."""
+    import shutil
+
+    from testfleet.integrations.github_workflow import WorkflowOptions, collection_cache_paths
+
+    want = _commands(root)
+    checkout = tmp_path / "runner-2" / "_work" / "p"
+    shutil.copytree(root, checkout, ignore=shutil.ignore_patterns(".testfleet"))
+    for rel in collection_cache_paths(load_project(root).config, WorkflowOptions()):
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / rel, checkout / rel)
+    parsed.clear()
+    assert _commands(checkout) == want
+    assert parsed == []
+
+
 def test_an_edited_file_is_parsed_again_and_its_old_entry_dropped(root: Path, parsed: list[str]) -> None:
     _commands(root)
     script = root / "tests" / "test_script.py"

@@ -213,6 +213,15 @@ CONFIG_CASES = [
     ("invalid-toml", BASE_CONFIG + "[stages\n", "", "invalid TOML"),
     ("cache-dir-outside", 'cache_dir = "../elsewhere"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
     ("cache-dir-absolute", 'cache_dir = "/etc"\n' + BASE_CONFIG, "cache_dir", "must be a relative path"),
+    # the generated workflow hands it to actions/cache (glob patterns, `${{ }}` evaluated)
+    ("cache-dir-expression", 'cache_dir = ".tf${{ github.event.pull_request.title }}"\n' + BASE_CONFIG,
+     "cache_dir", "holds '${{', which GitHub would evaluate as an expression"),
+    ("cache-dir-newline", 'cache_dir = ".tf\\nsecrets"\n' + BASE_CONFIG, "cache_dir",
+     "holds a control character ('\\n')"),
+    ("cache-dir-glob", 'cache_dir = ".tf*"\n' + BASE_CONFIG, "cache_dir",
+     "holds '*', which the CI cache action would read as a pattern"),
+    ("cache-dir-exclusion", 'cache_dir = "./!tf"\n' + BASE_CONFIG, "cache_dir",
+     "holds a leading '!', which the CI cache action would read as an exclusion"),
     # #17: testfleet's own directory must not be the project, a root or an implicit directory
     ("cache-dir-dot", 'cache_dir = "."\n' + BASE_CONFIG, "cache_dir", "the project directory itself"),
     ("cache-dir-root", 'cache_dir = "tests"\n' + BASE_CONFIG, "cache_dir",

@@ -185,11 +185,25 @@ def history_path(config: Config, opts: WorkflowOptions) -> str:
     return _in_cache_dir(config, opts, "history.db")
 
 
-def collection_cache_path(config: Config, opts: WorkflowOptions) -> str:
-    """The registry cache file, relative to the repository root (next to the config)."""
+def collection_cache_paths(config: Config, opts: WorkflowOptions) -> list[str]:
+    """What the plan job keeps between runs, relative to the repository root (next to the
+    config): the registry cache, and with any ``command = "auto"`` lane the file styles too,
+    which a plan would otherwise parse from every such file on every run."""
+    from testfleet.commands import AUTO
     from testfleet.registry.cache import NAME
+    from testfleet.registry.collectable import NAME as STYLES
 
-    return _in_cache_dir(config, opts, NAME)
+    paths = [_in_cache_dir(config, opts, NAME)]
+    if any(lane.config.command == AUTO for lane in all_lanes(config).values()):
+        paths.append(_in_cache_dir(config, opts, STYLES))
+    return paths
+
+
+def _cache_path(paths: list[str]) -> list[str]:
+    """The ``path:`` input of an actions/cache step: one path, or one per line."""
+    if len(paths) == 1:
+        return [f"          path: {yaml_str(paths[0])}"]
+    return ["          path: |", *(f"            {path}" for path in paths)]
 
 
 def _in_cache_dir(config: Config, opts: WorkflowOptions, name: str) -> str:
@@ -237,7 +251,7 @@ def _restore_collection(config: Config, opts: WorkflowOptions) -> list[str]:
         "      - name: Restore the collection cache",
         f"        uses: {_uses('actions/cache/restore')}",
         "        with:",
-        f"          path: {yaml_str(collection_cache_path(config, opts))}",
+        *_cache_path(collection_cache_paths(config, opts)),
         f"          key: {COLLECTION_CACHE}-${{{{ github.run_id }}}}",
         f"          restore-keys: {COLLECTION_CACHE}-",
     ]
@@ -249,7 +263,7 @@ def _save_collection(config: Config, opts: WorkflowOptions) -> list[str]:
         f"        if: ${{{{ {DEFAULT_BRANCH_RUN} }}}}",
         f"        uses: {_uses('actions/cache/save')}",
         "        with:",
-        f"          path: {yaml_str(collection_cache_path(config, opts))}",
+        *_cache_path(collection_cache_paths(config, opts)),
         f"          key: {COLLECTION_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}",
     ]
 
