@@ -2,6 +2,7 @@
 
     python benchmarks/bench_ci_restore.py                      # this checkout, real profile
     python benchmarks/bench_ci_restore.py --source /tmp/before --runs 5 --files 10000
+    python benchmarks/bench_ci_restore.py --tree /tmp/rt_auto   # an existing tree (command = "auto")
 
 Every CI run installs testfleet anew (pip writes each file of the wheel again, with new
 times), checks the tree out anew (new inodes and times; a self-hosted runner's workspace
@@ -10,7 +11,8 @@ builds a wheel of ``--source`` once, installs it into a fresh venv, plans once i
 first workspace to make the cache, then for every run: a new workspace path, the tree
 copied into it, ``pip install --force-reinstall --no-deps`` of the same wheel, and
 ``testfleet plan --format json`` timed, once without the cache ("cold") and once with
-the saved registry cache restored ("restored"), alternating. Medians; the ratio is
+what that source's generated workflow keeps restored ("restored": the paths of its
+"Restore the collection cache" step), alternating. Medians; the ratio is
 restored/cold in the same run. A cache that the reinstall or the new path invalidates
 shows as a ratio near 1.
 """
@@ -34,7 +36,17 @@ sys.path.insert(0, str(HERE))
 
 from gen_tree import generate  # noqa: E402
 
-CACHE = Path(".testfleet") / "registry-cache.bin"
+# What the source's own generated workflow restores before planning (its plan job's
+# "Restore the collection cache" step), printed by the venv's testfleet.
+KEPT = r"""
+import sys, yaml
+from pathlib import Path
+from testfleet.config import load_project
+from testfleet.integrations.github_workflow import render_workflow
+steps = yaml.safe_load(render_workflow(load_project(Path(sys.argv[1])).config))["jobs"]["plan"]["steps"]
+(step,) = [s for s in steps if s.get("name") == "Restore the collection cache"]
+print("\n".join(step["with"]["path"].split()))
+"""
 
 
 def run(cmd: list[str], cwd: Path | None = None) -> None:
@@ -64,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="real")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tree", type=Path, help="an existing tree instead of a generated one")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-ci-restore-") as tmp_name:
@@ -80,13 +93,19 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.update(env)
         plan = [str(env_dir / "bin" / "testfleet"), "plan", "--format", "json"]
 
-        tree = tmp / "tree"
-        generate(tree, args.files, args.seed, args.profile)
+        tree = args.tree
+        if tree is None:
+            tree = tmp / "tree"
+            generate(tree, args.files, args.seed, args.profile)
         first = tmp / "ws-0" / "repo"
         checkout(tree, first)
         run(plan, first)  # the default-branch run that saved the cache
-        saved = tmp / "saved-registry-cache.bin"
-        shutil.copyfile(first / CACHE, saved)
+        kept = subprocess.run([python, "-c", KEPT, str(first)], check=True, capture_output=True,
+                              text=True).stdout.split()
+        saved = tmp / "saved"
+        for rel in kept:
+            (saved / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(first / rel, saved / rel)
 
         samples: dict[str, list[tuple[float, float]]] = {"cold": [], "restored": []}
         for i in range(args.runs):
@@ -94,15 +113,15 @@ def main(argv: list[str] | None = None) -> None:
                 ws = tmp / f"ws-{i + 1}-{case}" / "repo"
                 checkout(tree, ws)
                 if case == "restored":
-                    (ws / CACHE).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(saved, ws / CACHE)
+                    shutil.copytree(saved, ws, dirs_exist_ok=True)
                 run([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(wheel)])
                 samples[case].append(timed(plan, ws))
                 shutil.rmtree(ws.parent)
 
     med = {case: (statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
            for case, s in samples.items()}
-    print(f"source {args.source}; tree {args.files} files, profile {args.profile}; {args.runs} runs each, "
+    shown = args.tree or f"{args.files} files, profile {args.profile}"
+    print(f"source {args.source}; tree {shown}; restored: {', '.join(kept)}; {args.runs} runs each, "
           f"load {os.getloadavg()[0]:.1f}")
     print("| plan --format json, after a reinstall, in a new workspace | wall median (s) | CPU median (s) |")
     print("|---|---:|---:|")
