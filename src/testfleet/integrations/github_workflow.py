@@ -200,10 +200,11 @@ def collection_cache_paths(config: Config, opts: WorkflowOptions) -> list[str]:
 
 
 def _cache_path(paths: list[str]) -> list[str]:
-    """The ``path:`` input of an actions/cache step: one path, or one per line."""
-    if len(paths) == 1:
-        return [f"          path: {yaml_str(paths[0])}"]
-    return ["          path: |", *(f"            {path}" for path in paths)]
+    """The ``path:`` input of an actions/cache step: one path, or one per line (as a
+    literal block when every path is a plain scalar, else one quoted string)."""
+    if len(paths) > 1 and all(yaml_str(path) == path for path in paths):
+        return ["          path: |", *(f"            {path}" for path in paths)]
+    return [f"          path: {yaml_str(chr(10).join(paths))}"]
 
 
 def _in_cache_dir(config: Config, opts: WorkflowOptions, name: str) -> str:

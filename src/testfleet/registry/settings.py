@@ -5,7 +5,8 @@ Loading the configuration means importing pydantic and building the schema
 Collection needs only a handful of derived values (:class:`Settings`), so after
 a full, validated load they are written to ``<cache_dir>/config-snapshot.json``,
 keyed by the config file's name and exact text, the testfleet and Python
-versions and the content of testfleet's own config/registry source files. ``testfleet list`` finds the config file with the same
+versions and the content of testfleet's own config/registry source files.
+``testfleet list`` finds the config file with the same
 :func:`testfleet.configfile.find_config` as the validated load, and when the snapshot's key matches it
 skips pydantic entirely. Any doubt (no snapshot, other key, damaged file, a
 value of an unexpected type) means the normal validated load: the snapshot can
