@@ -196,13 +196,18 @@ SECRET_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _SECRET_NAME = re.compile(SECRET_NAME_RE)
 
 
+def _control_char(value: str, allowed: str = "") -> str | None:
+    """The first C0 control character or DEL in ``value`` that is not ``allowed``."""
+    return next((c for c in value if (ord(c) < 32 or c == "\x7f") and c not in allowed), None)
+
+
 def _ci_text(value: str, what: str, *, multiline: bool = False) -> str:
     if "${{" in value:
         raise ValueError(f"{what} {value[:60]!r} contains '${{{{': GitHub would evaluate it as an "
                          "expression; read the value from an environment variable instead")
-    bad = [c for c in value if (ord(c) < 32 and not (multiline and c in "\n\t")) or c == "\x7f"]
-    if bad:
-        raise ValueError(f"{what} {value[:60]!r} contains a control character ({bad[0]!r})")
+    bad = _control_char(value, "\n\t" if multiline else "")
+    if bad is not None:
+        raise ValueError(f"{what} {value[:60]!r} contains a control character ({bad!r})")
     return value
 
 
@@ -455,7 +460,7 @@ class StageConfig(_Strict):
     @classmethod
     def _one_line(cls, v: Any) -> Any:
         for item in v if isinstance(v, list) else [v]:
-            if isinstance(item, str) and any(ord(c) < 32 or ord(c) == 127 for c in item):
+            if isinstance(item, str) and _control_char(item) is not None:
                 raise ValueError(f"{item!r} holds a newline or control character")
         return v
 
@@ -902,15 +907,14 @@ class Config(_Strict):
 
 def _check_pr_label(label: str) -> None:
     """A PR label named in config (a gate) must be one GitHub could attach."""
-    if not label.strip() or len(label) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127
-                                                         for c in label):
+    if not label.strip() or len(label) > MAX_NAME or _control_char(label) is not None:
         raise ValueError(f"{label[:40]!r} is not a usable pull request label (non-empty, at "
                          f"most {MAX_NAME} characters, no control characters)")
 
 
 def _unsafe_in_ci_path(raw: str, path: str) -> str | None:
     """What in a path would not stay a path in an actions/cache ``path`` input."""
-    bad = next((c for c in raw if ord(c) < 32 or c == "\x7f"), None)
+    bad = _control_char(raw)
     if bad is not None:
         return f"a control character ({bad!r})"
     if "${{" in raw:

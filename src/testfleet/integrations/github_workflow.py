@@ -236,7 +236,7 @@ def _restore_history(config: Config, opts: WorkflowOptions, *note: str) -> list[
         "      - name: Restore the history",
         f"        uses: {_uses('actions/cache/restore')}",
         "        with:",
-        f"          path: {yaml_str(history_path(config, opts))}",
+        *_cache_path([history_path(config, opts)]),
         f"          key: {HISTORY_CACHE}-${{{{ github.run_id }}}}",
         f"          restore-keys: {HISTORY_CACHE}-",
     ]
@@ -603,7 +603,7 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> l
         "      - name: Save the history",
         f"        uses: {_uses('actions/cache/save')}",
         "        with:",
-        f"          path: {yaml_str(path)}",
+        *_cache_path([path]),
         f"          key: {HISTORY_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}",
     ]
     return lines

@@ -25,7 +25,7 @@ from testfleet.registry.model import GateCall, InvalidRegistration, Registration
 from testfleet.registry.parallel import two_way_map
 from testfleet.registry.result import FileResult
 from testfleet.registry.rules import ImplicitRule, Rules
-from testfleet.registry.settings import Settings, code_fingerprint, from_project, save_snapshot
+from testfleet.registry.settings import Settings, config_key, from_project, save_snapshot
 
 if TYPE_CHECKING:
     from testfleet.config import Project
@@ -485,8 +485,8 @@ def _stage_line(text: str, stage: str) -> int:
 
 
 def registry_key(config_path: Path, raw_config_text: str) -> str:
-    """The registry cache's key: the config file's name and text, versions, testfleet's own code."""
-    return cache.cache_key(config_path.name, raw_config_text + "\0" + code_fingerprint())
+    """The registry cache's key (:func:`~testfleet.registry.settings.config_key`)."""
+    return config_key(config_path, raw_config_text, cache.KIND)
 
 
 def registry_path(project: Project) -> Path:

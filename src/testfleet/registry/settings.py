@@ -15,6 +15,7 @@ only ever be a copy of a configuration that validated.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ class Settings:
             return self.config_path.name
 
 
+@functools.cache
 def code_fingerprint() -> str:
     """A digest of the sources whose behaviour a cache depends on.
 
@@ -66,10 +68,7 @@ def code_fingerprint() -> str:
     testfleet again would otherwise never reuse the collection cache it restored.
     Read once per process (about 180 KB).
     """
-    global _FINGERPRINT
-    if _FINGERPRINT is None:
-        _FINGERPRINT = sources_digest(Path(__file__).resolve().parent.parent)
-    return _FINGERPRINT
+    return sources_digest(Path(__file__).resolve().parent.parent)
 
 
 def sources_digest(base: Path) -> str:
@@ -87,8 +86,6 @@ def sources_digest(base: Path) -> str:
     return h.hexdigest()
 
 
-_FINGERPRINT: str | None = None
-
 
 def from_project(project: Project) -> Settings:
     from testfleet.registry.discover import exclude_regex
@@ -102,8 +99,10 @@ def from_project(project: Project) -> Settings:
     )
 
 
-def _key(config_path: Path, raw: str) -> str:
-    return cache.cache_key(config_path.name, raw + "\0" + code_fingerprint(), KIND)
+def config_key(config_path: Path, raw_config_text: str, kind: str) -> str:
+    """The key of a cache made from the configuration (the registry cache, this snapshot):
+    the config file's name and text, the versions and testfleet's own code."""
+    return cache.cache_key(config_path.name, raw_config_text + "\0" + code_fingerprint(), kind)
 
 
 def _to_json(s: Settings) -> dict[str, Any]:
@@ -125,7 +124,7 @@ def _to_json(s: Settings) -> dict[str, Any]:
 def save_snapshot(s: Settings) -> Finding | None:
     """Write the snapshot unless an identical one is already there; a warning when
     something else (a FIFO, ...) stood in its place (see :func:`cache.displaced`)."""
-    key = _key(s.config_path, s.raw_config_text)
+    key = config_key(s.config_path, s.raw_config_text, KIND)
     path = s.root / s.cache_dir / NAME
     doc = _to_json(s)
     if cache.load(path, key, KIND) == doc:
@@ -222,7 +221,7 @@ def fast(directory: Path, config_file: Path | None) -> Settings | None:
             return None
         root = path.parent.resolve()
         config_path = path.resolve()
-        blob = cache.load_blob(root / cache_dir / NAME, _key(config_path, raw), KIND)
+        blob = cache.load_blob(root / cache_dir / NAME, config_key(config_path, raw, KIND), KIND)
         if blob is None:
             return None
         doc = json.loads(blob[1])
