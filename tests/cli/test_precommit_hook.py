@@ -103,3 +103,38 @@ def test_pre_commit_try_repo_runs_the_hook_on_a_scratch_repository(project: Path
     out = good.stdout + good.stderr
     assert good.returncode == 0, out
     assert "Passed" in out and "stage-b-cpuu" not in out
+
+
+def test_a_changed_configuration_runs_the_whole_check(tmp_path: Path) -> None:
+    """Renaming a stage in the configuration alone breaks every file registered in it: the
+    hook, given only ``pyproject.toml``, must judge the whole tree as a full check does
+    (before, it passed with 'no test registers' warnings on the renamed stage)."""
+    dest = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".testfleet", "__pycache__"))
+    config = dest / "pyproject.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "[tool.testfleet.stages.stage-b-cpu]", "[tool.testfleet.stages.stage-b-cpu-renamed]"),
+        encoding="utf-8")
+    whole = _run_entry(dest)
+    hook = _run_entry(dest, "pyproject.toml")
+    assert whole.returncode == 1, whole.stdout + whole.stderr
+    assert hook.returncode == 1, hook.stdout + hook.stderr
+    assert "stage-b-cpu" in hook.stdout and "unknown-suite" in hook.stdout
+    assert hook.stdout.splitlines()[-1] == whole.stdout.splitlines()[-1]
+
+
+def test_a_pyproject_that_is_not_the_configuration_keeps_the_hook_narrow(tmp_path: Path) -> None:
+    """With the configuration in testfleet.toml, a changed pyproject.toml says nothing about
+    the tests: the hook stays as narrow (and fast) as for any other non-test file."""
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    (root / "testfleet.toml").write_text('roots = ["tests"]\n\n[stages.a]\nbackend = "cpu"\n',
+                                         encoding="utf-8")
+    (root / "pyproject.toml").write_text('[project]\nname = "p"\n', encoding="utf-8")
+    good = 'from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="a")\n'
+    (root / "tests" / "test_ok.py").write_text(good, encoding="utf-8")
+    (root / "tests" / "test_bad.py").write_text(good.replace('"a"', '"b"'), encoding="utf-8")
+    narrow = _run_entry(root, "pyproject.toml")
+    assert narrow.returncode == 0, narrow.stdout + narrow.stderr
+    assert "test_bad.py" not in narrow.stdout
+    assert _run_entry(root, "testfleet.toml").returncode == 1

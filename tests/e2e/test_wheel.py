@@ -72,6 +72,14 @@ def test_installed_wheel_runs_the_example(wheel: Path, tmp_path: Path) -> None:
     proc = _run([str(py), "-m", "testfleet", "--version"], cwd=project)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0." in proc.stdout
+    # the core install is what a pre-commit hook or a plan job gets: no runner extra
+    proc = _run([str(py), "-c", "import importlib.util as u; "
+                 "print([m for m in ('pytest', 'psutil') if u.find_spec(m)])"], cwd=tmp_path)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+    proc = _run([str(exe), "run", "--stage", "stage-a-cpu", "--no-history"], cwd=project)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in out, out[-3000:]
+    assert "pip install 'testfleet[runner]'" in out and "psutil" in out, out
     # the module really is the installed wheel, not this checkout
     proc = _run([str(py), "-c", "import testfleet; print(testfleet.__file__)"], cwd=tmp_path)
     assert str(env_dir) in proc.stdout, proc.stdout

@@ -128,7 +128,8 @@ def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: t
 
     With FILES (as a pre-commit hook passes them), only findings on those files and on the
     project as a whole (configuration, stages, coverage) are shown and counted; files that
-    are not test files of the project are ignored.
+    are not test files of the project are ignored. When FILES include the configuration
+    file itself, the whole tree is judged: a renamed stage breaks files nobody touched.
 
     Exits 0 when there are no errors (warnings allowed; not with --strict), 1 on errors.
     Under GitHub Actions (GITHUB_ACTIONS=true) it also prints workflow
@@ -146,6 +147,8 @@ def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: t
         root = found.parent if found is not None else app.directory
     else:
         wanted = wanted_files(files, project) if files else None
+        if wanted is not None and _config_rel(project) in wanted:
+            wanted = None
         registry, findings = run_check(project, use_cache=not no_cache, only=wanted)
         root = project.root
         if wanted is not None:
@@ -169,10 +172,15 @@ def wanted_files(files: tuple[Path, ...], project: Project) -> frozenset[str]:
 def only_files(findings: list[Finding], wanted: Collection[str], project: Project) -> list[Finding]:
     """Keep the findings a commit of FILES can be blamed for: those on the files, and the
     project-wide ones (a deleted last registration opens a coverage hole for its stage)."""
-    root = project.root.resolve()
-    config_rel = project.config_path.resolve().relative_to(root).as_posix() \
-        if project.config_path.resolve().is_relative_to(root) else ""
+    config_rel = _config_rel(project)
     return [f for f in findings if not f.file or f.file in wanted or f.file == config_rel]
+
+
+def _config_rel(project: Project) -> str:
+    """The configuration file as a repo-relative path ("" when it lies outside the root)."""
+    root = project.root.resolve()
+    config = project.config_path.resolve()
+    return config.relative_to(root).as_posix() if config.is_relative_to(root) else ""
 
 
 def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path) -> None:

@@ -227,6 +227,9 @@ def _print_dry_run(spec: Any) -> None:
 
 def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
              history: bool, write_baseline: bool, output: str) -> int:
+    from testfleet.runner.extra import require_runner
+
+    require_runner({spec.settings.command_for(item) for item in spec.items})
     from testfleet.runner.executor import partial_result
     from testfleet.runner.hooks import RunHooks
     from testfleet.runner.interrupt import Interrupt
