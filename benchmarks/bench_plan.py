@@ -4,6 +4,7 @@
     python benchmarks/bench_plan.py --files 2000 --runs 3
     python benchmarks/bench_plan.py --json out.json  # out-synthetic.json, out-real.json
     python benchmarks/bench_plan.py --profile real   # one profile (default: both)
+    python benchmarks/bench_plan.py --only check     # only the cases whose name has "check"
 
 Each case runs the installed ``testfleet`` console script as a fresh process, the
 way CI runs it, with stdout to /dev/null. "Cold" deletes the project's cache
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
@@ -56,8 +58,10 @@ def recheckout(root: Path) -> None:
             os.replace(tmp, path)
 
 
-def measure(cmd: list[str], cwd: Path, runs: int, mode: str) -> dict[str, float]:
+def measure(cmd: list[str], cwd: Path, runs: int, mode: str,
+            env: dict[str, str] | None = None) -> dict[str, float]:
     walls, cpus = [], []
+    full_env = {**os.environ, **(env or {})}
     for _ in range(runs):
         if mode == "cold":
             shutil.rmtree(cwd / ".testfleet", ignore_errors=True)
@@ -66,7 +70,7 @@ def measure(cmd: list[str], cwd: Path, runs: int, mode: str) -> dict[str, float]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              check=False)
+                              check=False, env=full_env)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
@@ -129,6 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--profile", choices=[*PROFILES, "both"], default="both",
                     help="tree shape (gen_tree.py); both = one table per profile")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this")
     args = ap.parse_args(argv)
     for profile in PROFILES if args.profile == "both" else (args.profile,):
         run_profile(args, profile)
@@ -147,7 +152,7 @@ def run_profile(args: argparse.Namespace, profile: str) -> None:
         tf = testfleet_cmd()
         one_file = min(p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py"))
         plan_json = [*tf, "plan", "--format", "json"]
-        cases = [
+        cases: list[tuple[Any, ...]] = [
             ("python -c pass (reference)", [sys.executable, "-c", "pass"], "warm"),
             ("testfleet plan --format json, cold cache", plan_json, "cold"),
             ("testfleet plan --format json, warm cache", plan_json, "warm"),
@@ -155,13 +160,16 @@ def run_profile(args: argparse.Namespace, profile: str) -> None:
             ("testfleet plan --labels run-ci-all --format json, cold cache",
              [*tf, "plan", "--labels", "run-ci-all", "--format", "json"], "cold"),
             ("testfleet check, cold cache", [*tf, "check"], "cold"),
+            ("testfleet check, cold cache, one process (TESTFLEET_JOBS=1)", [*tf, "check"], "cold",
+             {"TESTFLEET_JOBS": "1"}),
             ("testfleet check, warm cache", [*tf, "check"], "warm"),
             ("testfleet check FILE (the pre-commit hook's call), cold cache",
              [*tf, "check", one_file], "cold"),
         ]
         results = {}
-        for name, cmd, mode in cases:
-            results[name] = measure(cmd, root, args.runs, mode)
+        for name, cmd, mode, *env in cases:
+            if args.only in name or name.endswith("(reference)"):
+                results[name] = measure(cmd, root, args.runs, mode, *env)
 
         breakdown = phases(root, args.runs)
         out = root / "plan.json"

@@ -64,9 +64,10 @@ class LazyGroup(click.Group):
 class AppContext:
     """What global options decide for every command."""
 
-    def __init__(self, directory: Path, config_file: Path | None) -> None:
+    def __init__(self, directory: Path, config_file: Path | None, quiet: bool = False) -> None:
         self.directory = directory
         self.config_file = config_file
+        self.quiet = quiet
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,9 +76,14 @@ class AppContext:
               help="Run as if testfleet was started in DIR.", metavar="DIR")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Use this configuration file instead of searching for one.", metavar="FILE")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress display on the terminal (it is never shown when stderr is not one).")
 @click.pass_context
-def cli(ctx: click.Context, directory: Path | None, config_file: Path | None) -> None:
+def cli(ctx: click.Context, directory: Path | None, config_file: Path | None, quiet: bool) -> None:
     """testfleet: plan, shard, run and gate multi-backend CI test fleets."""
+    from testfleet import progress
+
+    progress.configure(quiet=quiet)
     base = Path.cwd()
     if directory is not None:
         base = (base / directory).resolve()
@@ -85,7 +91,7 @@ def cli(ctx: click.Context, directory: Path | None, config_file: Path | None) ->
             raise click.UsageError(f"-C {directory}: not a directory")
     if config_file is not None and not config_file.is_absolute():
         config_file = (Path.cwd() / config_file).resolve()
-    ctx.obj = AppContext(base, config_file)
+    ctx.obj = AppContext(base, config_file, quiet)
 
 
 def _closed_pipe() -> int:

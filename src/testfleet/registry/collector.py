@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testfleet.findings import Finding
+from testfleet.progress import task
 from testfleet.registry import cache
 from testfleet.registry.discover import StatKey, discover, strays
 from testfleet.registry.model import GateCall, InvalidRegistration, Registration, Registry
-from testfleet.registry.parallel import two_way_map
+from testfleet.registry.parallel import parallel_map
 from testfleet.registry.result import FileResult
 from testfleet.registry.rules import ImplicitRule, Rules
 from testfleet.registry.settings import Settings, config_key, from_project, save_snapshot
@@ -211,8 +212,8 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str,
               gates: bool) -> list[tuple[str, StatKey, Outcome]]:
     """Parse every file the cache could not answer for: (result, cache element) or an error.
 
-    A cold run of a large tree splits the work with one forked child
-    (:func:`~testfleet.registry.parallel.two_way_map`); the child's results
+    A cold run of a large tree splits the work with forked children
+    (:func:`~testfleet.registry.parallel.parallel_map`); the children's results
     travel as cache elements and are rebuilt by the same decoder a warm run uses
     (without their gate arguments when the run does not want gates: their text goes
     into the cache as it came).
@@ -239,8 +240,9 @@ def _scan_all(misses: list[tuple[str, StatKey]], rules: Rules, root: str,
             return None
         return result, element, digest, gate_text
 
-    outcomes = two_way_map(lambda item: scanner(*item), misses, min_items=PARALLEL_MIN,
-                           encode=encode, decode=decode)
+    with task("scanning test files", len(misses)) as progress:
+        outcomes = parallel_map(lambda item: scanner(*item), misses, min_items=PARALLEL_MIN,
+                                encode=encode, decode=decode, progress=progress)
     return [(rel, st, outcome) for (rel, st), outcome in zip(misses, outcomes, strict=True)]
 
 

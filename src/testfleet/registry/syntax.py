@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from testfleet.findings import Finding
+from testfleet.progress import task
 from testfleet.registry import cache
 from testfleet.registry.model import Registry
-from testfleet.registry.parallel import two_way_map
+from testfleet.registry.parallel import parallel_map
 from testfleet.registry.scan import decode
 
 KIND = "testfleet-syntax-cache"
@@ -70,7 +71,9 @@ def syntax_findings(root: Path, cache_dir: str, registry: Registry, *, use_cache
             todo.append(rel)
         elif cached is not None:
             out.append(_finding(rel, cached))
-    for rel, answer in zip(todo, two_way_map(_check_one(root), todo, min_items=PARALLEL_MIN), strict=True):
+    with task("checking syntax", len(todo)) as progress:
+        answers = parallel_map(_check_one(root), todo, min_items=PARALLEL_MIN, progress=progress)
+    for rel, answer in zip(todo, answers, strict=True):
         if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], str)):
             continue  # unreadable now: collection says so if it stays that way
         digest, result = answer
