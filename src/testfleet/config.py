@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from testfleet import globs
 from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
@@ -616,7 +617,8 @@ class PolicyConfig(_Strict):
     bypass_label: str = "bypass-fastfail"
     schedules: dict[str, str] = Field(default_factory=dict)
     authorize_labels: list[str] | None = None
-    no_impact: list[str] = Field(default_factory=lambda: ["docs/**", "*.md"])
+    no_impact: Annotated[list[str], AfterValidator(globs.checked)] = Field(
+        default_factory=lambda: ["docs/**", "*.md"])
     # Stages and triggers (#12): a PR label every pull request needs before the stages in
     # its scope run (GPU stages by default), and what a draft pull request runs.
     required_label: str | None = None
@@ -749,7 +751,8 @@ class CheckConfig(_Strict):
     reference_patterns: RegexList = Field(default_factory=list)
     python_main_check: bool = True
     # suppressions (#12): glob of repo-relative paths -> finding codes silenced in those files
-    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
+    per_file_ignores: Annotated[dict[str, list[str]], AfterValidator(globs.checked_keys)] = Field(
+        default_factory=dict, alias="per-file-ignores")
 
 
 # --- results: flaky detection, quarantine, links to CI runs (issue #14) ---------------
@@ -839,14 +842,7 @@ class Config(_Strict):
     @classmethod
     def _exclude(cls, v: list[str]) -> list[str]:
         # A pattern gitignore cannot read ("!") crashed discovery in every command.
-        import pathspec
-
-        for pattern in v:
-            try:
-                pathspec.GitIgnoreSpec.from_lines([pattern])
-            except Exception as exc:
-                raise ValueError(f"{pattern!r} is not a gitignore-style pattern: {exc}") from None
-        return v
+        return globs.checked(v)
 
     @field_validator("cache_dir")
     @classmethod

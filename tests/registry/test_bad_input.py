@@ -251,6 +251,11 @@ CONFIG_CASES = [
      "max_shards = 4\n", "stages.stage-x.target_minutes", "less than or equal to 10080"),
     ("timeout-factor-absurd", BASE_CONFIG + "[stages.stage-x]\nbackend = 'cpu'\ntimeout_factor = 1e308\n",
      "stages.stage-x.timeout_factor", "less than or equal to 1000"),
+    # #30: one glob dialect (gitignore's) for every path pattern, each checked as exclude is
+    ("no-impact-bang", BASE_CONFIG + "[policy]\nno_impact = ['docs/**', '!']\n", "policy.no_impact",
+     "'!' is not a gitignore-style pattern"),
+    ("per-file-ignores-bang", BASE_CONFIG + "[check]\nper-file-ignores = { '!' = ['no-main-call'] }\n",
+     "check.per-file-ignores", "'!' is not a gitignore-style pattern"),
 ]
 
 

@@ -169,6 +169,23 @@ per-file-ignores = { "tests/ci/*.py" = ["marker-in-function"], "tests/zzz/*.py" 
     assert "tests/zzz/*.py" in unused[0]["message"] and code == 0
 
 
+def test_per_file_ignores_read_globs_as_exclude_does(tree) -> None:
+    """One dialect (gitignore's): ``*`` stays in its directory, ``**`` crosses them, a name
+    without ``/`` matches at any depth. (fnmatch let ``tests/ci/*.py`` silence a file two
+    directories down, which ``exclude`` with the same pattern would not have excluded.)"""
+    config = BASE_CONFIG + """
+[check]
+per-file-ignores = { "tests/ci/*.py" = ["marker-in-function"], "tests/deep/**/test_m.py" = ["marker-in-function"], "test_named.py" = ["marker-in-function"] }
+"""
+    src_fn = CPU + 'register_cpu_ci(5, "stage-a-cpu")\n\ndef test_marker():\n    register_cpu_ci(1, "x")\n'
+    files = {"tests/ci/test_a.py": src_fn, "tests/ci/sub/test_b.py": src_fn,
+             "tests/deep/x/y/test_m.py": src_fn, "tests/other/test_named.py": src_fn}
+    registry = collect(tree(files, config=config), use_cache=False)
+    silenced = sorted(f.file for f in registry.suppressed)
+    assert silenced == ["tests/ci/test_a.py", "tests/deep/x/y/test_m.py", "tests/other/test_named.py"]
+    assert codes(registry, "tests/ci/sub/test_b.py") == [(5, "marker-in-function")]
+
+
 def test_unused_and_unsilenceable_suppressions_are_warnings(tree, run_cli) -> None:
     src = CPU + ('register_cpu_ci(-5, "stage-a-cpu")  # testfleet: ignore[est-time-range]\n'
                  'register_cpu_ci(5, "stage-b-cpu")  # testfleet: ignore[duplicate-label]\n'

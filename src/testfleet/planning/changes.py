@@ -155,9 +155,9 @@ def impact(
     """Which stages the changes affect (pure)."""
     if changes.error is not None:
         return Impact(True, frozenset(), f"{changes.source}: {changes.error}; pruning nothing")
-    import pathspec
+    from testfleet.globs import spec as path_spec
 
-    spec = pathspec.GitIgnoreSpec.from_lines(list(no_impact))
+    spec = path_spec(tuple(no_impact))
     affected: set[str] = set()
     for raw in changes.paths:
         path = raw.removeprefix("./")

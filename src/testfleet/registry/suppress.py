@@ -11,10 +11,10 @@ warning, and so is a suppression that silenced nothing.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping
 
 from testfleet.findings import Finding
+from testfleet.globs import matches
 
 # Codes no suppression can hide (documented in docs/registration.md).
 NEVER_SILENCED = frozenset({
@@ -38,8 +38,8 @@ def silenceable(code: str) -> bool:
 
 
 def _file_matches(glob: str, rel: str) -> bool:
-    """``tests/ci/test/*.py`` matches the repo-relative path; a glob without '/' the file name."""
-    return fnmatch.fnmatchcase(rel if "/" in glob else rel.rsplit("/", 1)[-1], glob)
+    """gitignore's rules, as every path pattern of the configuration (:mod:`testfleet.globs`)."""
+    return matches((glob,), rel)
 
 
 def apply_suppressions(
