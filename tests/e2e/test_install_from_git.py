@@ -77,13 +77,3 @@ def test_every_pinned_install_in_the_docs_names_this_version_and_repository() ->
             assert url == URL, f"{path.name}: {url}"
     assert tags, "the docs show no pinned install"
     assert {t for _, t in tags} == {f"v{VERSION}"}, sorted(tags)
-
-
-def test_readme_links_resolve_in_the_repository() -> None:
-    """The README is read on the forge, not only in the built site: every relative link
-    names a file that is committed (a generated page is not)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
-        if "://" in target:
-            continue
-        assert (REPO / target).exists(), f"README links {target}, which is not in the repository"
