@@ -110,10 +110,8 @@ def test_every_format_names_the_closest_label_and_ignores_non_ci_labels(
     labels = [w for w in plan["warnings"] if w.startswith("PR label")]
     assert len(labels) == 2, plan["warnings"]
     assert all("did you mean 'run-ci-megatron'?" in w for w in labels), labels
-    if fmt == "json":  # the trigger and policy echo the raw labels as data; warnings do not
-        shown = "\n".join(json.loads(out)["warnings"]) + err
-    else:
-        shown = out + err
+    # the JSON's trigger and policy echo the raw labels as data; its warnings do not
+    shown = "\n".join(json.loads(out)["warnings"]) + err if fmt == "json" else out + err
     assert "run-ci-megatron'?" in shown or "run-ci-megatron'?" in shown.replace("\\", "")
     for noise in ("bug", "documentation"):
         assert noise not in shown, (noise, shown)
