@@ -248,21 +248,22 @@ def _gates(report: Report) -> list[object]:
     table = Table(title="Metric gates (last verdict: the file's last gated run, as \"Failing "
                         "now\" reads it)", title_justify="left")
     cell = path_column(table, "file", [g.file for g in h.gates], limit=NARROW_PATH)
-    table.add_column("suite", overflow="fold")
+    table.add_column("suite", no_wrap=True)
     metric = path_column(table, "metric", [g.metric for g in h.gates])
-    table.add_column("coords", overflow="ellipsis")
-    table.add_column("last verdict", overflow="fold")
-    table.add_column("last run", overflow="fold")
-    for col in ("baseline runs", "untrusted"):
-        table.add_column(col, overflow="ellipsis")
+    table.add_column("coords", justify="right", min_width=6)
+    table.add_column("last\nverdict", no_wrap=True)
+    table.add_column("last run", no_wrap=True)
+    table.add_column("baseline\nruns", justify="right", min_width=8)
+    table.add_column("un-\ntrusted", justify="right", min_width=7)
     for g in h.gates:
         style = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}.get(g.last_verdict or "", "")
         verdict = Text(g.last_verdict or "—", style=style)
         if g.last_mode:
-            verdict.append(f" ({g.last_mode})", style="dim")
+            verdict.append(f"\n{g.last_mode}", style="dim")
         if g.last_source == "baseline":
-            verdict.append(" (baseline run)", style="dim")
-        when = (g.last_run or "—") + (f"\nrun {g.last_ci_run_id}" if g.last_ci_run_id else "")
+            verdict.append("\nbaseline run", style="dim")
+        when = (g.last_run or "—").replace(" ", "\n", 1) + (
+            f"\nrun {g.last_ci_run_id}" if g.last_ci_run_id else "")
         table.add_row(cell(g.file), g.suite, metric(g.metric), str(g.coordinates), verdict,
                       when, str(g.runs), str(g.untrusted_runs))
     return [table]
