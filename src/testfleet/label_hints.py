@@ -10,7 +10,6 @@ prefix's punctuation loosely (``Run_CI_megatron``), and a bare registered name
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -40,6 +39,8 @@ def closest_label(raw: str, known: Iterable[str], *, prefix: str,
     prefix does not make every ``run-ci-x`` look like ``run-ci-all``. ``cutoff`` defaults
     to :data:`PREFIXED_CUTOFF` or :data:`BARE_CUTOFF`.
     """
+    import difflib  # only a label that selects nothing pays for it
+
     labels = sorted(set(known))
     folded = {fold(k): k for k in labels}
     key = fold(raw)
