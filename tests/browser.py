@@ -90,6 +90,21 @@ _MEASURE = """
                        r => [r.getAttribute("class").split(" ")[1], getComputedStyle(r).fill,
                              r.querySelector("title").textContent])});
   }
+  function boxes() {
+    const found = {};
+    for (const [name, sel] of Object.entries(BOXES)) {
+      const el = document.querySelector(sel);
+      const r = el && el.getBoundingClientRect();
+      found[name] = r ? {left: Math.round(r.left), top: Math.round(r.top),
+                         right: Math.round(r.right), bottom: Math.round(r.bottom)} : null;
+    }
+    return found;
+  }
+  out.title = document.title;
+  out.boxes = boxes();
+  // the same boxes once every scroll box is scrolled to its far right end
+  for (const box of document.querySelectorAll(".tw")) box.scrollLeft = box.scrollWidth;
+  out.boxes_scrolled = boxes();
   const pre = document.createElement("pre"); pre.id = "layout-facts";
   pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
 })();
@@ -97,12 +112,18 @@ _MEASURE = """
 """
 
 
-def layout(browser: str, page: Path, tmp: Path, width: int = 800) -> dict[str, Any]:
-    """Facts about ``page`` laid out in a ``width``-pixel window (see ``_MEASURE``)."""
+def layout(browser: str, page: Path, tmp: Path, width: int = 800,
+           boxes: dict[str, str] | None = None) -> dict[str, Any]:
+    """Facts about ``page`` laid out in a ``width``-pixel window (see ``_MEASURE``);
+    ``boxes`` names CSS selectors whose first match's bounding box (page pixels, from the
+    top left) is measured, as laid out and with every scroll box scrolled to its right
+    end (``facts["boxes"]``, ``facts["boxes_scrolled"]``; ``None`` when nothing matches)."""
     html = page.read_text(encoding="utf-8")
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
     probe = tmp / f"measure-{page.stem}-{width}.html"
-    probe.write_text(html.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    script = _MEASURE.replace("(function () {", "(function () {\n  const BOXES = "
+                              + json.dumps(boxes or {}) + ";", 1)
+    probe.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
     r = run(browser, tmp, f"--window-size={width},2000", "--dump-dom", probe.as_uri())
     assert r.returncode == 0, r.stderr[-2000:]
     found = re.search(r'<pre id="layout-facts">(.*?)</pre>', r.stdout, re.S)

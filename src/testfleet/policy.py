@@ -14,6 +14,7 @@ from typing import Any
 
 from testfleet.config import Config
 from testfleet.errors import UsageError
+from testfleet.label_hints import closest_label
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 EVENTS = (*PR_EVENTS, "push", "schedule", "workflow_call", "workflow_dispatch")
@@ -243,6 +244,9 @@ def resolve_policy(config: Config, trigger: Trigger, *,
     authorize_names = set(pconf.authorize_labels or ())
     if trust is not None:
         authorize_names |= set(trust.policy.authorize_labels or ())
+    known = {*(pconf.label_prefix + name for name in registered), *pconf.scope_labels,
+             *workflow, *authorize_names}
+    ignored: list[str] = []
     for raw in sorted(raw_set):
         if raw in pconf.scope_labels:
             scope = pconf.scope_labels[raw]
@@ -254,16 +258,18 @@ def resolve_policy(config: Config, trigger: Trigger, *,
             if name in registered:
                 requested.add(name)
             else:
-                hint = _did_you_mean(name, registered)
                 warnings.append(
                     f"PR label {show(raw)} grants nothing: {show(name)} is not a registered label"
-                    + hint
+                    + _did_you_mean(raw, known, pconf.label_prefix)
                 )
+        elif (hint := closest_label(raw, known, prefix=pconf.label_prefix)) is not None:
+            warnings.append(f"PR label {show(raw)} ignored: it is not a CI label "
+                            f"(did you mean {hint!r}?)")
         else:
-            warnings.append(
-                f"PR label {show(raw)} ignored: it lacks the prefix {pconf.label_prefix!r} "
-                f"and is not a workflow label ({', '.join(sorted(workflow))})"
-            )
+            # the repository's own labels (bug, documentation, ...): not ours, not noise
+            ignored.append(raw)
+    if ignored:
+        notes.append(f"{len(ignored)} PR label(s) that are not CI labels ignored")
 
     cadence = _cadence_for(config, trigger, raw_set, notes, warnings)
     cconf = pconf.cadences[cadence]
@@ -372,8 +378,6 @@ def authorization_hint(config: Config) -> str:
     return "one of the labels " + ", ".join(labels)
 
 
-def _did_you_mean(name: str, options: set[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, sorted(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def _did_you_mean(raw: str, known: set[str], prefix: str) -> str:
+    hint = closest_label(raw, known, prefix=prefix)
+    return f" (did you mean {hint!r}?)" if hint is not None else ""

@@ -410,7 +410,8 @@ def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path:
     bk = Buildkite(tmp_path)
     plan_ws = tmp_path / "bk-plan"
     git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
-    labels = "run-ci-megatron,$(touch /tmp/testfleet-pwned),`id`"
+    # CI-prefixed, so that they warn (#26: a label that is no CI label at all is silent)
+    labels = "run-ci-megatron,run-ci-$(touch /tmp/testfleet-pwned),run-ci-`id`"
     proc = bk.run(bootstrap["steps"][0]["command"], plan_ws, {
         "BUILDKITE_PULL_REQUEST": "412", "BUILDKITE_REPO": BK_REPO,
         "BUILDKITE_PULL_REQUEST_REPO": head_repo, "BUILDKITE_PULL_REQUEST_LABELS": labels})
@@ -421,7 +422,7 @@ def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path:
     assert plan["policy"]["include_labels"] == ["megatron"]
     pipeline = json.loads((bk.store / "uploaded-pipeline.json").read_text())
     # first the notice step: the dormant MI300X hole and the warning about the hostile
-    # (unprefixed) labels become a build annotation, as data, never as shell code
+    # labels (they grant nothing) become a build annotation, as data, never as shell code
     notice, *job_steps = pipeline["steps"]
     assert len(job_steps) == len(plan["jobs"])
     proc = bk.run("set -e\n" + "\n".join(notice["commands"]), plan_ws, notice["env"])

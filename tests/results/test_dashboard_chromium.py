@@ -34,10 +34,11 @@ def test_results_section_and_strips_in_chromium(fleet, tmp_path: Path) -> None:
     facts = layout(browser, page, tmp_path, width=800)
     dom = facts["dom"]
     assert table_rows(dom, "results-stages") == [["s-py", "4", "69% (11/16)", "FAILED"]]
-    [failing] = table_rows(dom, "results-failing")
-    assert failing[:2] == ["s-py", "tests/test_broken.py"]
-    assert re.fullmatch(r"≥4 runs since \d{4}-\d\d-\d\d \(≥0d\)", failing[2]), failing
-    assert failing[3] == "c" * 12 and "exit status 1" in failing[4]
+    [failing] = table_rows(dom, "results-failing")  # its own section, first (#26)
+    assert failing[:3] == ["s-py", "broken", "tests/test_broken.py"]
+    assert re.fullmatch(r"≥4 runs since \d{4}-\d\d-\d\d \(≥0d\)", failing[3]), failing
+    assert failing[4] == "c" * 12 and "exit status 1" in failing[6]
+    assert "run 104" in failing[5]
 
     strips = {s["file"]: s for s in facts["strips"]}
     assert set(strips) == {f"tests/test_{n}.py" for n in ("ok", "flip", "broken", "split")}
@@ -56,8 +57,8 @@ def test_results_section_and_strips_in_chromium(fleet, tmp_path: Path) -> None:
 
     # layout at 800 px: nothing wider than the window, each results table in its box
     assert facts["page_width"] <= facts["viewport"]
-    results_tables = [t for t in facts["tables"] if t["section"] == "results"]
-    assert len(results_tables) == 4  # stages, failing, strips, flaky
+    results_tables = [t for t in facts["tables"] if t["section"] in ("results", "failing")]
+    assert len(results_tables) == 4  # failing now; then stages, strips, flaky
     for t in results_tables:
         assert t["scroll"] == "auto" and t["box_right"] <= t["section_right"], t
     assert facts["paths"] > 0 and facts["broken"] == []

@@ -24,11 +24,14 @@ def test_results_section_in_every_format(fleet) -> None:
         ("tests/test_split.py", "flaky", True)}
 
     md = cli(root, "report", "--format", "markdown").stdout
-    assert "### Results" in md and "#### Failing now (1)" in md and "`PPFP`" in md
+    assert "### Results" in md and "`PPFP`" in md
+    # #26: "Failing now" is the report's first section, before the results
+    assert md.index("### ✖ Failing now (1 file in 1 stage, 1 broken)") < md.index("### Results")
     assert "flaky \\(quarantined\\)" in md and "≥4 runs since" in md
 
     text = cli(root, "report", "--format", "text", "--width", "200").stdout
-    assert "Results per stage" in text and "69% (11/16)" in text and "Failing now (1)" in text
+    assert "Results per stage" in text and "69% (11/16)" in text
+    assert text.index("FAILING NOW (1 file in 1 stage, 1 broken)") < text.index("Results per stage")
 
     html = cli(root, "report", "--format", "html").stdout
     section = html[html.index('<section id="results">'):]

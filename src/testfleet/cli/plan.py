@@ -44,10 +44,9 @@ def _annotation(message: str) -> str:
 
 
 def is_note(message: str) -> bool:
-    """Warnings that every run repeats without anything to fix: a PR label that is not a CI
-    label, and a project that has no history database yet."""
-    return ((message.startswith("PR label ") and "lacks the prefix" in message)
-            or message.startswith("no history database at "))
+    """Warnings that every run repeats without anything to fix: a project that has no
+    history database yet. (A PR label that is not a CI label is not even a note.)"""
+    return message.startswith("no history database at ")
 
 
 @click.command("plan")

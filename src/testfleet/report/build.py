@@ -82,8 +82,35 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
 
     from testfleet.report.links import github_links
 
-    return replace(report, findings=tuple(f.render() for f in sorted(findings)),
-                   links=github_links(os.environ, project.root), results=results)
+    report = replace(report, findings=tuple(f.render() for f in sorted(findings)),
+                     links=github_links(os.environ, project.root), results=results)
+    if results is not None and results.available:
+        report = with_results(report, registry)
+    return report
+
+
+def with_results(report: Report, registry: Registry) -> Report:
+    """Each stage's health, and the gate table's verdicts from the same results that
+    "Failing now" shows (#26): one source of truth for what failed."""
+    from dataclasses import replace
+
+    from testfleet.report.gate_verdicts import with_run_verdicts
+    from testfleet.report.health import stage_health
+
+    results = report.results
+    assert results is not None
+    health = stage_health(results.files, results.failing, results.url)
+    metrics: dict[str, list[str]] = {}
+    for g in registry.gates:
+        key = g.kwargs.get("metric_key")
+        if isinstance(key, str):
+            metrics.setdefault(g.file, []).append(key)
+    backends = {(r.suite, r.file): r.backend for r in registry.registrations}
+    stages = {s.name: s.backend for s in report.stages}
+    gates = with_run_verdicts(report.history.gates, results.files, results.links.url, metrics,
+                              lambda stage, file: backends.get((stage, file),
+                                                               stages.get(stage, "?")))
+    return replace(report, health=health, history=replace(report.history, gates=gates))
 
 
 def report_time() -> dt.datetime:
@@ -98,7 +125,9 @@ def report_time() -> dt.datetime:
 
 
 def _name(project: Project) -> str:
-    return project.root.name or str(project.root)
+    from testfleet.report.project_name import project_name
+
+    return project_name(project)
 
 
 def _config_name(project: Project) -> str:

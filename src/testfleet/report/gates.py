@@ -44,7 +44,7 @@ def gate_history(store: Any, project: Project, gate_files: Iterable[str]
         series.extend(file_series)
     note = ""
     if files and not rows:
-        note = f"{len(files)} gated test file(s), no gated runs recorded yet"
+        note = f"{len(files)} gated test file(s), no baseline runs of their gates stored yet"
     # what moved first, so the cap below drops flat coordinates before a series that moved
     series.sort(key=lambda s: (not _latest_untrusted(s), not worth_drawing(s), s.file,
                                s.metric, s.step))
@@ -76,6 +76,8 @@ def summarize(file: str, history: Sequence[Any], window: int
             coordinates=len({(h.steps_key, h.constraint_key, h.step) for h in latest}),
             last_verdict=verdict(latest[0]), last_run=_when(latest[0].recorded_at),
             runs=len(runs), untrusted_runs=sum(1 for h in runs.values() if not h.trusted),
+            last_source="baseline", last_ts=latest[0].recorded_at,
+            last_ci_run_id=getattr(latest[0], "ci_run_id", None),
         ))
     series = []
     for coord, items in sorted(by_coord.items()):

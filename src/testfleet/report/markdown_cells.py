@@ -40,6 +40,14 @@ def code(text: object, limit: int = MAX_CELL) -> str:
     return f"`{s}`"
 
 
+def link(label: str, url: str) -> str:
+    """``[label](url)`` for a URL testfleet built (a CI run's): the label escaped, and the
+    characters that would end the link's target early percent-encoded."""
+    target = (url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+              .replace("<", "%3C").replace(">", "%3E"))
+    return f"[{md(label)}]({target})"
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
     aligns = [("---:" if a == "r" else "---") for a in (align or "l" * len(header)).ljust(len(header), "l")]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]

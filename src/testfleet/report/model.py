@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from testfleet.report.health import StageHealth
 from testfleet.report.links import RepoLinks
 from testfleet.report.references import Reference
 
@@ -147,17 +148,29 @@ class DriftRow:
 
 @dataclass(frozen=True)
 class GateRow:
-    """One gated (test, metric) with its latest verdict and how many runs were untrusted."""
+    """One gated (test, metric): the gate's verdict in the file's last gated run, and how
+    many baseline runs are stored (and untrusted).
+
+    The verdict is the file's (a gate judges all its metrics together) and comes from the
+    file's recorded results, as "Failing now" does (``last_source = "result"``); a file
+    with no such result keeps its last stored baseline run's (``"baseline"``). See
+    :mod:`testfleet.report.gate_verdicts`.
+    """
 
     file: str
     backend: str
     suite: str
     metric: str
     coordinates: int
-    last_verdict: str | None
+    last_verdict: str | None  # PASS | FAIL | ERROR | INACTIVE | UNTRUSTED (baseline only)
     last_run: str | None
-    runs: int
+    runs: int  # baseline runs stored in the gate's history
     untrusted_runs: int
+    last_mode: str | None = None  # enforced | shadow (from a result)
+    last_source: str | None = None  # result | baseline
+    last_ts: float | None = None
+    last_ci_run_id: str | None = None
+    last_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +256,8 @@ class Report:
     links: RepoLinks | None = None
     # results (issue #14): pass rates, failing files, strips, flaky files, probes
     results: ResultsSection | None = None
+    # #26: each stage's health from its results (stages without results have none)
+    health: tuple[StageHealth, ...] = ()
 
     @property
     def runnable(self) -> int:
@@ -253,8 +268,20 @@ class Report:
     def dormant(self) -> tuple[StageRow, ...]:
         return tuple(s for s in self.stages if s.status == "dormant")
 
+    def health_of(self, stage: str) -> StageHealth | None:
+        return next((h for h in self.health if h.stage == stage), None)
+
+    @property
+    def failing_stages(self) -> tuple[StageHealth, ...]:
+        """Stages whose files failed their last run, broken first, then longest failing;
+        a dormant stage's (probe) failures are its own business, not a failing stage."""
+        dormant = {s.name for s in self.dormant}
+        failing = [h for h in self.health if h.failing and h.stage not in dormant]
+        return tuple(sorted(failing, key=lambda h: (h.state != "broken", -h.streak,
+                                                    h.since or 0.0, h.stage)))
+
     def headline(self) -> str:
-        """One sentence a person can act on."""
+        """One sentence a person can act on: what is failing first, then coverage."""
         t = self.totals
         parts = [f"{self.runnable} of {t.total} registrations can run"]
         if self.holes:
@@ -265,4 +292,17 @@ class Report:
         expired = sum(1 for e in self.ledger if e.expired)
         if expired:
             parts.append(f"{expired} past their expiry")
-        return ", ".join(parts)
+        coverage = ", ".join(parts)
+        failing = self.failing_stages
+        if not failing:
+            return coverage
+        names = [f"{h.stage} broken ({h.streak_text})" if h.state == "broken" else h.stage
+                 for h in failing[:HEADLINE_STAGES]]
+        if len(failing) > HEADLINE_STAGES:
+            names.append(f"{len(failing) - HEADLINE_STAGES} more")
+        n = len(failing)
+        return f"{n} stage{'s' if n != 1 else ''} failing: {', '.join(names)}; {coverage}"
+
+
+#: Failing stages the headline names; the rest are counted.
+HEADLINE_STAGES = 3

@@ -2,14 +2,18 @@
 
 No scripts, no external assets, no network access (a Content-Security-Policy forbids
 it even if something slipped through); charts are inline SVG. Reading order is the
-order of urgency: headline numbers, coverage holes, dormant stages, the matrix, the
-disabled ledger, then shard balance and metric history. Everything from the tree is
-escaped with :func:`html.escape`.
+order of urgency: the headline and its cards, then :data:`SECTIONS` in the order of
+:data:`testfleet.report.sections.ORDER` (failing now, coverage holes, dormant stages,
+the matrix, ..., metric history, results). Everything from the tree is escaped with
+:func:`html.escape`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from testfleet.report import fmt, svg
+from testfleet.report.health import StageHealth
 from testfleet.report.htmlparts import path as _path
 from testfleet.report.htmlparts import scroll
 from testfleet.report.links import RepoLinks
@@ -22,9 +26,11 @@ from testfleet.report.model import (
     TrendSeries,
 )
 from testfleet.report.references import Reference
+from testfleet.report.render_failing import html_section as failing_html
 from testfleet.report.render_results import CSS as RESULTS_CSS
 from testfleet.report.render_results import generated_epoch
 from testfleet.report.render_results import html_section as results_html
+from testfleet.report.sections import ORDER
 from testfleet.report.svg import esc
 from testfleet.report.trends import split as split_trends
 
@@ -40,10 +46,12 @@ CSS = """
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",
 Roboto,"Noto Sans","DejaVu Sans",sans-serif}
-main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}
-header h1{font-size:22px;margin:0 0 2px}
+main{max-width:1360px;margin:0 auto;padding:24px 28px 48px}
+header h1{font-size:22px;margin:0 0 2px} header h1 .tool{color:var(--muted);font-weight:500;
+font-size:15px}
 header .sub{color:var(--muted);font-size:13px}
 .headline{font-size:16px;margin:10px 0 18px;font-weight:600}
+.headline.bad{color:var(--red)}
 .kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:12px;margin-bottom:20px}
 .kpi{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
 .kpi .n{font-size:28px;font-weight:700;line-height:1.1}
@@ -51,6 +59,8 @@ header .sub{color:var(--muted);font-size:13px}
 .kpi.bad{border-color:var(--red);background:var(--red-bg)} .kpi.bad .n{color:var(--red)}
 .kpi.warn{border-color:var(--amber);background:var(--amber-bg)} .kpi.warn .n{color:var(--amber)}
 .kpi.good .n{color:var(--green)}
+.kpi .d{font-size:11.5px;margin-top:2px}
+.kpi.bad .d{color:var(--red);font-weight:600}
 section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;
 margin:0 0 18px}
 section h2{font-size:16px;margin:0 0 10px}
@@ -62,6 +72,8 @@ section h2 .count{color:var(--muted);font-weight:500}
 .hole .what{font-weight:700;font-size:15px;white-space:nowrap}
 .hole .why{overflow-wrap:break-word}
 .ok{border:1px solid var(--green);background:var(--green-bg);color:var(--green);font-weight:600}
+.failing-now{border:2px solid var(--red)} .failing-now h2{color:var(--red);font-size:19px}
+.failing-unknown{padding:8px 18px}
 .dormant{border:2px solid var(--amber);background:var(--amber-bg)}
 .dormant h2{color:var(--amber)}
 .dcard{padding:8px 0;border-top:1px solid rgba(168,100,0,.25)} .dcard:first-of-type{border-top:0}
@@ -77,7 +89,19 @@ td.reason{overflow-wrap:break-word;min-width:12em}
 td.stages{color:var(--muted);font-size:12px}
 td.file{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;
 overflow-wrap:normal;word-break:normal;min-width:14em}
-.tw{overflow-x:auto;max-width:100%}
+.tw{overflow-x:auto;max-width:100%;
+background:linear-gradient(to right,var(--card) 30%,transparent) left/28px 100% no-repeat local,
+linear-gradient(to left,var(--card) 30%,transparent) right/28px 100% no-repeat local,
+radial-gradient(farthest-side at 0 50%,rgba(0,0,0,.22),transparent) left/12px 100% no-repeat scroll,
+radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,.22),transparent) right/12px 100% no-repeat scroll}
+table.matrix td.stage,table.matrix th:first-child{position:sticky;left:0;background:var(--card);
+z-index:1}
+table.matrix tr.dormant-row td.stage{background:var(--amber-bg)}
+table.matrix tr.failing-row td.stage{box-shadow:inset 4px 0 var(--red)}
+table.matrix td.lastrun{font-size:12px;white-space:nowrap}
+table.matrix .streak{font-size:11.5px;color:var(--red);white-space:nowrap;margin-top:2px}
+td.mix{min-width:84px;width:16%} td.mix svg.bar{width:100%;max-width:200px;height:14px;display:block}
+.out-failed{color:var(--red);font-weight:700} .out-passed{color:var(--green);font-weight:600}
 tr.hole-row td:first-child{color:var(--red);font-weight:700}
 tr.dormant-row{background:var(--amber-bg)}
 tr.total td{font-weight:700;border-top:2px solid var(--line)}
@@ -89,6 +113,8 @@ white-space:nowrap}
 .pill.dormant{background:var(--amber-bg);color:var(--amber);border:1px solid var(--amber)}
 .pill.unconfigured{background:var(--red-bg);color:var(--red)}
 .pill.bad{background:var(--red-bg);color:var(--red)}
+.pill.broken{background:var(--red);color:#fff}
+.pill.failing{background:var(--red-bg);color:var(--red);border:1px solid var(--red)}
 .pill.warn{background:var(--amber-bg);color:var(--amber)}
 .pill.pass{background:var(--green-bg);color:var(--green)}
 .legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;color:var(--muted);margin:8px 0 0}
@@ -178,7 +204,24 @@ def _kpis(report: Report) -> str:
     ]
     cells = "".join(f'<div class="kpi {cls}"><div class="n">{n}</div><div class="l">{esc(label)}</div></div>'
                     for cls, n, label in tiles)
-    return f'<div class="kpis">{cells}</div>'
+    return f'<div class="kpis">{_failing_kpi(report)}{cells}</div>'
+
+
+def _failing_kpi(report: Report) -> str:
+    """The first card: how many stages fail, which are broken (their names, up to three)."""
+    r = report.results
+    if r is None or not r.available or not r.files:
+        return ('<div class="kpi" id="kpi-failing"><div class="n">—</div><div class="l">stages '
+                'failing (no results)</div></div>')
+    failing = report.failing_stages
+    broken = [h for h in failing if h.state == "broken"]
+    label = "stages failing" + (f" · {len(broken)} broken" if broken else "")
+    detail = ", ".join(h.stage for h in (broken or failing)[:3])
+    if len(broken or failing) > 3:
+        detail += ", …"
+    return (f'<div class="kpi {"bad" if failing else "good"}" id="kpi-failing"><div class="n">'
+            f'{len(failing)}</div><div class="l">{esc(label)}</div>'
+            + (f'<div class="d mono">{esc(detail)}</div>' if detail else "") + "</div>")
 
 
 def _holes(report: Report) -> str:
@@ -228,29 +271,61 @@ def _legend() -> str:
 def _matrix(report: Report) -> str:
     hole_stages = {h.name for h in report.holes if h.kind == "stage"}
     head = "".join(f'<th class="num">{esc(c)}</th>' for c in CATEGORIES)
+    with_health = report.results is not None and report.results.available
     rows = []
     for s in report.stages:
+        health = report.health_of(s.name)
         cls = []
         if s.name in hole_stages:
             cls.append("hole-row")
         if s.status == "dormant":
             cls.append("dormant-row")
+        elif health is not None and health.failing:
+            cls.append("failing-row")
         cells = "".join(f'<td class="num">{s.counts.get(c)}</td>' for c in CATEGORIES)
         flags = ' <span class="pill warn">trusted only</span>' if s.trusted_only else ""
+        last = f'<td class="lastrun">{_last_run(health)}</td>' if with_health else ""
         rows.append(
-            f'<tr class="{" ".join(cls)}"><td class="mono nw">{esc(s.name)}</td><td>{esc(s.backend)}</td>'
-            f'<td><span class="pill {esc(s.status)}">{esc(s.status)}</span>{flags}</td>'
-            f"<td>{svg.stacked_bar(s.counts)}</td>{cells}"
+            f'<tr class="{" ".join(cls)}"><td class="mono nw stage">{esc(s.name)}</td>'
+            f"<td>{esc(s.backend)}</td><td>{_status(s, health)}{flags}</td>{last}"
+            f'<td class="mix">{svg.stacked_bar(s.counts)}</td>{cells}'
             f'<td class="num">{s.counts.total}</td>'
             f'<td class="num">{esc(fmt.duration(s.counts.est_seconds))}</td></tr>')
     t = report.totals
-    rows.append(f'<tr class="total"><td>all stages</td><td></td><td></td><td>{svg.stacked_bar(t)}</td>'
+    rows.append('<tr class="total"><td class="stage">all stages</td><td></td><td></td>'
+                + ("<td></td>" if with_health else "")
+                + f'<td class="mix">{svg.stacked_bar(t)}</td>'
                 + "".join(f'<td class="num">{t.get(c)}</td>' for c in CATEGORIES)
                 + f'<td class="num">{t.total}</td><td class="num">{esc(fmt.duration(t.est_seconds))}</td></tr>')
-    table = (f'<table><thead><tr><th>stage</th>'
-             f'<th>backend</th><th>status</th><th>mix</th>{head}<th class="num">total</th>'
+    table = ('<table class="matrix"><thead><tr><th>stage</th><th>backend</th><th>status</th>'
+             + ("<th>last run</th>" if with_health else "")
+             + f'<th>mix</th>{head}<th class="num">total</th>'
              f'<th class="num">est. time</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
     return f'<section id="matrix"><h2>Coverage matrix</h2>{scroll(table)}{_legend()}</section>'
+
+
+def _status(s: StageRow, health: StageHealth | None) -> str:
+    """The stage's pill: dormant and unconfigured from the config; an active stage is
+    ``broken`` or ``failing`` when its results say so (never a green "active")."""
+    if s.status != "active" or health is None or not health.failing:
+        return f'<span class="pill {esc(s.status)}">{esc(s.status)}</span>'
+    return (f'<span class="pill {health.state}" title="{esc(health.summary)}">{health.state}'
+            f'</span><div class="streak">{esc(health.streak_text)}</div>')
+
+
+def _last_run(health: StageHealth | None) -> str:
+    """When the stage last ran, whether anything failed in it, and a link to the run."""
+    if health is None:
+        return '<span class="note">no results</span>'
+    last = health.last
+    outcome = (f'<span class="out-{last.outcome.lower()}">{esc(last.outcome.lower())}</span> '
+               f"{esc(last.when)}")
+    if last.url:
+        return (f'{outcome}<br><a href="{esc(last.url)}" rel="noopener noreferrer">'
+                f"{esc(last.label)}</a>")
+    if last.ci_run_id or last.commit:
+        return f'{outcome}<br><span class="note">{esc(last.label)}</span>'
+    return outcome
 
 
 def _groups(title: str, rows: tuple[GroupRow, ...], ident: str) -> str:
@@ -336,40 +411,63 @@ def _no_jobs(report: Report, status: str, reason: str | None) -> str:
 
 
 def _history(report: Report) -> str:
+    """Why there is no history, or what it says about itself (a note)."""
     h = report.history
     if not h.available:
         return f'<section id="history"><h2>History</h2><p class="note">{esc(h.note)}</p></section>'
-    parts = []
-    if h.drift:
-        rows = "".join(
-            f'<tr><td class="file">{_path(d.file)}</td><td class="mono nw">{esc(d.stage)}</td>'
-            f'<td class="num">{esc(fmt.measured(d.literal))}</td>'
-            f'<td class="num">{esc(fmt.measured(d.measured))}</td><td class="num">{d.samples}</td>'
-            f'<td class="num"><span class="pill {"bad" if d.factor > 1 else "warn"}">'
-            f"{esc(fmt.factor(d.factor))}</span></td></tr>" for d in h.drift)
-        parts.append(f'<section id="drift"><h2>Duration drift <span class="count">(est_time vs '
-                     f"measured, factor ≥ {h.drift_factor:g})</span></h2>"
-                     + scroll('<table><thead><tr><th>file</th><th>stage</th>'
-                              '<th class="num">est_time</th><th class="num">measured</th>'
-                              '<th class="num">samples</th><th class="num">factor</th></tr>'
-                              f"</thead><tbody>{rows}</tbody></table>") + "</section>")
-    if h.gates:
-        rows = "".join(
+    return f'<p class="note">History: {esc(h.note)}</p>' if h.note else ""
+
+
+def _drift(report: Report) -> str:
+    h = report.history
+    if not h.available or not h.drift:
+        return ""
+    rows = "".join(
+        f'<tr><td class="file">{_path(d.file)}</td><td class="mono nw">{esc(d.stage)}</td>'
+        f'<td class="num">{esc(fmt.measured(d.literal))}</td>'
+        f'<td class="num">{esc(fmt.measured(d.measured))}</td><td class="num">{d.samples}</td>'
+        f'<td class="num"><span class="pill {"bad" if d.factor > 1 else "warn"}">'
+        f"{esc(fmt.factor(d.factor))}</span></td></tr>" for d in h.drift)
+    return (f'<section id="drift"><h2>Duration drift <span class="count">(est_time vs '
+            f"measured, factor ≥ {h.drift_factor:g})</span></h2>"
+            + scroll('<table><thead><tr><th>file</th><th>stage</th>'
+                     '<th class="num">est_time</th><th class="num">measured</th>'
+                     '<th class="num">samples</th><th class="num">factor</th></tr>'
+                     f"</thead><tbody>{rows}</tbody></table>") + "</section>")
+
+
+def _gates(report: Report) -> str:
+    """Each gated metric with the gate's verdict in its file's last gated run: the verdict
+    "Failing now" reads (see :mod:`testfleet.report.gate_verdicts`)."""
+    h = report.history
+    if not h.available or not h.gates:
+        return ""
+    rows = []
+    for g in h.gates:
+        mode = f' <span class="note">{esc(g.last_mode)}</span>' if g.last_mode else ""
+        when = esc(g.last_run or "—")
+        if g.last_url:
+            when += (f'<br><a href="{esc(g.last_url)}" rel="noopener noreferrer">'
+                     f"run {esc(g.last_ci_run_id or '')}</a>")
+        source = "" if g.last_source != "baseline" else ' <span class="note">(baseline run)</span>'
+        rows.append(
             f'<tr><td class="file">{_path(g.file)}</td><td class="mono nw">{esc(g.suite)}</td>'
             f'<td class="mono">{esc(g.metric)}</td><td class="num">{g.coordinates}</td>'
-            f"<td>{_verdict(g.last_verdict)}</td><td>{esc(g.last_run or '—')}</td>"
-            f'<td class="num">{g.runs}</td><td class="num">{g.untrusted_runs}</td></tr>'
-            for g in h.gates)
-        parts.append('<section id="gates"><h2>Metric gates</h2>'
-                     + scroll('<table><thead><tr><th>file</th><th>suite</th><th>metric</th>'
-                              '<th class="num">coords</th><th>last verdict</th><th>last run</th>'
-                              '<th class="num">runs</th><th class="num">untrusted</th></tr>'
-                              f"</thead><tbody>{rows}</tbody></table>") + "</section>")
-    if h.trends:
-        parts.append(_trends(h.trends))
-    if h.note:
-        parts.append(f'<p class="note">History: {esc(h.note)}</p>')
-    return "".join(parts)
+            f"<td class=\"nw\">{_verdict(g.last_verdict)}{mode}{source}</td><td class=\"nw\">{when}</td>"
+            f'<td class="num">{g.runs}</td><td class="num">{g.untrusted_runs}</td></tr>')
+    return ('<section id="gates"><h2>Metric gates</h2>'
+            + scroll('<table class="gates"><thead><tr><th>file</th><th>suite</th><th>metric</th>'
+                     '<th class="num">coords</th><th>last verdict</th><th>last run</th>'
+                     '<th class="num">baseline runs</th><th class="num">untrusted</th></tr>'
+                     f"</thead><tbody>{''.join(rows)}</tbody></table>")
+            + '<p class="note">Last verdict: the gate\'s verdict on the file in its last gated '
+            "run, as recorded with the file's result (the run \"Failing now\" reads); baseline "
+            "runs: runs stored in the gate's history (nightly/weekly cadences).</p></section>")
+
+
+def _trends_section(report: Report) -> str:
+    h = report.history
+    return _trends(h.trends) if h.available and h.trends else ""
 
 
 def _trends(trends: tuple[TrendSeries, ...]) -> str:
@@ -422,41 +520,75 @@ def _findings(report: Report) -> str:
     return f'<section id="findings"><h2>Check rules</h2><ul>{items}</ul></section>'
 
 
-def _nav(report: Report) -> str:
+def _backends(report: Report) -> str:
+    return f'<section>{_groups("Backends", report.backends, "backends")}</section>'
+
+
+def _labels(report: Report) -> str:
+    return f'<section>{_groups("Labels", report.labels, "labels")}</section>' if report.labels else ""
+
+
+def _results(report: Report) -> str:
+    return results_html(report.results, generated_epoch(report), _path)
+
+
+def _failing(report: Report) -> str:
+    return failing_html(report, _path)
+
+
+#: Each section of :data:`testfleet.report.sections.ORDER`: its entry in the page's
+#: navigation (None: not listed) and its HTML ("" when it has nothing to show). The
+#: section's id is its anchor.
+SECTIONS: dict[str, tuple[Callable[[Report], str | None], Callable[[Report], str]]] = {
+    "failing": (lambda r: "failing now" if r.results is not None and r.results.failing
+                else None, _failing),
+    "holes": (lambda r: f"holes ({len(r.holes)})", _holes),
+    "dormant": (lambda r: "dormant", _dormant),
+    "matrix": (lambda r: "matrix", _matrix),
+    "backends": (lambda r: "backends", _backends),
+    "labels": (lambda r: "labels", _labels),
+    "ledger": (lambda r: f"disabled ({len(r.ledger)})", _ledger),
+    "plan": (lambda r: "shards", _plan),
+    "drift": (lambda r: "drift", _drift),
+    "gates": (lambda r: "gates", _gates),
+    "trends": (lambda r: "trends", _trends_section),
+    "history": (lambda r: "history" if not r.history.available else None, _history),
+    "results": (lambda r: "results", _results),
+    "findings": (lambda r: "check", _findings),
+}
+
+
+def _nav(items: list[tuple[str, str]]) -> str:
     """In-page links (plain anchors: no JavaScript) to each section present."""
-    h = report.history
-    items = [("holes", f"holes ({len(report.holes)})"),
-             *([("dormant", "dormant")] if report.dormant else []),
-             ("matrix", "matrix"), ("backends", "backends"),
-             ("ledger", f"disabled ({len(report.ledger)})"),
-             *([("plan", "shards")] if report.plan is not None else []),
-             *([("drift", "drift")] if h.drift else []),
-             *([("gates", "gates")] if h.gates else []),
-             *([("trends", "trends")] if h.trends else []),
-             *([("history", "history")] if not h.available else []),
-             *([("results", "results")] if report.results is not None else []),
-             *([("labels", "labels")] if report.labels else []),
-             *([("findings", "check")] if report.findings else [])]
     links = "".join(f'<a href="#{ident}">{esc(text)}</a>' for ident, text in items)
     return f'<nav class="toc">{links}</nav>'
 
 
 def render_html(report: Report) -> str:
+    body, nav = [], []
+    for ident in ORDER:
+        if ident not in SECTIONS:
+            continue
+        label, render = SECTIONS[ident]
+        html = render(report)
+        if not html:
+            continue
+        body.append(html)
+        text = label(report)
+        if text is not None and f'id="{ident}"' in html:
+            nav.append((ident, text))
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in report.notes)
-    labels = _groups("Labels", report.labels, "labels") if report.labels else ""
+    name = esc(report.project)
+    headline = "headline bad" if report.failing_stages else "headline"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>testfleet report · {esc(report.project)}</title><style>{CSS}{RESULTS_CSS}</style></head><body><main>"
-        f'<header><h1>testfleet · {esc(report.project)}</h1><div class="sub">coverage report generated '
-        f"{esc(report.generated)}</div></header>"
-        f'<p class="headline">{esc(report.headline())}</p>{_nav(report)}'
-        f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
-        f'<section>{_groups("Backends", report.backends, "backends")}</section>'
-        f"{_ledger(report)}{_plan(report)}{_history(report)}"
-        f"{results_html(report.results, generated_epoch(report), _path)}"
-        f"{'<section>' + labels + '</section>' if labels else ''}{_findings(report)}{notes}"
+        f"<title>{name} · testfleet report</title><style>{CSS}{RESULTS_CSS}</style></head><body><main>"
+        f'<header><h1>{name} <span class="tool">· testfleet report</span></h1><div class="sub">'
+        f"coverage report generated {esc(report.generated)}</div></header>"
+        f'<p class="{headline}">{esc(report.headline())}</p>{_nav(nav)}'
+        f"{_kpis(report)}{''.join(body)}{notes}"
         f"<footer>testfleet report · schema {esc('testfleet.report/1')}</footer>"
         "</main></body></html>\n"
     )

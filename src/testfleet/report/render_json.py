@@ -22,11 +22,14 @@ def to_json_data(report: Report) -> dict[str, Any]:
         "config_file": report.config_file,
         "generated": report.generated,
         "headline": report.headline(),
+        # #26: stages whose files failed their last run (broken: one failed 3+ runs in a row)
+        "failing_stages": sorted(h.stage for h in report.failing_stages),
+        "broken_stages": sorted(h.stage for h in report.failing_stages if h.state == "broken"),
         "totals": report.totals.to_json(),
         "runnable": report.runnable,
         "holes": [{"kind": x.kind, "name": x.name, "cause": x.cause, "detail": x.detail,
                    "lost": x.lost} for x in report.holes],
-        "stages": [_stage(s) for s in report.stages],
+        "stages": [_stage(s, report) for s in report.stages],
         "dormant": [{"name": s.name, "backend": s.backend, "reason": s.reason,
                      "references": [r.to_json() for r in s.references],
                      "registrations": s.counts.total, "would_run": s.counts.active}
@@ -46,6 +49,9 @@ def to_json_data(report: Report) -> dict[str, Any]:
             "gates": [{"file": g.file, "backend": g.backend, "suite": g.suite,
                        "metric": g.metric, "coordinates": g.coordinates,
                        "last_verdict": g.last_verdict, "last_run": g.last_run,
+                       "last_mode": g.last_mode, "last_source": g.last_source,
+                       "last_ts": g.last_ts, "last_ci_run_id": g.last_ci_run_id,
+                       "last_url": g.last_url,
                        "runs": g.runs, "untrusted_runs": g.untrusted_runs} for g in h.gates],
             "trends": [{"file": t.file, "metric": t.metric, "step": t.step, "label": t.label,
                         "reference": t.reference,
@@ -84,10 +90,13 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _stage(s: StageRow) -> dict[str, Any]:
+def _stage(s: StageRow, report: Report) -> dict[str, Any]:
+    """``status`` is the configuration's; ``health`` what its results say (null: none)."""
+    health = report.health_of(s.name)
     return {"name": s.name, "backend": s.backend, "status": s.status, "reason": s.reason,
             "references": [r.to_json() for r in s.references], "trusted_only": s.trusted_only,
-            "runs_on": list(s.runs_on), "counts": s.counts.to_json(), "config_line": s.config_line}
+            "runs_on": list(s.runs_on), "counts": s.counts.to_json(), "config_line": s.config_line,
+            "health": health.to_json() if health is not None else None}
 
 
 def _group(g: GroupRow) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The results section in each report format (text, Markdown, JSON, HTML).
 
 One place for the section so every format says the same: per stage the pass rate over
-the runs read and the last run's outcome; the failing files now, since when and from
-which commit; a strip per file (SVG in HTML, letters elsewhere); flaky, recovered and
-broken files; and, per dormant stage, its probe history.
+the runs read and the last run's outcome; a strip per file (SVG in HTML, letters
+elsewhere); flaky, recovered and broken files; and, per dormant stage, its probe
+history. The files failing now are the report's first section, not part of this one
+(:mod:`testfleet.report.render_failing`); the JSON keeps them here as ``failing``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _date(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d")
 
 
-def _since(f: Any, now: float) -> str:
+def since(f: Any, now: float) -> str:
+    """How long a file has been failing: ``≥7 runs since 2026-05-01 (≥6d)``."""
     days = max(0, int((now - f.since) // 86400))
     bound = "" if f.complete else "≥"
     return f"{bound}{f.streak} run{'s' if f.streak != 1 else ''} since {_date(f.since)} ({bound}{days}d)"
@@ -96,16 +98,6 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
         t.add_row(s.stage, str(s.files), f"{s.pass_rate:.0%} ({s.passes}/{s.runs})",
                   Text(s.last_outcome, style="red" if s.last_outcome == "FAILED" else "green"))
     parts.append(t)
-    if r.failing:
-        t = Table(title=f"Failing now ({len(r.failing)})", title_justify="left")
-        t.add_column("stage", overflow="fold")
-        cell = path_column(t, "file", [f.file for f in r.failing])
-        for col in ("failing for", "first failing commit", "last reason"):
-            t.add_column(col, overflow="fold")
-        for f in r.failing:
-            t.add_row(f.stage, cell(f.file), _since(f, now), (f.first_commit or "-")[:12],
-                      Text((f.last.reason or f.last.outcome)[:200]))
-        parts.append(t)
     t = Table(title=f"Result strips ({LEGEND})", title_justify="left")
     t.add_column("stage", overflow="fold")
     cell = path_column(t, "file", [f.file for f in r.files])
@@ -151,13 +143,6 @@ def markdown_lines(r: ResultsSection | None, now: float) -> list[str]:
                     f"**{s.last_outcome}**" if s.last_outcome == "FAILED" else s.last_outcome]
                    for s in r.stages], "lrrl")
     out.append("")
-    if r.failing:
-        out += [f"#### Failing now ({len(r.failing)})", ""]
-        out += _table(["stage", "file", "failing for", "first failing commit", "last reason"],
-                      [[code(f.stage), code(f.file), md(_since(f, now)),
-                        code((f.first_commit or "-")[:12]),
-                        md((f.last.reason or f.last.outcome)[:200])] for f in r.failing])
-        out.append("")
     out += [f"#### Result strips ({md(LEGEND)})", ""]
     out += _table(["stage", "file", "runs"],
                   [[code(f.stage), code(f.file), code(f.strip)] for f in r.files])
@@ -192,7 +177,9 @@ def json_data(r: ResultsSection | None) -> dict[str, Any] | None:
                     "last_run_id": s.last_run_id} for s in r.stages],
         "failing": [{"stage": f.stage, "file": f.file, "streak": f.streak, "since": f.since,
                      "complete": f.complete, "first_commit": f.first_commit,
-                     "first_run_id": f.first_run_id, "last_reason": f.last.reason}
+                     "first_run_id": f.first_run_id, "last_reason": f.last.reason,
+                     "last_outcome": f.last.outcome, "last_ts": f.last.ts,
+                     "last_ci_run_id": f.last.ci_run_id, "last_url": r.url(f.last)}
                     for f in r.failing],
         "files": [summary_json(f, r.url) for f in r.files],
         "flaky": [v.to_json() for v in r.flaky],
@@ -227,17 +214,6 @@ def html_section(r: ResultsSection | None, now: float, path: Any = html_path) ->
              f'file)</span></h2><table class="results-stages"><thead><tr><th>stage</th>'
              f'<th class="num">files</th><th class="num">pass rate</th><th>last run</th></tr>'
              f"</thead><tbody>{stage_rows}</tbody></table>"]
-    if r.failing:
-        rows = "".join(
-            f'<tr class="failing"><td class="mono nw">{esc(f.stage)}</td><td class="file">'
-            f"{path(f.file)}</td><td>{esc(_since(f, now))}</td>"
-            f'<td class="mono">{esc((f.first_commit or "—")[:12])}</td>'
-            f'<td class="reason">{esc((f.last.reason or f.last.outcome)[:300])}</td></tr>'
-            for f in r.failing)
-        parts.append(f'<h3 id="failing">Failing now ({len(r.failing)})</h3><table '
-                     f'class="results-failing"><thead><tr><th>stage</th><th>file</th>'
-                     f"<th>failing for</th><th>first failing commit</th><th>last reason</th>"
-                     f"</tr></thead><tbody>{rows}</tbody></table>")
     slots = max((len(f.runs) for f in r.files), default=0)
     rows = "".join(
         f'<tr><td class="mono">{esc(f.stage)}</td><td class="file">{path(f.file)}</td>'

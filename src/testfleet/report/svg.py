@@ -36,7 +36,9 @@ def stacked_bar(counts: Counts, width: int = 200, height: int = 14) -> str:
     """One row of the coverage matrix as a bar split by category."""
     total = counts.total
     title = ", ".join(f"{c}: {counts.get(c)}" for c in CATEGORIES)
+    # preserveAspectRatio none: in a narrow matrix the bar may shrink sideways, keeping its height
     parts = [f'<svg class="bar" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             'preserveAspectRatio="none" '
              f'role="img" aria-label="{esc(title)}">']
     parts.append(f'<rect width="{width}" height="{height}" rx="3" fill="var(--track)"/>')
     x = 0.0
