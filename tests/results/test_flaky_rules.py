@@ -104,6 +104,6 @@ def test_a_file_run_twice_in_one_run_counts_once_at_its_worst() -> None:
 
 def test_local_runs_without_a_ci_run_id_stay_separate() -> None:
     local = [RunResult("t.py", "s", o, ts=100.0 - i, commit="a")
-             for i, o in enumerate("PASSED FAILED PASSED PASSED".split())]
+             for i, o in enumerate(["PASSED", "FAILED", "PASSED", "PASSED"])]
     v = classify(local, POLICY)
     assert v is not None and v.runs == 4 and v.state == "flaky"
