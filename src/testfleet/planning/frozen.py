@@ -54,7 +54,7 @@ def load_frozen(path: Path) -> Plan | None:
 
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none yet, or no cache directory at all
         return None
     except OSError as exc:
         raise UsageError(f"cannot read the frozen plan of this run {path}: "
