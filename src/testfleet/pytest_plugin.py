@@ -398,10 +398,10 @@ def _record(job: _Job, verdicts: dict[str, str]) -> None:
                          "verdict needs all of its tests")
         return
     try:
-        from testfleet.runner.hooks import current_commit
         from testfleet.runner.jobs import ci_run_id
         from testfleet.store import open_store
         from testfleet.store.durations import Execution
+        from testfleet.vcs import current_commit
 
         commit = current_commit(job.root)
         ci_run = ci_run_id()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 from testfleet.config import Project
 from testfleet.runner.executor import GateVerdict
 from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, Outcome, RunItem
+from testfleet.vcs import current_commit
 
 Warn = Callable[[str], None]
 CHECKPOINT_EVERY = 2.0  # seconds between JUnit checkpoints (the final write is always done)
@@ -39,21 +39,6 @@ def history_timeout(environ: dict[str, str]) -> float:
     except ValueError:
         return DEFAULT_HISTORY_TIMEOUT
     return value if math.isfinite(value) and value > 0 else DEFAULT_HISTORY_TIMEOUT
-
-
-def current_commit(root: Path, environ: dict[str, str] | None = None) -> str | None:
-    """``GITHUB_SHA`` when set, else ``git rev-parse HEAD`` when git and a repo exist."""
-    env = os.environ if environ is None else environ
-    sha = env.get("GITHUB_SHA", "").strip()
-    if sha:
-        return sha
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    value = out.stdout.strip()
-    return value if out.returncode == 0 and value else None
 
 
 def history_outcome(attempt: Attempt) -> str:

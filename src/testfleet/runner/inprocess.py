@@ -39,8 +39,8 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
     from testfleet.cachedir import cache_dir_problem
     from testfleet.planning import make_plan
     from testfleet.planning.frozen import freeze, frozen_key, frozen_path, load_frozen
-    from testfleet.runner.hooks import current_commit
     from testfleet.runner.jobs import ci_run_id
+    from testfleet.vcs import current_commit
 
     env = os.environ if environ is None else environ
     unusable = cache_dir_problem(project.root, project.config.cache_dir)
