@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from testfleet.history.bundle import Bundle, BundleError, GateValueRecord, read_file
 from testfleet.history.trust import admit
+from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -56,9 +57,10 @@ class MergeResult:
                 "size_bytes": self.size_bytes}
 
 
-def read_bundles(paths: Sequence[Path]) -> list[Bundle]:
-    """Every bundle verified, or the first problem as a :class:`BundleError`."""
-    return [read_file(p) for p in paths]
+def read_bundles(paths: Sequence[Path], base: Path | None = None) -> list[Bundle]:
+    """Every bundle verified, or the first problem as a :class:`BundleError`; relative
+    paths are read from ``base`` (``-C DIR``)."""
+    return [read_file(p, base) for p in paths]
 
 
 def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: bool = False,
@@ -71,11 +73,11 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     for bundle in bundles:
         verdict = admit(bundle.payload.source, allow_untrusted=allow_untrusted,
                         require_ref=require_ref)
-        if verdict.refused:
-            refused.append(f"{bundle.name}: refused: {verdict.refused}")
+        if verdict.refused:  # the bundle's name is escaped already; its source's fields not
+            refused.append(f"{bundle.name}: refused: {printable(verdict.refused)}")
             continue
         if verdict.note:
-            result.notes.append(f"{bundle.name}: {verdict.note}")
+            result.notes.append(f"{bundle.name}: {printable(verdict.note)}")
         admitted.append((bundle, verdict.baselines_trusted))
     if refused:
         raise BundleError("nothing merged:\n  " + "\n  ".join(refused))
