@@ -15,6 +15,7 @@ from testfleet.report.references import describe
 from testfleet.report.render_results import generated_epoch, path_column, text_parts
 from testfleet.report.trends import flat_line, moving_row
 from testfleet.report.trends import split as split_trends
+from testfleet.textsafe import printable
 
 # a path column in a table with many columns: longer paths wrap after a "/"
 NARROW_PATH = 32
@@ -181,7 +182,8 @@ def _history(report: Report) -> list[object]:
         for col in ("stage", "est_time", "measured", "samples", "factor"):
             table.add_column(col, overflow="ellipsis")
         for d in h.drift:
-            table.add_row(cell(d.file), d.stage, fmt.measured(d.literal), fmt.measured(d.measured),
+            table.add_row(cell(d.file), Text(printable(d.stage)), fmt.measured(d.literal),
+                          fmt.measured(d.measured),
                           str(d.samples), fmt.factor(d.factor))
         parts.append(table)
     if h.gates:
@@ -193,7 +195,7 @@ def _history(report: Report) -> list[object]:
             table.add_column(col, overflow="ellipsis")
         for g in h.gates:
             style = {"FAIL": "bold red", "ERROR": "bold red", "PASS": "green"}.get(g.last_verdict or "", "")
-            table.add_row(cell(g.file), g.suite, metric(g.metric), str(g.coordinates),
+            table.add_row(cell(g.file), Text(printable(g.suite)), metric(g.metric), str(g.coordinates),
                           Text(g.last_verdict or "—", style=style), g.last_run or "—",
                           str(g.runs), str(g.untrusted_runs))
         parts.append(table)
