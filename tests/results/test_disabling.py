@@ -69,6 +69,8 @@ def test_refusals_leave_nothing_half_done(source: bytes, suite: str, reason: str
 @pytest.mark.parametrize(("args", "message"), [
     (("  ",), "non-empty"), (("a\nb",), "control character"), (("x", "2230"), "expected #N"),
     (("x", None, "2027-13-01"), "YYYY-MM-DD"), (("x", None, "20270101"), "YYYY-MM-DD"),
+    # accepted by date.fromisoformat, never read back by the ledger (#27)
+    (("x", None, "2024-W01-1"), "YYYY-MM-DD"), (("x", None, "\uff12\uff10\uff12\uff14-01-01"), "YYYY-MM-DD"),
 ])
 def test_bad_reason_ref_until(args: tuple, message: str) -> None:
     with pytest.raises(EditError, match=message):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 BOM = b"\xef\xbb\xbf"
 _ISSUE = re.compile(r"^#[1-9][0-9]{0,9}$")
 _URL = re.compile(r"^https?://[^\s\"'\\]+$")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class EditError(Exception):
@@ -49,12 +50,14 @@ def compose_reason(reason: str, ref: str | None = None, until: str | None = None
         if ref not in text:
             text += f", see {ref}"
     if until is not None:
+        # Only the form the ledger reads back (report/expiry.py): fromisoformat alone also
+        # takes 2024-W01-1 and 20240101, which would be written and never tracked.
+        if not _DATE.fullmatch(until):
+            raise EditError(f"--until {until!r}: expected a date YYYY-MM-DD")
         try:
             dt.date.fromisoformat(until)
         except ValueError:
             raise EditError(f"--until {until!r}: expected a date YYYY-MM-DD") from None
-        if len(until) != 10:
-            raise EditError(f"--until {until!r}: expected a date YYYY-MM-DD")
         text += f", until {until}"
     return text
 
