@@ -26,12 +26,10 @@ from pathlib import Path, PurePosixPath
 
 from testfleet.errors import UsageError
 from testfleet.registry.model import MAX_EST_TIME
-from testfleet.store.durations import Execution
+from testfleet.store.durations import FUTURE_SKEW, Execution
 from testfleet.textsafe import printable
 
 MAX_BYTES = 256 * 1024 * 1024
-#: Clock skew tolerated between the machine that wrote a JUnit file and this one.
-FUTURE_SKEW = 300.0
 _RANK = {"PASSED": 0, "NOT_RUN": -1, "FAILED": 2, "ERROR": 3}
 
 
