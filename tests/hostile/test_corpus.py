@@ -545,6 +545,23 @@ CORPUS: list[Row] = [
                                          gate_value(1, "m" + SMUGGLED, 3.0, step=5),
                                          gate_value(2, "m" + SMUGGLED, 3.0, step=5)])},
         ["report", "--format", "text"], {}, 0, "m" + SHOWN, setup=_bundle_path("b.bundle")),
+    row("results-testcase-workflow-commands",
+        {"b.bundle": bundle(executions=[execution(1, outcome="FAILED", reason="r" + SMUGGLED)],
+                            testcases=[case_row(1, "test_[/]" + SMUGGLED)])},
+        ["results", "--tests"], {}, 0, "test_[/]" + SHOWN, setup=_bundle_path("b.bundle")),
+    row("flaky-testcase-workflow-commands",
+        {"b.bundle": bundle(executions=[execution(n, outcome=o, ts=NOW - DAY + n, ci_run_id=str(n))
+                                        for n, o in ((1, "FAILED"), (2, "PASSED"), (3, "FAILED"))],
+                            testcases=[{**case_row(n, "test_[/]" + SMUGGLED, NOW - DAY + n),
+                                        "outcome": o}
+                                       for n, o in ((1, "FAILED"), (2, "PASSED"), (3, "FAILED"))])},
+        ["flaky", "--all"], {}, 0, "test_[/]" + SHOWN, setup=_bundle_path("b.bundle")),
+    row("gate-history-workflow-commands",
+        {"tests/test_a.py": GATED_TEST,
+         "b.bundle": bundle(gate_runs=[gate_run(1, run_id="r[/]" + SMUGGLED)],
+                            gate_values=[gate_value(1, "m" + SMUGGLED, 1.0)])},
+        ["gate", "history", "--test", "tests/test_a.py"], {}, 0, "m" + SHOWN,
+        setup=_bundle_path("b.bundle")),
     # D1: disable / enable never lose an edit, keep the file's identity, restore every byte.
     Row("disable-12-at-once", {"testfleet.toml": TWELVE, "tests/test_a.py": TWELVE_TEST},
         [[["disable", "tests/test_a.py", "--stage", f"s{i}", "--reason", f"broken {i}"]
