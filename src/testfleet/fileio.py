@@ -110,20 +110,24 @@ class NotARegularFile(OSError):
     """What stands at a path is a FIFO, socket, device, directory or symlink."""
 
 
-def read_regular(path: Path, limit: int | None = None) -> bytes:
+def read_regular(path: Path, limit: int | None = None, *, follow: bool = False) -> bytes:
     """The bytes of ``path`` if it is a regular file, never blocking on what is not.
 
     Opening a FIFO for reading waits for a writer, forever if none comes; a PR or a
-    restored cache can put one where testfleet expects its own cache file. The file
-    is opened non-blocking without following a final symlink and checked with
-    ``fstat`` (no race between a check and the open); anything but a regular file is
-    :class:`NotARegularFile` (an ``OSError``, so callers' "unreadable" paths apply).
-    A file larger than ``limit`` bytes is an ``OSError`` (EFBIG) saying so, before
-    anything is read.
+    restored cache can put one where testfleet expects its own cache file, and a
+    downloaded artifact or an event payload can be one where a file is named. The file
+    is opened non-blocking and checked with ``fstat`` (no race between a check and the
+    open); anything but a regular file is :class:`NotARegularFile` (an ``OSError``, so
+    callers' "unreadable" paths apply). A final symlink is refused unless ``follow``
+    (a file someone named on the command line may be a link; testfleet's own caches
+    may not). A file larger than ``limit`` bytes is an ``OSError`` (EFBIG) saying so,
+    before anything is read.
     """
     import stat
 
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from testfleet.errors import UsageError
-from testfleet.store.junit_import import FileMatcher, read_cases, run_id_for, to_executions
+from testfleet.store.junit_import import (
+    FileMatcher,
+    parse_cases,
+    read_cases,
+    run_id_for,
+    to_executions,
+)
 
 REGISTERED = {
     "tests/e2e/megatron/test_dense.py": {"stage-c-h200"},
@@ -176,26 +182,48 @@ def test_absurd_time_is_refused(tmp_path: Path) -> None:
     assert "c::huge: time '1e308' is more than 604800 seconds (7 days)" in text
 
 
-def test_endless_stream_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pipe or device (size 0 to stat, like /dev/zero) is read only up to the cap."""
+def test_pipes_devices_and_big_files_are_refused_unread(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO blocked the import forever when no writer came (#27) and /dev/zero is read
+    without end: only a regular file (or a link to one) is read, up to the cap."""
     import os
-    import threading
 
     from testfleet.store import junit_import
 
     monkeypatch.setattr(junit_import, "MAX_BYTES", 1000)
     fifo = tmp_path / "stream.xml"
-    os.mkfifo(fifo)
-
-    def feed() -> None:
-        try:
-            with open(fifo, "wb") as fh:
-                fh.write(b"<testsuite>" + b" " * 5000 + b"</testsuite>")
-        except BrokenPipeError:
-            pass
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
-    with pytest.raises(UsageError, match="larger than 1000 bytes"):
+    os.mkfifo(fifo)  # no writer: opening it for reading would wait forever
+    with pytest.raises(UsageError, match=r"stream\.xml: is a FIFO, not a regular file"):
         read_cases(fifo)
-    writer.join(timeout=10)
+    with pytest.raises(UsageError, match="is a character device, not a regular file"):
+        read_cases(Path("/dev/zero"))
+    big = tmp_path / "big.xml"
+    big.write_bytes(b"<testsuite>" + b" " * 5000 + b"</testsuite>")
+    with pytest.raises(UsageError, match="more than the 1000 bytes testfleet reads"):
+        read_cases(big)
+    (tmp_path / "link.xml").symlink_to(big)
+    with pytest.raises(UsageError, match="more than the 1000 bytes"):  # followed, then capped
+        read_cases(tmp_path / "link.xml")
+
+
+@pytest.mark.parametrize(("encoding", "name"), [
+    ("shift_jis", "テスト"), ("euc-jp", "テスト"), ("gb2312", "测试"), ("big5", "測試"),
+    ("cp932", "テスト"), ("UTF-7", "tést"), ("cp1252", "tést"), ("latin-1", "tést"),
+    ("utf-8", "tést"),
+])
+def test_a_declared_encoding_is_decoded(tmp_path: Path, encoding: str, name: str) -> None:
+    """pyexpat raised ValueError on multi-byte encodings (#27): they are decoded here."""
+    data = (f"<?xml version='1.0' encoding='{encoding}'?><testsuite><testcase classname='c' "
+            f"name='{name}' time='1'/></testsuite>").encode(encoding)
+    assert [c.name for c in parse_cases(data, tmp_path / "r.xml")] == [name]
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b'<?xml version="1.0" encoding="x-nope"?><testsuite/>', "unknown encoding 'x-nope'"),
+    (b'<?xml version="1.0" encoding="base64"?><testsuite/>', "not a text encoding"),
+    (b'<?xml version="1.0" encoding="shift_jis"?><testsuite name="\x81"/>', "not valid shift_jis"),
+    (b'<?xml version="1.0" encoding="UTF-7"?>+ADw-!DOCTYPE t+AD4-<testsuite/>', "DTD or entity"),
+])
+def test_a_bad_or_hiding_encoding_is_refused(tmp_path: Path, data: bytes, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_cases(data, tmp_path / "r.xml")

@@ -1,13 +1,16 @@
-"""Property-based fuzzing of the parsers that read untrusted input (issue #17): the
+"""Property-based fuzzing of the parsers that read untrusted input (issues #17, #27): the
 configuration, the plan file, the GitHub event payload, metric record lines, history
-bundles and registrations in test files. Each either accepts its input or refuses it
-with testfleet's own error, never another exception. Bounded: every property runs at
-most 60 examples, the file in well under a minute."""
+bundles (with odd digits in their schema, integers no column holds and times after the
+merge, merged into a real SQLite history), JUnit files in any declared encoding and
+registrations in test files. Each either accepts its input or refuses it with
+testfleet's own error, never another exception. Bounded: every property runs at most
+60 examples, the file in well under a minute."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path as _Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -166,6 +169,136 @@ def test_bundle_bytes_refuse_cleanly(raw: bytes) -> None:
 
     with contextlib.suppress(BundleError):
         decode(raw)
+
+
+# New shapes (#27): digits that are digits to str.isdigit() but not to int(), integers no
+# history column holds, times after the merge.
+ODD_DIGITS = st.sampled_from(["\u00b9", "\u0661", "\uff11", "\u0663", "1\u00b2", "\u2460"])
+HUGE = st.sampled_from([2**31, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, 10**400])
+FUTURE = st.sampled_from([4e9, 1e12, 253402300800.0, 1.7976931348623157e308])
+_INT_PATHS = [("executions", 0, "attempt"), ("gate_values", 0, "step"),
+              ("gate_values", 0, "actual_step"), ("store_schema",)]
+_TIME_PATHS = [("executions", 0, "ts"), ("executions", 0, "recorded_at"),
+               ("gate_runs", 0, "recorded_at"), ("gate_runs", 0, "untrusted_at"),
+               ("testcases", 0, "recorded_at"), ("created_at",)]
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    import copy
+
+    doc = copy.deepcopy(doc)
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return doc
+
+
+@BOUNDED
+@given(ODD_DIGITS, st.sampled_from(["testfleet.bundle/", "testfleet.bundle/1", "testfleet.bundle/0"]))
+def test_bundle_schema_with_odd_digits_is_foreign(digits: str, prefix: str) -> None:
+    from testfleet.history.bundle import BundleError, decode
+
+    raw = _sealed(_json_bytes(BASE_PAYLOAD), _json_bytes(prefix + digits))
+    try:
+        decode(raw)
+    except BundleError as exc:
+        assert "foreign schema" in str(exc)
+    else:
+        raise AssertionError(f"{prefix + digits!r} was accepted")
+
+
+_MERGE: dict[str, Any] = {}
+
+
+def _merge_store() -> Any:
+    """One SQLite history for the merge properties (a store per example would dominate)."""
+    if "store" not in _MERGE:
+        import tempfile
+        from pathlib import Path
+
+        from testfleet.config import load_project
+        from testfleet.store import open_store
+
+        root = Path(tempfile.mkdtemp(prefix="tf-fuzz-"))
+        (root / "tests").mkdir()
+        (root / "testfleet.toml").write_text('roots = ["tests"]\n[stages.a]\nbackend = "cpu"\n')
+        _MERGE["store"] = open_store(load_project(root), None)
+    return _MERGE["store"]
+
+
+@BOUNDED
+@given(st.one_of(st.tuples(st.sampled_from(_INT_PATHS), HUGE),
+                 st.tuples(st.sampled_from(_TIME_PATHS), FUTURE)),
+       st.binary(min_size=16, max_size=16))
+def test_bundles_with_huge_numbers_or_future_times_refuse_or_merge_bounded(
+        mutation: tuple[tuple[Any, ...], Any], salt: bytes) -> None:
+    """A huge integer is refused as invalid (no OverflowError at insert); a time after the
+    merge never reaches the history (no stored row is dated after now + the skew)."""
+    import time
+
+    from sqlalchemy import func, select
+
+    from testfleet.history.bundle import BundleError, decode
+    from testfleet.history.merge import merge_bundles
+    from testfleet.store.durations import FUTURE_SKEW
+    from testfleet.store.metrics import gate_runs
+    from testfleet.store.schema import executions
+    from testfleet.store.testcases import testcases
+
+    path, value = mutation
+    uid_a, uid_b = salt.hex(), salt[::-1].hex()
+    doc = _set(BASE_PAYLOAD, path, value)
+    doc["executions"][0]["uid"] = doc["testcases"][0]["execution"] = uid_a
+    doc["gate_runs"][0]["uid"] = doc["gate_values"][0]["run"] = uid_b
+    try:
+        bundle = decode(_sealed(_json_bytes(doc)))
+    except BundleError:
+        return
+    store = _merge_store()
+    merge_bundles(store, [bundle], keep=None)
+    limit = time.time() + FUTURE_SKEW
+    with store.read() as conn:
+        for table, column in ((executions, executions.c.ts), (executions, executions.c.recorded_at),
+                              (gate_runs, gate_runs.c.recorded_at),
+                              (testcases, testcases.c.recorded_at)):
+            newest = conn.execute(select(func.max(column)).select_from(table)).scalar()
+            assert newest is None or newest <= limit, (table.name, column.name, newest)
+
+
+# -- JUnit files (store/junit_import.py), in the encodings a report may declare ---------
+
+ENCODINGS = st.sampled_from(["shift_jis", "euc-jp", "gb2312", "big5", "cp932", "UTF-7",
+                             "utf-8", "UTF-16", "latin-1", "cp1252", "koi8-r", "utf-8-sig",
+                             "x-no-such-codec", "base64", "rot13", "utf-32", ""])
+JUNIT_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@BOUNDED
+@given(ENCODINGS, JUNIT_TEXT, st.one_of(st.none(), st.sampled_from(
+    ["1", "-1", "nan", "1e308", "x", "1,5", "\u0661"])),
+       st.one_of(st.none(), st.sampled_from(["2024-01-01T00:00:00", "9999-12-31T23:59:59Z",
+                                             "2096-01-01", "x", "\u0661\u0669"])),
+       st.sampled_from(["", "<!DOCTYPE t>", "+ADw-!DOCTYPE t+AD4-", "<!-- c -->"]))
+def test_junit_in_any_encoding_refuses_cleanly(encoding: str, name: str, time: str | None,
+                                               stamp: str | None, prolog: str) -> None:
+    """Parsed or refused with testfleet's own error: never ValueError (pyexpat on a
+    multi-byte encoding), LookupError (an unknown one) or anything else."""
+    from xml.sax.saxutils import quoteattr
+
+    from testfleet.store.junit_import import parse_cases
+
+    declared = f' encoding="{encoding}"' if encoding else ""
+    attrs = (f" time={quoteattr(time)}" if time is not None else "")
+    suite = f" timestamp={quoteattr(stamp)}" if stamp is not None else ""
+    text = (f'<?xml version="1.0"{declared}?>{prolog}<testsuite{suite}>'
+            f"<testcase classname=\"tests.test_a\" name={quoteattr(name)}{attrs}/></testsuite>")
+    try:
+        data = text.encode(encoding or "utf-8")
+    except (LookupError, UnicodeError):  # not encodable that way: the bytes a tool might write
+        data = text.encode("utf-8", "surrogatepass")
+    with contextlib.suppress(UsageError):
+        parse_cases(data, _Path("r.xml"))
 
 
 # -- registrations in test files (registry/scan.py + registry/validate.py) -------------

@@ -110,10 +110,18 @@ def test_args_are_one_argument_per_line_and_never_evaluated(tmp_path: Path) -> N
 
 
 def test_run_refuses_a_plan_of_another_run_and_needs_a_job(tmp_path: Path) -> None:
-    (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa"}')
+    (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa","jobs":[]}\n')
     code, out, calls = run_action(tmp_path, {"command": "run", "job": "j",
                                              "plan-digest": "sha256:bbbb"})
     assert code == 2 and "not the plan of this run" in out and calls == []
+    # the plan's own digest, exactly, not a substring of the file (#27)
+    for other in ('{"digest":"sha256:aaaab","jobs":[]}', '{"digest":"sha256:zz","x":"sha256:aaaa"}',
+                  '{"digest":"sha256:aaaa"'):
+        (tmp_path / "plan.json").write_text(other)
+        code, out, calls = run_action(tmp_path, {"command": "run", "job": "j",
+                                                 "plan-digest": "sha256:aaaa"})
+        assert code == 2 and "not the plan of this run" in out and calls == [], other
+    (tmp_path / "plan.json").write_text('{"digest":"sha256:aaaa","jobs":[]}\n')
     code, out, _ = run_action(tmp_path, {"command": "run"})
     assert code == 2 and "needs the 'job' input" in out
     code, out, calls = run_action(tmp_path, {"command": "run", "job": "j",

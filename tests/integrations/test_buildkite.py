@@ -440,3 +440,21 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
         path.write_text("#!/bin/bash\nset -e\n" + body.replace("$$", "$") + "\n")
         result = run_tool(tool("shellcheck"), "--severity=info", str(path))
         assert result.returncode == 0, result.stdout
+
+
+def test_a_job_checks_its_plan_files_own_digest_exactly(example_project: Path,
+                                                        tmp_path: Path) -> None:
+    """Each job compared the digest with a substring grep of the plan file (#27): a file
+    merely mentioning it, or whose digest only starts with it, passed."""
+    plan = plan_for(example_project, Trigger(event="push"))
+    digest = plan.digest or plan.to_json()["digest"]
+    steps = json.loads(emit(plan))["steps"]
+    check = next(c for s in steps for c in s.get("commands", []) if c.startswith("head -c"))
+    for body, ok in ((f'{{"digest":"{digest}","jobs":[]}}', True),
+                     (f'{{"digest":"{digest}0","jobs":[]}}', False),
+                     (f'{{"digest":"sha256:0","note":"{digest}"}}', False),
+                     (f'{{"digest":"{digest}"', False), ("", False)):
+        (tmp_path / "plan.json").write_text(body)
+        res = subprocess.run(["sh", "-c", check],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=30)
+        assert (res.returncode == 0) is ok, (body, res.stderr)

@@ -97,6 +97,43 @@ def test_capture_handles_invalid_utf8() -> None:
     assert "\ufffd" in cap.tail
 
 
+def test_a_catastrophic_pattern_is_dropped_within_its_time_bound() -> None:
+    """#27 H1: ``re`` would search ``^(a|a)*$`` against 40 ``a``s for hours in the runner's
+    main loop; the bounded matcher gives up after SEARCH_TIMEOUT, warns once, and keeps
+    matching the other patterns."""
+    import time
+
+    from testfleet.runner.capture import SEARCH_TIMEOUT, dropped_notes
+
+    fatal = compile_patterns([r"^(a|a)*$", r"\bImportError\b"])
+    cap = OutputCapture((), fatal, 64)
+    start = time.monotonic()
+    cap.feed(b"a" * 40 + b"b\n")
+    cap.feed(b"a" * 40 + b"b\nImportError: x\n")
+    cap.close()
+    assert time.monotonic() - start < SEARCH_TIMEOUT * 8  # dropped on the first block
+    assert cap.fatal == [r"\bImportError\b"]
+    notes = dropped_notes(fatal)
+    assert len(notes) == 1 and "'^(a|a)*$' is no longer matched" in notes[0]
+    assert dropped_notes(fatal) == []  # once
+
+
+def test_a_pattern_spends_at_most_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from testfleet.runner import capture
+
+    monkeypatch.setattr(capture, "PATTERN_BUDGET", 0.0)
+    (slow,) = compile_patterns([r"x"])
+    assert slow.search("x") is True  # the search that used the budget still counts
+    assert slow.dropped is not None and slow.search("x") is False
+
+
+def test_a_pattern_the_matcher_cannot_compile_is_a_usage_error() -> None:
+    from testfleet.errors import UsageError
+
+    with pytest.raises(UsageError, match="not a usable regular expression"):
+        compile_patterns(["(unclosed"])
+
+
 @pytest.mark.parametrize("outcome, fatal, retriable, attempt, expect", [
     (Outcome.PASSED, [], [], 1, (False, "")),
     (Outcome.TIMEOUT, [], ["r"], 1, (False, "timeouts are not retried")),

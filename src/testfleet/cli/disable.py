@@ -3,8 +3,10 @@
     testfleet disable FILE... --stage S --reason "..." [--ref URL|#N] [--until DATE]
 
 Only the bytes of each call's ``disabled=`` argument change (it is inserted after the
-last argument when absent). Every edit is checked before anything is written: one
-file that cannot be edited means no file is changed (exit 2).
+last argument when absent, on a line of its own in a call written one argument per
+line). Every edit is checked before anything is written: one file that cannot be edited
+or written means no file is changed (exit 2). Files are edited in place under a lock
+(see ``testfleet.results.inplace``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import click
 
 from testfleet.cli._common import project_from
 from testfleet.errors import UsageError
+from testfleet.textsafe import printable
 
 
 @click.command("disable")
@@ -27,7 +30,8 @@ def command(ctx: click.Context, files: tuple[str, ...], stage: str, reason: str,
             ref: str | None, until: str | None) -> int:
     """Disable FILE's registration for stage S: `disabled="<reason>, see <ref>, until <date>"`."""
     from testfleet.results.disabling import EditError, compose_reason
-    from testfleet.results.restore import plan_edits, registrations, write_edits
+    from testfleet.results.inplace import edit_lock
+    from testfleet.results.restore import apply_edits, registrations
 
     project = project_from(ctx)
     if stage not in project.config.stages:
@@ -37,14 +41,16 @@ def command(ctx: click.Context, files: tuple[str, ...], stage: str, reason: str,
         text = compose_reason(reason, ref, until)
     except EditError as exc:
         raise UsageError(str(exc)) from None
-    regs = {(r.file, r.suite): r for r in registrations(project)}
-    wanted = [f.replace("\\", "/").removeprefix("./") for f in files]
-    missing = [f for f in wanted if (f, stage) not in regs]
-    if missing:
-        raise UsageError("nothing was changed: no registration for stage "
-                         f"{stage!r} in: {', '.join(missing)}")
-    edits = plan_edits(project, [(regs[(f, stage)], text) for f in dict.fromkeys(wanted)])
-    write_edits(edits)
+    # Locked from before the registry is read: another disable/enable of this project
+    # never has a file half-written while this one reads it, nor edits it meanwhile.
+    with edit_lock(project.root):
+        regs = {(r.file, r.suite): r for r in registrations(project)}
+        wanted = [f.replace("\\", "/").removeprefix("./") for f in files]
+        missing = [f for f in wanted if (f, stage) not in regs]
+        if missing:
+            raise UsageError("nothing was changed: no registration for stage "
+                             f"{stage!r} in: {printable(', '.join(missing))}")
+        edits = apply_edits(project, [(regs[(f, stage)], text) for f in dict.fromkeys(wanted)])
     for e in edits:
-        click.echo(f"disabled {e.file}:{e.edit.line} ({e.suite}): disabled={e.edit.new}")
+        click.echo(printable(f"disabled {e.file}:{e.edit.line} ({e.suite}): {e.edit.new}"))
     return 0

@@ -19,6 +19,7 @@ from testfleet.cli._common import (
 )
 from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
+from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from testfleet.config import Project
@@ -151,18 +152,21 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     try:
         skip = set() if store is None or force else _already_imported(store, batches, stage)
         for n, (path, rid, result) in enumerate(batches):
-            for line in result.unmatched:
-                click.echo(f"testfleet: warning: {path}: unmatched testcase {line}", err=True)
+            where = printable(str(path))
+            for line in result.unmatched:  # testcase names come from the file: one inert line each
+                click.echo(f"testfleet: warning: {where}: unmatched testcase {printable(line)}",
+                           err=True)
             unmatched += len(result.unmatched)
-            head = (f"{path}: {result.cases} testcase(s), {result.matched_cases} matched, "
+            head = (f"{where}: {result.cases} testcase(s), {result.matched_cases} matched, "
                     f"{len(result.unmatched)} unmatched -> {len(result.executions)} file execution(s)")
             if n in skip or (store is not None and not force and store.run_executions(rid, stage)):
-                click.echo(f"{head}; already imported as {rid}, skipped (use --force to import again)")
+                click.echo(f"{head}; already imported as {printable(rid)}, skipped (use --force "
+                           "to import again)")
                 continue
             if store is not None:
                 store.record_executions(result.executions)
                 stored += len(result.executions)
-            click.echo(f"{head}{' (dry run)' if dry_run else ''} [{stage}, run {rid}]")
+            click.echo(f"{head}{' (dry run)' if dry_run else ''} [{stage}, run {printable(rid)}]")
             if dry_run:
                 for e in result.executions:
                     click.echo(f"  {e.file}: {e.duration:.1f}s {e.outcome}")
@@ -195,9 +199,9 @@ def _already_imported(store: Any, batches: list[tuple[Path, str, Any]], stage: s
         if earlier == [rid]:
             skip.add(n)
         else:
-            refused.append(f"{path}: the same content was already imported for stage {stage} "
-                           f"as run {', '.join(earlier)}; importing it again as run {rid} would "
-                           "count its durations twice")
+            refused.append(printable(f"{path}: the same content was already imported for stage "
+                                     f"{stage} as run {', '.join(earlier)}; importing it again "
+                                     f"as run {rid} would count its durations twice"))
     if refused:
         raise UsageError("\n".join(refused) + "\nnothing imported (use --force to import "
                          "the same results again on purpose)")

@@ -3,9 +3,11 @@
     testfleet enable --ref #N            # every registration whose reason cites #N
     testfleet enable FILE... [--stage S] # the disabled registrations of these files
 
-Only the bytes of each ``disabled=`` literal change (to ``None``). Every edit is
-checked before anything is written (exit 2 and no change when one cannot be made);
-exit 1 when nothing matched.
+Each ``disabled=`` argument is removed (with its separator, or its line when it has a
+line of its own), so enabling what ``disable`` inserted restores the file byte for
+byte; an argument that cannot be removed cleanly (a comment beside it) becomes
+``disabled=None``. Every edit is checked before anything is written (exit 2 and no
+change when one cannot be made); exit 1 when nothing matched.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import click
 
 from testfleet.cli._common import project_from
 from testfleet.errors import UsageError
+from testfleet.textsafe import printable
 
 
 @click.command("enable")
@@ -25,7 +28,8 @@ from testfleet.errors import UsageError
 def command(ctx: click.Context, files: tuple[str, ...], ref: str | None, stage: str | None) -> int:
     """Enable disabled registrations: all that cite --ref, or those of FILE..."""
     from testfleet.results.disabling import mentions_ref, valid_ref
-    from testfleet.results.restore import plan_edits, registrations, write_edits
+    from testfleet.results.inplace import edit_lock
+    from testfleet.results.restore import apply_edits, registrations
 
     if bool(ref) == bool(files):
         raise UsageError("say what to enable: --ref #N (or URL), or FILE...")
@@ -35,22 +39,25 @@ def command(ctx: click.Context, files: tuple[str, ...], ref: str | None, stage: 
     if stage is not None and stage not in project.config.stages:
         raise UsageError(f"--stage {stage!r} is not a configured stage "
                          f"({', '.join(sorted(project.config.stages)) or 'none'})")
-    disabled = [r for r in registrations(project)
-                if r.disabled and (stage is None or r.suite == stage)]
-    if ref is not None:
-        chosen = [r for r in disabled if mentions_ref(r.disabled, ref)]
-        what = f"cites {ref}"
-    else:
-        wanted = {f.replace("\\", "/").removeprefix("./") for f in files}
-        chosen = [r for r in disabled if r.file in wanted]
-        what = "is in " + ", ".join(sorted(wanted))
-    if not chosen:
-        click.echo(f"testfleet: no disabled registration{f' of stage {stage}' if stage else ''} "
-                   f"{what}; nothing changed", err=True)
-        return 1
-    edits = plan_edits(project, [(r, None) for r in sorted(chosen, key=lambda r: (r.file, r.line))])
-    write_edits(edits)
+    with edit_lock(project.root):  # as disable: locked from before the registry is read
+        disabled = [r for r in registrations(project)
+                    if r.disabled and (stage is None or r.suite == stage)]
+        if ref is not None:
+            chosen = [r for r in disabled if mentions_ref(r.disabled, ref)]
+            what = f"cites {ref}"
+        else:
+            wanted = {f.replace("\\", "/").removeprefix("./") for f in files}
+            chosen = [r for r in disabled if r.file in wanted]
+            what = "is in " + ", ".join(sorted(wanted))
+        if not chosen:
+            click.echo(printable(f"testfleet: no disabled registration"
+                                 f"{f' of stage {stage}' if stage else ''} {what}; nothing "
+                                 "changed"), err=True)
+            return 1
+        edits = apply_edits(project, [(r, None) for r in sorted(chosen,
+                                                                key=lambda r: (r.file, r.line))])
     for e in edits:
-        click.echo(f"enabled {e.file}:{e.edit.line} ({e.suite}): was disabled={e.edit.old}")
+        change = f"{e.edit.old} -> {e.edit.new}" if e.edit.new else f"removed {e.edit.old}"
+        click.echo(printable(f"enabled {e.file}:{e.edit.line} ({e.suite}): {change}"))
     click.echo(f"{len(edits)} registration(s) enabled in {len({e.file for e in edits})} file(s)")
     return 0

@@ -66,6 +66,9 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
 def _table(verdicts: list[Any], policy: Any) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from testfleet.textsafe import printable
 
     console = Console()
     if not console.is_terminal:
@@ -93,7 +96,8 @@ def _table(verdicts: list[Any], policy: Any) -> None:
         runs = sorted({r.ci_run_id for r in v.evidence if r.ci_run_id})
         if runs:
             evidence.append("runs " + ", ".join(runs[:5]) + (" ..." if len(runs) > 5 else ""))
-        table.add_row(v.stage, v.file, v.test or "-", state,
-                      f"{v.evidence_runs}/{v.runs} ({v.rate:.0%})", "; ".join(evidence) or "-",
-                      str(v.clean_streak))
+        # history may come from merged bundles: data, one inert line each, never markup
+        table.add_row(*(Text(printable(c)) for c in (
+            v.stage, v.file, v.test or "-", state, f"{v.evidence_runs}/{v.runs} ({v.rate:.0%})",
+            "; ".join(evidence) or "-", str(v.clean_streak))))
     console.print(table)

@@ -20,6 +20,7 @@ import click
 from testfleet.cli._common import database_option, human_format_option, project_from, single_line
 from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
+from testfleet.textsafe import printable
 
 
 @click.group("gate")
@@ -198,9 +199,10 @@ def _history_table(file: str, rows: list[Any]) -> None:
         trusted = "yes" if r.trusted else ("no" + (f" ({r.untrusted_by})" if r.untrusted_by else ""))
         stage = f"{r.suite}{' ' + r.env_key if r.env_key else ''}"
         # Text(...) everywhere: stored strings are data, never rich markup.
-        table.add_row(Text(r.run_id), Text(when), Text((r.commit or "-")[:12]), Text(stage),
-                      Text(trusted), Text(key), Text(r.steps_key), Text(step),
-                      Text(f"{r.value:.6g}"))
+        # ... and through the one escaping rule: a merged bundle's text is one inert line
+        table.add_row(*(Text(printable(c)) for c in (
+            r.run_id, when, (r.commit or "-")[:12], stage, trusted, key, r.steps_key, step,
+            f"{r.value:.6g}")))
     console.print(table)
 
 

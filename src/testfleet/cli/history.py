@@ -25,6 +25,7 @@ from testfleet.cli._common import (
     single_line,
     write_output,
 )
+from testfleet.textsafe import printable
 
 
 @click.group("history")
@@ -62,6 +63,8 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
     from testfleet.store import open_store, resolve_target
 
     project = project_from(ctx)
+    output = _here(ctx, output)
+    plan_file = _here(ctx, plan_file) if plan_file is not None else None
     if plan_file is not None:
         from testfleet.planning.model import load_plan
 
@@ -91,8 +94,16 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
     click.echo(f"exported {len(payload.executions)} execution(s) ({len(payload.testcases)} "
                f"testcase result(s)), {len(payload.gate_runs)} gate "
                f"run(s) ({len(payload.gate_values)} value(s)) of {what} from {target.display} "
-               f"to {output} ({_size(len(data))})")
+               f"to {printable(str(output))} ({_size(len(data))})")
     return 0
+
+
+def _here(ctx: click.Context, path: Path) -> Path:
+    """A relative path given to a command is relative to ``-C DIR`` (as every command's
+    paths are), not to the directory testfleet was started in."""
+    if path.is_absolute():
+        return path
+    return Path(ctx.find_root().obj.directory) / path
 
 
 def _make_parent(output: Path) -> None:
@@ -103,7 +114,7 @@ def _make_parent(output: Path) -> None:
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--output {output}: cannot create its directory: "
+        raise UsageError(f"--output {printable(str(output))}: cannot create its directory: "
                          f"{exc.strerror or exc}") from None
 
 
@@ -132,7 +143,8 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     from testfleet.store import open_store
 
     project = project_from(ctx)
-    bundles = read_bundles(list(files))  # every file verified before the database is touched
+    # every file verified before the database is touched
+    bundles = read_bundles(list(files), Path(ctx.find_root().obj.directory))
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
     with open_store(project, database) as store:
         result = merge_bundles(store, bundles, allow_untrusted=allow_untrusted,
@@ -140,7 +152,7 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
                                older_than=cutoff)
         where = store.target.display
     for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
+        click.echo(f"warning: {printable(note)}", err=True)
     if fmt == "json":
         click.echo(json.dumps({"schema": "testfleet.history-merge/1", "database": where,
                                **result.to_json()}, indent=2, sort_keys=True))
@@ -162,12 +174,13 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
 @command.command("show")
 @click.argument("file", type=click.Path(path_type=Path))
 @human_format_option("testfleet.history-show/1")
-def show_cmd(file: Path, fmt: str) -> int:
+@click.pass_context
+def show_cmd(ctx: click.Context, file: Path, fmt: str) -> int:
     """Verify a bundle and print its header and record counts."""
     from testfleet.history.bundle import read_file
     from testfleet.history.trust import admit
 
-    bundle = read_file(file)
+    bundle = read_file(file, Path(ctx.find_root().obj.directory))
     header: dict[str, Any] = {"schema": "testfleet.history-show/1", "file": str(file),
                               **bundle.header()}
     verdict = admit(bundle.payload.source)
@@ -176,15 +189,17 @@ def show_cmd(file: Path, fmt: str) -> int:
     if fmt == "json":
         click.echo(json.dumps(header, indent=2, sort_keys=True))
         return 0
+    # Everything below but the counts came from the bundle: one inert line each.
     src = header["source"]
     counts = header["counts"]
-    click.echo(f"{file}: {header['format']}, history schema {header['store_schema']}, "
-               f"testfleet {header['testfleet']}, sha256 {header['sha256'][:16]}...")
-    click.echo("source: " + ", ".join(f"{k}={v}" for k, v in sorted(src.items()) if v is not None)
+    click.echo(printable(f"{file}: {header['format']}, history schema {header['store_schema']}, "
+                         f"testfleet {header['testfleet']}, sha256 {header['sha256'][:16]}..."))
+    click.echo(printable("source: " + ", ".join(f"{k}={v}" for k, v in sorted(src.items())
+                                                if v is not None))
                if any(v is not None for v in src.values()) else "source: not recorded (local export)")
     click.echo(f"records: {counts['executions']} execution(s), {counts['gate_runs']} gate run(s), "
                f"{counts['gate_values']} gate value(s), {counts['testcases']} testcase result(s)")
-    click.echo(f"merge: {header['merge']}")
+    click.echo(printable(f"merge: {header['merge']}"))
     return 0
 
 

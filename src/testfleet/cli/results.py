@@ -70,8 +70,10 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
 def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from testfleet.results.summary import LETTERS
+    from testfleet.textsafe import printable
 
     console = Console()
     if not console.is_terminal:
@@ -88,8 +90,10 @@ def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
         last = f.last
         gate = f"{last.gate_status} ({last.gate_mode})" if last.gate_status else "-"
         outcome = last.outcome + (f": {last.reason}" if last.failed and last.reason else "")
-        table.add_row(f.stage, f.file, f"{f.passes}/{len(f.runs)}", f.strip, outcome, gate,
-                      (last.commit or "-")[:12], url(last) or (last.ci_run_id or "-"))
+        # history may come from merged bundles: data, one inert line each, never markup
+        table.add_row(*(Text(printable(c)) for c in (
+            f.stage, f.file, f"{f.passes}/{len(f.runs)}", f.strip, outcome, gate,
+            (last.commit or "-")[:12], url(last) or (last.ci_run_id or "-"))))
     console.print(table)
     if cases:
         ct = Table(title="testcases (newest first)", title_justify="left")
@@ -100,5 +104,5 @@ def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
             grouped.setdefault((c.stage, c.file, c.test), []).append(
                 LETTERS.get(c.outcome, c.outcome[:1]))
         for (stage, file, test), letters in grouped.items():
-            ct.add_row(stage, file, test, "".join(reversed(letters)))
+            ct.add_row(*(Text(printable(c)) for c in (stage, file, test, "".join(reversed(letters)))))
         console.print(ct)

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from testfleet.errors import TestfleetError
 from testfleet.store.durations import CASE_OUTCOMES, GATE_MODES, GATE_STATUSES, OUTCOMES
 from testfleet.store.identity import UID_PATTERN
+from testfleet.textsafe import printable
 
 SCHEMA_PREFIX = "testfleet.bundle/"
 FORMAT_VERSION = 1
@@ -48,6 +49,9 @@ MAX_COMPRESSED = 64 << 20
 MAX_JSON = 512 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: The largest value of the history's INTEGER columns (attempt, step): a bundle's larger
+#: number would overflow SQLite's 64-bit and PostgreSQL's 32-bit integers at insert time.
+INT32_MAX = 2**31 - 1
 
 
 class BundleError(TestfleetError):
@@ -74,7 +78,7 @@ class ExecutionRecord(_Row):
     backend: str = Field(min_length=1, max_length=64)
     duration: float = Field(ge=0)
     outcome: Literal[OUTCOMES]  # type: ignore[valid-type]
-    attempt: int = Field(ge=1)
+    attempt: int = Field(ge=1, le=INT32_MAX)
     commit_sha: str | None = Field(default=None, max_length=64)
     ci_run_id: str | None = Field(default=None, max_length=255)
     ts: float
@@ -112,9 +116,9 @@ class GateValueRecord(_Row):
     metric_key: str = Field(min_length=1)
     steps_key: str = Field(min_length=1)
     constraint_key: str = Field(min_length=1)
-    step: int = Field(ge=-1)
+    step: int = Field(ge=-1, le=INT32_MAX)
     value: float
-    actual_step: int | None = None
+    actual_step: int | None = Field(default=None, ge=-INT32_MAX - 1, le=INT32_MAX)
 
     @property
     def key(self) -> tuple[str, str, str, str, int]:
@@ -152,7 +156,7 @@ class Source(_Row):
 
 
 class Payload(_Row):
-    store_schema: int = Field(ge=1)
+    store_schema: int = Field(ge=1, le=INT32_MAX)
     created_at: float
     testfleet: str = Field(max_length=100)
     source: Source
@@ -204,37 +208,55 @@ def encode(payload: Payload) -> bytes:
     return gzip.compress(doc, compresslevel=6, mtime=0)
 
 
-def read_file(path: Path) -> Bundle:
-    """Read, inflate, verify and validate one bundle file; :class:`BundleError` otherwise."""
-    name = str(path)
+def read_file(path: Path, base: Path | None = None) -> Bundle:
+    """Read, inflate, verify and validate one bundle file; :class:`BundleError` otherwise.
+
+    A relative ``path`` is read from ``base`` (``-C DIR``) and named as given. The name,
+    as every text of a bundle, is printed through the one escaping rule (a downloaded
+    artifact's name comes from whoever uploaded it)."""
+    name = printable(str(path))
+    if base is not None and not path.is_absolute():
+        path = base / path
     raw = _read_compressed(path, name)
     return decode(raw, name)
 
 
 def _read_compressed(path: Path, name: str) -> bytes:
-    from testfleet.fileio import read_capped
+    """The file's bytes, only if it is a regular file (a FIFO would block the merge forever;
+    opened non-blocking and checked with ``fstat``, so there is no race)."""
+    import stat
+
+    from testfleet.fileio import file_kind
 
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            head = fh.read(2)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise BundleError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise BundleError(f"{name}: is a directory, not a bundle file") from None
     except OSError as exc:
         raise BundleError(f"{name}: cannot read it: {exc.strerror or exc}") from None
-    if head != _GZIP_MAGIC:
-        # Decided from two bytes: 100 MB of junk is refused without reading it.
-        what = "empty" if not head else "not gzip-compressed"
-        raise BundleError(f"{name}: {what}; not a testfleet history bundle")
-    if st.st_size > MAX_COMPRESSED:
-        raise BundleError(f"{name}: {st.st_size} bytes, larger than the {MAX_COMPRESSED >> 20} MiB "
-                          "a history bundle may be")
-    try:
-        return read_capped(path, MAX_COMPRESSED)
-    except OSError as exc:
-        raise BundleError(f"{name}: cannot read it: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise BundleError(f"{name}: is a directory, not a bundle file")
+        raise BundleError(f"{name}: is {file_kind(st.st_mode)}, not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            head = fh.read(2)
+            if head != _GZIP_MAGIC:
+                # Decided from two bytes: 100 MB of junk is refused without reading it.
+                what = "empty" if not head else "not gzip-compressed"
+                raise BundleError(f"{name}: {what}; not a testfleet history bundle")
+            if st.st_size > MAX_COMPRESSED:
+                raise BundleError(f"{name}: {st.st_size} bytes, larger than the "
+                                  f"{MAX_COMPRESSED >> 20} MiB a history bundle may be")
+            data = head + fh.read(MAX_COMPRESSED - 1)
+        except OSError as exc:
+            raise BundleError(f"{name}: cannot read it: {exc.strerror or exc}") from None
+    if len(data) > MAX_COMPRESSED:
+        raise BundleError(f"{name}: larger than the {MAX_COMPRESSED >> 20} MiB a history "
+                          "bundle may be")
+    return data
 
 
 def _inflate(raw: bytes, name: str) -> bytes:
@@ -314,7 +336,7 @@ def _check_schema(schema: Any, name: str) -> None:
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         raise BundleError(f"{name}: foreign schema {str(schema)[:80]!r}; expected {SCHEMA!r}")
     version = schema[len(SCHEMA_PREFIX):]
-    if not version.isdigit() or version.startswith("0"):
+    if not re.fullmatch(r"[1-9][0-9]{0,8}", version):  # ASCII digits: "¹" is a digit to isdigit()
         raise BundleError(f"{name}: foreign schema {schema[:80]!r}; expected {SCHEMA!r}")
     if int(version) > FORMAT_VERSION:
         raise BundleError(f"{name}: bundle format {schema!r} is newer than this testfleet reads "
@@ -336,7 +358,7 @@ def _errors(exc: ValidationError, limit: int = 20) -> list[str]:
     out = []
     for err in exc.errors()[:limit]:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-        out.append(f"{loc or 'payload'}: {err['msg']}")
+        out.append(printable(f"{loc or 'payload'}: {err['msg']}"))
     if exc.error_count() > limit:
         out.append(f"... and {exc.error_count() - limit} more")
     return out
@@ -348,8 +370,8 @@ def _duplicates(items: Iterable[tuple[Any, Any]], what: str, name: str) -> None:
         other = seen.setdefault(key, row)
         if other is not row and other != row:
             shown = key if isinstance(key, str) else "/".join(str(k) for k in key)
-            raise BundleError(f"{name}: {what} {str(shown)[:120]} appears twice with different "
-                              "content; the bundle is inconsistent")
+            raise BundleError(f"{name}: {what} {printable(str(shown)[:120])} appears twice with "
+                              "different content; the bundle is inconsistent")
 
 
 def _check_consistency(payload: Payload, name: str) -> None:

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testfleet.history.bundle import Bundle, BundleError, GateValueRecord, read_file
+from testfleet.history.screen import bound_times, conflicts, stored_conflicts
 from testfleet.history.trust import admit
+from testfleet.store.durations import FUTURE_SKEW
+from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -45,6 +48,7 @@ class MergeResult:
                                                             "gate_values": 0, "testcases": 0})
     known: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0})
     untrusted: int = 0  # stored gate runs that a bundle's untrust mark took out of the baseline
+    refused: dict[str, int] = field(default_factory=dict)  # rows dated after the merge, per table
     pruned: int = 0
     notes: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
@@ -52,13 +56,14 @@ class MergeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"bundles": self.bundles, "added": self.added, "already_present": self.known,
-                "untrusted": self.untrusted, "pruned": self.pruned, "notes": self.notes, "rows": self.rows,
-                "size_bytes": self.size_bytes}
+                "untrusted": self.untrusted, "future_dated": self.refused, "pruned": self.pruned,
+                "notes": self.notes, "rows": self.rows, "size_bytes": self.size_bytes}
 
 
-def read_bundles(paths: Sequence[Path]) -> list[Bundle]:
-    """Every bundle verified, or the first problem as a :class:`BundleError`."""
-    return [read_file(p) for p in paths]
+def read_bundles(paths: Sequence[Path], base: Path | None = None) -> list[Bundle]:
+    """Every bundle verified, or the first problem as a :class:`BundleError`; relative
+    paths are read from ``base`` (``-C DIR``)."""
+    return [read_file(p, base) for p in paths]
 
 
 def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: bool = False,
@@ -71,17 +76,18 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     for bundle in bundles:
         verdict = admit(bundle.payload.source, allow_untrusted=allow_untrusted,
                         require_ref=require_ref)
-        if verdict.refused:
-            refused.append(f"{bundle.name}: refused: {verdict.refused}")
+        if verdict.refused:  # the bundle's name is escaped already; its source's fields not
+            refused.append(f"{bundle.name}: refused: {printable(verdict.refused)}")
             continue
         if verdict.note:
-            result.notes.append(f"{bundle.name}: {verdict.note}")
+            result.notes.append(f"{bundle.name}: {printable(verdict.note)}")
         admitted.append((bundle, verdict.baselines_trusted))
     if refused:
         raise BundleError("nothing merged:\n  " + "\n  ".join(refused))
+    admitted = _screen(admitted, time.time() + FUTURE_SKEW, result)
     with store.write() as conn:
-        new = _merge_executions(conn, [r for b, _ in admitted for r in b.payload.executions],
-                                result)
+        _lock_for_merge(conn)
+        new = _merge_executions(conn, [b for b, _ in admitted], result)
         _merge_testcases(conn, [b for b, _ in admitted], new, result)
         _merge_gate_runs(conn, admitted, result)
         if keep is not None:
@@ -97,6 +103,40 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     return result
 
 
+def _screen(admitted: Sequence[tuple[Bundle, bool]], limit: float,
+            result: MergeResult) -> list[tuple[Bundle, bool]]:
+    """Each bundle without its rows dated after ``limit``, and the notes saying so and
+    naming uids that two bundles carry with different content (see history/screen.py)."""
+    kept = []
+    for bundle, trusted in admitted:
+        bounded = bound_times(bundle, limit)
+        note = bounded.note()
+        if note:
+            result.notes.append(note)
+        for table, n in bounded.dropped.items():
+            if n:
+                result.refused[table] = result.refused.get(table, 0) + n
+        kept.append((bounded.bundle, trusted))
+    result.notes.extend(conflicts([b for b, _ in kept]))
+    return kept
+
+
+#: Concurrent merges into one PostgreSQL history take turns (transaction-scoped: released
+#: at commit or rollback). Each decides what is new from what is stored, then inserts
+#: testcase rows for it; two at once both found one execution new and stored its
+#: testcases twice (8 at once: 8 copies, #27). SQLite's write transactions are
+#: ``BEGIN IMMEDIATE``, already one at a time. The key is testfleet's migration lock's
+#: neighbour (store/schema.py).
+MERGE_LOCK = 7340402120
+
+
+def _lock_for_merge(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy import text
+
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MERGE_LOCK})
+
+
 def _known(conn: Connection, table: Any, uids: Iterable[str]) -> set[str]:
     from sqlalchemy import select
 
@@ -108,16 +148,20 @@ def _known(conn: Connection, table: Any, uids: Iterable[str]) -> set[str]:
     return out
 
 
-def _merge_executions(conn: Connection, records: Sequence[Any],
+def _merge_executions(conn: Connection, bundles: Sequence[Bundle],
                       result: MergeResult) -> dict[str, Any]:
-    """Insert the executions not stored yet; returns them by uid (the first copy)."""
+    """Insert the executions not stored yet; returns them by uid (the first copy). A bundle
+    whose copy of a stored execution differs from it is named in the notes."""
     from testfleet.store.execution_rows import AlchemyDb, insert_payload, runs_of_uids
 
+    records = [r for b in bundles for r in b.payload.executions]
     first: dict[str, Any] = {}
     for r in records:
         first.setdefault(r.uid, r)
     db = AlchemyDb(conn)
     known = runs_of_uids(db, first)
+    if known:
+        result.notes.extend(stored_conflicts(bundles, _stored_executions(conn, known)))
     new = {uid: r for uid, r in first.items() if uid not in known}
     rows = [r.model_dump() for r in new.values()]
     for i in range(0, len(rows), 5 * _CHUNK):
@@ -125,6 +169,21 @@ def _merge_executions(conn: Connection, records: Sequence[Any],
     result.added["executions"] += len(rows)
     result.known["executions"] += len(records) - len(rows)
     return new
+
+
+def _stored_executions(conn: Connection, uids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The stored executions among ``uids``, as the ``executions`` view reads them."""
+    from sqlalchemy import select
+
+    from testfleet.store.schema import executions
+
+    wanted = sorted(uids)
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(wanted), _CHUNK):
+        for row in conn.execute(select(executions).where(
+                executions.c.uid.in_(wanted[i:i + _CHUNK]))):
+            out[row.uid] = dict(row._mapping)
+    return out
 
 
 def _merge_testcases(conn: Connection, bundles: Sequence[Bundle], new: dict[str, Any],

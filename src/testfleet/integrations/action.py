@@ -83,9 +83,17 @@ case "$TESTFLEET_COMMAND" in
       echo "::error title=testfleet::the run command needs the 'job' input"
       exit 2
     fi
-    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ] && ! grep -qF "$TESTFLEET_PLAN_DIGEST" "$TESTFLEET_PLAN_FILE"; then
-      echo "::error title=testfleet::$TESTFLEET_PLAN_FILE is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
-      exit 2
+    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then
+      # the plan file's own digest, exactly: testfleet writes it first ({"digest":"...",...})
+      # and 'run' verifies it against the content; a substring of the file proves nothing
+      plan_head=$(head -c 200 "$TESTFLEET_PLAN_FILE" 2>/dev/null | tr -d '\0') || plan_head=
+      case "$plan_head" in
+        "{\"digest\":\"$TESTFLEET_PLAN_DIGEST\","*) ;;
+        *)
+          echo "::error title=testfleet::$TESTFLEET_PLAN_FILE is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
+          exit 2
+          ;;
+      esac
     fi
     testfleet "${base[@]}" run --plan "$TESTFLEET_PLAN_FILE" --job "$TESTFLEET_JOB" \
       --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" \

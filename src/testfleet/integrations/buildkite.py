@@ -230,13 +230,15 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
     """(the commands before the stage's setup, the run and what follows it)."""
     plan_file = shlex.quote(opts.plan_file)
     digest = plan.digest or plan.to_json()["digest"]
+    prefix = '{"digest":' + json.dumps(digest) + ","
     mismatch = (f"echo 'testfleet: {opts.plan_file} is not the plan this pipeline was emitted from "
                 f"({digest})' >&2; exit 2")
     run = (f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
            f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"')
     before = [
         f"buildkite-agent artifact download {plan_file} .",
-        f"grep -qF {shlex.quote(digest)} {plan_file} || {{ {mismatch}; }}",
+        # the plan file's own digest, exactly (it is written first); not a substring of it
+        f"head -c {len(prefix)} {plan_file} | grep -qxF {shlex.quote(prefix)} || {{ {mismatch}; }}",
         f"mkdir -p {JUNIT_DIR}",
     ]
     if not writes_history(plan):

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from testfleet.errors import UsageError
-from testfleet.fileio import read_capped
+from testfleet.fileio import read_regular
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
+from testfleet.textsafe import printable
 
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 _TRUE = {"true", "1", "yes", "on"}
@@ -126,12 +127,10 @@ def trigger_from_github(env: Mapping[str, str], *, cadence: str | None = None) -
     if not path_text:
         raise UsageError("--github: GITHUB_EVENT_PATH is not set (is this a GitHub Actions job?)")
     path = Path(path_text)
-    where = f"GITHUB_EVENT_PATH {path}"
+    where = f"GITHUB_EVENT_PATH {printable(str(path))}"
     try:
-        if path.stat().st_size > MAX_PAYLOAD_BYTES:
-            raise UsageError(f"{where}: larger than {MAX_PAYLOAD_BYTES >> 20} MiB")
-        # capped: /dev/zero or a pipe has size 0 to stat() and would be read without end
-        text = read_capped(path, MAX_PAYLOAD_BYTES).decode("utf-8")
+        # A regular file only: a FIFO blocks the open forever, /dev/zero reads without end.
+        text = read_regular(path, MAX_PAYLOAD_BYTES, follow=True).decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file") from None
     except UnicodeDecodeError as exc:

@@ -107,11 +107,15 @@ def read_base(project: Project, commit: str | None, *, from_payload: bool = True
         return Trust(commit, None, problem="the project is not in a git work tree: "
                      + top.stderr.decode("utf-8", "replace").strip()[:200])
     toplevel = Path(top.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+    found = _as_found(project)
     try:
-        rel = project.config_path.resolve().relative_to(toplevel).as_posix()
+        rel = found.relative_to(toplevel).as_posix()
     except ValueError:
-        return Trust(commit, None, problem=f"the configuration {project.config_path} is "
+        return Trust(commit, None, problem=f"the configuration {found} is "
                                            f"outside the git work tree {toplevel}")
+    problem = _not_a_file_at_base(project.root, commit, rel)
+    if problem is not None:
+        return Trust(commit, rel, problem=problem)
     try:
         shown = _git(project.root, "show", f"{commit}:{rel}")
     except (OSError, subprocess.SubprocessError) as exc:
@@ -134,6 +138,45 @@ def read_base(project: Project, commit: str | None, *, from_payload: bool = True
         return Trust(commit, rel, problem=f"{rel} at the base commit is not a valid "
                                           f"configuration: {first[:300]}")
     return Trust(commit, rel, base=base)
+
+
+def _as_found(project: Project) -> Path:
+    """The configuration's path as it was found, its last component not resolved.
+
+    ``Project.config_path`` is resolved: if the fork made ``testfleet.toml`` a symlink to
+    a laxer file that also exists at the base commit, the resolved path names that file,
+    and the base's copy of it would be read as "the base's configuration". The path where
+    discovery found the file (``find_config`` from the project root, which is how it was
+    found unless ``--config`` named another) is what the base is asked for instead.
+    """
+    from testfleet.configfile import find_config
+
+    found = find_config(project.root)
+    if found is not None and found.resolve() == project.config_path.resolve():
+        return found
+    return project.config_path
+
+
+def _not_a_file_at_base(root: Path, commit: str, rel: str) -> str | None:
+    """Why ``rel`` at ``commit`` is not a regular file, or None. ``git show`` would print
+    a symlink's target path as if it were the file's content, and a link may point at
+    any file the base has; the base's configuration is read only where it really is."""
+    try:
+        listed = _git(root, "ls-tree", "-z", commit, "--", rel)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git ls-tree failed: {exc}"
+    if listed.returncode != 0:
+        return None  # git show below says why (commit not fetched, ...)
+    entry = listed.stdout.split(b"\0", 1)[0].split(b" ", 2)
+    if not listed.stdout:
+        return None  # absent at the base: git show says so
+    mode = entry[0].decode("ascii", "replace")
+    if mode == "120000":
+        return (f"{rel} is a symlink at the base commit; the base's configuration is read "
+                "only at its real path, never through a link")
+    if mode not in ("100644", "100755"):
+        return f"{rel} at the base commit is not a regular file (git mode {mode})"
+    return None
 
 
 def apply(config: Config, trust: Trust) -> tuple[Config, dict[str, str]]:

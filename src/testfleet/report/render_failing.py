@@ -18,6 +18,7 @@ from testfleet.report.htmlparts import scroll
 from testfleet.report.model import Report
 from testfleet.report.render_results import generated_epoch, path_column, since
 from testfleet.report.svg import esc
+from testfleet.textsafe import printable
 
 #: Rows shown before the rest folds away (HTML ``<details>``, Markdown: counted), so that
 #: a night where everything broke does not push the rest of the page out of reach.
@@ -94,12 +95,13 @@ def text_parts(report: Report) -> list[object]:
         url = _url(report, f.last)
         if url:
             links.setdefault(_run_label(f.last), url)
-        t.add_row(f.stage, Text(state, style="bold red" if state == "broken" else "red"),
-                  cell(f.file), since(f, now), (f.first_commit or "-")[:12],
-                  f"{when(f.last.ts)}\n{_run_label(f.last)}" if f.last.ci_run_id
-                  else when(f.last.ts), Text(_reason(f, 200)))
+        # stage, commit, run id and reason come from history (a merged bundle): inert text
+        t.add_row(Text(printable(f.stage)), Text(state, style="bold red" if state == "broken" else "red"),
+                  cell(f.file), since(f, now), Text(printable((f.first_commit or "-")[:12])),
+                  Text(f"{when(f.last.ts)}\n{printable(_run_label(f.last))}" if f.last.ci_run_id
+                       else when(f.last.ts)), Text(printable(_reason(f, 200))))
     parts: list[object] = [t]
-    parts += [Text(f"{label}: {url}", style="dim") for label, url in links.items()]
+    parts += [Text(printable(f"{label}: {url}"), style="dim") for label, url in links.items()]
     return parts
 
 

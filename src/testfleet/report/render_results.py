@@ -19,6 +19,7 @@ from testfleet.report.htmlparts import scroll
 from testfleet.report.results import ResultsSection
 from testfleet.report.svg import esc
 from testfleet.results.summary import LETTERS
+from testfleet.textsafe import printable
 
 LEGEND = "P pass, R pass on retry, F fail, T timeout, E error; oldest left"
 
@@ -75,11 +76,12 @@ def path_column(table: Any, header: str, paths: list[str], limit: int = PATH_COL
     wrapped after a '/' only (rich itself would fold it mid-name)."""
     from rich.text import Text
 
-    width = path_width(paths, limit)
+    width = path_width([printable(p) for p in paths], limit)
     # a name that fits PATH_COLUMN is never split; a longer one may fold, or the table
     # would squeeze every other column to nothing in a narrow terminal
     table.add_column(header, overflow="fold", no_wrap=width <= PATH_COLUMN)
-    return lambda p: Text(path_lines(p, width))
+    # a file or metric name may come from history (a merged bundle): one inert line
+    return lambda p: Text(path_lines(printable(p), width))
 
 
 def text_parts(r: ResultsSection | None, now: float) -> list[object]:
@@ -95,7 +97,7 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
     for col in ("stage", "files", "pass rate", "last run"):
         t.add_column(col, overflow="fold")
     for s in r.stages:
-        t.add_row(s.stage, str(s.files), f"{s.pass_rate:.0%} ({s.passes}/{s.runs})",
+        t.add_row(Text(printable(s.stage)), str(s.files), f"{s.pass_rate:.0%} ({s.passes}/{s.runs})",
                   Text(s.last_outcome, style="red" if s.last_outcome == "FAILED" else "green"))
     parts.append(t)
     t = Table(title=f"Result strips ({LEGEND})", title_justify="left")
@@ -103,7 +105,7 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
     cell = path_column(t, "file", [f.file for f in r.files])
     t.add_column("runs", overflow="fold")
     for fs in r.files:
-        t.add_row(fs.stage, cell(fs.file), fs.strip)
+        t.add_row(Text(printable(fs.stage)), cell(fs.file), fs.strip)
     parts.append(t)
     if r.flaky:
         t = Table(title="Flaky, recovered and broken", title_justify="left")
@@ -112,7 +114,7 @@ def text_parts(r: ResultsSection | None, now: float) -> list[object]:
         for col in ("test", "state", "rate", "evidence"):
             t.add_column(col, overflow="fold")
         for v in r.flaky:
-            t.add_row(v.stage, cell(v.file), Text(v.test or "-"), _state(v),
+            t.add_row(Text(printable(v.stage)), cell(v.file), Text(printable(v.test or "-")), _state(v),
                       f"{v.evidence_runs}/{v.runs}", _evidence(v))
         parts.append(t)
     for p in r.probes:

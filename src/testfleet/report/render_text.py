@@ -22,6 +22,7 @@ from testfleet.report.render_results import generated_epoch, path_column, text_p
 from testfleet.report.sections import ORDER
 from testfleet.report.trends import flat_line, moving_row
 from testfleet.report.trends import split as split_trends
+from testfleet.textsafe import printable
 
 # a path column in a table with many columns: longer paths wrap after a "/"
 NARROW_PATH = 32
@@ -236,7 +237,7 @@ def _drift(report: Report) -> list[object]:
     for col in ("stage", "est_time", "measured", "samples", "factor"):
         table.add_column(col, overflow="ellipsis")
     for d in h.drift:
-        table.add_row(cell(d.file), d.stage, fmt.measured(d.literal), fmt.measured(d.measured),
+        table.add_row(cell(d.file), Text(printable(d.stage)), fmt.measured(d.literal), fmt.measured(d.measured),
                       str(d.samples), fmt.factor(d.factor))
     return [table]
 
@@ -264,7 +265,7 @@ def _gates(report: Report) -> list[object]:
             verdict.append("\nbaseline run", style="dim")
         when = (g.last_run or "—").replace(" ", "\n", 1) + (
             f"\nrun {g.last_ci_run_id}" if g.last_ci_run_id else "")
-        table.add_row(cell(g.file), g.suite, metric(g.metric), str(g.coordinates), verdict,
+        table.add_row(cell(g.file), Text(printable(g.suite)), metric(g.metric), str(g.coordinates), verdict,
                       when, str(g.runs), str(g.untrusted_runs))
     return [table]
 

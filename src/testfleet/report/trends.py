@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from testfleet.report.model import TrendSeries
+from testfleet.textsafe import printable
 
 # Values closer than this (relative to their magnitude) are "the same": float noise of a
 # deterministic run is far below it, a real change of a training metric far above.
@@ -94,5 +95,7 @@ def moving_row(t: TrendSeries) -> list[str]:
 def flat_line(flat: Sequence[FlatTrends]) -> str:
     """One sentence for the formats that do not draw charts."""
     n = sum(len(f.steps) for f in flat)
-    names = "; ".join(f"{f.metric} {f.steps_text()} in {f.file}" for f in flat)
+    # metric keys and files come from history (a merged bundle): one inert line
+    names = "; ".join(f"{printable(f.metric)} {f.steps_text()} in {printable(f.file)}"
+                      for f in flat)
     return f"{n} flat trend coordinate(s) (every run the same value, all trusted): {names}"

@@ -1,14 +1,17 @@
 """The I/O side of ``testfleet disable`` / ``enable``: find the registrations, plan every
-edit, and write only when every edit is possible (a command that fails writes nothing)."""
+edit from the files as they are, and write them in place only when every edit is
+possible (a command that fails writes nothing; see :mod:`testfleet.results.inplace`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from testfleet.errors import UsageError
 from testfleet.results.disabling import Edit, EditError, set_disabled
+from testfleet.textsafe import printable
 
 
 @dataclass(frozen=True)
@@ -30,41 +33,44 @@ def markers_of(project: Any, backend: str) -> set[str]:
     return {m for m, b in project.config.marker_backends().items() if b == backend}
 
 
-def plan_edits(project: Any, targets: list[tuple[Any, str | None]]) -> list[Planned]:
-    """One edit per (registration, new reason or None); edits to one file are chained.
-    Any problem is a usage error naming the file and line, and nothing is written."""
+def plan_edits(project: Any, targets: list[tuple[Any, str | None]],
+               contents: Mapping[str, bytes]) -> list[Planned]:
+    """One edit per (registration, new reason or None) on ``contents`` (file -> bytes);
+    edits to one file are chained. Any problem is a usage error naming the file and line,
+    and nothing is written."""
     current: dict[str, bytes] = {}
     out: list[Planned] = []
     problems: list[str] = []
     for reg, reason in targets:
-        where = f"{reg.file}:{reg.line}" if reg.line else reg.file
+        where = printable(f"{reg.file}:{reg.line}" if reg.line else reg.file)
         if reg.implicit:
             problems.append(f"{where} ({reg.suite}): an implicit registration has no marker "
                             "call to edit; add an explicit marker for its backend first")
             continue
-        path = project.root / reg.file
         try:
-            source = current[reg.file] if reg.file in current else path.read_bytes()
+            source = current.get(reg.file, contents[reg.file])
             data, edit = set_disabled(source, markers_of(project, reg.backend), reg.suite,
                                       reason, reg.line)
-        except (OSError, EditError) as exc:
+        except EditError as exc:
             problems.append(f"{where} ({reg.suite}): {exc}")
             continue
         current[reg.file] = data
-        out.append(Planned(reg.file, reg.suite, path, data, edit))
+        out.append(Planned(reg.file, reg.suite, project.root / reg.file, data, edit))
     if problems:
         raise UsageError("nothing was changed:\n  " + "\n  ".join(problems))
     return out
 
 
-def write_edits(edits: list[Planned]) -> None:
-    from testfleet.planning.literals import write_in_place
+def apply_edits(project: Any, targets: list[tuple[Any, str | None]]) -> list[Planned]:
+    """Plan and write every edit in place, all or nothing; the caller holds
+    :func:`testfleet.results.inplace.edit_lock` since before it read the registrations."""
+    from testfleet.results.inplace import edit_in_place
 
-    final: dict[Path, bytes] = {}
-    for e in edits:
-        final[e.path] = e.data  # chained: the last edit of a file holds all of them
-    for path, data in final.items():
-        try:
-            write_in_place(path, data)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
+    planned: list[Planned] = []
+
+    def plan(contents: Mapping[str, bytes]) -> dict[str, bytes]:
+        planned[:] = plan_edits(project, targets, contents)
+        return {e.file: e.data for e in planned}  # chained: the last edit holds all of them
+
+    edit_in_place(project.root, [reg.file for reg, _ in targets if not reg.implicit], plan)
+    return planned

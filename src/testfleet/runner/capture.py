@@ -3,29 +3,102 @@
 A test may print 50 MB; the runner streams it through and keeps only the last
 ``tail_bytes`` plus which retriable/fatal patterns matched anywhere in the output.
 Patterns are matched line by line (blocks of complete lines searched with
-``re.MULTILINE``, which is equivalent because no pattern is compiled with DOTALL), so
+``MULTILINE``, which is equivalent because no pattern is compiled with DOTALL), so
 an ``ImportError`` printed early is not forgotten when the tail scrolls past it.
+
+Matching is bounded in time. The patterns come from the configuration, which a pull
+request controls, and matching runs in the runner's main loop: with the standard
+``re`` a catastrophic pattern (``^(a|a)*$`` against one line of ``a``s) froze the loop,
+so the file's timeout was never enforced, SIGTERM was never handled and the test
+outlived a SIGKILLed runner (#27). Patterns are compiled by the ``regex`` package
+(``re``'s syntax, version 0) and each search may take at most :data:`SEARCH_TIMEOUT`;
+a pattern that exceeds it, or spends :data:`PATTERN_BUDGET` in all, is dropped for
+the rest of the job with a warning, and counts as not matched. So the loop never waits
+on matching for more than a fraction of a second per pattern, once.
 """
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_LINE = 64 * 1024  # a longer "line" is matched in pieces of this size
+#: The longest one search of one block of output may take (seconds).
+SEARCH_TIMEOUT = 0.25
+#: The most one pattern may spend matching in one job, all searches together (seconds).
+PATTERN_BUDGET = 2.0
 
 
-def compile_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.MULTILINE) for p in patterns)
+class BoundedPattern:
+    """One retriable or fatal pattern, searched within a time bound."""
+
+    def __init__(self, source: str, compiled: Any) -> None:
+        self.pattern = source
+        self._compiled = compiled
+        self.spent = 0.0
+        self.dropped: str | None = None  # why it is no longer searched
+        self._told = False
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern matches in ``text``; False once it was dropped."""
+        if self.dropped is not None:
+            return False
+        start = time.monotonic()
+        try:
+            found = self._compiled.search(
+                text, timeout=min(SEARCH_TIMEOUT, max(PATTERN_BUDGET - self.spent, 0.01))
+            ) is not None
+        except TimeoutError:
+            found = False
+            self.dropped = (f"one search took more than {SEARCH_TIMEOUT:g} s (catastrophic "
+                            "backtracking?)")
+        self.spent += time.monotonic() - start
+        if self.dropped is None and self.spent >= PATTERN_BUDGET:
+            self.dropped = f"matching took {self.spent:.1f} s in all"
+        return found
+
+    def note(self) -> str | None:
+        """The warning about this pattern being dropped, once."""
+        if self.dropped is None or self._told:
+            return None
+        self._told = True
+        from testfleet.textsafe import printable
+
+        return (f"runner pattern {printable(self.pattern)!r} is no longer matched in this job: "
+                f"{self.dropped}; it counts as not matched (simplify it)")
+
+
+def compile_patterns(patterns: Sequence[str]) -> tuple[BoundedPattern, ...]:
+    """The configured patterns, compiled for bounded matching; a pattern the matcher
+    cannot compile is a :class:`~testfleet.errors.UsageError` naming it."""
+    if not patterns:
+        return ()
+    import regex
+
+    from testfleet.errors import UsageError
+
+    out = []
+    for p in patterns:
+        try:
+            out.append(BoundedPattern(p, regex.compile(p, regex.MULTILINE | regex.VERSION0)))
+        except regex.error as exc:
+            raise UsageError(f"runner pattern {p!r}: not a usable regular expression: {exc}") from None
+    return tuple(out)
+
+
+def dropped_notes(patterns: Sequence[BoundedPattern]) -> list[str]:
+    """Warnings, once each, about patterns dropped since the last call."""
+    return [n for n in (p.note() for p in patterns) if n is not None]
 
 
 @dataclass
 class OutputCapture:
     """Feed raw bytes; read ``tail``, ``fatal`` and ``retriable`` afterwards."""
 
-    retriable_patterns: tuple[re.Pattern[str], ...] = ()
-    fatal_patterns: tuple[re.Pattern[str], ...] = ()
+    retriable_patterns: tuple[BoundedPattern, ...] = ()
+    fatal_patterns: tuple[BoundedPattern, ...] = ()
     tail_bytes: int = 64 * 1024
     total_bytes: int = 0
     fatal: list[str] = field(default_factory=list)

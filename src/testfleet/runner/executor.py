@@ -9,7 +9,6 @@ start is ERROR, a pytest file that collected nothing is FAILED.
 from __future__ import annotations
 
 import os
-import re
 import select
 import signal
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from testfleet import commands
-from testfleet.runner.capture import OutputCapture
+from testfleet.runner.capture import BoundedPattern, OutputCapture
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.model import (
     Attempt,
@@ -218,7 +217,7 @@ def partial_result(spec: JobSpec, done: list[FileResult], started: float, t0: fl
 
 def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
               interrupt: Interrupt | None, hooks: Hooks, reaping: bool,
-              retriable: tuple[re.Pattern[str], ...], fatal: tuple[re.Pattern[str], ...]) -> FileResult:
+              retriable: tuple[BoundedPattern, ...], fatal: tuple[BoundedPattern, ...]) -> FileResult:
     settings, options = spec.settings, spec.options
     timeout = settings.timeout_for(item.estimate)
     command = settings.command_for(item)

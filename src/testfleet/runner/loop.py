@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from testfleet.runner.capture import compile_patterns
+from testfleet.runner.capture import compile_patterns, dropped_notes
 from testfleet.runner.executor import Hooks, NoHooks, _run_file, _signame, partial_result
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.model import FileResult, JobResult, JobSpec, Outcome
@@ -41,12 +41,16 @@ def execute(
             stop_reason = run_batched(
                 spec, results, reporter, interrupt, hooks, reaping, retriable, fatal,
                 lambda: hooks.checkpoint(lambda: partial_result(spec, results, started, t0)))
+            for note in dropped_notes((*retriable, *fatal)):
+                reporter.warning(note)
         for index, item in enumerate(() if spec.settings.batch else spec.items):
             if interrupt is not None and interrupt.signum is not None:
                 stop_reason = f"runner received {_signame(interrupt.signum)}"
                 break
             result = _run_file(spec, index, item, reporter, interrupt, hooks, reaping,
                                retriable, fatal)
+            for note in dropped_notes((*retriable, *fatal)):
+                reporter.warning(note)
             results.append(result)
             reporter.file_finished(index, result)
             if result.outcome is Outcome.INTERRUPTED:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from testfleet.runner.capture import OutputCapture
+from testfleet.runner.capture import BoundedPattern, OutputCapture
 from testfleet.runner.model import Attempt, FileResult, JobSpec, Outcome, RunItem, StageSettings
 from testfleet.runner.process import run_process
 from testfleet.runner.pytest_report import SESSION_FILES_ENV
@@ -230,7 +229,7 @@ class _Session:
 
 def run_batched(spec: JobSpec, results: list[FileResult], reporter: Reporter,
                 interrupt: Interrupt | None, hooks: Hooks, reaping: bool,
-                retriable: tuple[re.Pattern[str], ...], fatal: tuple[re.Pattern[str], ...],
+                retriable: tuple[BoundedPattern, ...], fatal: tuple[BoundedPattern, ...],
                 checkpoint: Callable[[], None]) -> str:
     """Run the whole job in session mode; fill ``results`` in plan order and return why the
     job stopped early ("" if it did not)."""
@@ -290,8 +289,8 @@ def _stopped(interrupt: Interrupt | None) -> bool:
 
 
 def _run_group(spec: JobSpec, group: list[int], reporter: Reporter, interrupt: Interrupt | None,
-               hooks: Hooks, reaping: bool, retriable: tuple[re.Pattern[str], ...],
-               fatal: tuple[re.Pattern[str], ...],
+               hooks: Hooks, reaping: bool, retriable: tuple[BoundedPattern, ...],
+               fatal: tuple[BoundedPattern, ...],
                done: dict[int, FileResult]) -> tuple[list[int], list[int], str]:
     """One group of files: a session, then sessions of its retriable failures. Returns the
     files given a verdict (in ``done``), the files the first session never reached, and why."""
@@ -354,8 +353,8 @@ def _run_group(spec: JobSpec, group: list[int], reporter: Reporter, interrupt: I
 
 
 def _session(spec: JobSpec, indices: list[int], number: int, reporter: Reporter,
-             interrupt: Interrupt | None, reaping: bool, retriable: tuple[re.Pattern[str], ...],
-             fatal: tuple[re.Pattern[str], ...]) -> _Session:
+             interrupt: Interrupt | None, reaping: bool, retriable: tuple[BoundedPattern, ...],
+             fatal: tuple[BoundedPattern, ...]) -> _Session:
     from testfleet.runner.executor import (
         FATAL_SIGNALS,
         _signame,

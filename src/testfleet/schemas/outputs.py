@@ -194,6 +194,9 @@ class HistoryMergeOutput(_Closed):
     added: dict[str, int]
     already_present: dict[str, int]
     untrusted: int  # stored gate runs a bundle's untrust mark took out of the baseline
+    # rows left out because they claim a time after the merge, per table (executions,
+    # testcase_results, gate_runs, gate_values); empty when none were
+    future_dated: dict[str, int] = Field(default_factory=dict)
     pruned: int
     notes: list[str]
     rows: dict[str, int]

@@ -36,6 +36,9 @@ GATE_MODES = ("enforced", "shadow")
 #: A testcase's outcomes (``testcases``); here, without SQLAlchemy, for the bundle model.
 CASE_OUTCOMES = ("PASSED", "FLAKY", "FAILED", "ERROR", "SKIPPED", "XFAILED")
 REASON_MAX = 500
+#: Clock skew tolerated between a machine that recorded a row (a runner, a JUnit file's
+#: writer) and the one storing it; a time further ahead is refused.
+FUTURE_SKEW = 300.0
 PASSING = ("PASSED", "FLAKY")
 _PASSING_SQL = ", ".join(f"'{o}'" for o in PASSING)  # constants, not user input
 _IN_CHUNK = 500
@@ -323,7 +326,12 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
     """Delete all but the newest ``keep`` executions per (stage, file) — counted
     separately for passing and other outcomes, so failures never push out the samples
     estimates use — and, when given, every execution before ``older_than`` (epoch).
-    Returns the number of rows deleted. Row operations only: no DDL rights needed."""
+    Returns the number of rows deleted. Row operations only: no DDL rights needed.
+
+    "Newest" is the order rows were stored in this history (their local id: recorded by
+    the runner, imported, or merged from a bundle), not the time a row claims: a merged
+    bundle's ``recorded_at`` is the exporter's word, and a claim could otherwise decide
+    which real rows are deleted (#27). ``older_than`` is about when a row ran (``ts``)."""
     from sqlalchemy import case, func, or_, select
 
     from testfleet.store.execution_rows import AlchemyDb, delete_ids
@@ -333,8 +341,7 @@ def prune(conn: Connection, keep: int, older_than: float | None = None) -> int:
         raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
     passing = case((ex.c.outcome.in_(PASSING), 1), else_=0)
     rn = func.row_number().over(partition_by=(ex.c.stage, ex.c.file, passing),
-                                order_by=(ex.c.recorded_at.desc(), ex.c.ts.desc(),
-                                          ex.c.id.desc())).label("rn")
+                                order_by=ex.c.id.desc()).label("rn")
     ranked = select(ex.c.id, ex.c.ts, rn).subquery()
     doomed = select(ranked.c.id).where(
         or_(ranked.c.rn > keep, *([ranked.c.ts < older_than] if older_than is not None else [])))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Mapping
@@ -24,13 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from testfleet.errors import UsageError
-from testfleet.fileio import read_capped
 from testfleet.registry.model import MAX_EST_TIME
-from testfleet.store.durations import Execution
+from testfleet.store.durations import FUTURE_SKEW, Execution
+from testfleet.textsafe import printable
 
 MAX_BYTES = 256 * 1024 * 1024
-#: Clock skew tolerated between the machine that wrote a JUnit file and this one.
-FUTURE_SKEW = 300.0
 _RANK = {"PASSED": 0, "NOT_RUN": -1, "FAILED": 2, "ERROR": 3}
 
 
@@ -62,14 +61,51 @@ def read_cases(path: Path, *, now: float | None = None) -> list[Case]:
 
 
 def read_bytes(path: Path) -> bytes:
-    """A JUnit file's bytes (at most :data:`MAX_BYTES`); :class:`UsageError` otherwise."""
+    """A JUnit file's bytes (at most :data:`MAX_BYTES`); :class:`UsageError` otherwise.
+    Only a regular file (or a link to one) is read: a FIFO would block forever."""
+    from testfleet.fileio import read_regular
+
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UsageError(f"{path}: {size} bytes is more than the {MAX_BYTES} a JUnit file may have")
-        return read_capped(path, MAX_BYTES)
+        return read_regular(path, MAX_BYTES, follow=True)
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read {printable(str(path))}: {exc.strerror or exc}") from None
+
+
+#: The XML declaration's encoding, in a document whose prolog is ASCII-compatible.
+_DECLARED = re.compile(rb"""(?:\xef\xbb\xbf)?<\?xml\s[^>]*?\bencoding\s*=\s*(["'])([^"'>]{0,64})\1""")
+#: What expat decodes itself (``codecs.lookup`` names); any other declared encoding is
+#: decoded here, since pyexpat refuses multi-byte ones (Shift-JIS, GB2312, Big5, ...).
+_EXPAT_NATIVE = frozenset({"utf-8", "ascii", "iso8859-1"})
+
+
+def _for_expat(data: bytes, name: str) -> bytes:
+    """``data`` as expat can read it: a document declaring an encoding expat does not know
+    natively is decoded with Python's codec and handed over as UTF-8, declaration and all.
+    Decoding first also means markup hidden by the encoding (UTF-7's ``+ADw-!DOCTYPE``)
+    is what the DTD check sees."""
+    import codecs
+
+    declared = _DECLARED.match(data)
+    if declared is None:
+        return data
+    encoding = declared.group(2).decode("ascii", "replace")
+    try:
+        codec = codecs.lookup(encoding)
+    except LookupError:
+        raise UsageError(f"{name}: the XML declaration names an unknown encoding "
+                         f"{printable(encoding)!r}") from None
+    if codec.name in _EXPAT_NATIVE:
+        return data
+    try:
+        text = data.decode(codec.name)
+    except LookupError:  # a bytes-to-bytes codec (base64, zlib): not a text encoding
+        raise UsageError(f"{name}: the XML declaration names {encoding!r}, which is not a "
+                         "text encoding") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not valid {encoding} ({exc.reason} at byte {exc.start})") from None
+    text = re.sub(r"""(<\?xml\s[^>]*?\bencoding\s*=\s*)(["'])[^"'>]*\2""", r"\1\2UTF-8\2",
+                  text.removeprefix("\ufeff"), count=1)
+    return text.encode("utf-8", "surrogatepass")
 
 
 def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Case]:
@@ -87,15 +123,19 @@ def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Ca
     from junitparser import Error, Failure, Skipped, TestCase
 
     now = time.time() if now is None else now
+    where = printable(str(path))
     try:
-        root = fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        root = fromstring(_for_expat(data, where), forbid_dtd=True, forbid_entities=True,
+                          forbid_external=True)
     except defusedxml.DefusedXmlException:
-        raise UsageError(f"{path}: DTD or entity declarations are not accepted in JUnit XML") from None
+        raise UsageError(f"{where}: DTD or entity declarations are not accepted in JUnit XML") from None
     except ET.ParseError as exc:
-        raise UsageError(f"{path}: not well-formed XML ({exc})") from None
+        raise UsageError(f"{where}: not well-formed XML ({exc})") from None
+    except (ValueError, LookupError) as exc:  # pyexpat on an encoding it cannot decode
+        raise UsageError(f"{where}: cannot decode it: {printable(str(exc))}") from None
     if root.tag not in ("testsuites", "testsuite"):
-        raise UsageError(f"{path}: not a JUnit report: root element is <{root.tag}>, "
-                         "expected <testsuites> or <testsuite>")
+        raise UsageError(f"{where}: not a JUnit report: root element is "
+                         f"<{printable(str(root.tag))[:100]}>, expected <testsuites> or <testsuite>")
     problems: list[str] = []
     cases: list[Case] = []
     seen: set[int] = set()
@@ -106,7 +146,7 @@ def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Ca
         classname = elem.get("classname", "") or ""
         name = elem.get("name", "") or ""
         raw = elem.get("time")
-        label = f"{classname}::{name}" if classname else name or "<unnamed testcase>"
+        label = printable(f"{classname}::{name}" if classname else name or "<unnamed testcase>")
         seconds = 0.0
         if raw is not None and raw.strip():
             try:
@@ -133,7 +173,7 @@ def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Ca
     for suite in root.iter("testsuite"):
         stamp = _timestamp(suite.get("timestamp"))
         if stamp is not None and stamp > now + FUTURE_SKEW:
-            problems.append(f"testsuite {suite.get('name') or '<unnamed>'}: timestamp "
+            problems.append(f"testsuite {printable(suite.get('name') or '<unnamed>')}: timestamp "
                             f"{suite.get('timestamp')!r:.60} is in the future")
             stamp = None
         for elem in suite.findall("testcase"):
@@ -144,7 +184,7 @@ def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Ca
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise UsageError(f"{path}: {len(problems)} invalid testcase time(s), nothing imported:\n"
+        raise UsageError(f"{where}: {len(problems)} invalid testcase time(s), nothing imported:\n"
                          f"  {shown}{more}")
     return cases
 

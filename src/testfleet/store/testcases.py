@@ -54,12 +54,13 @@ def insert_cases(conn: Connection, rows: Sequence[CaseRow]) -> None:
 
 
 def prune_cases(conn: Connection, keep: int, older_than: float | None = None) -> int:
-    """Keep the newest ``keep`` rows per (stage, file, test) and none before ``older_than``."""
+    """Keep the newest ``keep`` rows per (stage, file, test) -- newest as stored here (local
+    id), like executions (see ``durations.prune``) -- and none that ran before ``older_than``."""
     from sqlalchemy import delete, func, or_, select
 
     tc = testcases
     rn = func.row_number().over(partition_by=(tc.c.stage, tc.c.file, tc.c.name),
-                                order_by=(tc.c.ts.desc(), tc.c.id.desc())).label("rn")
+                                order_by=tc.c.id.desc()).label("rn")
     ranked = select(tc.c.id, tc.c.ts, rn).subquery()
     doomed = select(ranked.c.id).where(
         or_(ranked.c.rn > keep, *([ranked.c.ts < older_than] if older_than is not None else [])))
