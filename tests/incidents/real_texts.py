@@ -113,7 +113,7 @@ def pytest_output(file: str, errors: list[tuple[str, str]], *, rng: random.Rando
         lines += [
             f"_________________ {phase} at setup of {test} _________________",
             "",
-            f"    def setup_module():",
+            "    def setup_module():",
             f">       model = load_model('{tmp}/model.bin', device='cuda:{rng.randint(0, 7)}')",
             "",
             f"{file}:{rng.randint(10, 400)}: ",

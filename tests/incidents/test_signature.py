@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.incidents import real_texts as rt
 
 from testfleet.incidents.normalize import normalize
 from testfleet.incidents.patterns import matcher_for
 from testfleet.incidents.signature import CHUNK, failure_signature
-from tests.incidents import real_texts as rt
 
 
 @pytest.mark.parametrize(("raw", "shape"), [
