@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Each default: (needle, pattern). The needle (lower case) must occur in the lower-cased
 #: text for the pattern to be tried, so a clean output costs a few substring searches.
@@ -198,7 +199,7 @@ class InfraMatcher:
     """The patterns of one backend, compiled once per process (see :func:`matcher_for`)."""
 
     defaults: tuple[tuple[str, re.Pattern[str]], ...] = ()
-    configured: list[tuple[str, object]] = field(default_factory=list)
+    configured: list[tuple[str, Any]] = field(default_factory=list)  # regex.Pattern
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -219,9 +220,9 @@ class InfraMatcher:
             m = compiled.search(text)
             if m is not None and (best is None or m.start() < best[0]):
                 best = (m.start(), compiled.pattern, False, m.end())
-        for pattern, compiled in list(self.configured):
+        for pattern, rx in list(self.configured):
             try:
-                m = compiled.search(text, timeout=SEARCH_TIMEOUT)  # type: ignore[attr-defined]
+                m = rx.search(text, timeout=SEARCH_TIMEOUT)
             except TimeoutError:
                 self.configured = [(p, c) for p, c in self.configured if p != pattern]
                 self.warnings.append(
@@ -254,7 +255,7 @@ def matcher_for(backend: str, configured: Iterable[str] = (), use_defaults: bool
         if use_defaults else ()
     matcher = InfraMatcher(defaults)
     if key[1]:
-        import regex
+        import regex  # type: ignore[import-untyped]
 
         for pattern in key[1]:
             problem = pattern_problem(pattern)
@@ -262,7 +263,7 @@ def matcher_for(backend: str, configured: Iterable[str] = (), use_defaults: bool
                 try:
                     matcher.configured.append((pattern, regex.compile(pattern, regex.MULTILINE)))
                     continue
-                except (regex.error, RecursionError, OverflowError) as exc:  # type: ignore[attr-defined]
+                except (regex.error, RecursionError, OverflowError) as exc:
                     problem = str(exc)
             matcher.warnings.append(f"infra pattern {pattern[:80]!r} not used: {problem}")
     _CACHE[key] = matcher
