@@ -52,6 +52,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                           str(root / "merged.db"), "--format", "json"],
         "results": ["results", "--tests", "--format", "json"],
         "flaky": ["flaky", "--all", "--format", "json"],
+        "incidents": ["incident", "list", "--format", "json"],
     }
     exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
     assert exported.returncode == 0, exported.stderr

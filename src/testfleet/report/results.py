@@ -82,11 +82,15 @@ def load_results(store: Any, project: Any, runs: int = RUNS) -> ResultsSection:
                   cfg.results.buildkite_pipeline, os.environ)
     note = "" if rows else "no results recorded yet"
     probes = []
+    from testfleet.incidents.probes import probe_streak
+
     for name, stage in sorted(cfg.stages.items()):
         if stage.disabled is None or stage.probe is None:
             continue
-        probed = [f for f in shown if f.stage == name
-                  and (not stage.probe.files or f.file in stage.probe.files)]
+        # without probe.files: the files the probe ran last (not every file of the stage)
+        _, probed_files = probe_streak([r for f in shown if f.stage == name for r in f.runs],
+                                       stage.probe.files)
+        probed = [f for f in shown if f.stage == name and f.file in probed_files]
         probes.append(ProbeView(name, stage.disabled, stage.probe.restore_after, tuple(probed)))
     return ResultsSection(True, note, runs, tuple(by_stage(shown)), tuple(failing_now(files)),
                           shown, tuple(verdicts), policy.quarantine, link, tuple(probes))
