@@ -71,7 +71,6 @@ def shares_text(shares: Sequence[LaneShare]) -> str:
 def incidents_table(incidents: Sequence[Incident], link: Link | None = None,
                     suggestions: dict[int, Dormancy] | None = None, title: str = "incidents") -> Any:
     """A rich table, newest run first: one row per incident, never one per failed file."""
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -79,13 +78,19 @@ def incidents_table(incidents: Sequence[Incident], link: Link | None = None,
         table.add_column(col, overflow="fold")
     for n, i in enumerate(incidents):
         url = link(i.ci_run_id, i.commit) if link is not None else None
-        run = f"{i.ci_run_id or i.run} ({when(i.ts)})" + (f"\n{url}" if url else "")
-        why = i.why
+        run = [f"{i.ci_run_id or i.run} ({when(i.ts)})", *([url] if url else [])]
+        why = [i.why]
         suggestion = (suggestions or {}).get(n)
         if suggestion is not None and not suggestion.already:
-            why += f"\nmake it dormant: {suggestion.command}"
+            why.append(f"make it dormant: {suggestion.command}")
         kind = "[bold red]infrastructure[/]" if i.infrastructure else "[yellow]test[/]"
-        table.add_row(escape(printable(run)), i.id, kind, escape(shares_text(i.lanes)),
-                      str(len(i.tests)) if i.tests else "-",
-                      escape(printable(i.signature.text)), escape(printable(why)))
+        table.add_row(_lines(run), i.id, kind, _lines([shares_text(i.lanes)]),
+                      str(len(i.tests)) if i.tests else "-", _lines([i.signature.text]), _lines(why))
     return table
+
+
+def _lines(parts: Sequence[str]) -> str:
+    """Cell text: each part one inert line (textsafe), no rich markup, parts on lines."""
+    from rich.markup import escape
+
+    return "\n".join(escape(printable(p)) for p in parts)
