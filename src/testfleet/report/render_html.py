@@ -22,6 +22,7 @@ from testfleet.report.model import (
     TrendSeries,
 )
 from testfleet.report.references import Reference
+from testfleet.report.render_incidents import incidents_html
 from testfleet.report.render_results import CSS as RESULTS_CSS
 from testfleet.report.render_results import generated_epoch
 from testfleet.report.render_results import html_section as results_html
@@ -454,6 +455,7 @@ def render_html(report: Report) -> str:
         f'<p class="headline">{esc(report.headline())}</p>{_nav(report)}'
         f"{_kpis(report)}{_holes(report)}{_dormant(report)}{_matrix(report)}"
         f'<section>{_groups("Backends", report.backends, "backends")}</section>'
+        f"{incidents_html(report.results, _path)}"
         f"{_ledger(report)}{_plan(report)}{_history(report)}"
         f"{results_html(report.results, generated_epoch(report), _path)}"
         f"{'<section>' + labels + '</section>' if labels else ''}{_findings(report)}{notes}"
