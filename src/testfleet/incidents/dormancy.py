@@ -42,7 +42,7 @@ def dormant_reason(incident: Incident, share: LaneShare, *, url: str | None = No
     """``infrastructure incident <id>: <label> on <n> of <m> files in CI run <run>, see
     <link or ref>``; characters a reason must not hold (control characters, backticks,
     ``${{``) are left out, and it is cut to :data:`REASON_MAX` characters."""
-    label = _UNSAFE.sub("", incident.signature.label or incident.signature.text)[:80]
+    label = _UNSAFE.sub(" ", incident.signature.label or incident.signature.text)[:80]
     where = f"CI run {incident.ci_run_id}" if incident.ci_run_id else incident.run
     refs = ", ".join(r for r in (ref, url) if r)
     reason = (f"infrastructure incident {incident.id}: {label} on {share.files} of {share.ran} "
