@@ -70,7 +70,7 @@ def test_the_reason_names_the_incident_and_its_reference_and_holds_no_injection(
     (incident,) = group([Failure("9", "mi300x", "rocm", f"t{i}.py", sig.digest, ci_run_id="9")
                          for i in range(8)], {sig.digest: sig}, {("9", "mi300x"): 8})
     reason = dormant_reason(incident, incident.lanes[0], url="https://ci/runs/9", ref="#2230")
-    assert reason.startswith(f"infrastructure incident {incident.id}: hip Error secrets.X }} NoDevice "
+    assert reason.startswith(f"infrastructure incident {incident.id}: hip Error secrets.X }}}} NoDevice "
                              "on 8 of 8 file(s) in CI run 9, see #2230, https://ci/runs/9")
     assert "`" not in reason and "${{" not in reason and "\n" not in reason
     assert dormant_line('a "b"') == 'disabled = "a \\"b\\""'
