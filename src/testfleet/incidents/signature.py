@@ -111,7 +111,9 @@ def _tail(output: str) -> str:
 def _from_summary(chunk: str) -> Signature | None:
     if "FAILED " not in chunk and "ERROR " not in chunk:
         return None
-    messages = [m.group(1) for m in _SUMMARY.finditer(chunk) if m.group(1)]
+    header = chunk.rfind("short test summary info")  # pytest's: the lines are after it
+    part = chunk[header:] if header >= 0 else chunk
+    messages = [m.group(1) for m in _SUMMARY.finditer(part) if m.group(1)]
     if not messages:
         return None
     counts = Counter(_typed(normalize(m)) for m in messages[:200])
