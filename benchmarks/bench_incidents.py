@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.incidents import real_texts as rt  # noqa: E402
+from tests.incidents import real_texts as rt
 
 STAGES = [("stage-a-cpu", "cpu"), ("stage-b-cpu", "cpu"), ("stage-c-h200", "cuda"),
           ("stage-c-b200", "cuda"), ("stage-c-mi300x", "rocm"), ("stage-c-mi325x", "rocm")]
@@ -46,10 +46,10 @@ def synth(n: int, seed: int) -> list[tuple[str, str, str, str]]:
                       "\n".join(rt.HSA_OUT_OF_RESOURCES_LINES)],
              "cpu": [rt.DOCKER_PULL_LIMIT]}
     tests = [rt.CUDA_OOM_TEST, "KeyError: 'max_new_tokens'", "ValueError: dtype bfloat16 not "
-             f"supported on gfx90a", rt.HIP_INVALID_DEVICE_FUNCTION,
+             "supported on gfx90a", rt.HIP_INVALID_DEVICE_FUNCTION,
              "AttributeError: 'NoneType' object has no attribute 'generate'"]
     out = []
-    for i in range(n):
+    for _ in range(n):
         run = str(1000 + rng.randrange(50))
         stage, backend = STAGES[rng.randrange(len(STAGES))]
         file = f"tests/test_{rng.randrange(400):03d}.py"

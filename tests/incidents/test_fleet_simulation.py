@@ -87,13 +87,16 @@ def _night(root: Path, night: int, stage: str, *, broken: bool = False,
     assert "Traceback (most recent call last)" not in proc.stderr
 
 
-def _probe(root: Path, tmp_path: Path, night: int) -> None:
+def _probe(root: Path, tmp_path: Path, night: int) -> str:
     plan = as_json(cli(root, "plan", "--cadence", "nightly", "--format", "json"))
     (tmp_path / "plan.json").write_text(json.dumps(plan))
-    env = {"GITHUB_RUN_ID": str(1000 + night), "GITHUB_SHA": f"{night:040x}"}
+    summary = tmp_path / f"probe-{night}.md"
+    env = {"GITHUB_RUN_ID": str(1000 + night), "GITHUB_SHA": f"{night:040x}",
+           "GITHUB_STEP_SUMMARY": str(summary)}
     proc = cli(root, "run", "--plan", str(tmp_path / "plan.json"), "--job",
                "stage-c-4-gpu-mi300x-probe", "--display", "plain", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return summary.read_text()
 
 
 def _incidents(root: Path) -> dict[str, list[dict]]:
@@ -152,7 +155,8 @@ def test_three_broken_nights_a_recovery_and_a_night_of_real_failures(tmp_path: P
     # nights 4-6: the runners are back; night 4 also breaks two CPU tests for real
     for night in (4, 5, 6):
         _night(root, night, "stage-a-cpu")
-        _probe(root, tmp_path, night)
+        assert "Probe of dormant stage stage-c-4-gpu-mi300x: healthy this run" in _probe(
+            root, tmp_path, night)
         probes = as_json(cli(root, "results", "--format", "json"))["probes"]
         assert [(p["stage"], p["clean_streak"], p["ready"]) for p in probes] == [
             ("stage-c-4-gpu-mi300x", night - 3, night == 6)]

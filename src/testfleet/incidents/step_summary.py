@@ -46,6 +46,26 @@ def headline(lane: str, incidents: Sequence[Incident]) -> str:
     return f"**{md(lane)}**: {files} failed file{'s' if files != 1 else ''}, " + "; ".join(parts)
 
 
+PROBE_REASON = "probe of dormant stage "  # how the planner marks a probe job's files
+
+
+def probe_lines(job: JobResult) -> list[str]:
+    """A probe job's verdict on its dormant stage ([] for any other job): the recovery is
+    announced where the runners' owners look, and counted in ``testfleet results``."""
+    items = [r.item for r in job.results]
+    if not items or not all(i.quarantined.startswith(PROBE_REASON) for i in items):
+        return []
+    lane = job.spec.settings.stage
+    ran = [r for r in job.results if r.attempts]
+    clean = [r for r in ran if r.outcome.ok and r.attempts[-1].number == 1]
+    if ran and len(clean) == len(items):
+        return [f"**Probe of dormant stage {md(lane)}: healthy this run**: all {len(items)} probed "
+                f"file(s) passed on their first attempt. `testfleet results` says when the "
+                "stage has passed enough probes in a row to be restored.", ""]
+    return [f"**Probe of dormant stage {md(lane)}: not healthy this run** ({len(clean)} of "
+            f"{len(items)} probed file(s) passed first time); the stage stays dormant.", ""]
+
+
 def incident_lines(job: JobResult, incidents: Sequence[Incident],
                    environ: Mapping[str, str] | None = None) -> list[str]:
     """The summary's incident block ([] when nothing failed)."""

@@ -98,7 +98,7 @@ def _fence(text: str) -> str:
 
 def step_summary_markdown(job: JobResult) -> str:
     from testfleet.incidents.job import job_incidents
-    from testfleet.incidents.step_summary import incident_lines
+    from testfleet.incidents.step_summary import incident_lines, probe_lines
 
     spec = job.spec
     icon = "✅" if job.exit_code == 0 else ("🛑" if job.interrupted_by is not None else "❌")
@@ -107,6 +107,7 @@ def step_summary_markdown(job: JobResult) -> str:
     lines = [
         f"### {icon} testfleet run `{md_escape(spec.job_id)}`: {verdict(job)}",
         "",
+        *probe_lines(job),
         *incident_lines(job, incidents),
         f"Stage **{md_escape(spec.settings.stage)}** ({md_escape(spec.settings.backend)}, "
         f"`{spec.settings.command}`), {len(job.results)} files: {counts_line(job)}. "
