@@ -1,10 +1,11 @@
 """Signature computation and grouping over 10,000 failures, beside a reference.
 
-    python benchmarks/bench_incidents.py [--failures 10000] [--repeat 5] [--seed 0]
+    python benchmarks/bench_incidents.py [--failures 10000] [--repeat 5] [--seed 0] [--pad KB]
 
 Builds N failed outputs from the real failure texts of ``tests/incidents/real_texts.py``
 (pytest runs with tracebacks, summaries and the noise a runner adds: hosts, PIDs,
-temporary paths, timings; ~2-4 KB each, a failing test's usual tail), spread over 50 CI
+temporary paths, timings; ~1 KB each, plus ``--pad`` KB of log lines printed before the
+failure: a long test's tail, of which signatures read the last 16 KiB), spread over 50 CI
 runs and 6 stages (a third of them on ROCm and CUDA stages, where start-up patterns
 apply), then times:
 
@@ -38,7 +39,7 @@ STAGES = [("stage-a-cpu", "cpu"), ("stage-b-cpu", "cpu"), ("stage-c-h200", "cuda
           ("stage-c-b200", "cuda"), ("stage-c-mi300x", "rocm"), ("stage-c-mi325x", "rocm")]
 
 
-def synth(n: int, seed: int) -> list[tuple[str, str, str, str]]:
+def synth(n: int, seed: int, pad_kb: int = 0) -> list[tuple[str, str, str, str]]:
     """(run, stage, backend, output) for n failures."""
     rng = random.Random(seed)
     infra = {"cuda": [rt.NO_CUDA_DEVICE, rt.NO_NVIDIA_DRIVER, "\n".join(rt.NVML_MISMATCH_LINES)],
@@ -66,6 +67,11 @@ def synth(n: int, seed: int) -> list[tuple[str, str, str, str]]:
         else:
             output = rt.pytest_output(file, [(f"test_{rng.randrange(40)}", rng.choice(tests))],
                                       rng=rng, phase="FAILED")
+        if pad_kb:
+            lines = [f"[{rng.randint(0, 86399)}] step {s} loss {rng.random():.4f} "
+                     f"lr {rng.random():.2e} tokens/s {rng.randint(1000, 90000)}"
+                     for s in range(pad_kb * 1024 // 60)]
+            output = "\n".join(lines) + "\n" + output
         out.append((run, stage, backend, output))
     return out
 
@@ -111,8 +117,10 @@ def main() -> int:
     parser.add_argument("--failures", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pad", type=int, default=0, metavar="KB",
+                        help="log lines printed before each failure (KiB)")
     args = parser.parse_args()
-    data = synth(args.failures, args.seed)
+    data = synth(args.failures, args.seed, args.pad)
     size = sum(len(o) for *_, o in data) / len(data)
     ours, found = timed(incidents, data, args.repeat)
     ref, exact = timed(reference, data, args.repeat)

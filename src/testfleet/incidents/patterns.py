@@ -26,46 +26,47 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Each default: (needle, pattern). The needle (lower case) must occur in the lower-cased
-#: text for the pattern to be tried, so a clean output costs a few substring searches.
+#: Each default: (needle, pattern). The needle must occur in the text (same case: the
+#: patterns are case-sensitive, as the tools print these messages) for the pattern to be
+#: tried, so a clean output costs a few substring searches.
 Default = tuple[str, str]
 
 _DEVICE_CUDA: tuple[Default, ...] = (
-    ("cuda-capable", r"no CUDA-capable device is detected"),
-    ("nvidia driver", r"Found no NVIDIA driver on your system"),
+    ("CUDA-capable", r"no CUDA-capable device is detected"),
+    ("NVIDIA driver", r"Found no NVIDIA driver on your system"),
     ("driver version is insufficient", r"CUDA driver version is insufficient for CUDA runtime version"),
-    ("nvml", r"(?i)Failed to initialize NVML"),
-    ("nvml error", r"(?i)nvml error: driver/library version mismatch"),
-    ("nvidia-smi has failed", r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"),
-    ("cudaerror", r"\bcudaError(?:NoDevice|InsufficientDriver|DevicesUnavailable|SystemDriverMismatch)\b"),
+    ("initialize NVML", r"Failed to initialize NVML"),
+    ("nvml error", r"nvml error: driver/library version mismatch"),
+    ("NVIDIA-SMI has failed", r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"),
+    ("cudaError", r"\bcudaError(?:NoDevice|InsufficientDriver|DevicesUnavailable|SystemDriverMismatch)\b"),
     ("unknown error", r"CUDA error: unknown error|Cuda failure 999 'unknown error'"),
 )
 _DEVICE_ROCM: tuple[Default, ...] = (
-    ("no hip gpus", r"No HIP GPUs are available"),
-    ("hiperror", r"\bhipError(?:NoDevice|InvalidDevice|NotInitialized|InsufficientDriver)\b"),
-    ("hsa_status_error", r"\bHSA_STATUS_ERROR_(?:OUT_OF_RESOURCES|INVALID_AGENT|NOT_INITIALIZED)\b"),
+    ("No HIP GPUs", r"No HIP GPUs are available"),
+    ("hipError", r"\bhipError(?:NoDevice|InvalidDevice|NotInitialized|InsufficientDriver)\b"),
+    ("HSA_STATUS_ERROR", r"\bHSA_STATUS_ERROR_(?:OUT_OF_RESOURCES|INVALID_AGENT|NOT_INITIALIZED)\b"),
     ("hsa api call failure", r"hsa api call failure"),
-    ("rock module", r"ROCk module is NOT loaded"),
+    ("ROCk module", r"ROCk module is NOT loaded"),
     ("/dev/kfd", r"(?:Unable to open|Failed to open|cannot open) /dev/kfd"),
     ("amdgpu", r"amdgpu not found in modules|Driver not initialized \(amdgpu"),
 )
 # NCCL and RCCL (RCCL prints NCCL's prefixes) transport and system errors.
 _COLLECTIVES: tuple[Default, ...] = (
-    ("ncclsystemerror", r"\bncclSystemError\b"),
-    ("ncclunhandledcudaerror", r"\bncclUnhandledCudaError\b"),
-    ("ncclremoteerror", r"\bncclRemoteError\b"),
-    ("nccl error", r"NCCL error\b.*\bunhandled (?:system|cuda) error"),
-    ("nccl warn", r"\bNCCL WARN\b.*(?:Cuda failure|NET/|[Ss]ocket|Connect|hipError)"),
+    ("ncclSystemError", r"\bncclSystemError\b"),
+    ("ncclUnhandledCudaError", r"\bncclUnhandledCudaError\b"),
+    ("ncclRemoteError", r"\bncclRemoteError\b"),
+    ("NCCL error", r"NCCL error\b.*\bunhandled (?:system|cuda) error"),
+    ("NCCL WARN", r"\bNCCL WARN\b.*(?:Cuda failure|NET/|[Ss]ocket|Connect|hipError)"),
 )
 # Memory the test never allocated: a context that cannot be created, or an allocator
 # that finds the device full while this process holds nothing (a leftover process).
 _OOM_AT_START_CUDA: tuple[Default, ...] = (
-    ("cuda error: out of memory", r"CUDA error: out of memory"),
-    ("cuda_error_out_of_memory", r"\bCUDA_ERROR_OUT_OF_MEMORY\b"),
+    ("CUDA error: out of memory", r"CUDA error: out of memory"),
+    ("CUDA_ERROR_OUT_OF_MEMORY", r"\bCUDA_ERROR_OUT_OF_MEMORY\b"),
 )
 _OOM_AT_START_ROCM: tuple[Default, ...] = (
-    ("hip error: out of memory", r"HIP error: out of memory"),
-    ("hiperroroutofmemory", r"\bhipErrorOutOfMemory\b"),
+    ("HIP error: out of memory", r"HIP error: out of memory"),
+    ("hipErrorOutOfMemory", r"\bhipErrorOutOfMemory\b"),
 )
 _OOM_HELD_ELSEWHERE: tuple[Default, ...] = (
     ("out of memory",
@@ -76,14 +77,14 @@ _OOM_HELD_ELSEWHERE: tuple[Default, ...] = (
 )
 # Containers that do not start, images that cannot be pulled, runners without disk.
 _CONTAINER: tuple[Default, ...] = (
-    ("error response from daemon", r"Error response from daemon"),
+    ("Error response from daemon", r"Error response from daemon"),
     ("with capabilities", r"could not select device driver .* with capabilities"),
-    ("oci runtime", r"OCI runtime (?:create|exec) failed"),
+    ("OCI runtime", r"OCI runtime (?:create|exec) failed"),
     ("nvidia-container-cli", r"nvidia-container-cli: (?:initialization|mount|detection) error"),
     ("toomanyrequests", r"toomanyrequests: You have reached your (?:unauthenticated )?pull rate limit"),
-    ("imagepull", r"\b(?:ErrImagePull|ImagePullBackOff)\b"),
-    ("failed to pull image", r"[Ff]ailed to pull image"),
-    ("no space left on device", r"No space left on device"),
+    ("ImagePull", r"\b(?:ErrImagePull|ImagePullBackOff)\b"),
+    ("ailed to pull image", r"[Ff]ailed to pull image"),
+    ("No space left on device", r"No space left on device"),
 )
 
 DEFAULT_PATTERNS: dict[str, tuple[Default, ...]] = {
@@ -211,11 +212,8 @@ class InfraMatcher:
         if not text:
             return None
         best: tuple[int, str, bool, int] | None = None
-        lowered: str | None = None
         for needle, compiled in self.defaults:
-            if lowered is None:
-                lowered = text.lower()
-            if needle not in lowered:
+            if needle not in text:
                 continue
             m = compiled.search(text)
             if m is not None and (best is None or m.start() < best[0]):
