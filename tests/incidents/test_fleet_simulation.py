@@ -137,6 +137,20 @@ def test_three_broken_nights_a_recovery_and_a_night_of_real_failures(tmp_path: P
     (group,) = flaky["incidents"]
     assert group["state"] == "broken" and len(group["files"]) == 8
 
+    # a pasted reason on three files: check names the incident instead
+    for i in range(3):
+        path = root / "tests" / "amd" / f"test_mi300x_{i}.py"
+        path.write_text(path.read_text().replace(
+            "labels=['amd'])", "labels=['amd'], disabled='Disable due to failure')"))
+    check = cli(root, "check", "--format", "json")
+    pasted = [f for f in json.loads(check.stdout)["findings"]
+              if f["code"] == "disabled-reason-repeated"]
+    assert len(pasted) == 3 and all("infrastructure incident" in f["message"]
+                                    and "(hipErrorNoDevice)" in f["message"] for f in pasted)
+    for i in range(3):
+        path = root / "tests" / "amd" / f"test_mi300x_{i}.py"
+        path.write_text(path.read_text().replace(", disabled='Disable due to failure'", ""))
+
     # one command makes the stage dormant: exactly one line of the config changes
     before = (root / "testfleet.toml").read_text()
     dormant = cli(root, "incident", "dormant", "stage-c-4-gpu-mi300x", "--run", "1003",

@@ -5,7 +5,10 @@ failure"`` in eight files. Eight arguments to restore one by one, one reason for
 may be eight causes, and nothing that says when the runners are back. When at least
 :data:`REPEAT_MIN` registrations carry the same reason, each gets a warning that names
 the incident history recorded for those files (an infrastructure incident that took
-their stage), or says how to find it, and the one config line that replaces them.
+half of them or more) and the one config line that replaces them. Without such an
+incident the warning is given only when the reason speaks of a failure ("Disable due
+to failure", "runners broken"): a reason shared on purpose ("performance testcase",
+"standalone benchmark" on 31 files of SGLang's tree) is a category, not an incident.
 
 History is read only when such a reason exists, read-only, and never required: an
 unreadable or absent history leaves the finding without the incident's name.
@@ -13,6 +16,7 @@ unreadable or absent history leaves the finding without the incident's name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +24,9 @@ from testfleet.findings import Finding
 
 REPEAT_MIN = 3
 CODE = "disabled-reason-repeated"
+_FAILURE_WORDS = re.compile(r"\b(?:fail\w*|broken|break\w*|error\w*|crash\w*|hang\w*|flak\w*|"
+                            r"timeouts?|timed out|runners?|not work\w*|doesn't work|does not work)\b",
+                            re.IGNORECASE)
 
 
 def repeated_reasons(registrations: Sequence[Any]) -> dict[str, list[Any]]:
@@ -41,6 +48,8 @@ def findings(project: Any, registry: Any) -> list[Finding]:
         files = {r.file for r in regs}
         stages = sorted({r.suite for r in regs})
         named = _best(incidents, files)
+        if named is None and not _FAILURE_WORDS.search(regs[0].disabled):
+            continue
         if named is not None:
             share = max(named.lanes, key=lambda s: s.files)
             cause = (f"history records infrastructure incident {named.id} "
