@@ -30,6 +30,7 @@ from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
 from testfleet.fileio import read_capped
 from testfleet.findings import Finding
+from testfleet.incidents.config import BackendIncidentKeys, backend_table_problems, patched_backend
 from testfleet.registry.model import MAX_EST_TIME
 
 if sys.version_info >= (3, 11):
@@ -111,10 +112,11 @@ class ImplicitDir(_Strict):
         return _relative_path(v)
 
 
-class BackendConfig(_Strict):
-    """An extra hardware family (npu, xpu, ...) or an override of a built-in one."""
+class BackendConfig(BackendIncidentKeys, _Strict):
+    """An extra hardware family (npu, xpu, ...), or keys over a built-in one's (the keys
+    a built-in's table omits keep the built-in values; incidents' keys: incidents/config)."""
 
-    markers: list[str] = Field(min_length=1)
+    markers: list[str] = Field(default_factory=list)  # required unless built in
     labels_required: bool = True
     gpu: bool = True
     # #12: how this backend's markers are called, when they take other arguments than the
@@ -829,8 +831,6 @@ class Config(_Strict):
     # results (issue #14)
     flaky: FlakyConfig = Field(default_factory=FlakyConfig)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
-
-
     ci: CIConfig = Field(default_factory=CIConfig)
 
     @field_validator("roots")
@@ -876,7 +876,7 @@ class Config(_Strict):
 
     def backend_specs(self) -> dict[str, BackendConfig]:
         specs = {name: BackendConfig(**raw) for name, raw in BUILTIN_BACKENDS.items()}
-        specs.update(self.backends)
+        specs.update({n: patched_backend(specs.get(n), b) for n, b in self.backends.items()})
         return specs
 
     def backend_names(self) -> set[str]:
@@ -885,8 +885,8 @@ class Config(_Strict):
     def marker_signatures(self) -> dict[str, MarkerSignature]:
         """Each marker's signature, in one place: its own ``[markers.<marker>]`` table, else
         its backend's ``[backends.<name>.signature]``; ``"*"`` (every other marker) as given."""
-        out = dict(self.markers)
-        for spec in self.backends.values():
+        out, specs = dict(self.markers), self.backend_specs()
+        for spec in (specs[name] for name in self.backends):
             if spec.signature is not None:
                 for marker in spec.markers:
                     out.setdefault(marker, spec.signature)
@@ -1021,12 +1021,12 @@ def config_from_text(text: str, name: str) -> Config:
 
 
 def _labels_required(backend: str, extra_backends: Mapping[str, Any]) -> bool:
-    """A backend's ``labels_required`` from the raw config: a ``[backends.<name>]`` table
-    replaces the built-in one (as ``Config.backend_specs`` does; its default is true)."""
-    spec = extra_backends.get(backend)
+    """A backend's ``labels_required`` from the raw config: a ``[backends.<name>]`` key over
+    the built-in value (as ``Config.backend_specs`` reads it; the default is true)."""
+    spec, builtin = extra_backends.get(backend), BUILTIN_BACKENDS.get(backend, {})
     if isinstance(spec, Mapping):
-        return spec.get("labels_required", True) is not False
-    return bool(BUILTIN_BACKENDS.get(backend, {}).get("labels_required", True))
+        return spec.get("labels_required", builtin.get("labels_required", True)) is not False
+    return bool(builtin.get("labels_required", True))
 
 
 def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -1068,7 +1068,7 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
                                      f"valid: {', '.join(sorted(stages))}"))
                 elif need == name:
                     problems.append((f"stages.{name}.needs", "a stage cannot need itself"))
-    problems += _cadence_problems(data, stages)
+    problems += _cadence_problems(data, stages) + backend_table_problems(extra_backends, BUILTIN_BACKENDS)
     problems += _variant_problems(stages, backends)
     implicit = data.get("implicit")
     for i, imp in enumerate(implicit if isinstance(implicit, list) else []):

@@ -55,6 +55,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         # the run's frozen plan against its job status file (#26)
         "reconcile": ["reconcile", "--plan", str(next((root / ".testfleet" / "plans").glob("*.json"))),
                       str(root / ".testfleet" / "runs"), "--format", "json"],
+        "incidents": ["incident", "list", "--format", "json"],
     }
     exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
     assert exported.returncode == 0, exported.stderr

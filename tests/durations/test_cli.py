@@ -207,3 +207,32 @@ def test_show_names_a_cache_dir_that_is_a_file(cli: Cli, example_project: Path) 
     assert code == 0
     warnings = json.loads(out)["warnings"]
     assert len(warnings) == 1 and ".testfleet (the config's cache_dir) is a file" in warnings[0]
+
+
+FAILED_XML = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" timestamp="2026-11-30T10:00:00">
+ <testcase classname="tests.e2e.megatron.test_qwen3_8B_dense" name="test_dense" time="3">
+  <error message="RuntimeError: CUDA error: no CUDA-capable device is detected">
+E   RuntimeError: CUDA error: no CUDA-capable device is detected</error></testcase>
+ <testcase classname="tests.e2e.rollout.test_multi_turn_agent.TestAgent" name="test_a" time="2">
+  <failure message="assert 0.41 &gt;= 0.5">E   assert 0.41 &gt;= 0.5
+tests/e2e/rollout/test_multi_turn_agent.py:40: AssertionError</failure></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_imported_failures_carry_their_signatures(cli: Cli, example_project: Path,
+                                                  tmp_path: Path) -> None:
+    """JUnit history groups into incidents like recorded history (#29)."""
+    root = str(example_project)
+    path = tmp_path / "failed.xml"
+    path.write_text(FAILED_XML, encoding="utf-8")
+    code, _, err = cli("-C", root, "durations", "import", str(path), "--stage",
+                       "stage-c-4-gpu-h200", "--run-id", "77")
+    assert code == 0, err
+    code, out, err = cli("-C", root, "incident", "list", "--format", "json")
+    assert code == 0, err
+    found = {(i["kind"], i["label"], tuple(i["files"])) for i in json.loads(out)["incidents"]}
+    assert found == {
+        ("infra", "no CUDA-capable device is detected", (DENSE,)),
+        ("exception", "AssertionError", ("tests/e2e/rollout/test_multi_turn_agent.py",))}

@@ -55,7 +55,8 @@ def test_round_trip_is_canonical_and_deterministic() -> None:
     assert gzip.decompress(raw) == gzip.decompress(sealed(full))
     got = decode(raw, "b.tfb")
     assert got.payload == p
-    assert got.counts() == {"executions": 1, "gate_runs": 1, "gate_values": 1, "testcases": 0}
+    assert got.counts() == {"executions": 1, "gate_runs": 1, "gate_values": 1, "testcases": 0,
+                            "signatures": 0}
 
 
 def test_identical_repeats_are_harmless() -> None:
@@ -75,7 +76,7 @@ def test_identical_repeats_are_harmless() -> None:
     (lambda raw: gzip.compress(b"[1, 2]"), "no 'schema' field"),
     (lambda raw: sealed(payload(), schema="sarif/2.1"), "foreign schema 'sarif/2.1'"),
     (lambda raw: sealed(payload(), schema="testfleet.plan/1"), "foreign schema"),
-    (lambda raw: sealed(payload(), schema="testfleet.bundle/2"), "newer than this testfleet reads"),
+    (lambda raw: sealed(payload(), schema="testfleet.bundle/3"), "newer than this testfleet reads"),
     (lambda raw: sealed(payload(), sha="0" * 64), "checksum mismatch"),
     (lambda raw: sealed(payload(store_schema=99)), "history schema version 99, newer"),
 ])

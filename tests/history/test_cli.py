@@ -39,10 +39,11 @@ def test_export_show_merge_and_merge_again(cli: Callable[..., tuple[int, str, st
     assert "exported 3 execution(s) (6 testcase result(s)), 2 gate run(s) (6 value(s)) of run 200" in out
     code, out, _ = cli("history", "show", "job.tfb", "--format", "json")
     doc = json.loads(out)
-    assert code == 0 and doc["format"] == "testfleet.bundle/1"
+    assert code == 0 and doc["format"] == "testfleet.bundle/2"
     assert doc["schema"] == "testfleet.history-show/1"
     assert doc["source"]["event"] == "schedule" and doc["source"]["write_baseline"] is True
-    assert doc["counts"] == {"executions": 3, "gate_runs": 2, "gate_values": 6, "testcases": 6}
+    assert doc["counts"] == {"executions": 3, "gate_runs": 2, "gate_values": 6, "testcases": 6,
+                             "signatures": 2}
     code, out, err = cli("history", "merge", str(project.root / "job.tfb"), "--database", "cache.db",
                          "--require-ref", "refs/heads/main")
     assert code == 0, err
@@ -51,7 +52,7 @@ def test_export_show_merge_and_merge_again(cli: Callable[..., tuple[int, str, st
     code, out, _ = cli("history", "merge", "job.tfb", "--database", "cache.db", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["added"] == {"executions": 0, "gate_runs": 0, "gate_values": 0,
-                                      "testcases": 0}
+                                      "testcases": 0, "signatures": 0}
     assert doc["rows"]["executions"] == 3 and doc["size_bytes"] > 0
     assert (project.root / "cache.db").stat().st_size == doc["size_bytes"]  # checkpointed
 

@@ -39,6 +39,7 @@ def records(project: Project, url: str | None) -> dict[str, Any]:
         "gate_values": by_repr((run_of[v.run].run_id, *v.key[1:], v.value, v.actual_step)
                               for v in p.gate_values),
         "testcases": stored_cases(project, url),
+        "signatures": by_repr(s.model_dump() for s in p.signatures),
     }
 
 
@@ -70,9 +71,10 @@ def test_round_trip_keeps_every_record(project: Project, store_url: str | None, 
     b = bundle_of(project, source_db, tmp_path / "all.tfb")
     with open_store(project, store_url) as store:
         result = merge_bundles(store, read_bundles([b]))
-    assert result.added == {"executions": 6, "gate_runs": 4, "gate_values": 12, "testcases": 12}
+    assert result.added == {"executions": 6, "gate_runs": 4, "gate_values": 12, "testcases": 12,
+                            "signatures": 2}
     assert result.rows == {"executions": 6, "gate_runs": 4, "gate_series": 3, "gate_values": 12,
-                           "testcases": 12}
+                           "testcases": 12, "failure_signatures": 2}
     assert records(project, store_url) == records(project, source_db)
     with open_store(project, store_url) as store:  # the merged baseline is what the gate reads
         got = MetricStore(store).baselines(("tests/test_1.py", "cuda", "stage-c-h200", "torch=2"),
@@ -90,7 +92,8 @@ def test_merging_twice_adds_nothing(project: Project, store_url: str | None, sou
     assert first.rows == again.rows
     assert first.added["executions"] == 6 and first.known["executions"] == 3
     assert first.added["testcases"] == 12  # the overlap's testcases once, with their execution
-    assert again.added == {"executions": 0, "gate_runs": 0, "gate_values": 0, "testcases": 0}
+    assert again.added == {"executions": 0, "gate_runs": 0, "gate_values": 0, "testcases": 0,
+                           "signatures": 0}
     assert again.known == {"executions": 9, "gate_runs": 6}  # per record in the bundles
     assert records(project, store_url) == records(project, source_db)
 

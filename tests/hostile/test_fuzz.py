@@ -135,7 +135,7 @@ def test_the_base_bundle_is_valid() -> None:
     from testfleet.history.bundle import decode
 
     assert decode(_sealed(_json_bytes(BASE_PAYLOAD))).counts() == {
-        "executions": 1, "gate_runs": 1, "gate_values": 1, "testcases": 1}
+        "executions": 1, "gate_runs": 1, "gate_values": 1, "testcases": 1, "signatures": 0}
 
 
 @BOUNDED

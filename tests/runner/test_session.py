@@ -370,9 +370,10 @@ def test_a_session_records_its_files_in_one_history_write(make_spec, tmp_path: P
     for name in ("record_executions", "record_testcases"):
         original = getattr(Store, name)
 
-        def spy(self: Store, rows: object, _name: str = name, _orig: object = original) -> None:
+        def spy(self: Store, rows: object, *more: object, _name: str = name,
+                _orig: object = original) -> None:
             calls.append((_name, len(rows)))  # type: ignore[arg-type]
-            _orig(self, rows)  # type: ignore[operator]
+            _orig(self, rows, *more)  # type: ignore[operator]
 
         monkeypatch.setattr(Store, name, spy)
     db = tmp_path / "h.db"

@@ -41,9 +41,10 @@ ROWS = [
 ]
 
 
-def _view(store: Any) -> list[dict[str, Any]]:
+def _view(store: Any, before_step_8: bool = False) -> list[dict[str, Any]]:
+    columns = [c for c in executions.c if not (before_step_8 and c.name == "signature")]
     with store.read() as conn:
-        return [dict(r._mapping) for r in conn.execute(select(executions).order_by(executions.c.id))]
+        return [dict(r._mapping) for r in conn.execute(select(*columns).order_by(executions.c.id))]
 
 
 @pytest.fixture
@@ -56,6 +57,7 @@ def v6_url(engine_name: str, project: Project, request: pytest.FixtureRequest) -
         payload = execution_payload(ROWS, now=500.0)
         for i, row in enumerate(payload):
             row["id"] = i * 3 + 1
+            del row["signature"]  # step 8's column
         with store.write() as conn:
             conn.execute(executions.insert(), payload)
         MetricStore(store).write_run(
@@ -67,10 +69,11 @@ def v6_url(engine_name: str, project: Project, request: pytest.FixtureRequest) -
 
 def test_step_7_keeps_every_row_and_value(project: Project, v6_url: str | None) -> None:
     with connect(project, v6_url) as store:
-        before = _view(store)
-        assert [m.version for m in store.migrate()] == [7] == [latest_version()]
+        before = _view(store, before_step_8=True)
+        assert [m.version for m in store.migrate()] == [7, 8] == [7, latest_version()]
         after = _view(store)
-    assert after == before
+    assert [{k: v for k, v in r.items() if k != "signature"} for r in after] == before
+    assert {r["signature"] for r in after} == {None}  # step 8: rows before it have none
     assert [r["id"] for r in after] == [1, 4, 7, 10, 13, 16, 19, 22]
     assert after[0]["commit_sha"] is None and after[0]["ci_run_id"] is None
     assert after[5]["reason"] == "train/loss rose 9 % (limit 5 %)" and after[4]["final"] is False
@@ -222,10 +225,10 @@ def test_a_uid_step_7_cannot_store_stops_it_cleanly(project: Project, v6_url: st
     with connect(project, v6_url) as store:
         with store.write() as conn:
             conn.execute(update(executions).where(executions.c.id == 10).values(uid=uid))
-        before = _view(store)
+        before = _view(store, before_step_8=True)
         with pytest.raises(StoreError) as info:
             store.migrate()
         assert "row id 10" in str(info.value) and repr(uid) in str(info.value)
         assert "changed nothing" in str(info.value)
         assert store.schema_version() == 6
-        assert _view(store) == before
+        assert _view(store, before_step_8=True) == before

@@ -82,6 +82,16 @@ def _probe_files(project: Project, registry: Registry, scope: Scope) -> list[Fin
 
 PRODUCERS.append(_probe_files)
 
+
+def _repeated_disabled(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
+    """One disabled reason on many files names the incident instead (#29)."""
+    from testfleet.incidents.disabled_check import findings
+
+    return findings(project, registry)
+
+
+PRODUCERS.append(_repeated_disabled)
+
 JSON_SCHEMA = "testfleet.check/1"
 
 

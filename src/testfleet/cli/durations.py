@@ -133,6 +133,11 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     matcher = FileMatcher(registered, project.root)
     lane = find_lane(project.config, stage)
     backend = lane.backend if lane is not None else project.config.stages[stage].backend
+    from testfleet.incidents.patterns import matcher_for
+
+    spec = project.config.backend_specs().get(backend)
+    infra = matcher_for(backend, spec.infra_patterns if spec else (),
+                        spec.infra_defaults if spec else True)
     now = time.time()
     batches = []
     for path in files:
@@ -143,7 +148,8 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
         rid = run_id or f"junit:{digest[:16]}"
         # --force imports again on purpose: those rows get new identities of their own.
         result = to_executions(cases, matcher, stage=stage, backend=backend, commit=commit,
-                               ci_run_id=rid, default_time=now, content=None if force else digest)
+                               ci_run_id=rid, default_time=now, content=None if force else digest,
+                               infra=infra)
         batches.append((path, rid, result))
 
     unmatched = 0
@@ -164,7 +170,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
                            "to import again)")
                 continue
             if store is not None:
-                store.record_executions(result.executions)
+                store.record_executions(result.executions, result.signatures)
                 stored += len(result.executions)
             click.echo(f"{head}{' (dry run)' if dry_run else ''} [{stage}, run {printable(rid)}]")
             if dry_run:

@@ -5,6 +5,8 @@
 States: ``flaky`` (quarantined when ``[tool.testfleet.flaky] quarantine = true``),
 ``recovered`` (its quarantine lifted after ``restore_after`` clean passes), ``broken``
 (fails every run: a real failure, never quarantined); ``--all`` adds ``healthy``.
+Files of one stage in one state whose failures share a signature (eight files broken by
+one runner class) are one row, the incident's, never eight.
 Exit status 0; 2 for bad options or an unreadable history database.
 """
 
@@ -31,10 +33,13 @@ SCHEMA = "testfleet.flaky/1"
 def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
             database: str | None) -> int:
     """Flaky, recovered and broken files per stage (and tests, where pytest reported them)."""
+    from testfleet.incidents.flaky_groups import causes, group_verdicts
     from testfleet.results.flaky import classify_all
     from testfleet.results.query import case_results, file_results
     from testfleet.results.settings import flaky_policy
     from testfleet.store import open_store
+    from testfleet.store.execution_rows import AlchemyDb
+    from testfleet.store.signatures import read_signatures
 
     project = project_from(ctx)
     from testfleet.planning.lanes import find_lane
@@ -48,22 +53,31 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
     with open_store(project, database) as store:
         rows = file_results(store, runs=policy.window, stage=stage)
         rows += case_results(store, runs=policy.window, stage=stage)
+        cause = causes(rows, policy.window)
+        with store.read() as conn:
+            signatures = read_signatures(AlchemyDb(conn), set(cause.values()))
     verdicts = [v for v in classify_all(rows, policy) if show_all or v.state != "healthy"]
+    groups, alone = group_verdicts(verdicts, cause, signatures)
     if fmt == "json":
         click.echo(json.dumps({
             "schema": SCHEMA,
             "policy": {"window": policy.window, "threshold": policy.threshold,
                        "min_runs": policy.min_runs, "quarantine": policy.quarantine,
                        "restore_after": policy.restore_after},
-            "files": [v.to_json() for v in verdicts if not v.test],
-            "tests": [v.to_json() for v in verdicts if v.test],
+            "files": [_with_cause(v, cause) for v in verdicts if not v.test],
+            "tests": [_with_cause(v, cause) for v in verdicts if v.test],
+            "incidents": [g.to_json() for g in groups],
         }, indent=2, sort_keys=True))
         return 0
-    _table(verdicts, policy)
+    _table(alone, policy, groups)
     return 0
 
 
-def _table(verdicts: list[Any], policy: Any) -> None:
+def _with_cause(v: Any, cause: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+    return {**v.to_json(), "signature": cause.get((v.stage, v.file, v.test))}
+
+
+def _table(verdicts: list[Any], policy: Any, groups: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -76,12 +90,19 @@ def _table(verdicts: list[Any], policy: Any) -> None:
     caption = (f"window {policy.window} runs, threshold {policy.threshold:g}, "
                f"quarantine {'on' if policy.quarantine else 'off'}, "
                f"restore after {policy.restore_after} clean passes")
-    if not verdicts:
+    if not verdicts and not groups:
         console.print(f"no flaky or broken files ({caption})")
         return
     table = Table(title=f"flaky: {caption}", title_justify="left")
     for col in ("stage", "file", "test", "state", "rate", "evidence", "clean streak"):
         table.add_column(col, overflow="fold")
+    for g in groups:  # one cause, one row
+        names = [*g.files, *g.tests]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        table.add_row(*(Text(printable(c)) for c in (
+            g.stage, f"{len(g.files)} file(s): {shown}" if g.files else shown,
+            str(len(g.tests)) if g.tests else "-", g.state, "-",
+            f"one incident, signature {g.signature.digest[:8]}: {g.signature.text}", "-")))
     for v in verdicts:
         state = v.state + (" (quarantined)" if v.quarantined else "")
         evidence = []

@@ -161,7 +161,8 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     click.echo(f"merged {result.bundles} bundle(s) into {where}: "
                f"+{a['executions']} execution(s) ({k['executions']} already present), "
                f"+{a['gate_runs']} gate run(s) ({k['gate_runs']} already present) with "
-               f"{a['gate_values']} value(s), +{a['testcases']} testcase result(s); "
+               f"{a['gate_values']} value(s), +{a['testcases']} testcase result(s), "
+               f"+{a['signatures']} failure signature(s); "
                + (f"{result.untrusted} stored gate run(s) untrusted as the bundles say; "
                   if result.untrusted else "")
                + f"pruned {result.pruned}")

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flaky": ("testfleet.cli.flaky", "Flaky, recovered and broken files per stage."),
     "disable": ("testfleet.cli.disable", "Disable registrations in place with a tracked reason."),
     "enable": ("testfleet.cli.enable", "Restore disabled registrations (by --ref #N or file)."),
+    # incidents (issue #29)
+    "incident": ("testfleet.cli.incident", "Failures grouped by cause; make a broken stage dormant."),
 }
 
 

@@ -1,6 +1,12 @@
-"""``testfleet results``: the last N final verdicts per (file, stage), with links to CI runs.
+"""``testfleet results``: incidents first, dormant stages' probes, then the last N final
+verdicts per (file, stage), with links to CI runs.
 
     testfleet results [--stage S] [--file F] [--runs N] [--tests] [--format table|json]
+
+Failures of one CI run that share a signature are one incident (``testfleet incident``):
+the incidents of the newest N runs lead, so a night on which a runner class could not
+start reads as one infrastructure incident, not one failure per file. A dormant stage
+whose probe passed ``restore_after`` times in a row is announced as ready to restore.
 
 Exit status: 0 (also when files are failing: this reads history, it judges nothing),
 2 for bad options or a history database that cannot be read.
@@ -24,7 +30,7 @@ SCHEMA = "testfleet.results/1"
 @click.option("--stage", default=None, metavar="S", help="Only this stage.")
 @click.option("--file", "file", default=None, metavar="F", help="Only this test file (repository-relative).")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, metavar="N",
-              help="Newest final verdicts per (file, stage).")
+              help="Newest final verdicts per (file, stage); incidents of the newest N CI runs.")
 @click.option("--tests", "tests", is_flag=True,
               help="Also per testcase (pytest stages), under each file.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
@@ -33,9 +39,13 @@ SCHEMA = "testfleet.results/1"
 @click.pass_context
 def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, tests: bool,
             fmt: str, database: str | None) -> int:
-    """Last N outcomes per (file, stage), pass rate, the gate's verdict and CI run links."""
+    """Incidents, dormant stages' probes, and the last N outcomes per (file, stage)."""
+    from testfleet.incidents.history import recent_incidents
+    from testfleet.incidents.probes import probe_states
+    from testfleet.incidents.render import dormancy, incident_json
     from testfleet.results.links import linker
     from testfleet.results.query import case_results, file_results
+    from testfleet.results.settings import flaky_policy
     from testfleet.results.summary import by_file, summary_json
     from testfleet.store import open_store
 
@@ -47,40 +57,65 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
             and find_lane(project.config, stage) is None:
         raise UsageError(f"--stage {stage!r} is not a configured stage "
                          f"({', '.join(sorted(project.config.stages)) or 'none'})")
+    probe_window = max(runs, flaky_policy(project.config).window)
     with open_store(project, database) as store:
-        files = by_file(file_results(store, runs=runs, stage=stage, file=file))
+        results = file_results(store, runs=runs, stage=stage, file=file)
+        probe_rows = file_results(store, runs=probe_window, stage=stage)
         cases = case_results(store, runs=runs, stage=stage, file=file) if tests else []
+        incidents = [] if file is not None else recent_incidents(store, runs=min(runs, 200),
+                                                                 stage=stage)
+    files = by_file(results)
+    probes = [p for p in probe_states(project.config, probe_rows,
+                                      pyproject=project.config_path.name == "pyproject.toml")
+              if stage is None or p.stage == stage]
     cfg = project.config.results
     link = linker(cfg.run_url, cfg.github_repository, cfg.buildkite_pipeline, os.environ)
 
     def url(r: Any) -> str | None:
         return link.url(r.ci_run_id, r.commit)
 
+    suggestions = {n: d for n, i in enumerate(incidents)
+                   if (d := dormancy(project, i, link.url)) is not None}
     if fmt == "json":
         doc = {"schema": SCHEMA, "runs": runs, "stage": stage, "file": file,
-               "files": [summary_json(f, url) for f in files]}
+               "files": [summary_json(f, url) for f in files],
+               "incidents": [incident_json(i, link.url, suggestions.get(n))
+                             for n, i in enumerate(incidents)],
+               "probes": [p.to_json() for p in probes]}
         if tests:
             doc["testcases"] = [{"stage": c.stage, "file": c.file, **c.to_json()} for c in cases]
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
-    _table(files, cases, url, runs)
+    _table(files, cases, url, runs, incidents, suggestions, probes, link.url)
     return 0
 
 
-def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
+def _table(files: list[Any], cases: list[Any], url: Any, runs: int, incidents: list[Any],
+           suggestions: dict[int, Any], probes: list[Any], link: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
+    from testfleet.incidents.render import incidents_table
     from testfleet.results.summary import LETTERS
     from testfleet.textsafe import printable
 
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)
+    if incidents:
+        console.print(incidents_table(incidents, link, suggestions,
+                                      f"incidents of the newest {runs} run(s): failures that share "
+                                      "a signature, one row per cause"))
+    for p in probes:
+        style = "bold green" if p.ready else "yellow"
+        console.print(f"dormant stage [bold]{escape(p.stage)}[/] ({escape(printable(p.reason))}): "
+                      f"probe [{style}]{escape(p.note)}[/]")
     if not files:
         console.print("no results recorded yet (run `testfleet run` with history on)")
         return
+    by_file = {(f.lane, f.file): i.id for i in incidents[::-1] for f in i.failures}
     table = Table(title=f"results: newest {runs} run(s) per file (strip oldest -> newest: "
                         "P pass, R pass on retry, F fail, T timeout, E error)",
                   title_justify="left")
@@ -89,7 +124,9 @@ def _table(files: list[Any], cases: list[Any], url: Any, runs: int) -> None:
     for f in files:
         last = f.last
         gate = f"{last.gate_status} ({last.gate_mode})" if last.gate_status else "-"
-        outcome = last.outcome + (f": {last.reason}" if last.failed and last.reason else "")
+        incident = by_file.get((f.stage, f.file)) if last.failed else None
+        outcome = last.outcome + (f" (incident {incident})" if incident else
+                                  f": {last.reason}" if last.failed and last.reason else "")
         # history may come from merged bundles: data, one inert line each, never markup
         table.add_row(*(Text(printable(c)) for c in (
             f.stage, f.file, f"{f.passes}/{len(f.runs)}", f.strip, outcome, gate,

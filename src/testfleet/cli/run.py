@@ -16,6 +16,7 @@ frozen plan (see ``runner/inprocess.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -108,6 +109,8 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
                           variant=sel.variant,
                           continue_on_error=continue_on_error,
                           bypass_fastfail=bool(policy.get("bypass_fastfail", False)))
+    if project.config_path.name == "pyproject.toml":  # where a dormancy line would go
+        options = dataclasses.replace(options, config_table=f"tool.testfleet.{options.config_table}")
     spec = build_spec(project, sel, options,
                       records=None if records is None else (records if records.is_absolute()
                                                             else base / records))

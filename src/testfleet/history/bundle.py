@@ -3,15 +3,19 @@
 On disk a bundle is gzip of one canonical JSON document (sorted keys, no spaces,
 UTF-8, no NaN)::
 
-    {"payload": {...}, "schema": "testfleet.bundle/1", "sha256": "<hex>"}
+    {"payload": {...}, "schema": "testfleet.bundle/2", "sha256": "<hex>"}
 
 ``sha256`` is the digest of the canonical JSON of ``payload``, so any change to a
 record after export -- a flipped bit, an edited value, a forged ``trusted`` -- is
 caught before anything is written. The payload carries the history schema version
 the records were read from, where they came from (event, ref, cadence: see
 :mod:`testfleet.history.trust`) and the rows: executions, gate runs, gate
-values that name their run by uid, and per-testcase results that name their
-execution by uid.
+values that name their run by uid, per-testcase results that name their execution
+by uid, and the failure signatures that executions and testcases name by digest.
+
+Format 2 (schema step 8, incidents) added the signatures; a format-1 bundle (written
+before it) is still read: its rows simply carry none. A testfleet that knows only
+format 1 refuses a format-2 bundle by its schema, saying it is newer.
 
 Decoding is strict and bounded: the compressed file and the decompressed JSON are
 read only up to a cap, every problem is a :class:`BundleError` naming the file,
@@ -40,7 +44,9 @@ from testfleet.store.identity import UID_PATTERN
 from testfleet.textsafe import printable
 
 SCHEMA_PREFIX = "testfleet.bundle/"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Formats read (1: before failure signatures; its records are a subset of format 2's).
+READS_FORMATS = (1, 2)
 SCHEMA = f"{SCHEMA_PREFIX}{FORMAT_VERSION}"
 
 #: The most compressed bytes read from a bundle file (a whole 100k-execution history
@@ -61,6 +67,7 @@ class BundleError(TestfleetError):
 # --------------------------------------------------------------------------- model
 
 _UID = Field(pattern=UID_PATTERN.pattern)
+_DIGEST = r"^[0-9a-f]{16}$"
 
 
 class _Row(BaseModel):
@@ -90,6 +97,8 @@ class ExecutionRecord(_Row):
     # The row that holds the file's final verdict in its run (schema step 5; None before it):
     # without it a merged history would count a retried failure as a failed run.
     final: bool | None = None
+    # The failure's signature digest (schema step 8, bundle format 2; None on a pass).
+    signature: str | None = Field(default=None, pattern=_DIGEST)
 
 
 class GateRunRecord(_Row):
@@ -142,6 +151,16 @@ class TestcaseRecord(_Row):
     duration: float = Field(ge=0)
     final: bool
     recorded_at: float
+    signature: str | None = Field(default=None, pattern=_DIGEST)  # format 2
+
+
+class SignatureRecord(_Row):
+    """One failure signature (format 2), named by executions and testcases by digest."""
+
+    digest: str = Field(pattern=_DIGEST)
+    kind: Literal["infra", "timeout", "exception", "fatal", "output", "exit"]
+    label: str = Field(max_length=120)
+    text: str = Field(min_length=1, max_length=300)
 
 
 class Source(_Row):
@@ -164,6 +183,7 @@ class Payload(_Row):
     gate_runs: list[GateRunRecord] = Field(default_factory=list)
     gate_values: list[GateValueRecord] = Field(default_factory=list)
     testcases: list[TestcaseRecord] = Field(default_factory=list)
+    signatures: list[SignatureRecord] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -177,7 +197,8 @@ class Bundle:
     def counts(self) -> dict[str, int]:
         p = self.payload
         return {"executions": len(p.executions), "gate_runs": len(p.gate_runs),
-                "gate_values": len(p.gate_values), "testcases": len(p.testcases)}
+                "gate_values": len(p.gate_values), "testcases": len(p.testcases),
+                "signatures": len(p.signatures)}
 
     def header(self) -> dict[str, Any]:
         """What ``history show`` prints: everything but the rows."""
@@ -295,7 +316,7 @@ def decode(raw: bytes, name: str = "<bundle>") -> Bundle:
     if tail is None:
         _diagnose(data, name)  # always raises
         raise AssertionError("unreachable")
-    _check_schema(json.loads(tail.group(1)), name)
+    version = _check_schema(json.loads(tail.group(1)), name)
     body = data[len(_HEAD):tail.start()]
     actual = hashlib.sha256(body).hexdigest()
     claimed = tail.group(2).decode("ascii")
@@ -309,6 +330,10 @@ def decode(raw: bytes, name: str = "<bundle>") -> Bundle:
     except ValidationError as exc:
         raise BundleError(f"{name}: invalid records:\n  " + "\n  ".join(_errors(exc))) from None
     _check_store_schema(payload, name)
+    if version < 2 and (payload.signatures or any(r.signature for r in payload.executions)
+                        or any(c.signature for c in payload.testcases)):
+        raise BundleError(f"{name}: a format-1 bundle cannot carry failure signatures "
+                          "(format 2 added them); the bundle is inconsistent")
     _check_consistency(payload, name)
     return Bundle(payload, actual, name)
 
@@ -332,7 +357,8 @@ def _diagnose(data: bytes, name: str) -> None:
                       "as 'testfleet history export' writes it")
 
 
-def _check_schema(schema: Any, name: str) -> None:
+def _check_schema(schema: Any, name: str) -> int:
+    """The bundle's format version, or :class:`BundleError`."""
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         raise BundleError(f"{name}: foreign schema {str(schema)[:80]!r}; expected {SCHEMA!r}")
     version = schema[len(SCHEMA_PREFIX):]
@@ -341,8 +367,9 @@ def _check_schema(schema: Any, name: str) -> None:
     if int(version) > FORMAT_VERSION:
         raise BundleError(f"{name}: bundle format {schema!r} is newer than this testfleet reads "
                           f"({SCHEMA!r}); upgrade testfleet to merge it")
-    if int(version) < FORMAT_VERSION:  # pragma: no cover - no older format exists yet
+    if int(version) not in READS_FORMATS:  # pragma: no cover - every older format is read
         raise BundleError(f"{name}: bundle format {schema!r} is no longer read")
+    return int(version)
 
 
 def _check_store_schema(payload: Payload, name: str) -> None:
@@ -389,6 +416,14 @@ def _check_consistency(payload: Payload, name: str) -> None:
         if c.execution not in executions:
             raise BundleError(f"{name}: testcases[{i}] references execution {c.execution}, "
                               "which the bundle does not contain")
+    _duplicates(((s.digest, s) for s in payload.signatures), "failure signature", name)
+    known = {s.digest for s in payload.signatures}
+    named = [(f"executions[{i}]", r.signature) for i, r in enumerate(payload.executions)] + \
+        [(f"testcases[{i}]", c.signature) for i, c in enumerate(payload.testcases)]
+    for where, digest in named:
+        if digest is not None and digest not in known:
+            raise BundleError(f"{name}: {where} names failure signature {digest}, which the "
+                              "bundle does not contain")
 
 
 def unique(rows: Iterable[Any], key: str = "uid") -> list[Any]:

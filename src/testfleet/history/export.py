@@ -13,6 +13,7 @@ from testfleet.history.bundle import (
     GateRunRecord,
     GateValueRecord,
     Payload,
+    SignatureRecord,
     Source,
     TestcaseRecord,
     _errors,
@@ -42,9 +43,22 @@ def export_payload(store: Store, *, run_id: str | None, source: Source) -> Paylo
     with store.read() as conn:
         executions, runs, values = read_records(conn, run_id)
         cases = read_testcases(conn, run_id)
+        signatures = read_signature_records(
+            conn, [r.signature for r in executions] + [c.signature for c in cases])
     return Payload(store_schema=latest_version(), created_at=time.time(), testfleet=__version__,
                    source=source, executions=executions, gate_runs=runs, gate_values=values,
-                   testcases=cases)
+                   testcases=cases, signatures=signatures)
+
+
+def read_signature_records(conn: Connection, digests: list[str | None]) -> list[SignatureRecord]:
+    """The signatures the exported rows name, each once, in digest order."""
+    from testfleet.store.execution_rows import AlchemyDb
+    from testfleet.store.signatures import read_signatures
+
+    found = read_signatures(AlchemyDb(conn), [d for d in digests if d])
+    return [_record(SignatureRecord, {"digest": s.digest, "kind": s.kind, "label": s.label,
+                                      "text": s.text}, "failure signature")
+            for _, s in sorted(found.items())]
 
 
 def read_testcases(conn: Connection, run_id: str | None) -> list[TestcaseRecord]:
@@ -64,19 +78,20 @@ def read_testcases(conn: Connection, run_id: str | None) -> list[TestcaseRecord]
                 ex.c.backend == tc.c.backend, ex.c.attempt == tc.c.attempt,
                 ex.c.ci_run_id.is_not_distinct_from(tc.c.ci_run_id))
     query = (select(tc.c.id, ex.c.uid, tc.c.name, tc.c.outcome, tc.c.duration, tc.c.final,
-                    tc.c.recorded_at)
+                    tc.c.recorded_at, tc.c.signature)
              .select_from(tc.join(ex, join)).order_by(tc.c.id, ex.c.id))
     if run_id is not None:
         query = query.where(tc.c.ci_run_id == run_id)
     out: list[TestcaseRecord] = []
     last = None
-    for pk, uid, name, outcome, duration, final, recorded_at in conn.execute(query):
+    for pk, uid, name, outcome, duration, final, recorded_at, signature in conn.execute(query):
         if pk == last:  # two executions look alike: the row goes with the first
             continue
         last = pk
         out.append(_record(TestcaseRecord, {
             "execution": uid, "name": name, "outcome": outcome, "duration": float(duration),
-            "final": bool(final), "recorded_at": float(recorded_at)}, "testcase"))
+            "final": bool(final), "recorded_at": float(recorded_at), "signature": signature},
+            "testcase"))
     return out
 
 

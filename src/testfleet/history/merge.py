@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 #: ``testfleet db prune``'s default: executions kept per (stage, file) and outcome class.
 DEFAULT_KEEP = 50
 _CHUNK = 500
-TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases")
+TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases",
+          "failure_signatures")
 #: Where those rows are stored (``executions`` is a view over the first three).
 STORED_TABLES = ("execution_rows", "tested_files", "sources", *TABLES[1:])
 
@@ -45,7 +46,8 @@ class MergeResult:
 
     bundles: int = 0
     added: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0,
-                                                            "gate_values": 0, "testcases": 0})
+                                                            "gate_values": 0, "testcases": 0,
+                                                            "signatures": 0})
     known: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0})
     untrusted: int = 0  # stored gate runs that a bundle's untrust mark took out of the baseline
     refused: dict[str, int] = field(default_factory=dict)  # rows dated after the merge, per table
@@ -87,15 +89,19 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     admitted = _screen(admitted, time.time() + FUTURE_SKEW, result)
     with store.write() as conn:
         _lock_for_merge(conn)
+        _merge_signatures(conn, [b for b, _ in admitted], result)
         new = _merge_executions(conn, [b for b, _ in admitted], result)
         _merge_testcases(conn, [b for b, _ in admitted], new, result)
         _merge_gate_runs(conn, admitted, result)
         if keep is not None:
             from testfleet.store.durations import prune
+            from testfleet.store.execution_rows import AlchemyDb
+            from testfleet.store.signatures import prune_signatures
             from testfleet.store.testcases import prune_cases
 
             result.pruned = prune(conn, keep, older_than)
             prune_cases(conn, keep, older_than)  # per test, by the same bounds (as db prune)
+            prune_signatures(AlchemyDb(conn))
         result.rows = row_counts(conn)
     result.size_bytes, note = compact_and_measure(store)
     if note:
@@ -146,6 +152,25 @@ def _known(conn: Connection, table: Any, uids: Iterable[str]) -> set[str]:
         out.update(conn.execute(select(table.c.uid).where(
             table.c.uid.in_(wanted[i:i + _CHUNK]))).scalars())
     return out
+
+
+def _merge_signatures(conn: Connection, bundles: Sequence[Bundle], result: MergeResult) -> None:
+    """Every bundle's failure signatures; content-addressed, so a known digest is kept."""
+    from sqlalchemy import func, select
+
+    from testfleet.store.execution_rows import AlchemyDb
+    from testfleet.store.signatures import insert_signatures
+    from testfleet.store.tables import failure_signatures
+
+    rows = {s.digest: s.model_dump() for b in bundles for s in b.payload.signatures}
+    if not rows:
+        return
+    count = select(func.count()).select_from(failure_signatures)
+    before = int(conn.execute(count).scalar() or 0)
+    payload = list(rows.values())
+    for i in range(0, len(payload), 5 * _CHUNK):
+        insert_signatures(AlchemyDb(conn), payload[i:i + 5 * _CHUNK])
+    result.added["signatures"] += int(conn.execute(count).scalar() or 0) - before
 
 
 def _merge_executions(conn: Connection, bundles: Sequence[Bundle],
@@ -206,7 +231,7 @@ def _merge_testcases(conn: Connection, bundles: Sequence[Bundle], new: dict[str,
             rows.append({"file": ex.file, "stage": ex.stage, "backend": ex.backend, "name": c.name,
                          "outcome": c.outcome, "duration": c.duration, "attempt": ex.attempt,
                          "final": c.final, "commit_sha": ex.commit_sha, "ci_run_id": ex.ci_run_id,
-                         "ts": ex.ts, "recorded_at": c.recorded_at})
+                         "ts": ex.ts, "recorded_at": c.recorded_at, "signature": c.signature})
     for i in range(0, len(rows), 5 * _CHUNK):
         conn.execute(testcases.insert(), rows[i:i + 5 * _CHUNK])
     result.added["testcases"] += len(rows)
@@ -326,10 +351,11 @@ def row_counts(conn: Connection) -> dict[str, int]:
 
     from testfleet.store.metrics import gate_runs, gate_series, gate_values
     from testfleet.store.schema import executions
+    from testfleet.store.tables import failure_signatures
     from testfleet.store.testcases import testcases
 
-    tables = dict(zip(TABLES, (executions, gate_runs, gate_series, gate_values, testcases),
-                      strict=True))
+    tables = dict(zip(TABLES, (executions, gate_runs, gate_series, gate_values, testcases,
+                               failure_signatures), strict=True))
     return {name: int(conn.execute(select(func.count()).select_from(t)).scalar() or 0)
             for name, t in tables.items()}
 

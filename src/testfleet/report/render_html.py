@@ -27,6 +27,7 @@ from testfleet.report.model import (
 )
 from testfleet.report.references import Reference
 from testfleet.report.render_failing import html_section as failing_html
+from testfleet.report.render_incidents import incidents_html
 from testfleet.report.render_results import CSS as RESULTS_CSS
 from testfleet.report.render_results import generated_epoch
 from testfleet.report.render_results import html_section as results_html
@@ -542,6 +543,7 @@ def _failing(report: Report) -> str:
 SECTIONS: dict[str, tuple[Callable[[Report], str | None], Callable[[Report], str]]] = {
     "failing": (lambda r: "failing now" if r.results is not None and r.results.failing
                 else None, _failing),
+    "incidents": (lambda r: "incidents", lambda r: incidents_html(r.results, _path)),
     "holes": (lambda r: f"holes ({len(r.holes)})", _holes),
     "dormant": (lambda r: "dormant", _dormant),
     "matrix": (lambda r: "matrix", _matrix),

@@ -15,6 +15,7 @@ from testfleet.results.links import RunLinker
 from testfleet.results.summary import FailingFile, FileSummary, StageSummary
 
 RUNS = 20  # runs per file shown in the strips and pass rates
+INCIDENT_RUNS = 10  # CI runs whose incidents the report shows
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class ResultsSection:
     quarantine: bool = False
     links: RunLinker = field(default_factory=RunLinker)
     probes: tuple[ProbeView, ...] = ()
+    # incidents (#29): the newest runs' incidents, and index -> its dormancy line
+    incidents: tuple[Any, ...] = ()
+    dormancy: dict[int, Any] = field(default_factory=dict)
 
     def url(self, run: Any) -> str | None:
         return self.links.url(run.ci_run_id, run.commit)
@@ -82,14 +86,29 @@ def load_results(store: Any, project: Any, runs: int = RUNS) -> ResultsSection:
                   cfg.results.buildkite_pipeline, os.environ)
     note = "" if rows else "no results recorded yet"
     probes = []
+    from testfleet.incidents.probes import probe_streak
+
     for name, stage in sorted(cfg.stages.items()):
         if stage.disabled is None or stage.probe is None:
             continue
-        probed = [f for f in shown if f.stage == name
-                  and (not stage.probe.files or f.file in stage.probe.files)]
+        # without probe.files: the files the probe ran last (not every file of the stage)
+        _, probed_files = probe_streak([r for f in shown if f.stage == name for r in f.runs],
+                                       stage.probe.files)
+        probed = [f for f in shown if f.stage == name and f.file in probed_files]
         probes.append(ProbeView(name, stage.disabled, stage.probe.restore_after, tuple(probed)))
+    incidents, dormancy = _incidents(store, project, link)
     return ResultsSection(True, note, runs, tuple(by_stage(shown)), tuple(failing_now(files)),
-                          shown, tuple(verdicts), policy.quarantine, link, tuple(probes))
+                          shown, tuple(verdicts), policy.quarantine, link, tuple(probes),
+                          incidents, dormancy)
+
+
+def _incidents(store: Any, project: Any, link: RunLinker) -> tuple[tuple[Any, ...], dict[int, Any]]:
+    from testfleet.incidents.history import recent_incidents
+    from testfleet.incidents.render import dormancy
+
+    incidents = tuple(recent_incidents(store, runs=INCIDENT_RUNS))
+    return incidents, {n: d for n, i in enumerate(incidents)
+                       if (d := dormancy(project, i, link.url)) is not None}
 
 
 def results_section(project: Any, url: str | None = None) -> ResultsSection:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 ORDER: tuple[str, ...] = (
     "failing",    # files whose last run failed, by stage (broken first): act on these now
+    "incidents",  # the failures of recent runs grouped by cause: infrastructure or test
     "holes",      # stages and backends with nothing that can run
     "dormant",    # stages switched off in config, with reason and where to switch back on
     "matrix",     # registrations per stage and category, with each stage's health

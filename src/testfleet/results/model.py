@@ -26,6 +26,7 @@ class RunResult:
     gate_mode: str | None = None
     reason: str | None = None
     test: str = ""
+    signature: str | None = None  # a failure's signature digest (incidents, schema step 8)
 
     @property
     def passed(self) -> bool:
@@ -51,4 +52,6 @@ class RunResult:
         }
         if self.test:
             out["test"] = self.test
+        if self.signature:
+            out["signature"] = self.signature
         return out

@@ -27,7 +27,7 @@ def file_results(store: Any, *, runs: int, stage: str | None = None,
                                 order_by=(ex.c.ts.desc(), ex.c.id.desc())).label("rn")
     inner = select(ex.c.file, ex.c.stage, ex.c.outcome, ex.c.ts, ex.c.commit_sha,
                    ex.c.ci_run_id, ex.c.attempt, ex.c.duration, ex.c.gate_status,
-                   ex.c.gate_mode, ex.c.reason, rn).where(
+                   ex.c.gate_mode, ex.c.reason, ex.c.signature, rn).where(
         ex.c.final.isnot(False), ex.c.outcome != "NOT_RUN")  # NULL: a row merged from a bundle
     if stage is not None:
         inner = inner.where(ex.c.stage == stage)
@@ -39,7 +39,7 @@ def file_results(store: Any, *, runs: int, stage: str | None = None,
         return [RunResult(file=r.file, stage=r.stage, outcome=r.outcome, ts=float(r.ts),
                           commit=r.commit_sha, ci_run_id=r.ci_run_id, attempt=int(r.attempt),
                           duration=float(r.duration), gate_status=r.gate_status,
-                          gate_mode=r.gate_mode, reason=r.reason)
+                          gate_mode=r.gate_mode, reason=r.reason, signature=r.signature)
                 for r in conn.execute(query)]
 
 
@@ -54,7 +54,8 @@ def case_results(store: Any, *, runs: int, stage: str | None = None,
     rn = func.row_number().over(partition_by=(tc.c.stage, tc.c.file, tc.c.name),
                                 order_by=(tc.c.ts.desc(), tc.c.id.desc())).label("rn")
     inner = select(tc.c.file, tc.c.stage, tc.c.name, tc.c.outcome, tc.c.ts, tc.c.commit_sha,
-                   tc.c.ci_run_id, tc.c.attempt, tc.c.duration, rn).where(tc.c.final.is_(True))
+                   tc.c.ci_run_id, tc.c.attempt, tc.c.duration, tc.c.signature,
+                   rn).where(tc.c.final.is_(True))
     if stage is not None:
         inner = inner.where(tc.c.stage == stage)
     if file is not None:
@@ -65,7 +66,7 @@ def case_results(store: Any, *, runs: int, stage: str | None = None,
     with store.read() as conn:
         return [RunResult(file=r.file, stage=r.stage, outcome=r.outcome, ts=float(r.ts),
                           commit=r.commit_sha, ci_run_id=r.ci_run_id, attempt=int(r.attempt),
-                          duration=float(r.duration), test=r.name)
+                          duration=float(r.duration), test=r.name, signature=r.signature)
                 for r in conn.execute(query)]
 
 

@@ -28,6 +28,23 @@ HISTORY_TIMEOUT_ENV = "TESTFLEET_HISTORY_TIMEOUT"
 DEFAULT_HISTORY_TIMEOUT = 60.0
 
 
+#: (item, attempt, outcome, reason, gate status, gate mode, tests that failed earlier,
+#: the failure signature) of one execution row to record.
+Entry = tuple[RunItem, Attempt, str, str, "str | None", "str | None", "set[str] | frozenset[str]",
+              Any]
+
+
+def _named_signatures(spec: JobSpec, entries: Sequence[Entry]) -> list[Any]:
+    """The signatures the rows and their testcases name (each written once per digest)."""
+    from testfleet.incidents.job import case_signatures
+
+    found = {sig.digest: sig for *_, sig in entries if sig is not None}
+    for _, attempt, *_ in entries:
+        if attempt.cases:
+            found.update((s.digest, s) for s in case_signatures(spec, attempt).values())
+    return list(found.values())
+
+
 class HistoryTimeout(Exception):
     """A history operation did not finish in time, or the run was interrupted meanwhile."""
 
@@ -63,17 +80,21 @@ def case_rows(spec: JobSpec, item: RunItem, attempt: Attempt, commit: str | None
               ci_run_id: str | None, now: float, final: bool,
               retried: set[str] | frozenset[str]) -> list[Any]:
     """The history rows of one attempt's testcases; a test that failed in an earlier
-    attempt of this run and passed now is FLAKY (a pass on a retry)."""
+    attempt of this run and passed now is FLAKY (a pass on a retry). A failing test's
+    row names its failure signature (incidents.job computed it for the attempt)."""
+    from testfleet.incidents.job import case_signatures
     from testfleet.store.caserow import CaseRow
 
+    signatures = case_signatures(spec, attempt) if attempt.cases else {}
     rows = []
     for c in attempt.cases or []:
         outcome = c.outcome.upper()
         if final and outcome == "PASSED" and c.nodeid in retried:
             outcome = "FLAKY"
+        sig = signatures.get(c.nodeid)
         rows.append(CaseRow(item.file, spec.settings.stage, spec.settings.backend, c.name or item.file,
                             outcome, round(c.duration, 3), attempt.number, commit, ci_run_id,
-                            now, final))
+                            now, final, sig.digest if sig is not None else None))
     return rows
 
 
@@ -181,8 +202,10 @@ class RunHooks:
                 old.close()
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
-        self._record_one(spec, item, attempt, history_outcome(attempt), attempt.reason,
-                         final=False)
+        from testfleet.incidents.job import attempt_signature
+
+        self._record(spec, [(item, attempt, history_outcome(attempt), attempt.reason, None, None,
+                             frozenset(), attempt_signature(spec, attempt))], final=False)
 
     def file_done(self, spec: JobSpec, item: RunItem, result: FileResult) -> None:
         self.files_done(spec, [(item, result)])
@@ -190,6 +213,8 @@ class RunHooks:
     def files_done(self, spec: JobSpec, done: list[tuple[RunItem, FileResult]]) -> None:
         """Final verdicts of several files in one history transaction (a pytest session's
         files finish together; one write instead of one per file)."""
+        from testfleet.incidents.job import file_signature
+
         rows = []
         for item, result in done:
             if not result.attempts:
@@ -198,18 +223,12 @@ class RunHooks:
                        if c.failing}
             rows.append((item, result.attempts[-1], final_outcome(result),
                          result.message or result.attempts[-1].reason, result.gate_status,
-                         result.gate_mode, earlier))
+                         result.gate_mode, earlier, file_signature(spec, result)))
         self._record(spec, rows, final=True)
 
-    def _record_one(self, spec: JobSpec, item: RunItem, attempt: Attempt, outcome: str,
-                    reason: str, *, final: bool) -> None:
-        self._record(spec, [(item, attempt, outcome, reason, None, None, frozenset())],
-                     final=final)
-
-    def _record(self, spec: JobSpec,
-                entries: Sequence[tuple[RunItem, Attempt, str, str, str | None, str | None,
-                                        set[str] | frozenset[str]]], *, final: bool) -> None:
-        """Store executions (and their testcases), one transaction each for all ``entries``."""
+    def _record(self, spec: JobSpec, entries: Sequence[Entry], *, final: bool) -> None:
+        """Store executions (and their testcases, and the failure signatures both name),
+        one transaction each for all ``entries``."""
         if not self._history or not entries:
             return
         try:
@@ -222,14 +241,19 @@ class RunHooks:
                 attempt=attempt.number, commit=self.commit, ci_run_id=self.ci_run_id,
                 timestamp=now, gate_status=gate_status, gate_mode=gate_mode,
                 reason=reason[:REASON_MAX] or None, final=final,
-            ) for item, attempt, outcome, reason, gate_status, gate_mode, _ in entries]
+                signature=sig.digest if sig is not None else None,
+            ) for item, attempt, outcome, reason, gate_status, gate_mode, _, sig in entries]
+            cases = [case for item, attempt, _, _, _, _, retried, _ in entries if attempt.cases
+                     for case in case_rows(spec, item, attempt, self.commit, self.ci_run_id,
+                                           now, final, retried)]
+            signatures = _named_signatures(spec, entries)
 
             def record() -> None:
                 store = self._open_store()
                 if store is None:
                     return
                 try:
-                    store.record_executions(rows)
+                    store.record_executions(rows, signatures)
                 except Exception as first:
                     from testfleet.store.errors import StoreUnavailable
 
@@ -239,10 +263,7 @@ class RunHooks:
                     self._reset_store()
                     store = self._open_store()
                     if store is not None:
-                        store.record_executions(rows)
-                cases = [case for item, attempt, _, _, _, _, retried in entries if attempt.cases
-                         for case in case_rows(spec, item, attempt, self.commit, self.ci_run_id,
-                                               now, final, retried)]
+                        store.record_executions(rows, signatures)
                 if store is not None and cases and hasattr(store, "record_testcases"):
                     store.record_testcases(cases)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from testfleet.incidents.signature import Signature
     from testfleet.runner.testcases import CaseResult
 
 #: "pytest", "python" or a command template (testfleet.commands); never "auto" here.
@@ -93,6 +94,11 @@ class RunOptions:
     retriable_patterns: tuple[str, ...] = ()
     fatal_patterns: tuple[str, ...] = ()
     tail_bytes: int = 64 * 1024
+    # incidents (#29): the backend's configured start-up patterns, whether its built-in
+    # ones apply, and the config table that makes this lane dormant ("stages.<stage>...")
+    infra_patterns: tuple[str, ...] = ()
+    infra_defaults: bool = True
+    config_table: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,9 @@ class Attempt:
     leftovers: int = 0  # processes still alive after the test ended, killed by the runner
     output_bytes: int = 0
     cases: list[CaseResult] | None = None  # pytest stages: the tests pytest reported
+    # incidents (#29): computed once by incidents.job for history and the summary
+    signature: Signature | None = None
+    case_signatures: dict[str, Signature] | None = None
 
 
 @dataclass

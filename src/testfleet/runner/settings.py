@@ -80,9 +80,14 @@ def run_options(
     attempts = default if max_attempts is None else max_attempts
     if attempts < 1:
         raise UsageError(f"--max-attempts must be at least 1 (got {attempts})")
+    backend = config.backend_specs().get(spec.backend) if spec is not None else None
     return RunOptions(
         max_attempts=attempts,
         fast_fail=not (continue_on_error or bypass_fastfail),
         retriable_patterns=tuple(runner.retriable_patterns),
         fatal_patterns=tuple(runner.fatal_patterns),
+        infra_patterns=tuple(backend.infra_patterns) if backend is not None else (),
+        infra_defaults=backend.infra_defaults if backend is not None else True,
+        config_table=f"stages.{stage}" + (f".variants.{variant}" if variant else "")
+        if spec is not None else "",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from testfleet.runner.model import FileResult, JobResult, Outcome
 from testfleet.runner.textclean import clean, last_lines
@@ -97,11 +97,18 @@ def _fence(text: str) -> str:
 
 
 def step_summary_markdown(job: JobResult) -> str:
+    from testfleet.incidents.job import job_incidents
+    from testfleet.incidents.step_summary import incident_lines, probe_lines
+
     spec = job.spec
     icon = "✅" if job.exit_code == 0 else ("🛑" if job.interrupted_by is not None else "❌")
+    incidents = job_incidents(job)  # lead: one cause on eight files is one incident
+    note = {f: i.id for i in incidents for f in i.files}
     lines = [
         f"### {icon} testfleet run `{md_escape(spec.job_id)}`: {verdict(job)}",
         "",
+        *probe_lines(job),
+        *incident_lines(job, incidents),
         f"Stage **{md_escape(spec.settings.stage)}** ({md_escape(spec.settings.backend)}, "
         f"`{spec.settings.command}`), {len(job.results)} files: {counts_line(job)}. "
         f"Took {fmt_seconds(job.duration)} vs estimate {fmt_seconds(job.estimate)}.",
@@ -113,13 +120,16 @@ def step_summary_markdown(job: JobResult) -> str:
         lines.append(
             f"| {md_escape(res.item.file)} | {ICON[res.outcome]} {res.outcome.label} | "
             f"{len(res.attempts) or '-'} | {fmt_seconds(res.duration) if res.attempts else '-'} | "
-            f"{fmt_seconds(res.item.estimate)} | {md_escape(res.message)} |"
+            f"{fmt_seconds(res.item.estimate)} | "
+            + (f"incident `{note[res.item.file]}`: " if res.item.file in note else "")
+            + f"{md_escape(res.message)} |"
         )
     bad = [r for r in job.results if not (r.outcome.ok or r.outcome is Outcome.NOT_RUN)]
-    for res in bad[:MAX_DETAILS]:
-        lines += _details(res)
-    if len(bad) > MAX_DETAILS:
-        lines += ["", f"_{len(bad) - MAX_DETAILS} more failed files: their output is in the "
+    shown = _one_per_incident(bad, incidents)
+    for res, others in shown[:MAX_DETAILS]:
+        lines += _details(res, others)
+    if len(shown) > MAX_DETAILS:
+        lines += ["", f"_{len(shown) - MAX_DETAILS} more failed files: their output is in the "
                       "job log and the JUnit file._"]
     gate = [(r.item.file, line) for r in job.results for line in r.gate_lines]
     if gate:
@@ -128,11 +138,30 @@ def step_summary_markdown(job: JobResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _details(res: FileResult) -> list[str]:
+def _one_per_incident(bad: list[FileResult], incidents: list[Any]) -> list[tuple[FileResult, list[str]]]:
+    """One output per cause: a file-level incident's first file stands for the others
+    (named under it); a file not in such an incident is shown as before."""
+    first_of: dict[str, list[str]] = {}
+    for incident in incidents:
+        if incident.tests:
+            continue  # per-test incidents: each file's output tells its own tests' story
+        files = list(incident.files)
+        first_of.setdefault(files[0], []).extend(files[1:])
+    covered = {f for others in first_of.values() for f in others}
+    return [(r, first_of.get(r.item.file, [])) for r in bad if r.item.file not in covered]
+
+
+def _details(res: FileResult, others: list[str] | None = None) -> list[str]:
     tail = last_lines(clean(res.tail), TAIL_LINES)[-TAIL_CHARS:]
     fence = _fence(tail)
+    also = ""
+    if others:
+        names = ", ".join(md_escape(f) for f in others[:10])
+        more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+        also = f" (the same signature on {len(others)} more: {names}{more})"
     return ["", f"<details><summary>{md_escape(res.item.file)}: {res.outcome.label}, "
-            f"{md_escape(res.message)}</summary>", "", f"{fence}text", tail, fence, "", "</details>"]
+            f"{md_escape(res.message)}{also}</summary>", "", f"{fence}text", tail, fence, "",
+            "</details>"]
 
 
 def append_step_summary(job: JobResult, environ: dict[str, str] | None = None) -> Path | None:

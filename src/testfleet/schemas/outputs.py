@@ -232,6 +232,7 @@ class RunOut(_Closed):
     reason: str | None
     url: str | None = None
     test: str | None = None
+    signature: str | None = None  # the failure's signature digest (#29)
 
 
 class ResultFileOut(_Closed):
@@ -243,8 +244,68 @@ class ResultFileOut(_Closed):
     runs: list[RunOut]
 
 
+class LaneShareOut(_Closed):
+    stage: str
+    backend: str
+    files: int  # files of the stage that failed with the incident's signature
+    ran: int  # files of the stage with a verdict in the run
+
+
+class DormancyOut(_Closed):
+    """The one config line that makes a stage dormant for an infrastructure incident."""
+
+    stage: str
+    table: str
+    line: str
+    command: str
+    already_dormant: str | None
+
+
+class IncidentOut(_Closed):
+    """Failures of one CI run that share a signature (#29)."""
+
+    id: str
+    run: str
+    ci_run_id: str | None
+    commit: str | None
+    ts: float
+    category: Literal["infrastructure", "test"]
+    why: str
+    signature: str
+    kind: Literal["infra", "timeout", "exception", "fatal", "output", "exit"]
+    label: str
+    text: str
+    lanes: list[LaneShareOut]
+    files: list[str]
+    tests: list[str]
+    url: str | None
+    dormancy: DormancyOut | None
+
+
+class IncidentsOutput(_Closed):
+    """``testfleet incident list --format json``: incidents of the newest runs."""
+
+    schema_: Literal["testfleet.incidents/1"] = Field(alias="schema")
+    runs: int
+    stage: str | None
+    incidents: list[IncidentOut]
+
+
+class ProbeOut(_Closed):
+    """A dormant stage's probe: clean probes in a row, and whether it can be restored."""
+
+    stage: str
+    reason: str
+    restore_after: int
+    clean_streak: int
+    probed_files: int
+    ready: bool
+    note: str
+
+
 class ResultsOutput(_Closed):
-    """``testfleet results --format json``: the newest runs per (file, stage)."""
+    """``testfleet results --format json``: the newest runs per (file, stage), the incidents
+    of the newest runs (#29) and the probes of dormant stages."""
 
     schema_: Literal["testfleet.results/1"] = Field(alias="schema")
     runs: int
@@ -252,6 +313,8 @@ class ResultsOutput(_Closed):
     file: str | None
     files: list[ResultFileOut]
     testcases: list[dict[str, Any]] | None = None
+    incidents: list[IncidentOut] = Field(default_factory=list)
+    probes: list[ProbeOut] = Field(default_factory=list)
 
 
 class FlakyOut(_Open):
@@ -264,13 +327,27 @@ class FlakyOut(_Open):
     quarantined: bool
 
 
+class FlakyGroupOut(_Closed):
+    """Files (and tests) of one stage in one state whose failures share a signature (#29)."""
+
+    state: str
+    stage: str
+    signature: str
+    label: str
+    text: str
+    files: list[str]
+    tests: list[str]
+
+
 class FlakyOutput(_Closed):
-    """``testfleet flaky --format json``: flaky, recovered and broken files (and tests)."""
+    """``testfleet flaky --format json``: flaky, recovered and broken files (and tests), and
+    the groups of them that fail for one cause."""
 
     schema_: Literal["testfleet.flaky/1"] = Field(alias="schema")
     policy: dict[str, Any]
     files: list[FlakyOut]
     tests: list[FlakyOut]
+    incidents: list[FlakyGroupOut] = Field(default_factory=list)
 
 
 OUTPUTS: dict[str, type[BaseModel]] = {
@@ -289,6 +366,7 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "flaky": FlakyOutput,
     "job-status": JobStatusFile,
     "reconcile": ReconcileOutput,
+    "incidents": IncidentsOutput,
 }
 
 

@@ -35,6 +35,7 @@ class CaseRow:
     ci_run_id: str | None = None
     timestamp: float | None = None
     final: bool = True
+    signature: str | None = None  # the failing test's signature digest (store.signatures)
 
     def problems(self) -> list[str]:
         out: list[str] = []
@@ -51,6 +52,11 @@ class CaseRow:
             out.append(f"duration must be a finite number >= 0, got {self.duration!r}")
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
             out.append(f"attempt must be an integer >= 1, got {self.attempt!r}")
+        if self.signature is not None and (not isinstance(self.signature, str)
+                                           or len(self.signature) != 16
+                                           or self.signature.strip("0123456789abcdef")):
+            out.append(f"signature must be 16 lower-case hex digits or None, got "
+                       f"{self.signature!r:.40}")
         return out
 
 
@@ -66,6 +72,7 @@ def case_payload(rows: Sequence[CaseRow], now: float | None = None) -> list[dict
          "outcome": r.outcome, "duration": float(r.duration), "attempt": r.attempt,
          "final": bool(r.final),
          "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
-         "ts": now if r.timestamp is None else float(r.timestamp), "recorded_at": now}
+         "ts": now if r.timestamp is None else float(r.timestamp), "recorded_at": now,
+         "signature": r.signature}
         for r in rows
     ]

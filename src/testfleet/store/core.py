@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from testfleet.config import Project
+    from testfleet.incidents.signature import Signature
     from testfleet.store.caserow import CaseRow
     from testfleet.store.durations import Execution, FileSamples
     from testfleet.store.schema import Migration
@@ -184,16 +185,20 @@ class Store:
 
     # -- durations -----------------------------------------------------------
 
-    def record_executions(self, rows: Sequence[Execution]) -> None:
-        """Store executions in one transaction; invalid rows reject the whole batch."""
+    def record_executions(self, rows: Sequence[Execution],
+                          signatures: Sequence[Signature] = ()) -> None:
+        """Store executions, and the failure signatures they (or the testcases recorded
+        after them) name, in one transaction; invalid rows reject the whole batch."""
         from testfleet.store.durations import insert_rows, validate
+        from testfleet.store.signatures import signature_payload
 
         rows = list(rows)
         validate(rows)
+        texts = signature_payload(signatures)
         if not rows:
             return
         with self.write() as conn:
-            insert_rows(conn, rows)
+            insert_rows(conn, rows, texts)
 
     def record_testcases(self, rows: Sequence[CaseRow]) -> None:
         """Store per-testcase results in one transaction; invalid rows reject the batch."""
@@ -242,11 +247,14 @@ class Store:
     def prune_executions(self, keep: int, older_than: float | None = None) -> int:
         """Bound history: see :func:`testfleet.store.durations.prune`."""
         from testfleet.store.durations import prune
+        from testfleet.store.execution_rows import AlchemyDb
+        from testfleet.store.signatures import prune_signatures
         from testfleet.store.testcases import prune_cases
 
         with self.write() as conn:
             deleted = prune(conn, keep, older_than)
             prune_cases(conn, keep, older_than)  # per test, by the same bounds
+            prune_signatures(AlchemyDb(conn))
             return deleted
 
     def stage_summary(self) -> list[dict[str, Any]]:

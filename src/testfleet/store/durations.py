@@ -65,6 +65,8 @@ class Execution:
     # A fixed identity (32 hex digits) for a row whose content decides it (a JUnit import:
     # see junit_import.content_uid); None gives the row a new random one.
     uid: str | None = None
+    # Incidents (#29): the failure's signature digest (store.signatures); None on a pass.
+    signature: str | None = None
 
     def problems(self) -> list[str]:
         """Why this row must not be stored (empty when it is fine)."""
@@ -99,6 +101,11 @@ class Execution:
             epoch_seconds(self.timestamp)
         except ValueError as exc:
             out.append(str(exc))
+        if self.signature is not None and (not isinstance(self.signature, str)
+                                           or len(self.signature) != 16
+                                           or self.signature.strip("0123456789abcdef")):
+            out.append(f"signature must be 16 lower-case hex digits or None, got "
+                       f"{self.signature!r:.40}")
         if self.uid is not None:
             from testfleet.store.identity import UID_PATTERN
 
@@ -136,10 +143,17 @@ def validate(rows: Sequence[Execution]) -> None:
         raise InvalidExecution(f"refusing to record {len(rows)} execution(s):\n  {shown}{more}")
 
 
-def insert_rows(conn: Connection, rows: Sequence[Execution]) -> None:
+def insert_rows(conn: Connection, rows: Sequence[Execution],
+                signatures: Sequence[dict[str, Any]] = ()) -> None:
+    """Executions and the signature rows they name (store.signatures), in ``conn``'s
+    transaction."""
     from testfleet.store.execution_rows import AlchemyDb, insert_payload
+    from testfleet.store.signatures import insert_signatures
 
-    insert_payload(AlchemyDb(conn), execution_payload(rows))
+    db = AlchemyDb(conn)
+    if signatures:
+        insert_signatures(db, signatures)
+    insert_payload(db, execution_payload(rows))
 
 
 def execution_payload(rows: Sequence[Execution], now: float | None = None) -> list[dict[str, Any]]:
@@ -154,7 +168,7 @@ def execution_payload(rows: Sequence[Execution], now: float | None = None) -> li
             "commit_sha": r.commit, "ci_run_id": r.ci_run_id,
             "ts": epoch_seconds(r.timestamp, now=now), "recorded_at": now, "uid": r.uid or new_uid(),
             "gate_status": r.gate_status, "gate_mode": r.gate_mode, "reason": r.reason,
-            "final": bool(r.final),
+            "final": bool(r.final), "signature": r.signature,
         }
         for r in rows
     ]

@@ -83,10 +83,12 @@ def insert_payload(db: Db, payload: Sequence[Row], *, ignore_known: bool = False
     tested = _tested_ids(db, {(r["stage"], r["file"]) for r in payload})
     sources = _source_ids(db, {(r["commit_sha"], r["ci_run_id"], r["backend"]) for r in payload})
     with_id = "id" in payload[0]
-    columns = (["id"] if with_id else []) + ["tested_id", "source_id", *_PLAIN, "uid"]
+    # step 8's column, written by every writer since; step 7's copy of older rows has none
+    plain = (*_PLAIN, "signature") if "signature" in payload[0] else _PLAIN
+    columns = (["id"] if with_id else []) + ["tested_id", "source_id", *plain, "uid"]
     rows = []
     for r in payload:
-        row = {c: r[c] for c in _PLAIN}
+        row = {c: r[c] for c in plain}
         if with_id:
             row["id"] = r["id"]
         row["tested_id"] = tested[(r["stage"], r["file"])]

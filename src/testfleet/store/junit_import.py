@@ -9,7 +9,9 @@ silently dropped. Bad input is refused as a whole with every problem listed: XML
 that is not well-formed, a document that is not JUnit, a DTD or entity declaration
 (never needed, and the door to entity-expansion attacks; refused by defusedxml), a
 negative or non-finite ``time``. Each execution's identity derives from the file's
-content, so importing the same file again under another ``--run-id`` is caught.
+content, so importing the same file again under another ``--run-id`` is caught. A
+failed file's execution carries the failure signature its failing cases' messages share
+(incidents, #29), so imported history groups into incidents like recorded history.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from testfleet.errors import UsageError
 from testfleet.registry.model import MAX_EST_TIME
@@ -41,15 +44,20 @@ class Case:
     time: float
     outcome: str  # PASSED | FAILED | ERROR | NOT_RUN (skipped)
     timestamp: float | None
+    message: str = ""  # a failure's or error's message and text (the last MESSAGE_MAX characters)
 
     @property
     def label(self) -> str:
         return f"{self.classname}::{self.name}" if self.classname else self.name
 
 
+MESSAGE_MAX = 4000
+
+
 @dataclass
 class ImportResult:
     executions: list[Execution] = field(default_factory=list)
+    signatures: list[Any] = field(default_factory=list)  # the failure signatures they name
     unmatched: list[str] = field(default_factory=list)  # "case: why"
     cases: int = 0
     matched_cases: int = 0
@@ -168,7 +176,10 @@ def parse_cases(data: bytes, path: Path, *, now: float | None = None) -> list[Ca
             outcome = "NOT_RUN"
         else:
             outcome = "PASSED"
-        cases.append(Case(classname, name, elem.get("file"), seconds, outcome, stamp))
+        message = "\n".join(part for r in results if isinstance(r, (Error, Failure))
+                            for part in (r.message or "", r.text or "") if part)
+        cases.append(Case(classname, name, elem.get("file"), seconds, outcome, stamp,
+                          message[-MESSAGE_MAX:]))
 
     for suite in root.iter("testsuite"):
         stamp = _timestamp(suite.get("timestamp"))
@@ -262,9 +273,11 @@ class FileMatcher:
 
 def to_executions(cases: list[Case], matcher: FileMatcher, *, stage: str, backend: str,
                   commit: str | None, ci_run_id: str, default_time: float,
-                  content: str | None = None) -> ImportResult:
+                  content: str | None = None, infra: Any = None) -> ImportResult:
     """One execution per matched file (case times summed, worst outcome wins); with the
-    file's ``content`` digest each execution gets its :func:`content_uid`."""
+    file's ``content`` digest each execution gets its :func:`content_uid`. A failed file's
+    signature is the one most of its failing cases' messages share (``infra``: the
+    backend's start-up pattern matcher)."""
     result = ImportResult(cases=len(cases))
     per_file: dict[str, list[Case]] = defaultdict(list)
     for case in cases:
@@ -282,11 +295,30 @@ def to_executions(cases: list[Case], matcher: FileMatcher, *, stage: str, backen
         group = per_file[file]
         outcome = max((c.outcome for c in group), key=lambda o: _RANK[o])
         stamps = [c.timestamp for c in group if c.timestamp is not None]
+        signature = _file_signature(group, infra) if outcome in ("FAILED", "ERROR") else None
+        if signature is not None:
+            result.signatures.append(signature)
         result.executions.append(Execution(
             file=file, stage=stage, backend=backend,
             duration=math.fsum(c.time for c in group), outcome=outcome, attempt=1,
             commit=commit, ci_run_id=ci_run_id,
             timestamp=min(stamps) if stamps else default_time,
             uid=None if content is None else content_uid(content, stage, file),
+            signature=signature.digest if signature is not None else None,
         ))
     return result
+
+
+def _file_signature(group: list[Case], infra: Any) -> Any:
+    """The signature most failing cases of one file share (the first of equals)."""
+    from collections import Counter
+
+    from testfleet.incidents.signature import failure_signature
+
+    sigs = [failure_signature(c.message, outcome="FAILED", reason=f"{c.outcome.lower()} in JUnit",
+                              matcher=infra)
+            for c in group if c.outcome in ("FAILED", "ERROR")]
+    if not sigs:
+        return None
+    counts = Counter(s.digest for s in sigs)
+    return next(s for s in sigs if counts[s.digest] == max(counts.values()))

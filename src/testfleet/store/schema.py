@@ -206,14 +206,14 @@ def _v7_compact_executions(conn: Connection) -> None:
     from testfleet.store.tables import execution_rows, executions_view_sql, sources, tested_files
 
     for table in (tested_files, sources, execution_rows):
-        table.create(conn)  # with its indexes
+        create_as_of(conn, table, 7)  # with its indexes, without later steps' columns
     db = AlchemyDb(conn)
     for rows in _in_id_order(conn, _executions_v6, list(_executions_v6.columns)):
         payload = [dict(r._mapping) for r in rows]
         _uids_storable(payload)
         insert_payload(db, payload)
     conn.execute(text("DROP TABLE executions"))
-    conn.execute(text(executions_view_sql(conn.dialect.name)))
+    conn.execute(text(executions_view_sql(conn.dialect.name, 7)))
     if conn.dialect.name == "sqlite":
         _gate_values_without_rowid(conn)
     if conn.dialect.name == "postgresql":  # ids were copied: the sequence continues after them
@@ -255,6 +255,19 @@ def _gate_values_without_rowid(conn: Connection) -> None:
         index.create(conn)
 
 
+def _v8_failure_signatures(conn: Connection) -> None:
+    """Incidents (#29): the signature digest on executions and testcases, and the table
+    of signature texts. Rows before this step have none (NULL): their output is gone."""
+    from testfleet.store.tables import executions_view_sql, failure_signatures
+
+    failure_signatures.create(conn)
+    digest = String(16).compile(dialect=conn.dialect)
+    conn.execute(text("DROP VIEW executions"))
+    for table in ("execution_rows", "testcases"):
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN signature {digest}"))
+    conn.execute(text(executions_view_sql(conn.dialect.name, 8)))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
@@ -266,6 +279,8 @@ MIGRATIONS: list[Migration] = [
               "windows", _v6_recorded_index),
     Migration(7, "history size: executions keyed to tested_files and sources, 16-byte uids; "
               "executions is a view", _v7_compact_executions, frees_space=True),
+    Migration(8, "incidents: failure signatures on executions and testcases (failure_signatures)",
+              _v8_failure_signatures),
     # Append new steps here; see the module docstring.
 ]
 

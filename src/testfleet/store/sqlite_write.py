@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from testfleet.store.caserow import CaseRow, case_payload
 from testfleet.store.durations import Execution, execution_payload, validate
 from testfleet.store.engine import Target, translate
 from testfleet.store.execution_rows import StdlibDb, insert_payload
+from testfleet.store.signatures import insert_signatures, signature_payload
 from testfleet.store.sqlite_read import READS_SCHEMA, schema_version
+
+if TYPE_CHECKING:
+    from testfleet.incidents.signature import Signature
 
 
 class SqliteWriter:
@@ -30,12 +35,22 @@ class SqliteWriter:
         self.conn = conn
         self.target = target
 
-    def record_executions(self, rows: Sequence[Execution]) -> None:
+    def record_executions(self, rows: Sequence[Execution],
+                          signatures: Sequence[Signature] = ()) -> None:
         rows = list(rows)
         validate(rows)
         payload = execution_payload(rows)
-        if payload:
-            self._write(lambda: insert_payload(StdlibDb(self.conn), payload))
+        texts = signature_payload(signatures)
+        if not payload:
+            return
+
+        def body() -> None:
+            db = StdlibDb(self.conn)
+            if texts:
+                insert_signatures(db, texts)
+            insert_payload(db, payload)
+
+        self._write(body)
 
     def record_testcases(self, rows: Sequence[CaseRow]) -> None:
         payload = case_payload(list(rows))

@@ -63,6 +63,9 @@ executions = Table(
     # Results (step 5): true on the row that holds the file's final verdict in its run,
     # false on an attempt that was retried. Rows before step 5 are classified by it.
     Column("final", Boolean, nullable=True),
+    # Incidents (step 8): the failure's signature digest (store.signatures); NULL on a
+    # pass and on rows recorded before step 8.
+    Column("signature", String(16), nullable=True, info={"since": 8}),
 )
 
 # Step 7 (#11): the history is a CI cache that every job restores, so its size is paid
@@ -111,6 +114,7 @@ execution_rows = Table(
     Column("reason", String(500), nullable=True),
     Column("uid", LargeBinary(16), nullable=False),
     Column("final", Boolean, nullable=True),
+    Column("signature", String(16), nullable=True, info={"since": 8}),
 )
 # A file's newest rows by recording time (estimates, prune: step 6's order) are one
 # range scan; with the rowid SQLite keeps in every entry it serves the full
@@ -122,16 +126,29 @@ Index("ux_execution_rows_uid", execution_rows.c.uid, unique=True)
 # idempotency check select by CI run, once per command, and a scan of the rows is
 # milliseconds; the index would be 5 % of the file every job restores.
 
+# Step 8 (#29): a failure signature's kind, label and normalized text, once per digest
+# (store.signatures writes and reads it; executions and testcases name it).
+failure_signatures = Table(
+    "failure_signatures",
+    metadata,
+    Column("digest", String(16), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("label", String(120), nullable=False),
+    Column("text", String(300), nullable=False),
+)
+
 #: The view's definition per dialect: only the uid's hex form differs.
 _UID_HEX = {"sqlite": "lower(hex(e.uid))", "postgresql": "encode(e.uid, 'hex')"}
 
 
-def executions_view_sql(dialect: str) -> str:
+def executions_view_sql(dialect: str, version: int = 8) -> str:
+    """The view as step ``version`` (7, or 8 which added ``signature``) defines it."""
     uid = _UID_HEX[dialect]
+    signature = ", e.signature" if version >= 8 else ""
     return (
         "CREATE VIEW executions AS SELECT e.id, t.file, t.stage, s.backend, e.duration, "
         "e.outcome, e.attempt, s.commit_sha, s.ci_run_id, e.ts, e.recorded_at, e.gate_status, "
-        f"e.gate_mode, e.reason, {uid} AS uid, e.final "
+        f"e.gate_mode, e.reason, {uid} AS uid, e.final{signature} "
         "FROM execution_rows e JOIN tested_files t ON t.id = e.tested_id "
         "JOIN sources s ON s.id = e.source_id"
     )

@@ -38,13 +38,17 @@ testcases = Table(
     Column("ci_run_id", String(255), nullable=True),
     Column("ts", Double, nullable=False),
     Column("recorded_at", Double, nullable=False),
+    # Incidents (step 8): the failing test's signature digest (store.signatures).
+    Column("signature", String(16), nullable=True, info={"since": 8}),
 )
 Index("ix_testcases_stage_file_ts", testcases.c.stage, testcases.c.file, testcases.c.ts)
 
 
 def create_tables(conn: Connection) -> None:
-    """DDL of schema step 4 (called only from the migration)."""
-    testcases.create(conn)
+    """DDL of schema step 5 (called only from the migration): the table as it was then."""
+    from testfleet.store.tables import create_as_of
+
+    create_as_of(conn, testcases, 5)
 
 
 def insert_cases(conn: Connection, rows: Sequence[CaseRow]) -> None:
