@@ -254,7 +254,7 @@ def test_every_format_follows_the_one_section_order(report: Report) -> None:
     from testfleet.report import sections
 
     order = sections.ORDER
-    assert order[:3] == ("failing", "holes", "dormant")
+    assert order[:4] == ("failing", "incidents", "holes", "dormant")
     assert order.index("matrix") < order.index("ledger")
     html = render_html(report)
     ids = [i for i in re.findall(r'<section[^>]* id="([\w-]+)"', html) if i in order]
