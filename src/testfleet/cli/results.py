@@ -133,7 +133,8 @@ def _table(files: list[Any], cases: list[Any], url: Any, runs: int, incidents: l
             (last.commit or "-")[:12], url(last) or (last.ci_run_id or "-"))))
     console.print(table)
     if cases:
-        ct = Table(title="testcases (newest first)", title_justify="left")
+        ct = Table(title="testcases (outcomes oldest -> newest, as the strips above)",
+                   title_justify="left")
         for col in ("stage", "file", "test", "outcomes"):
             ct.add_column(col, overflow="fold")
         grouped: dict[tuple[str, str, str], list[str]] = {}
