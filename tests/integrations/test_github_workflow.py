@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from testfleet.config import Project, load_project, validate_config
+from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import (
     DEFAULT_BRANCH_RUN,
     PINNED_ACTIONS,
@@ -75,15 +76,28 @@ def parsed(text: str) -> dict[str, Any]:
     return data
 
 
-def lint(tmp_path: Path, text: str) -> list[subprocess.CompletedProcess[str]]:
-    wf = tmp_path / ".github" / "workflows" / "testfleet.yml"
-    wf.parent.mkdir(parents=True, exist_ok=True)
-    wf.write_text(text)
+def lint(tmp_path: Path, text: str, trusted: str | None = None,
+         config: Any = None) -> list[subprocess.CompletedProcess[str]]:
+    """actionlint (with the runner labels ``init`` writes to .github/actionlint.yaml),
+    zizmor and the workflow schema, over the workflow and the trusted one when given."""
+    from testfleet.integrations.github_options import render_actionlint_config
+
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True, exist_ok=True)
+    files = [workflows / "testfleet.yml"]
+    files[0].write_text(text)
+    if trusted is not None:
+        files.append(workflows / "testfleet-trusted.yml")
+        files[1].write_text(trusted)
+    labels = tmp_path / ".github" / "actionlint.yaml"
+    labels.write_text(render_actionlint_config(config) if config is not None
+                      else "self-hosted-runner:\n  labels: []\n")
     tool("shellcheck")  # actionlint lints every run: script with it when it is on PATH
+    paths = [str(f) for f in files]
     return [
-        run_tool(tool("actionlint"), "-no-color", str(wf), cwd=tmp_path),
-        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", str(wf)),
-        run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(wf)),
+        run_tool(tool("actionlint"), "-no-color", "-config-file", str(labels), *paths, cwd=tmp_path),
+        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", *paths),
+        run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *paths),
     ]
 
 
@@ -114,8 +128,12 @@ VARIANTS = {
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path: Path) -> None:
+    """Both workflows (the trusted one when any stage is self-hosted or trusted_only)."""
     config_fn, opts = VARIANTS[variant]
-    for result in lint(tmp_path, render_workflow(config_fn(), opts)):
+    config = config_fn()
+    trusted = render_trusted_workflow(config, opts)
+    assert (trusted is None) == (variant in ("no-stages", "auto-styles"))
+    for result in lint(tmp_path, render_workflow(config, opts), trusted, config):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
 
 

@@ -98,9 +98,15 @@ def _eol(text: str) -> str:
 
 
 def _unwrap(value: Any) -> tuple[Any, tuple[str, ...], str]:
-    if isinstance(value, Note):
-        return value.value, value.before, value.eol
-    return value, (), ""
+    """The value inside any :class:`Note` wrappers, their comments joined (outer first)."""
+    before: tuple[str, ...] = ()
+    eols: list[str] = []
+    while isinstance(value, Note):
+        before += value.before
+        if value.eol:
+            eols.append(value.eol)
+        value = value.value
+    return value, before, "; ".join(eols)
 
 
 def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> None:
