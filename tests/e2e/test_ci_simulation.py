@@ -189,7 +189,7 @@ def workflow_for(project: Path) -> dict[str, Any]:
         main(["-C", str(project), "init", "--github"])
     assert info.value.code == 0
     data = yaml.safe_load((project / ".github" / "workflows" / "testfleet.yml").read_text())
-    data["on"] = data.pop(True)
+    data["on"] = data.pop(True) if True in data else data["on"]
     return data
 
 

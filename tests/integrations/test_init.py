@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from support import run_cli
 from testfleet.cli.init import strip_testfleet_section
@@ -183,7 +184,7 @@ def test_workflow_options_reach_the_workflow(tmp_path: Path,
     assert code == 0, err
     text = (root / WORKFLOW_PATH).read_text()
     assert "pip install -e ." in text and "secrets.FLEET_DB" in text
-    assert "--diff-base" not in text and '"3.11"' in text and "branches:" in text
+    assert "diff-base" not in text and "python-version: '3.11'" in text and "branches:" in text
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -209,7 +210,10 @@ def test_python_versions_setup_python_accepts(version: str, tmp_path: Path,
     root = plain_tree(tmp_path)
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", "--python", version)
     assert code == 0, err
-    assert f'python-version: "{version}"' in (root / WORKFLOW_PATH).read_text()
+    data = yaml.safe_load((root / WORKFLOW_PATH).read_text())
+    versions = {s["with"]["python-version"] for job in data["jobs"].values()
+                for s in job["steps"] if "python-version" in s.get("with", {})}
+    assert versions == {version}
 
 
 def test_from_existing_without_markers_is_an_error(tmp_path: Path,

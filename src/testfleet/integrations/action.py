@@ -37,6 +37,7 @@ COMMANDS = {
     "history-merge": "history merge",
     "check": "check",
     "report": "report",
+    "reconcile": "reconcile",
 }
 
 #: What ``plan`` writes to ``$GITHUB_OUTPUT`` and the action exposes.
@@ -120,6 +121,12 @@ case "$TESTFLEET_COMMAND" in
     fi
     testfleet "${base[@]}" history merge "${files[@]}"
     ;;
+  reconcile)
+    # every planned job reported, every planned file exactly once (INTERFACES.md section 1)
+    digest=()
+    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then digest=(--expect-digest "$TESTFLEET_PLAN_DIGEST"); fi
+    testfleet "${base[@]}" reconcile --plan "$TESTFLEET_PLAN_FILE" "${digest[@]}" "${extra[@]}"
+    ;;
   check) testfleet "${base[@]}" check "${extra[@]}" ;;
   report) testfleet "${base[@]}" report "${extra[@]}" ;;
   *)
@@ -133,7 +140,7 @@ _INSTALL = r"""
 set -euo pipefail
 if [ -n "${TESTFLEET_INSTALL:-}" ]; then
   bash -euo pipefail -c "$TESTFLEET_INSTALL"
-elif grep -qsE '^name = "testfleet"$' "$GITHUB_ACTION_PATH/pyproject.toml"; then
+elif grep -qsE '^name = "testfleet"$' "${GITHUB_ACTION_PATH:-.}/pyproject.toml"; then
   # used as owner/repo@sha: install the testfleet source this action was checked out with
   python3 -m pip install "$GITHUB_ACTION_PATH"
 else
@@ -215,6 +222,10 @@ def render_action(version: str = __version__) -> str:
         "    description: run only; refuse a plan file whose digest is not this one (the plan output 'digest').",
         "    required: false",
         "    default: ''",
+        "  status-dir:",
+        "    description: run only; the job's status file goes to <status-dir>/<job>.json (for reconcile).",
+        "    required: false",
+        "    default: testfleet-status",
         "  junit-dir:",
         "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
         "    required: false",
@@ -259,6 +270,7 @@ def render_action(version: str = __version__) -> str:
         "        TESTFLEET_JOB: ${{ inputs.job }}",
         "        TESTFLEET_PLAN_DIGEST: ${{ inputs.plan-digest }}",
         "        TESTFLEET_JUNIT_DIR: ${{ inputs.junit-dir }}",
+        "        TESTFLEET_STATUS_DIR: ${{ inputs.status-dir }}",
         "      run: |",
         *_indent(script, 8),
     ]
