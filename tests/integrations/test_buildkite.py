@@ -440,3 +440,62 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
         path.write_text("#!/bin/bash\nset -e\n" + body.replace("$$", "$") + "\n")
         result = run_tool(tool("shellcheck"), "--severity=info", str(path))
         assert result.returncode == 0, result.stdout
+
+
+def _machine_job() -> Job:
+    from dataclasses import replace
+
+    from testfleet.planning.jobci import Checkout, JobCI
+
+    ci = JobCI(setup=("echo first > first.txt\nexit 0", "echo second > second.txt"),
+               secrets=("HF_TOKEN",), python="3", uv=True,
+               checkouts=(Checkout("NVIDIA/Megatron-LM", "Megatron-LM", "core_v0.12.0"),
+                          Checkout("sgl-project/sglang", "sglang", "v0.4.9", "GH_PAT")))
+    return replace(job("gpu-1-of-1", "gpu", backend="cuda", runs_on=("gpu",)), ci=ci)
+
+
+def test_each_setup_item_runs_even_after_an_exit_0(tmp_path: Path) -> None:
+    """miles' GPU-wait loop ends with `exit 0`: on Buildkite it ends only its own item, and
+    the next setup item (pip install -r requirements.txt in miles) still runs."""
+    from testfleet.integrations.buildkite import setup_commands
+
+    commands = setup_commands(_machine_job())
+    script = "\n".join(commands).replace("$$", "$")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "first.txt").exists() and (tmp_path / "second.txt").exists()
+    # the same items run inline (the way they were emitted before) stop at the exit 0
+    inline = subprocess.run(["bash", "-e", "-c", "\n".join(_machine_job().ci.setup)],
+                            cwd=tmp_path / ".." , capture_output=True, text=True, timeout=30,
+                            check=False)
+    assert inline.returncode == 0 and not (tmp_path.parent / "second.txt").exists()
+
+
+def test_checkouts_python_and_uv_become_commands(tmp_path: Path) -> None:
+    from testfleet.integrations.buildkite import machine_commands
+
+    plan = seal(Plan(policy={}, jobs=(_machine_job(),), stages=(stage("gpu", 0, backend="cuda"),),
+                     skipped=(), warnings=()))
+    step = next(s for s in pipeline(plan)["steps"] if s.get("key") == "gpu-1-of-1")
+    commands = machine_commands(_machine_job())
+    assert commands[0] == ("rm -rf Megatron-LM && git clone --quiet "
+                           "https://github.com/NVIDIA/Megatron-LM.git Megatron-LM")
+    assert commands[1] == "git -C Megatron-LM checkout --quiet core_v0.12.0"
+    assert "GIT_CONFIG_VALUE_0" in commands[2] and '"$GH_PAT"' in commands[2]
+    assert "GH_PAT" not in commands[2].split("git clone")[1]  # never in git's arguments
+    assert step["secrets"] == ["HF_TOKEN", "GH_PAT"]
+    # python is checked (Buildkite has no setup-python): this interpreter's major version
+    check = next(c for c in commands if c.startswith("python3 -c"))
+    assert subprocess.run(["bash", "-c", check.replace("$$", "$")], capture_output=True,
+                          timeout=30, check=False).returncode == 0
+    wrong = check.replace(" 3 ||", " 2.7 ||")
+    failed = subprocess.run(["bash", "-c", wrong.replace("$$", "$")], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert failed.returncode == 2 and "does not have the stage's python 3" in failed.stderr
+    assert commands[-1].startswith("command -v uv")
+    body = "\n".join(step["commands"]).replace("$$", "$")
+    path = tmp_path / "step.sh"
+    path.write_text("#!/bin/bash\nset -e\n" + body + "\n")
+    result = run_tool(tool("shellcheck"), "--severity=info", str(path))
+    assert result.returncode == 0, result.stdout

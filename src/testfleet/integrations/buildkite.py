@@ -23,8 +23,12 @@ Mapping:
 
 The stage's CI job settings (:mod:`testfleet.planning.jobci`) map as follows:
 ``container`` options and volumes become the Docker plugin's own keys (an option the
-plugin has no key for is an error naming the stage, never dropped); ``setup``
-commands run before ``testfleet run``; ``secrets`` become the step's ``secrets``
+plugin has no key for is an error naming the stage, never dropped); ``checkouts`` are
+``git clone`` commands (a ``token_secret`` reaches git through its environment); ``python``
+is checked, not installed: Buildkite has no setup-python, so the step fails, saying so,
+when the agent's or image's ``python3`` is another version; ``uv`` is installed with pip
+when the agent has none; ``setup`` items run before ``testfleet run``, each in a shell of
+its own (``bash -eo pipefail -c``), so an ``exit 0`` in one ends only that item; ``secrets`` become the step's ``secrets``
 (Buildkite secrets of those names); ``max_parallel`` is a ``concurrency`` limit in
 a group of this build and stage; the job timeout is ``timeout_in_minutes``;
 ``fail_fast = true`` sets ``cancel_on_build_failing`` on the stage's steps (Buildkite
@@ -255,6 +259,56 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
     ]
 
 
+#: Checks that the agent's (or container's) ``python3`` is the stage's ``python``:
+#: Buildkite has no setup-python, so the version is the agent's or the image's to provide.
+_PYTHON_CHECK = (
+    "import platform, sys\n"
+    "want = sys.argv[1]\n"
+    "impl = 'pypy' if want.startswith('pypy') else 'graalpy' if want.startswith('graalpy') "
+    "else 'cpython'\n"
+    "parts = want.removeprefix(impl if impl != 'cpython' else '').removesuffix('-dev').split('.')\n"
+    "have = platform.python_version().split('.')\n"
+    "ok = platform.python_implementation().lower() == impl and all(\n"
+    "    w in ('x', h) for w, h in zip(parts, have))\n"
+    "print(f'python3 is {platform.python_implementation()} {platform.python_version()}; '\n"
+    "      f'the stage wants {want}')\n"
+    "sys.exit(0 if ok else 1)\n"
+)
+
+
+def machine_commands(job: Job) -> list[str]:
+    """The stage's ``checkouts``, ``python`` and ``uv`` as commands (see the module
+    docstring), before its setup."""
+    out: list[str] = []
+    for c in job.ci.checkouts:
+        url = shlex.quote(f"https://github.com/{c.repository}.git")
+        path = shlex.quote(c.path)
+        clone = f"git clone --quiet {url} {path}"
+        if c.token_secret:
+            # the token reaches git through its environment, never its arguments or a
+            # config file the tests can read later
+            clone = (f'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader '
+                     f'GIT_CONFIG_VALUE_0="Authorization: Basic $(printf \'x-access-token:%s\' '
+                     f'"${c.token_secret}" | base64 | tr -d \'\\n\')" {clone}')
+        out.append(f"rm -rf {path} && {clone}")
+        if c.ref:
+            out.append(f"git -C {path} checkout --quiet {shlex.quote(c.ref)}")
+    if job.ci.python:
+        why = (f"testfleet: this agent or image does not have the stage's python "
+               f"{job.ci.python} (Buildkite has no setup-python)")
+        out.append(f"python3 -c {shlex.quote(_PYTHON_CHECK)} {shlex.quote(job.ci.python)} || "
+                   f"{{ echo {shlex.quote(why)} >&2; exit 2; }}")
+    if job.ci.uv:
+        out.append("command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv")
+    return out
+
+
+def setup_commands(job: Job) -> list[str]:
+    """Each ``setup`` item in a shell of its own: an ``exit 0`` in one (a wait loop that is
+    done) ends only that item, as it ends only its own step on GitHub."""
+    return [f"bash -eo pipefail -c {shlex.quote(item)}" for item in job.ci.setup]
+
+
 def writes_history(plan: Plan) -> bool:
     """Whether this plan's build may write history: not a pull request's (the branch is
     checked again at run time, where Buildkite knows it)."""
@@ -411,14 +465,16 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         step: dict[str, Any] = {
             "label": f"{job.lane} {job.shard}/{job.shards}",
             "key": keys[job.id],
-            "commands": [*before, *job.ci.setup, *run],
+            "commands": [*before, *machine_commands(job), *setup_commands(job), *run],
             "env": {"TESTFLEET_JOB_ID": job.id,
                     **{k: v for k, v in sorted(job.env.items())}},
             "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
             "timeout_in_minutes": job.timeout_minutes,
         }
-        if job.ci.secrets:
-            step["secrets"] = list(job.ci.secrets)
+        secrets = [*job.ci.secrets, *(c.token_secret for c in job.ci.checkouts
+                                      if c.token_secret and c.token_secret not in job.ci.secrets)]
+        if secrets:
+            step["secrets"] = secrets
         if job.ci.fail_fast:
             step["cancel_on_build_failing"] = True
         if job.ci.max_parallel:
