@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 SECRET_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _SECRET_NAME = re.compile(SECRET_NAME_RE)
@@ -114,7 +114,7 @@ class StageJobKeys(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     python: str | None = None
-    uv: bool = False
+    uv: StrictBool = False
     checkouts: list[CheckoutConfig] = Field(default_factory=list)
 
     @field_validator("python")
@@ -134,7 +134,7 @@ class VariantJobKeys(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     python: str | None = None
-    uv: bool | None = None
+    uv: StrictBool | None = None
     checkouts: list[CheckoutConfig] | None = None
 
     @field_validator("python")
