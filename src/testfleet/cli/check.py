@@ -82,6 +82,16 @@ def _probe_files(project: Project, registry: Registry, scope: Scope) -> list[Fin
 
 PRODUCERS.append(_probe_files)
 
+
+def _workflows(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
+    """The repository's GitHub workflows: none may let a fork choose its runner (#27)."""
+    from testfleet.integrations.workflow_audit import audit_tree
+
+    return audit_tree(project.root, scope.only)
+
+
+PRODUCERS.append(_workflows)
+
 JSON_SCHEMA = "testfleet.check/1"
 
 

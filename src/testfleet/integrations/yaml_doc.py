@@ -51,6 +51,8 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 _SCALARS = (str, int, float, bool, type(None))
+#: Characters YAML 1.1 parsers (PyYAML among them) take as line breaks besides "\n".
+_BREAKS = ("\r", "\x85", "\u2028", "\u2029", "\ufeff")
 
 
 def _scalar(value: Any) -> list[str]:
@@ -59,6 +61,9 @@ def _scalar(value: Any) -> list[str]:
     if not isinstance(value, _SCALARS):
         raise TypeError(f"not a YAML scalar: {type(value).__name__}")
     text = yaml.dump(value, Dumper=_Dumper, width=float("inf"), allow_unicode=True)
+    if any(c in text for c in _BREAKS):
+        # a character a YAML parser reads as a line break, written raw: escape everything
+        text = yaml.safe_dump(value, width=float("inf"), allow_unicode=False, default_style='"')
     lines = text.rstrip("\n").split("\n")
     if lines[-1] == "...":  # the document end marker PyYAML adds after a root scalar
         lines.pop()
