@@ -52,6 +52,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                           str(root / "merged.db"), "--format", "json"],
         "results": ["results", "--tests", "--format", "json"],
         "flaky": ["flaky", "--all", "--format", "json"],
+        # the run's frozen plan against its job status file (#26)
+        "reconcile": ["reconcile", "--plan", str(next((root / ".testfleet" / "plans").glob("*.json"))),
+                      str(root / ".testfleet" / "runs"), "--format", "json"],
     }
     exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
     assert exported.returncode == 0, exported.stderr
@@ -60,6 +63,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         proc = _tf(root, *args)
         assert "Traceback" not in proc.stdout + proc.stderr, (kind, proc.stderr)
         docs[kind] = json.loads(proc.stdout)
+    status = next((root / ".testfleet" / "runs").rglob("job-status.json"))
+    docs["job-status"] = json.loads(status.read_text(encoding="utf-8"))
     evaluated = docs["gate-evaluate"]
     assert isinstance(evaluated, dict) and evaluated["status"] in ("PASS", "INACTIVE", "FAIL")
     return docs

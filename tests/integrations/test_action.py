@@ -103,7 +103,8 @@ def test_args_are_one_argument_per_line_and_never_evaluated(tmp_path: Path) -> N
         "args": f"--label\nwith spaces and 'quotes'\n{hostile}\n`id`\n\n"})
     assert code == 0, out
     assert calls == [["testfleet", "run", "--plan", "plan.json", "--job", "stage-a-cpu-1-of-2",
-                      "--junit", "testfleet-junit/stage-a-cpu-1-of-2.xml", "--label",
+                      "--junit", "testfleet-junit/stage-a-cpu-1-of-2.xml",
+                      "--status-file", "testfleet-status/stage-a-cpu-1-of-2.json", "--label",
                       "with spaces and 'quotes'", hostile, "`id`"]]
     assert not PWNED.exists()
 
@@ -151,6 +152,19 @@ def test_record_and_merge_map_to_history_commands(tmp_path: Path) -> None:
     code, out, calls = run_action(tmp_path, {"command": "history-merge",
                                              "args": "empty\n--require-ref\nrefs/heads/main"})
     assert code == 0 and calls == [] and "no history bundles" in out
+
+
+def test_reconcile_reads_the_status_locations_or_the_status_dir(tmp_path: Path) -> None:
+    """#26: the final job's step; the plan digest reaches testfleet through the environment
+    ($TESTFLEET_PLAN_DIGEST, which `reconcile --expect-digest` reads)."""
+    code, _, calls = run_action(tmp_path, {"command": "reconcile", "plan-file": "p.json",
+                                           "args": "statuses/\nextra.json"})
+    assert code == 0 and calls == [["testfleet", "reconcile", "--plan", "p.json", "statuses/",
+                                    "extra.json"]]
+    code, _, calls = run_action(tmp_path, {"command": "reconcile", "status-dir": "st"})
+    assert code == 0 and calls == [["testfleet", "reconcile", "--plan", "plan.json", "st"]]
+    code, _, _ = run_action(tmp_path, {"command": "reconcile"}, fake_exit=1)
+    assert code == 1  # a failed reconciliation fails the step
 
 
 def test_an_unknown_command_is_refused(tmp_path: Path) -> None:

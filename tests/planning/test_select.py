@@ -13,6 +13,7 @@ from testfleet.planning.model import Plan
 from testfleet.planning.planner import stage_waves
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
+from testfleet.registry.model import Registration
 
 from .conftest import make_config, make_project, reg, sample_registrations
 
@@ -139,11 +140,15 @@ def test_jobs_shape_and_ids() -> None:
     assert b.counts["scheduled"] == 3
 
 
-def test_never_more_shards_than_files() -> None:
+def test_never_more_jobs_than_files_but_shards_stay_as_configured() -> None:
+    """#26: ``shards = N`` is N shards (a fixed CI matrix runs I/N); a shard without a file
+    has no job (no job is empty) and runs empty."""
     regs = [reg("tests/fast/test_a.py", "stage-a-cpu", 5)]
     plan = plan_for(Trigger(), regs=regs)
     jobs = [j for j in plan.jobs if j.stage == "stage-a-cpu"]
-    assert [j.id for j in jobs] == ["stage-a-cpu-1-of-1"]
+    shards = make_config().stages["stage-a-cpu"].shards
+    assert shards is not None and shards > 1
+    assert [(j.id, j.shard, j.shards) for j in jobs] == [(f"stage-a-cpu-1-of-{shards}", 1, shards)]
 
 
 def test_stage_figures() -> None:
@@ -331,3 +336,18 @@ def test_too_many_jobs_in_a_wave_is_a_warning() -> None:
     plan = plan_for(Trigger(event="pull_request", labels=("run-ci-amd",)), regs=regs,
                     project=project)
     assert any("wave 0 has 260 jobs" in w for w in plan.warnings)
+
+
+def test_fixed_shards_with_zero_durations_are_all_used() -> None:
+    """#26: with near-zero recorded durations a ``shards = 4`` stage was planned as 3 shards
+    (the load fits on fewer) and a fixed matrix's ``--shard 4/4`` failed; now every shard of
+    a stage with at least N files gets files."""
+    config = make_config(stages={"s": {"backend": "cpu", "shards": 4}})
+    regs = [reg(f"tests/fast/test_{i}.py", "stage-a-cpu", 5) for i in range(6)]
+    regs = [Registration(r.file, "cpu", "s", r.est_time) for r in regs]
+    measured = [0.002, 0.001, 0.0, 0.0, 0.0, 0.0]  # recorded durations, rounded to ms
+    estimates = {(r.file, "s"): (measured[i], "history") for i, r in enumerate(regs)}
+    plan = make_plan(make_project(config), regs, PlanRequest(), estimates)
+    assert sorted(j.shard for j in plan.jobs) == [1, 2, 3, 4]
+    assert {j.shards for j in plan.jobs} == {4}
+    assert sum(len(j.tests) for j in plan.jobs) == 6

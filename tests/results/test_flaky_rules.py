@@ -76,3 +76,34 @@ def test_classify_all_keys_by_stage_file_and_test() -> None:
     assert [(v.stage, v.file, v.state) for v in verdicts] == [
         ("other", "a.py", "healthy"), ("s", "a.py", "flaky"), ("s", "b.py", "healthy")]
     assert list(quarantined_files(verdicts)) == [("s", "a.py")]
+
+
+def test_executions_of_one_run_are_one_run_never_evidence() -> None:
+    """#26: with ``pytest -n 2`` each worker recorded its half of a file, so one session of
+    an always-failing file stored PASSED and FAILED on one commit: classified flaky 6/10
+    and quarantined. Executions of one CI run fold into one run, its worst verdict."""
+    halves = []
+    for i in range(5):  # five CI runs on one commit, each storing a passing and a failing half
+        for outcome in ("PASSED", "FAILED"):
+            halves.append(RunResult("t.py", "s", outcome, ts=1000.0 - i, commit="a",
+                                    ci_run_id=str(100 - i)))
+    v = classify(halves, POLICY)
+    assert v is not None and v.state == "broken" and not v.quarantined
+    assert (v.runs, v.failures, v.evidence_runs) == (5, 5, 0)
+
+
+def test_a_file_run_twice_in_one_run_counts_once_at_its_worst() -> None:
+    passed, failed = (RunResult("t.py", "s", o, ts=t, commit="a", ci_run_id="7")
+                      for o, t in (("PASSED", 10.0), ("FAILED", 9.0)))
+    later = [RunResult("t.py", "s", "PASSED", ts=20.0 + i, commit="b", ci_run_id=str(8 + i))
+             for i in range(3)]
+    v = classify([*reversed(later), passed, failed], POLICY)
+    assert v is not None and v.runs == 4 and v.failures == 1 and v.split_commits == ()
+    assert v.state == "healthy"
+
+
+def test_local_runs_without_a_ci_run_id_stay_separate() -> None:
+    local = [RunResult("t.py", "s", o, ts=100.0 - i, commit="a")
+             for i, o in enumerate(["PASSED", "FAILED", "PASSED", "PASSED"])]
+    v = classify(local, POLICY)
+    assert v is not None and v.runs == 4 and v.state == "flaky"

@@ -33,8 +33,20 @@ def lpt_makespan(items: list[tuple[str, float]], shards: int) -> float:
 def test_partition_is_a_permutation(items: list[tuple[str, float]], shards: int) -> None:
     groups = partition(items, shards)
     assert sorted(x for g in groups for x in g) == sorted(items)
-    assert len(groups) <= shards
+    assert len(groups) == min(shards, len(items))  # #26: shards = N is N shards
     assert all(groups)
+
+
+zeros_and_tiny = st.lists(st.sampled_from([0.0, 0.0, 0.0, 0.001, 0.002]), min_size=0,
+                          max_size=40).map(lambda ds: [(f"t{i:02d}", d) for i, d in enumerate(ds)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(zeros_and_tiny, shard_counts)
+def test_zero_durations_still_fill_every_shard(items: list[tuple[str, float]], shards: int) -> None:
+    groups = partition(items, shards)
+    assert len(groups) == min(shards, len(items)) and all(groups)
+    assert partition_stats(groups).makespan <= lpt_makespan(items, shards) + 1e-12
 
 
 @settings(max_examples=300, deadline=None)

@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("testfleet.cli.list_cmd", "The registry as a table, JSON or CSV."),
     "plan": ("testfleet.cli.plan", "Resolve a CI trigger into a plan of jobs and fates."),
     "run": ("testfleet.cli.run", "Run one job of a plan (or a stage shard)."),
+    # exactly once (issue #26)
+    "reconcile": ("testfleet.cli.reconcile", "Check that every planned file ran exactly once."),
     "gate": ("testfleet.cli.gate", "Evaluate metric records, show history, untrust runs."),
     "durations": ("testfleet.cli.durations", "Import, show and correct test durations."),
     "db": ("testfleet.cli.db", "Create or migrate the history database."),

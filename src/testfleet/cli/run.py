@@ -5,8 +5,13 @@
     testfleet run --file tests/unit/test_x.py [--stage S]
     testfleet run ... --dry-run
 
-Exit status: 0 every file passed (FLAKY counts), 1 a file failed or timed out,
-2 usage/plan errors, 130/143 when interrupted by SIGINT/SIGTERM.
+Exit status: 0 every file passed (FLAKY counts; a quarantined file's failure does not
+block) or the shard is empty, 1 a file failed or timed out, 2 usage/plan errors (a plan
+that is not the expected one included), 130/143 when interrupted by SIGINT/SIGTERM.
+
+Every run writes a job status file (``--status-file``, else ``<records>/job-status.json``)
+that ``testfleet reconcile`` compares with the plan; ``--stage`` runs execute the run's
+frozen plan (see ``runner/inprocess.py``).
 """
 
 from __future__ import annotations
@@ -53,15 +58,31 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
               help="Old name of --display (--output names a file everywhere else).")
 @click.option("--dry-run", is_flag=True, help="Print what would run (files, estimates, timeouts) "
                                               "and exit.")
+@click.option("--plan-digest", "plan_digest", envvar="TESTFLEET_PLAN_DIGEST", default=None,
+              metavar="DIGEST", help="Run only from the plan with this digest, else refuse "
+                                     "(exit 2). With --plan: the plan file's; with --stage: the "
+                                     "one the first shard printed. Default: "
+                                     "$TESTFLEET_PLAN_DIGEST.")
+@click.option("--status-file", "status_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="PATH",
+              help="Write the job status file here (for `testfleet reconcile`); default: "
+                   "<records>/job-status.json.")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shard: str | None,
             trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
             junit: Path | None, database: str | None, no_history: bool, records: Path | None,
-            output: str, old_output: str | None, dry_run: bool) -> int:
+            output: str, old_output: str | None, dry_run: bool, plan_digest: str | None,
+            status_file: Path | None) -> int:
     """Run one job of a plan (or a stage shard, or registered files): one process per file,
     timeouts that kill the whole process tree, classified retries, fast-fail, live output,
-    JUnit, GitHub step summary, history and metric gate."""
-    from testfleet.runner.jobs import build_spec, select_plan_job
+    JUnit, GitHub step summary, history and metric gate.
+
+    \b
+    Every path executes one plan per CI run: --plan runs a job of a plan file; --stage
+    plans in process once per run and machine and freezes that plan, so later shards on
+    the machine run from it (whatever history was recorded meanwhile). --plan-digest makes
+    any path refuse a plan that is not the expected one."""
+    from testfleet.runner.jobs import build_spec
     from testfleet.runner.settings import run_options
 
     if old_output is not None:
@@ -71,26 +92,15 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     project = project_from(ctx)
     base: Path = ctx.find_root().obj.directory
     opts = trigger_options
-    if plan_path is not None:
-        if _trigger_given(opts) or shard is not None:
-            raise UsageError("--plan runs a job exactly as planned; trigger flags, --stage, "
-                             "--file and --shard do not apply")
-        if not job_id:
-            raise UsageError("--plan needs --job ID (the plan's job ids are in its 'jobs')")
-        from testfleet.planning.model import load_plan
-
-        path = plan_path if plan_path.is_absolute() else base / plan_path
-        sel = select_plan_job(load_plan(path), job_id)
-    else:
-        if job_id is not None:
-            raise UsageError("--job needs --plan")
-        if not opts.stages and not opts.files:
-            raise UsageError("say what to run: --plan FILE --job ID, --stage S [--shard I/N] "
-                             "or --file PATH")
-        if len(opts.stages) > 1:
-            raise UsageError("run one stage at a time (got --stage "
-                             + ", --stage ".join(opts.stages) + ")")
-        sel = _plan_in_process(project, base, opts, shard, database)
+    status_path = None if status_file is None else (
+        status_file if status_file.is_absolute() else base / status_file)
+    try:
+        sel, plan, plan_file = _select(project, base, opts, plan_path, job_id, shard, database,
+                                       (plan_digest or "").strip() or None)
+    except UsageError as exc:
+        if status_path is not None and not dry_run:
+            _refused(status_path, opts, plan_path, job_id, shard, str(exc))
+        raise
     policy = sel.policy
     if max_attempts is None:  # the command line, else the plan job's, else the config's
         max_attempts = sel.max_attempts
@@ -101,7 +111,14 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     spec = build_spec(project, sel, options,
                       records=None if records is None else (records if records.is_absolute()
                                                             else base / records))
-    if dry_run:
+    if sel.empty:
+        from testfleet.runner.jobs import empty_shard_message
+
+        message = empty_shard_message(sel, plan)
+        if dry_run:
+            click.echo(f"testfleet: {message}")
+            return 0
+    elif dry_run:
         _print_dry_run(spec)
         return 0
     if records is None:  # the default records (and history) go under cache_dir
@@ -119,9 +136,12 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
         raise UsageError(f"{what}: cannot create it ({exc.strerror or exc}); "
                          "nothing was run") from None
     junit_path = None if junit is None else (junit if junit.is_absolute() else base / junit)
+    status_path = status_path or spec.records_dir / "job-status.json"
+    if sel.empty:
+        return _run_empty(sel, spec, message, status_path, plan_file, junit_path)
     return _execute(project, spec, junit_path=junit_path, database=database,
                     history=not no_history, write_baseline=bool(policy.get("write_baseline")),
-                    output=output)
+                    output=output, sel=sel, status_path=status_path, plan_file=plan_file)
 
 
 def _trigger_given(opts: TriggerOptions) -> bool:
@@ -130,10 +150,44 @@ def _trigger_given(opts: TriggerOptions) -> bool:
         "diff_base", "files", "stages", "include_disabled", "github", "draft"))
 
 
+def _select(project: Any, base: Path, opts: TriggerOptions, plan_path: Path | None,
+            job_id: str | None, shard: str | None, database: str | None,
+            digest: str | None) -> tuple[Any, Any, str | None]:
+    """(the selection, the plan it comes from, the plan file's path as shown)."""
+    from testfleet.runner.jobs import require_digest, select_plan_job
+
+    if plan_path is not None:
+        if _trigger_given(opts) or shard is not None:
+            raise UsageError("--plan runs a job exactly as planned; trigger flags, --stage, "
+                             "--file and --shard do not apply")
+        if not job_id:
+            raise UsageError("--plan needs --job ID (the plan's job ids are in its 'jobs')")
+        from testfleet.planning.model import load_plan
+
+        path = plan_path if plan_path.is_absolute() else base / plan_path
+        plan = load_plan(path)
+        require_digest(plan, digest, f"plan file {path}")
+        return select_plan_job(plan, job_id), plan, str(plan_path)
+    if job_id is not None:
+        raise UsageError("--job needs --plan")
+    if not opts.stages and not opts.files:
+        raise UsageError("say what to run: --plan FILE --job ID, --stage S [--shard I/N] "
+                         "or --file PATH")
+    if len(opts.stages) > 1:
+        raise UsageError("run one stage at a time (got --stage "
+                         + ", --stage ".join(opts.stages) + ")")
+    return _plan_in_process(project, base, opts, shard, database, digest)
+
+
 def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str | None,
-                     database: str | None) -> Any:
-    from testfleet.planning import make_plan
-    from testfleet.runner.jobs import parse_shard, select_file_jobs, select_stage_jobs
+                     database: str | None, digest: str | None) -> tuple[Any, Any, str | None]:
+    from testfleet.runner.inprocess import plan_in_process
+    from testfleet.runner.jobs import (
+        parse_shard,
+        require_digest,
+        select_file_jobs,
+        select_stage_jobs,
+    )
 
     if shard is not None and (opts.files or not opts.stages):
         raise UsageError("--shard needs --stage (and not --file)")
@@ -141,17 +195,88 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
     request = build_request(project, base, opts)
     registry = _collect(project)
     stage = opts.stages[0] if opts.stages else None
-    from testfleet.results.quarantine import quarantine_for
-
-    quarantine, notes = quarantine_for(project, database, [stage] if stage else None)
-    for note in notes:
+    made = plan_in_process(project, registry, request, database=database, stage=stage,
+                           history_problem=history_location_problem(project, database))
+    for note in made.notes:
         click.echo(f"testfleet: note: {printable(note)}", err=True)
-    plan = make_plan(project, registry, request, _estimates(project, registry, stage, database),
-                     quarantine=quarantine)
+    plan = made.plan
+    shown = None if made.frozen is None else _relative(made.frozen, project.root)
+    require_digest(plan, digest, "this run's plan" + (f" ({shown})" if shown else ""))
+    if not made.reused:
+        click.echo(f"testfleet: note: plan {plan.digest} ({shown or 'not frozen'}); every "
+                   "shard of this run on this machine runs from it (--plan-digest pins it "
+                   "elsewhere)", err=True)
     if opts.files:
-        return select_file_jobs(plan, stage)
+        return select_file_jobs(plan, stage), plan, shown
     assert stage is not None
-    return select_stage_jobs(plan, stage, wanted)
+    return select_stage_jobs(plan, stage, wanted), plan, shown
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _refused(status_path: Path, opts: TriggerOptions, plan_path: Path | None,
+             job_id: str | None, shard: str | None, why: str) -> None:
+    """A job that was refused still reports, when it was told where: reconciliation then
+    names the reason instead of an unreported job."""
+    from testfleet import __version__
+    from testfleet.reconcile.status import JobStatus, write_status
+    from testfleet.runner.jobs import ci_attempt, ci_run_id, make_run_id
+
+    stage = opts.stages[0] if opts.stages else ""
+    name = job_id or (f"{stage}-{shard.replace('/', '-of-')}" if stage and shard else stage)
+    name = name or "unknown-job"
+    now = time.time()
+    status = JobStatus(
+        plan_digest="", job_id=name, stage=stage, variant="", shard=0, shards=0,
+        run_id=make_run_id(name), ci_run_id=ci_run_id(), empty=False, complete=False,
+        exit_status=2, jobs=(job_id,) if job_id else (), ci_attempt=ci_attempt(),
+        reason=f"refused: {why}"[:4000], plan_file=None if plan_path is None else str(plan_path),
+        started_at=now, finished_at=now, testfleet_version=__version__)
+    try:
+        write_status(status_path, status)
+    except OSError as exc:
+        click.echo(f"testfleet: warning: cannot write the status file {status_path} "
+                   f"({exc.strerror or exc})", err=True)
+
+
+def _run_empty(sel: Any, spec: Any, message: str, status_path: Path, plan_file: str | None,
+               junit_path: Path | None) -> int:
+    """A shard with no file: say so everywhere CI looks, and pass."""
+    import os
+
+    from testfleet.reconcile.status import write_status
+    from testfleet.runner import status
+
+    click.echo(f"testfleet: {printable(message)}", err=True)
+    try:
+        write_status(status_path, status.empty(sel, spec.run_id, message, plan_file=plan_file))
+    except OSError as exc:
+        raise UsageError(f"cannot write the status file {status_path} "
+                         f"({exc.strerror or exc})") from None
+    if junit_path is not None:
+        from testfleet.runner.executor import partial_result
+        from testfleet.runner.junit import write_junit
+
+        try:
+            write_junit(partial_result(spec, [], time.time(), time.monotonic()), junit_path)
+        except OSError as exc:
+            raise UsageError(f"--junit {junit_path}: cannot write it "
+                             f"({exc.strerror or exc})") from None
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        from testfleet.mdtext import md
+
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(f"### testfleet run {md(sel.job_id)}: empty shard\n\n{md(message)}\n\n")
+        except OSError as exc:
+            click.echo(f"testfleet: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}", err=True)
+    return 0
 
 
 def _collect(project: Any) -> Any:
@@ -170,22 +295,6 @@ def _collect(project: Any) -> Any:
                    "their registrations are left out as 'invalid' ('testfleet check' lists them)",
                    err=True)
     return registry
-
-
-def _estimates(project: Any, registry: Any, stage: str | None, database: str | None) -> Any:
-    """Measured durations when the history has them (same source as `testfleet plan`)."""
-    from testfleet.planning.estimates import estimates_for
-    from testfleet.planning.lanes import find_lane
-
-    lane = find_lane(project.config, stage) if stage else None
-    wanted = None if stage is None else [stage, lane.stage] if lane else [stage]
-    estimates, warnings = estimates_for(project, registry, url=database, stages=wanted)
-    problem = history_location_problem(project, database)
-    if problem is not None:  # no history could be read: say why, not "no database yet"
-        warnings = [f"{problem}; all estimates are est_time literals"]
-    for warning in warnings:
-        click.echo(f"testfleet: note: {printable(warning)}", err=True)
-    return estimates
 
 
 def _print_dry_run(spec: Any) -> None:
@@ -226,7 +335,10 @@ def _print_dry_run(spec: Any) -> None:
 
 
 def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
-             history: bool, write_baseline: bool, output: str) -> int:
+             history: bool, write_baseline: bool, output: str, sel: Any, status_path: Path,
+             plan_file: str | None) -> int:
+    from testfleet.reconcile.status import write_status
+    from testfleet.runner import status
     from testfleet.runner.executor import partial_result
     from testfleet.runner.hooks import RunHooks
     from testfleet.runner.interrupt import Interrupt
@@ -253,10 +365,27 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
                 except OSError as exc:
                     raise UsageError(f"--junit {junit_path}: cannot write it "
                                      f"({exc.strerror or exc}); nothing was run") from None
+            # The same for the job status: "started, not finished" until the end says more.
+            try:
+                write_status(status_path, status.placeholder(spec, sel, plan_file=plan_file,
+                                                             started_at=time.time()))
+            except OSError as exc:
+                raise UsageError(f"cannot write the status file {status_path} "
+                                 f"({exc.strerror or exc}); nothing was run") from None
             job = execute(spec, reporter=reporter, interrupt=interrupt, hooks=hooks)
             # The file on disk would still be the red placeholder (or a checkpoint): a
             # green exit beside it would contradict what CI reads.
             junit_lost = junit_path is not None and not hooks.write_junit(job)
+            code = job.exit_code
+            if junit_lost and code == 0:
+                code = 1
+            try:
+                write_status(status_path, status.final(job, sel, plan_file=plan_file,
+                                                       exit_status=code))
+                status_lost = False
+            except OSError as exc:
+                reporter.warning(f"cannot write the status file {status_path}: {exc}")
+                status_lost = True
             try:
                 append_step_summary(job)
             except OSError as exc:
@@ -271,8 +400,8 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     if junit_lost and job.exit_code == 0:
         click.echo(f"testfleet: every file passed, but the final JUnit file {junit_path} could "
                    "not be written (see the warning above); exit 1", err=True)
-        return 1
-    return job.exit_code
-
-
-
+    if status_lost and code == 0:
+        click.echo(f"testfleet: every file passed, but the final status file {status_path} "
+                   "could not be written (see the warning above); exit 1", err=True)
+        code = 1
+    return code

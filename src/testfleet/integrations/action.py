@@ -97,7 +97,13 @@ case "$TESTFLEET_COMMAND" in
       exit 2
     fi
     testfleet "${base[@]}" run --plan "$TESTFLEET_PLAN_FILE" --job "$TESTFLEET_JOB" \
-      --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" "${extra[@]}"
+      --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" \
+      --status-file "$TESTFLEET_STATUS_DIR/$TESTFLEET_JOB.json" "${extra[@]}"
+    ;;
+  reconcile)
+    # args: status files or directories of them (downloaded artifacts); default status-dir
+    if [ "${#extra[@]}" -eq 0 ]; then extra=("$TESTFLEET_STATUS_DIR"); fi
+    testfleet "${base[@]}" reconcile --plan "$TESTFLEET_PLAN_FILE" "${extra[@]}"
     ;;
   record) testfleet "${base[@]}" history export "${extra[@]}" ;;
   history-merge)
@@ -230,6 +236,10 @@ def render_action(version: str = __version__) -> str:
         "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
         "    required: false",
         "    default: testfleet-junit",
+        "  status-dir:",
+        "    description: run writes its job status to <status-dir>/<job>.json; reconcile reads it when args names no status location.",
+        "    required: false",
+        "    default: testfleet-status",
         "outputs:",
     ]
     for name, text in PLAN_OUTPUTS.items():

@@ -201,6 +201,9 @@ class Plan:
     digest: str = ""
     #: fork pull requests only: where the trust settings came from (planning/trust.py)
     trust: dict[str, Any] = field(default_factory=dict)
+    #: what the plan pins about the history it was made from (planning/inputs.py):
+    #: ``{"history": "sha256:..."}``; empty in plans written before it existed
+    inputs: dict[str, Any] = field(default_factory=dict)
     #: canonical bytes of ``content()``, kept by :func:`seal` so writing the plan does
     #: not encode it twice; not an init field, so ``replace()`` never carries it over.
     _content_bytes: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -235,6 +238,8 @@ class Plan:
         }
         if self.trust:
             content["trust"] = self.trust
+        if self.inputs:
+            content["inputs"] = self.inputs
         return content
 
     def to_json(self) -> dict[str, Any]:
@@ -360,6 +365,7 @@ def _parse_plan(data: Any) -> Plan:
         warnings=tuple(doc.warnings),
         digest=doc.digest,
         trust=doc.trust,
+        inputs=doc.inputs.model_dump() if doc.inputs is not None else {},
     )
 
 

@@ -163,6 +163,12 @@ class SkippedFile(_Strict):
     variant: str = ""  # stage variants (#12): one fate per variant
 
 
+class PlanInputsFile(_Strict):
+    """What the plan pins about the history it was made from (planning/inputs.py)."""
+
+    history: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
 class PlanFile(_Strict):
     """``testfleet plan --format json``: the plan file every shard runs from."""
 
@@ -176,6 +182,8 @@ class PlanFile(_Strict):
     warnings: list[str]
     #: fork pull requests only: where the trust settings came from (planning/trust.py)
     trust: dict[str, Any] = Field(default_factory=dict)
+    #: the digest of the history-derived inputs (estimates, quarantine) the plan used
+    inputs: PlanInputsFile | None = None
 
     @model_validator(mode="after")
     def _unique_ids(self) -> PlanFile:

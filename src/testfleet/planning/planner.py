@@ -19,6 +19,7 @@ from testfleet.config import Config, Project, StageConfig
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
 from testfleet.planning.changes import impact as change_impact
+from testfleet.planning.inputs import history_digest
 from testfleet.planning.jobci import job_ci, job_timeout
 from testfleet.planning.lanes import Lane, find_lane, stage_lanes, uses_stage_estimate
 from testfleet.planning.model import (
@@ -256,10 +257,14 @@ def make_plan(
         seconds = [t.estimate for t in tests]
         n = _shard_count(name, config, seconds, warnings) if tests else 0
         groups = sharding.partition([(t.file, t.estimate) for t in tests], n) if n else []
+        # ``shards = N`` is N shards whatever the history says: a fixed CI matrix runs
+        # ``--shard I/N``. With fewer files than N, shards past the last file have no job
+        # (a job never has zero files) and run empty.
+        of = max(len(groups), stage.shards or 0) if groups else 0
         ci = job_ci(stage)
         for i, group in enumerate(groups, 1):
             jobs.append(Job(
-                id=f"{lane.key}-{i}-of-{len(groups)}",
+                id=f"{lane.key}-{i}-of-{of}",
                 variant=lane.variant,
                 stage=name,
                 backend=stage.backend,
@@ -267,7 +272,7 @@ def make_plan(
                 container=stage.container_image,
                 command=stage.command,
                 shard=i,
-                shards=len(groups),
+                shards=of,
                 wave=waves[name],
                 needs=tuple(stage.needs),
                 estimate=rounded(sum(sec for _, sec in group)),
@@ -355,6 +360,7 @@ def make_plan(
         skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.variant, s.reason))),
         warnings=tuple(_dedupe(warnings)),
         trust=trust_json,
+        inputs={"history": history_digest(estimates, quarantine)},
     )
     check_invariants(plan, registrations, invalid, _lane_table(config))
     return seal(plan)

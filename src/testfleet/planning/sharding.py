@@ -107,11 +107,14 @@ def _validate(items: Sequence[Item], shards: int) -> None:
 
 
 def partition(items: Sequence[Item], shards: int) -> list[list[Item]]:
-    """Split ``items`` into at most ``shards`` non-empty groups with a small makespan.
+    """Split ``items`` into exactly ``min(shards, len(items))`` non-empty groups with a
+    small makespan.
 
     Never worse than LPT on any instance; usually within a fraction of a percent of
     the lower bound. Groups come heaviest first; within a group, longest first (ties
-    by name), so the output is canonical too.
+    by name), so the output is canonical too. Exactly that many groups, because a CI
+    matrix of ``shards = N`` jobs is fixed: files of zero (or near-zero) measured
+    duration fit on one shard by load alone, and the others would silently vanish.
     """
     _validate(items, shards)
     ordered = sorted(items, key=lambda it: (-float(it[1]), it[0]))
@@ -124,9 +127,20 @@ def partition(items: Sequence[Item], shards: int) -> list[list[Item]]:
     groups: list[list[Item]] = [[] for _ in range(k)]
     for index, shard in enumerate(assignment):
         groups[shard].append(ordered[index])
+    _fill_empty(groups)
     loads = [math.fsum(s for _, s in g) for g in groups]
     order = sorted(range(k), key=lambda g: (-loads[g], groups[g][0][0] if groups[g] else ""))
     return [groups[g] for g in order if groups[g]]
+
+
+def _fill_empty(groups: list[list[Item]]) -> None:
+    """Give every empty group one item: the shortest of the group holding the most items
+    (ties: the lowest index). The donor keeps at least one item and loses load, and the
+    receiver's load is that item's, no more than the donor had, so the makespan never
+    grows. Only loads of zero put several items where one group stays empty."""
+    for empty in [g for g in groups if not g]:
+        donor = max((g for g in groups if len(g) > 1), key=len)
+        empty.append(donor.pop())  # a group is sorted longest first: the last is shortest
 
 
 def _best_assignment(sizes: list[float], k: int) -> list[int]:

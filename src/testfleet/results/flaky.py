@@ -16,13 +16,20 @@ Evidence, over the newest ``window`` runs:
 - ``healthy`` otherwise (a file that started failing on one commit and kept failing is
   healthy here and failing in the results: a regression, not noise).
 
+A run counts once (:func:`one_per_run`): several executions of one file in one CI run
+(a file two shards both ran, a session's pytest-xdist workers each recording their half,
+an older testfleet) are one run whose verdict is the worst of them. They are never
+evidence against each other: half a file passing beside the half that fails is not a
+pass. So a file that fails every time is broken, never flaky. (Rows without a CI run id
+are separate local runs.)
+
 The verdict is per stage: a file flaky on H200 says nothing about MI300X.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testfleet.results.model import RunResult
@@ -77,10 +84,36 @@ class FlakyVerdict:
         return out
 
 
+#: worst first: the one verdict of several executions in one run
+_SEVERITY = ("TIMEOUT", "ERROR", "FAILED", "FLAKY", "PASSED")
+
+
+def one_per_run(runs: Sequence[RunResult]) -> list[RunResult]:
+    """``runs`` (newest first) with the executions of each CI run (same ``ci_run_id`` and
+    commit) folded into one, at the newest one's place, with the worst outcome among
+    them; runs without a CI run id stay as they are."""
+    groups: dict[tuple[str, str | None], list[RunResult]] = {}
+    for r in runs:
+        if r.ci_run_id is not None:
+            groups.setdefault((r.ci_run_id, r.commit), []).append(r)
+    out: list[RunResult] = []
+    for r in runs:
+        if r.ci_run_id is None:
+            out.append(r)
+            continue
+        group = groups.get((r.ci_run_id, r.commit))
+        if group is None or group[0] is not r:
+            continue  # folded into its run's newest execution
+        worst = min(group, key=lambda g: _SEVERITY.index(g.outcome)
+                    if g.outcome in _SEVERITY else len(_SEVERITY))
+        out.append(r if worst.outcome == r.outcome else replace(r, outcome=worst.outcome))
+    return out
+
+
 def classify(runs: Sequence[RunResult], policy: FlakyPolicy) -> FlakyVerdict | None:
     """The verdict on one key's runs (newest first, all of one file/stage/test);
     ``None`` when there are no runs."""
-    window = [r for r in runs if r.passed or r.failed][:policy.window]
+    window = [r for r in one_per_run(runs) if r.passed or r.failed][:policy.window]
     if not window:
         return None
     first = window[0]

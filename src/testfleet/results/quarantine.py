@@ -12,6 +12,14 @@ from typing import Any
 from testfleet.results.flaky import FlakyVerdict
 
 
+def blocks(passed: bool, quarantined: bool, ran: bool) -> bool:
+    """Whether one file's verdict fails its job: the one rule ``testfleet run`` and the
+    pytest plugin both apply. A pass never blocks; a quarantined file that ran and failed
+    does not (its failure is recorded, and counts against its flakiness, never hidden
+    there); a quarantined file that never ran does (nothing proved it runs)."""
+    return not (passed or (quarantined and ran))
+
+
 def describe(v: FlakyVerdict) -> str:
     """The plan's one-line reason for a quarantined file."""
     parts = []

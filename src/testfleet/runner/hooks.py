@@ -105,7 +105,9 @@ class RunHooks:
         self.junit = junit
         self.write_baseline = write_baseline
         # the CI run the records belong to (history export --run-id selects by it)
-        self.ci_run_id = env.get("GITHUB_RUN_ID") or env.get("BUILDKITE_BUILD_NUMBER") or None
+        from testfleet.runner.jobs import ci_run_id
+
+        self.ci_run_id = ci_run_id(env)
         self.commit = current_commit(project.root, env) if project is not None else None
         self._store: Any = None
         self._store_cm: Any = None

@@ -40,6 +40,21 @@ class Selected:
     #: the plan job's retries (#11; None: the config's), which `run --plan` honours
     max_attempts: int | None = None
     retry_wait: float | None = None
+    # Exactly once (#26): which shard of how many (0 of N: every shard of the stage), the
+    # plan's job ids this run covers, and the digest of the plan it came from.
+    shard: int = 1
+    shards: int = 1
+    jobs: tuple[str, ...] = ()
+    plan_digest: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """A shard the plan gave no file (``shards = N`` with fewer than N files)."""
+        return not self.items
+
+    @property
+    def lane(self) -> str:
+        return f"{self.stage}.{self.variant}" if self.variant else self.stage
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -59,14 +74,31 @@ def _items(job: Any) -> list[RunItem]:
             for t in job.tests]
 
 
+def require_digest(plan: Any, expected: str | None, what: str) -> None:
+    """Refuse a plan that is not the one this run must execute: ``expected`` (from
+    ``--plan-digest`` or ``$TESTFLEET_PLAN_DIGEST``) names it; empty or None checks nothing."""
+    if not expected or plan.digest == expected:
+        return
+    pinned = (plan.inputs or {}).get("history")
+    history = f"; it was made from history {pinned[:19]}…" if pinned else ""
+    raise UsageError(f"{what} has digest {plan.digest}, not {expected} (--plan-digest or "
+                     f"$TESTFLEET_PLAN_DIGEST){history}. It is not the plan of this run: "
+                     "running it could run files another shard runs too, or none; nothing was run")
+
+
+def _selected(plan: Any, job: Any) -> Selected:
+    return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
+                    tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
+                    job.ci.max_attempts, job.ci.retry_wait, job.shard, job.shards, (job.id,),
+                    plan.digest)
+
+
 def select_plan_job(plan: Any, job_id: str) -> Selected:
     """Exactly the job named ``job_id`` of a loaded plan."""
     job = plan.job(job_id)  # raises UsageError naming the plan's jobs
     if not job.tests:
         raise UsageError(f"plan job {job_id!r} has no files; refusing an empty run")
-    return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                    tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
-                    job.ci.max_attempts, job.ci.retry_wait)
+    return _selected(plan, job)
 
 
 def _lane(job: Any) -> str:
@@ -88,22 +120,32 @@ def select_stage_jobs(plan: Any, stage: str, shard: tuple[int, int] | None) -> S
         why = f"{summary.status}" + (f": {summary.reason}" if summary.reason else "") if summary else "not planned"
         raise UsageError(f"nothing to run for stage {stage!r} under this trigger ({why})")
     jobs.sort(key=lambda j: j.shard)
+    first = jobs[0]
     if shard is not None:
         i, n = shard
-        if jobs[0].shards != n:
-            raise UsageError(f"stage {stage!r} is planned as {jobs[0].shards} shard(s), not {n}; "
-                             f"use --shard I/{jobs[0].shards}")
-        jobs = [j for j in jobs if j.shard == i]
-        job = jobs[0]
-        return Selected(job.id, job.stage, job.backend, job.command, dict(job.env),
-                        tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
-                        job.ci.max_attempts, job.ci.retry_wait)
-    first = jobs[0]
+        if first.shards != n:
+            raise UsageError(f"stage {stage!r} is planned as {first.shards} shard(s), not {n}; "
+                             f"use --shard I/{first.shards}")
+        chosen = [j for j in jobs if j.shard == i]
+        if chosen:
+            return _selected(plan, chosen[0])
+        # ``shards = N`` with fewer than N files: this shard has no file, and says so
+        return dataclasses.replace(_selected(plan, first), job_id=f"{_lane(first)}-{i}-of-{n}",
+                                   items=(), shard=i, jobs=())
     items = [it for j in jobs for it in _items(j)]
-    job_id = first.id if len(jobs) == 1 else f"{_lane(first)}-all-{len(jobs)}"
-    return Selected(job_id, first.stage, first.backend, first.command, dict(first.env),
-                    tuple(items), dict(plan.policy), getattr(first, "variant", ""),
-                    first.ci.max_attempts, first.ci.retry_wait)
+    if len(jobs) == 1:
+        return _selected(plan, first)
+    return dataclasses.replace(_selected(plan, first), job_id=f"{_lane(first)}-all-{len(jobs)}",
+                               items=tuple(items), shard=0, jobs=tuple(j.id for j in jobs))
+
+
+def empty_shard_message(sel: Selected, plan: Any) -> str:
+    """Why a shard runs nothing, in words (the plan had fewer files than shards)."""
+    files = sum(len(j.tests) for j in plan.jobs if _lane(j) == sel.lane and not j.probe)
+    return (f"shard {sel.shard}/{sel.shards} of stage {sel.lane} is empty: the plan "
+            f"{plan.digest[:19]}… puts the stage's {files} file(s) on shards 1-"
+            f"{min(files, sel.shards)} (shards = {sel.shards} needs {sel.shards} files to give "
+            "every shard one); nothing to run, exit 0")
 
 
 def select_file_jobs(plan: Any, stage: str | None) -> Selected:
@@ -115,6 +157,24 @@ def select_file_jobs(plan: Any, stage: str | None) -> Selected:
                              f"({', '.join(stages)}); choose one with --stage")
         stage = stages[0]
     return select_stage_jobs(plan, stage, None)
+
+
+def ci_run_id(environ: Mapping[str, str] | None = None) -> str | None:
+    """The CI run (GitHub run id, Buildkite build number) records and frozen plans belong to;
+    None outside CI."""
+    env = os.environ if environ is None else environ
+    return env.get("GITHUB_RUN_ID") or env.get("BUILDKITE_BUILD_NUMBER") or None
+
+
+def ci_attempt(environ: Mapping[str, str] | None = None) -> int | None:
+    """Which attempt of the CI job this is (GitHub's run attempt, Buildkite's retry count
+    plus one); None outside CI or when the engine does not say."""
+    env = os.environ if environ is None else environ
+    for name, offset in (("GITHUB_RUN_ATTEMPT", 0), ("BUILDKITE_RETRY_COUNT", 1)):
+        raw = env.get(name, "").strip()
+        if raw.isdigit() and len(raw) < 10:
+            return int(raw) + offset
+    return None
 
 
 def make_run_id(job_id: str, environ: Mapping[str, str] | None = None) -> str:

@@ -150,8 +150,11 @@ class FileResult:
     @property
     def blocks_nothing(self) -> bool:
         """Passed, or failed while quarantined (its failure is recorded, never blocking);
-        a quarantined file that was never run still blocks: nothing proved it runs."""
-        return self.outcome.ok or (bool(self.item.quarantined) and bool(self.attempts))
+        a quarantined file that was never run still blocks: nothing proved it runs. The
+        rule is :func:`testfleet.results.quarantine.blocks`, the pytest plugin's too."""
+        from testfleet.results.quarantine import blocks
+
+        return not blocks(self.outcome.ok, bool(self.item.quarantined), bool(self.attempts))
 
     @property
     def cases(self) -> list[CaseResult] | None:

@@ -20,6 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from testfleet.planning.plan_file import PlanFile
+from testfleet.reconcile.render import ReconcileOutput
+from testfleet.reconcile.status import JobStatusFile
 
 
 class _Closed(BaseModel):
@@ -282,6 +284,8 @@ OUTPUTS: dict[str, type[BaseModel]] = {
     "history-show": HistoryShowOutput,
     "results": ResultsOutput,
     "flaky": FlakyOutput,
+    "job-status": JobStatusFile,
+    "reconcile": ReconcileOutput,
 }
 
 

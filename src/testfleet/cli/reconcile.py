@@ -1,0 +1,147 @@
+"""``testfleet reconcile``: the last step of a CI run; the plan against what its jobs reported.
+
+    testfleet reconcile --plan plan.json testfleet-status/
+    testfleet reconcile --plan plan.json --expect-digest sha256:... --format json s1.json s2.json
+
+Exit status: 0 every planned job reported and every planned (stage, file) ran exactly once
+(a plan without jobs: nothing ran); 1 otherwise, with the list; 2 bad input (a plan or
+status file that cannot be read, a plan that is not the expected one).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from testfleet.errors import UsageError
+from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.reconcile.status import JobStatus
+
+FORMATS = ("table", "json", "markdown")
+
+
+@click.command("reconcile")
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False),
+              required=True, metavar="FILE", help="The plan the run executed (its plan file; for "
+                                                  "--stage runs, the frozen plan their status "
+                                                  "files name).")
+@click.option("--expect-digest", "expect", envvar="TESTFLEET_PLAN_DIGEST", default=None,
+              metavar="DIGEST", help="Refuse a plan file whose digest is not DIGEST (exit 2). "
+                                     "Default: $TESTFLEET_PLAN_DIGEST.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table: a listing; json: testfleet.reconcile/1; markdown: the step summary.")
+@click.argument("statuses", nargs=-1, type=click.Path(path_type=Path), metavar="STATUS...")
+@click.pass_context
+def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
+            statuses: tuple[Path, ...]) -> int:
+    """Compare a plan with the job status files of its run: every planned job reported,
+    every planned (stage, file) ran exactly once, nothing ran that was not planned.
+
+    Each STATUS is a status file or a directory searched recursively for them (every
+    *.json whose schema is testfleet.job-status/1; other JSON files are skipped). Under
+    GitHub Actions the Markdown goes to $GITHUB_STEP_SUMMARY and each problem becomes an
+    ::error annotation.
+    """
+    import json
+
+    from testfleet.planning.model import load_plan
+    from testfleet.reconcile.compare import reconcile
+    from testfleet.reconcile.render import (
+        github_annotations,
+        render_markdown,
+        render_text,
+        to_json,
+    )
+    from testfleet.runner.jobs import require_digest
+
+    base: Path = ctx.find_root().obj.directory
+    path = plan_path if plan_path.is_absolute() else base / plan_path
+    plan = load_plan(path)
+    require_digest(plan, (expect or "").strip() or None, f"plan file {plan_path}")
+    if not statuses:
+        raise UsageError("name the status files (or directories holding them) to reconcile")
+    found, notes = read_statuses([p if p.is_absolute() else base / p for p in statuses])
+    for note in notes:
+        click.echo(f"testfleet: note: {printable(note)}", err=True)
+    result = reconcile(plan, found)
+    if fmt == "json":
+        click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        click.echo(render_markdown(result), nl=False)
+    else:
+        click.echo(render_text(result), nl=False)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(result):
+            click.echo(line, err=fmt == "json")
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            try:
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(render_markdown(result))
+            except OSError as exc:
+                click.echo(f"testfleet: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}",
+                           err=True)
+    return 0 if result.ok else 1
+
+
+def read_statuses(paths: list[Path]) -> tuple[list[JobStatus], list[str]]:
+    """Every status file under ``paths``; notes on what was skipped. Unreadable or invalid
+    status files are one :class:`UsageError` naming each (exit 2)."""
+    from testfleet.fileio import read_regular
+    from testfleet.reconcile.status import (
+        MAX_STATUS_BYTES,
+        SCHEMA,
+        decode_status,
+        parse_status,
+    )
+
+    notes: list[str] = []
+    errors: list[str] = []
+    found: list[JobStatus] = []
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_dir():
+            candidates = []
+            for here, dirs, files in os.walk(root):  # never follows a symlinked directory
+                dirs.sort()
+                candidates += [Path(here) / f for f in sorted(files) if f.endswith(".json")]
+            if not candidates:
+                notes.append(f"{root}: no *.json file in it")
+            explicit = False
+        elif root.exists() or root.is_symlink():
+            candidates, explicit = [root], True
+        else:
+            notes.append(f"{root} does not exist: no status read from it")
+            continue
+        for path in candidates:
+            key = path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                raw = read_regular(path, MAX_STATUS_BYTES)
+                data = decode_status(raw, str(path))
+            except OSError as exc:
+                errors.append(f"{path}: cannot read it ({exc.strerror or exc})")
+                continue
+            except UsageError as exc:
+                errors.append(str(exc))
+                continue
+            if not explicit and not (isinstance(data, dict) and data.get("schema") == SCHEMA):
+                notes.append(f"{path}: skipped, not a job status file")
+                continue
+            try:
+                found.append(parse_status(data, str(path)))
+            except UsageError as exc:
+                errors.append(str(exc))
+    if errors:
+        shown = "\n".join(f"  {printable(e)}" for e in errors[:20])
+        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise UsageError(f"{len(errors)} status file(s) cannot be read; nothing was "
+                         f"reconciled:\n{shown}{more}")
+    return found, notes

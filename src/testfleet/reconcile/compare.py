@@ -1,0 +1,194 @@
+"""Compare a plan with the job statuses of its run. Pure: a plan and statuses in, a
+:class:`Reconciliation` out.
+
+The rules, each a way a planned test can fall out silently:
+
+- every planned job reported (a job whose runner died, was never scheduled, or was
+  skipped by the CI engine leaves no status: *missing job*);
+- every planned (stage, file) executed exactly once: never reported (*missing*), reported
+  but never executed (*not run*: fast-fail, interruption, not collected), executed by
+  more than one job or twice by one (*duplicated*), executed by another job than the one
+  the plan gave it (*moved*: the job ran from another split);
+- nothing executed that the plan does not hold (*unplanned*);
+- every status from this plan (*other plan*: its ``plan_digest`` differs), finished
+  (*incomplete*: interrupted, killed, refused, or only part of its tests selected), and
+  about a job of the plan or an empty shard the plan has (*unmatched*).
+
+An empty shard (``shards = N`` with fewer than N files) has no job in the plan; its status
+is accepted when the plan indeed leaves that shard of that stage without files. A CI
+retry of a job (a higher ``ci_attempt`` of the same job id) supersedes the earlier
+attempt; two statuses of one job in one attempt are two executions. Tests that failed are
+not this module's business: the jobs' own exit statuses fail the run for them.
+
+Zero is never green by accident: a plan with jobs reconciles only when they reported and
+executed their files; a plan with no jobs reconciles when nothing executed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from testfleet.reconcile.status import JobStatus
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A planned or executed (stage, file) that is not accounted exactly once."""
+
+    stage: str  # the lane
+    file: str
+    planned_job: str | None  # None: the plan does not hold it
+    jobs: tuple[str, ...] = ()  # the jobs that executed (or reported) it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, "file": self.file, "planned_job": self.planned_job,
+                "jobs": list(self.jobs)}
+
+
+@dataclass(frozen=True)
+class JobProblem:
+    """A planned job that did not report, or a status that cannot count as its job's."""
+
+    job_id: str
+    stage: str
+    detail: str
+    source: str = ""  # the status file it comes from ("" for a missing job)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "stage": self.stage, "detail": self.detail,
+                "source": self.source}
+
+
+@dataclass
+class Reconciliation:
+    """What the comparison found; ``ok`` only when every list of problems is empty."""
+
+    plan_digest: str
+    planned_jobs: int
+    planned_files: int
+    statuses: int
+    executed: int  # (stage, file) pairs executed at least once
+    outcomes: dict[str, int] = field(default_factory=dict)
+    missing_jobs: list[JobProblem] = field(default_factory=list)
+    missing: list[FileProblem] = field(default_factory=list)
+    not_run: list[FileProblem] = field(default_factory=list)
+    duplicated: list[FileProblem] = field(default_factory=list)
+    moved: list[FileProblem] = field(default_factory=list)
+    unplanned: list[FileProblem] = field(default_factory=list)
+    other_plan: list[JobProblem] = field(default_factory=list)
+    incomplete: list[JobProblem] = field(default_factory=list)
+    unplanned_jobs: list[JobProblem] = field(default_factory=list)
+    empty_shards: list[JobProblem] = field(default_factory=list)  # accepted, shown
+    superseded: list[JobProblem] = field(default_factory=list)  # accepted, shown
+
+    PROBLEMS = ("missing_jobs", "missing", "not_run", "duplicated", "moved", "unplanned",
+                "other_plan", "incomplete", "unplanned_jobs")
+
+    @property
+    def ok(self) -> bool:
+        return not any(getattr(self, name) for name in self.PROBLEMS)
+
+
+def _empty_shard_ok(status: JobStatus, shards_of: dict[str, int],
+                    taken: dict[str, set[int]]) -> bool:
+    """An empty status stands for a shard the plan left without files."""
+    n = shards_of.get(status.lane)
+    return (status.empty and not status.files and n is not None and status.shards == n
+            and 1 <= status.shard <= n and status.shard not in taken[status.lane])
+
+
+def _latest_attempts(statuses: Sequence[JobStatus]) -> tuple[list[JobStatus], list[JobStatus]]:
+    """(the statuses that count, the ones a later CI attempt of the same job superseded)."""
+    by_job: dict[str, list[JobStatus]] = defaultdict(list)
+    for s in statuses:
+        by_job[s.job_id].append(s)
+    kept: list[JobStatus] = []
+    dropped: list[JobStatus] = []
+    for group in by_job.values():
+        attempts = [s.ci_attempt for s in group]
+        if len(group) > 1 and None not in attempts and len(set(attempts)) > 1:
+            last = max(a for a in attempts if a is not None)
+            kept += [s for s in group if s.ci_attempt == last]
+            dropped += [s for s in group if s.ci_attempt != last]
+        else:
+            kept += group
+    return kept, dropped
+
+
+def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
+    """Compare ``plan`` (a :class:`~testfleet.planning.model.Plan`) with ``statuses``."""
+    planned_job_of: dict[tuple[str, str], str] = {}
+    jobs_by_id = {job.id: job for job in plan.jobs}
+    shards_of: dict[str, int] = {}
+    taken: dict[str, set[int]] = defaultdict(set)
+    for job in plan.jobs:
+        for test in job.tests:
+            planned_job_of[(job.lane, test.file)] = job.id
+        if not job.probe:
+            shards_of[job.lane] = job.shards
+            taken[job.lane].add(job.shard)
+    out = Reconciliation(plan.digest, len(plan.jobs), len(planned_job_of), len(statuses), 0)
+    kept, dropped = _latest_attempts(statuses)
+    out.superseded = [JobProblem(s.job_id, s.lane, f"superseded by CI attempt of the same job "
+                                                   f"(this one: attempt {s.ci_attempt})", s.source)
+                      for s in dropped]
+    reported_jobs: set[str] = set()
+    executed: dict[tuple[str, str], list[str]] = defaultdict(list)
+    reported: dict[tuple[str, str], list[str]] = defaultdict(list)
+    outcomes: Counter[str] = Counter()
+    for s in kept:
+        if s.plan_digest != plan.digest:
+            out.other_plan.append(JobProblem(
+                s.job_id, s.lane, f"ran from plan {s.plan_digest or '(none)'}, not this one",
+                s.source))
+        if not s.complete:
+            out.incomplete.append(JobProblem(
+                s.job_id, s.lane, f"exit status {s.exit_status}: {s.reason or 'did not finish'}",
+                s.source))
+        covered = set(s.jobs) or ({s.job_id} if s.job_id in jobs_by_id else set())
+        if s.empty:
+            if not covered and _empty_shard_ok(s, shards_of, taken):
+                out.empty_shards.append(JobProblem(
+                    s.job_id, s.lane, f"shard {s.shard}/{s.shards}: no file planned", s.source))
+            else:
+                out.unplanned_jobs.append(JobProblem(
+                    s.job_id, s.lane, f"reports shard {s.shard}/{s.shards} empty, but the plan "
+                                      "has no such empty shard", s.source))
+            if not covered:
+                continue
+        unknown = sorted(j for j in covered if j not in jobs_by_id)
+        if unknown or not covered:
+            out.unplanned_jobs.append(JobProblem(
+                s.job_id, s.lane, "not a job of this plan" + (
+                    f" ({', '.join(unknown)})" if unknown and unknown != [s.job_id] else ""),
+                s.source))
+        reported_jobs |= covered
+        for f in s.files:
+            key = (f.stage, f.file)
+            reported[key].append(s.job_id)
+            if f.executed:
+                executed[key].append(s.job_id)
+                outcomes[f.outcome] += 1
+            planned = planned_job_of.get(key)
+            if planned is not None and planned not in covered:
+                out.moved.append(FileProblem(f.stage, f.file, planned, (s.job_id,)))
+    for job in plan.jobs:
+        if job.id not in reported_jobs:
+            out.missing_jobs.append(JobProblem(
+                job.id, job.lane, f"never reported ({len(job.tests)} planned file(s))"))
+    for key, planned in sorted(planned_job_of.items()):
+        ran = executed.get(key, [])
+        if len(ran) > 1:
+            out.duplicated.append(FileProblem(*key, planned, tuple(ran)))
+        elif not ran and key in reported:
+            out.not_run.append(FileProblem(*key, planned, tuple(reported[key])))
+        elif not ran:
+            out.missing.append(FileProblem(*key, planned))
+    for key in sorted(set(reported) - set(planned_job_of)):
+        out.unplanned.append(FileProblem(*key, None, tuple(reported[key])))
+    out.executed = sum(1 for key in planned_job_of if executed.get(key))
+    out.outcomes = dict(sorted(outcomes.items()))
+    return out

@@ -1,0 +1,202 @@
+"""The job status file: what one job that executed part of a plan says it did.
+
+Bazel's test runner touches a shard-status file so that the build can tell a shard that
+ran its part from one that silently ran nothing; this is that file for testfleet. Every
+path that executes part of a plan (``testfleet run``, the pytest plugin) writes one when
+it ends, whatever the ending (success, failure, timeout, signal), and ``testfleet run``
+writes a placeholder saying "started, not finished" before it runs anything, so a runner
+killed outright leaves a status that says so instead of none.
+
+One canonical JSON form (``testfleet.job-status/1``, ``testfleet schema job-status``). The
+dataclasses are what flows; :class:`JobStatusFile` guards the file boundary: a status file
+is an artifact a CI job uploaded, written next to a pull request's code, so it is read
+strictly, every problem named with its path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from testfleet.canonical import canonical_bytes
+from testfleet.errors import UsageError
+
+SCHEMA = "testfleet.job-status/1"
+#: what a file's outcome may be (the history's vocabulary; NOT_RUN: reported, not executed)
+OUTCOMES = ("PASSED", "FLAKY", "FAILED", "TIMEOUT", "ERROR", "NOT_RUN")
+#: a status file larger than this is not one testfleet wrote (10,000 files are ~1.5 MiB)
+MAX_STATUS_BYTES = 64 << 20
+#: ``exit_status`` of the placeholder written before a job runs anything
+NOT_FINISHED = -1
+RUNNERS = ("testfleet run", "pytest")
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One planned file as the job saw it."""
+
+    file: str
+    stage: str  # the lane: ``<stage>`` or ``<stage>.<variant>``
+    outcome: str
+    attempts: int
+    quarantined: bool = False
+
+    @property
+    def executed(self) -> bool:
+        return self.outcome != "NOT_RUN"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "stage": self.stage, "outcome": self.outcome,
+                "attempts": self.attempts, "quarantined": self.quarantined}
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One job's account of its part of a plan."""
+
+    plan_digest: str
+    job_id: str
+    stage: str
+    variant: str
+    shard: int  # 0: every shard of the stage in one run (``run --stage S`` without --shard)
+    shards: int
+    run_id: str
+    ci_run_id: str | None
+    empty: bool
+    complete: bool
+    exit_status: int
+    files: tuple[FileStatus, ...] = ()
+    #: the planned job ids this status accounts for (one; every shard's for shard 0; none
+    #: for an empty shard, which has no job in the plan)
+    jobs: tuple[str, ...] = ()
+    runner: str = "testfleet run"
+    ci_attempt: int | None = None
+    #: why the job is incomplete, empty or refused ("" when it simply finished)
+    reason: str = ""
+    plan_file: str | None = None
+    started_at: float = 0.0
+    finished_at: float | None = None
+    testfleet_version: str = ""
+    #: where it was read from (not part of the file)
+    source: str = field(default="", compare=False)
+
+    @property
+    def lane(self) -> str:
+        return f"{self.stage}.{self.variant}" if self.variant else self.stage
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "plan_digest": self.plan_digest, "plan_file": self.plan_file,
+            "job_id": self.job_id, "jobs": list(self.jobs), "stage": self.stage,
+            "variant": self.variant, "shard": self.shard, "shards": self.shards,
+            "run_id": self.run_id, "ci_run_id": self.ci_run_id, "ci_attempt": self.ci_attempt,
+            "runner": self.runner, "empty": self.empty, "complete": self.complete,
+            "exit_status": self.exit_status, "reason": self.reason,
+            "started_at": round(self.started_at, 3),
+            "finished_at": None if self.finished_at is None else round(self.finished_at, 3),
+            "testfleet_version": self.testfleet_version,
+            "files": [f.to_json() for f in self.files],
+        }
+
+
+def status_bytes(status: JobStatus) -> bytes:
+    """The one on-disk form: canonical JSON plus a newline."""
+    return canonical_bytes(status.to_json()) + b"\n"
+
+
+def write_status(path: Path, status: JobStatus) -> None:
+    """Write atomically (a reader sees the old status or the new one, never half); creates
+    the directory. Raises ``OSError``."""
+    from testfleet.fileio import output_mode, replace_atomically
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_atomically(path, status_bytes(status), mode=output_mode(path))
+
+
+# -- the file boundary ---------------------------------------------------------------------
+
+Text = Annotated[str, Field(max_length=4096)]
+Name = Annotated[str, Field(max_length=500)]
+Digest = Annotated[str, Field(max_length=100)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class FileStatusFile(_Strict):
+    file: Annotated[str, Field(min_length=1, max_length=4096)]
+    stage: Name
+    outcome: Literal["PASSED", "FLAKY", "FAILED", "TIMEOUT", "ERROR", "NOT_RUN"]
+    attempts: Annotated[int, Field(ge=0, le=1000)]
+    quarantined: bool
+
+
+class JobStatusFile(_Strict):
+    """``testfleet schema job-status``: one job's status file."""
+
+    schema_: Literal["testfleet.job-status/1"] = Field(alias="schema")
+    plan_digest: Digest
+    plan_file: Text | None = None
+    job_id: Annotated[str, Field(min_length=1, max_length=500)]
+    jobs: list[Name] = Field(default_factory=list)
+    stage: Name
+    variant: Name
+    shard: Annotated[int, Field(ge=0)]
+    shards: Annotated[int, Field(ge=0)]
+    run_id: Name
+    ci_run_id: Name | None
+    ci_attempt: Annotated[int, Field(ge=1)] | None = None
+    runner: Literal["testfleet run", "pytest"] = "testfleet run"
+    empty: bool
+    complete: bool
+    exit_status: int
+    reason: Text = ""
+    started_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    finished_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    testfleet_version: Name = ""
+    files: list[FileStatusFile]
+
+
+def parse_status(data: Any, source: str) -> JobStatus:
+    """A decoded status document as a :class:`JobStatus`; :class:`UsageError` naming every
+    problem with its path otherwise."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{source}: a job status must be a JSON object, got {type(data).__name__}")
+    if data.get("schema") != SCHEMA:
+        raise UsageError(f"{source}: not a job status (schema {str(data.get('schema'))[:60]!r}, "
+                         f"this testfleet reads {SCHEMA!r})")
+    try:
+        doc = JobStatusFile.model_validate(data)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'status'}: {e['msg']}"
+                    for e in exc.errors(include_url=False)]
+        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more"
+                                             if len(problems) > 10 else "")
+        raise UsageError(f"{source}: invalid job status: {shown}") from None
+    return JobStatus(
+        plan_digest=doc.plan_digest, job_id=doc.job_id, stage=doc.stage, variant=doc.variant,
+        shard=doc.shard, shards=doc.shards, run_id=doc.run_id, ci_run_id=doc.ci_run_id,
+        empty=doc.empty, complete=doc.complete, exit_status=doc.exit_status,
+        files=tuple(FileStatus(f.file, f.stage, f.outcome, f.attempts, f.quarantined)
+                    for f in doc.files),
+        jobs=tuple(doc.jobs), runner=doc.runner, ci_attempt=doc.ci_attempt, reason=doc.reason,
+        plan_file=doc.plan_file, started_at=doc.started_at, finished_at=doc.finished_at,
+        testfleet_version=doc.testfleet_version, source=source)
+
+
+def decode_status(raw: bytes, source: str) -> Any:
+    """The JSON document in ``raw`` (no NaN, no lone surrogates), or :class:`UsageError`."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{source}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{source}: JSON nested too deeply") from None

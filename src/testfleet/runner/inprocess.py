@@ -1,0 +1,88 @@
+"""The one way a path without a plan file plans what it runs: ``testfleet run --stage/--file``
+and the pytest plugin's ``--testfleet-stage`` both come here.
+
+Same registry, same estimates, same quarantine as ``testfleet plan``; and the first plan of
+a CI run on a machine is frozen (:mod:`testfleet.planning.frozen`), so later shards of the
+run execute it instead of re-planning from the history earlier shards wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testfleet.config import Project
+from testfleet.planning.model import Plan
+
+
+@dataclass(frozen=True)
+class InProcessPlan:
+    """The plan a stage path executes, and how it came to be."""
+
+    plan: Plan
+    #: the frozen plan file this run executes from (None: it could not be frozen)
+    frozen: Path | None
+    #: True when an earlier path of this run on this machine made it
+    reused: bool
+    #: history, quarantine and freezing notes for the user (untrusted text: print escaped)
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_in_process(project: Project, registry: Any, request: Any, *, database: str | None,
+                    stage: str | None, history_problem: str | None = None,
+                    environ: Mapping[str, str] | None = None) -> InProcessPlan:
+    """This run's plan for ``request``: the frozen one when this machine has it, else a plan
+    made now from the history (estimates and quarantine of ``stage``), then frozen."""
+    from testfleet.planning import make_plan
+    from testfleet.planning.frozen import freeze, frozen_key, frozen_path, load_frozen
+    from testfleet.runner.hooks import current_commit
+    from testfleet.runner.jobs import ci_run_id
+
+    env = os.environ if environ is None else environ
+    literal = make_plan(project, registry, request)  # no history: the key's basis
+    key = frozen_key(literal.digest, current_commit(project.root, dict(env)), ci_run_id(env))
+    path = frozen_path(project.root / project.config.cache_dir, key)
+    existing = load_frozen(path)
+    if existing is not None:
+        return InProcessPlan(existing, path, True, [
+            f"executing this run's frozen plan {existing.digest[:19]}… ({_shown(project, path)}), "
+            "made by its first shard on this machine: shard membership is not re-planned from "
+            "history recorded since"])
+    estimates, history_notes = _estimates(project, registry, database, stage, history_problem)
+    from testfleet.results.quarantine import quarantine_for
+
+    quarantine, quarantine_notes = quarantine_for(project, database, [stage] if stage else None)
+    plan = make_plan(project, registry, request, estimates, quarantine=quarantine)
+    out = [*history_notes, *quarantine_notes]
+    try:
+        frozen = freeze(path, plan)
+    except OSError as exc:
+        out.append(f"cannot freeze this run's plan at {_shown(project, path)} "
+                   f"({exc.strerror or exc}): a later shard on this machine may plan again from "
+                   "newer history; give every shard --plan-digest to make it refuse instead")
+        return InProcessPlan(plan, None, False, out)
+    return InProcessPlan(frozen, path, frozen.digest != plan.digest, out)
+
+
+def _estimates(project: Project, registry: Any, database: str | None, stage: str | None,
+                     history_problem: str | None) -> tuple[Any, list[str]]:
+    """Measured durations when the history has them (the same source as `testfleet plan`)."""
+    from testfleet.planning.estimates import estimates_for
+    from testfleet.planning.lanes import find_lane
+
+    lane = find_lane(project.config, stage) if stage else None
+    wanted = None if stage is None else [stage, lane.stage] if lane else [stage]
+    estimates, warnings = estimates_for(project, registry, url=database, stages=wanted)
+    if history_problem is not None:  # no history could be read: say why, not "no database yet"
+        warnings = [f"{history_problem}; all estimates are est_time literals"]
+    return estimates, warnings
+
+
+def _shown(project: Project, path: Path) -> str:
+    try:
+        return path.relative_to(project.root).as_posix()
+    except ValueError:
+        return str(path)
