@@ -127,12 +127,6 @@ case "$TESTFLEET_COMMAND" in
     fi
     testfleet "${base[@]}" history merge "${files[@]}"
     ;;
-  reconcile)
-    # every planned job reported, every planned file exactly once (INTERFACES.md section 1)
-    digest=()
-    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then digest=(--expect-digest "$TESTFLEET_PLAN_DIGEST"); fi
-    testfleet "${base[@]}" reconcile --plan "$TESTFLEET_PLAN_FILE" "${digest[@]}" "${extra[@]}"
-    ;;
   check) testfleet "${base[@]}" check "${extra[@]}" ;;
   report) testfleet "${base[@]}" report "${extra[@]}" ;;
   *)
@@ -228,10 +222,6 @@ def render_action(version: str = __version__) -> str:
         "    description: run only; refuse a plan file whose digest is not this one (the plan output 'digest').",
         "    required: false",
         "    default: ''",
-        "  status-dir:",
-        "    description: run only; the job's status file goes to <status-dir>/<job>.json (for reconcile).",
-        "    required: false",
-        "    default: testfleet-status",
         "  junit-dir:",
         "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
         "    required: false",
