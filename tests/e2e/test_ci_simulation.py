@@ -185,6 +185,29 @@ def repo(example_project: Path) -> Path:
     return example_project
 
 
+def play_reconcile(runner: Runner, workflow: dict[str, Any], repo: Path, ws: Path,
+                   plan_ws: Path, status_files: dict[str, Path],
+                   contexts: dict[str, Any]) -> tuple[bool, str]:
+    """The workflow's reconcile job: its checkout, the plan and every job's
+    ``testfleet-status-<id>`` artifact downloaded (each into its own folder, as
+    download-artifact does with a pattern), then its own steps."""
+    job = workflow["jobs"]["reconcile"]
+    assert "needs.plan.result == 'success'" in job["if"] and "always()" in job["if"]
+    git(ws.parent, "clone", "-q", str(repo), str(ws))
+
+    def uses(step: dict[str, Any], cwd: Path, ctx: dict[str, Any]) -> None:
+        with_ = step.get("with", {})
+        if step["uses"].startswith("actions/download-artifact@") and with_.get("name"):
+            shutil.copy(plan_ws / "plan.json", cwd / "plan.json")
+        elif step["uses"].startswith("actions/download-artifact@"):
+            assert with_["pattern"] == "testfleet-status-*"
+            for job_id, folder in status_files.items():
+                shutil.copytree(folder, cwd / with_["path"] / f"testfleet-status-{job_id}")
+
+    ok, _, logs = run_steps(runner, job, ws, dict(contexts), ws.name, uses=uses)
+    return ok, logs
+
+
 def workflow_for(project: Path) -> dict[str, Any]:
     from testfleet.cli.main import main
 
@@ -233,6 +256,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     ran_jobs: list[str] = []
     gpu_jobs: list[dict[str, Any]] = []
     junit_files: list[Path] = []
+    status_files: dict[str, Path] = {}
     for name in stage_jobs:
         job = workflow["jobs"][name]
         stage = re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
@@ -264,14 +288,32 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
             assert not (workspace / "testfleet-history").exists()
             ran_jobs.append(entry["id"])
             junit_files += list((workspace / "testfleet-junit").glob("*.xml"))  # upload-artifact
+            status_files[entry["id"]] = workspace / "testfleet-status"  # testfleet-status-<id>
             summaries = [p.read_text() for p in tmp_path.glob(f"{entry['id']}-*.summary")]
             assert any(entry["id"] in text for text in summaries)  # the runner's step summary
         results[name] = "success"
+
+    # -- the reconcile job: every planned job reported, each file exactly once ---------
+    ok, logs = play_reconcile(runner, workflow, repo, tmp_path / "reconcile", plan_ws,
+                              status_files, contexts)
+    assert ok, logs
+    results["reconcile"] = "success"
+    # one shard's job never reports (its runner vanished): reconcile fails, naming it
+    lost = sorted(status_files)[0]
+    ok, logs = play_reconcile(runner, workflow, repo, tmp_path / "reconcile-lost", plan_ws,
+                              {k: v for k, v in status_files.items() if k != lost}, contexts)
+    assert not ok and lost in logs, logs
+    assert "::error" in logs
 
     # -- the summary job ------------------------------------------------------
     summary_job = workflow["jobs"]["testfleet"]
     contexts["needs"].update({k: {"result": v} for k, v in results.items()})
     all_results = " ".join(["success", *results.values()])
+    lost_run = " ".join(["success", *[v for k, v in results.items() if k != "reconcile"],
+                         "failure"])
+    failed = runner.step(summary_job["steps"][0]["run"], tmp_path, {"RESULTS": lost_run},
+                         "summary-failed")
+    assert failed[0] == 1  # the required check fails when reconcile fails
     code, log, _ = runner.step(summary_job["steps"][0]["run"], tmp_path, {"RESULTS": all_results}, "summary")
     assert code == 0, log
 

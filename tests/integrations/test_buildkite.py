@@ -16,6 +16,7 @@ import pytest
 from support import run_cli
 from testfleet.config import load_project
 from testfleet.integrations.buildkite import (
+    RECONCILE_KEY,
     ANNOTATION_CONTEXT,
     HISTORY_KEY,
     MAX_NOTICE_CHARS,
@@ -102,11 +103,12 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
     assert MI300X in notice["env"]["TESTFLEET_ANNOTATION"]
     steps, tail = steps[:len(plan.jobs)], steps[len(plan.jobs):]
     assert len(steps) == len(plan.jobs) > 0
+    # after every job, failed ones too: history (not for a PR) and the reconciliation
+    assert tail[0] == {"wait": None, "continue_on_failure": True}
     if plan.policy["event"] == "pull_request":  # a PR's build never writes history
-        assert tail == [] and "history export" not in text
-    else:  # after every job, failed ones too: the history step
-        assert tail[0] == {"wait": None, "continue_on_failure": True}
-        assert [t["key"] for t in tail[1:]] == [HISTORY_KEY]
+        assert [t["key"] for t in tail[1:]] == [RECONCILE_KEY] and "history export" not in text
+    else:
+        assert [t["key"] for t in tail[1:]] == [HISTORY_KEY, RECONCILE_KEY]
         assert all(any("history export" in c for c in step["commands"]) for step in steps)
     keys = [s["key"] for s in steps]
     assert len(set(keys)) == len(keys)
@@ -117,7 +119,7 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
         assert step["label"] == f"{j.stage} {j.shard}/{j.shards}"
         assert any("testfleet run --plan plan.json --job" in c for c in step["commands"])
         assert any(plan.digest in c for c in step["commands"])
-        assert step["artifact_paths"] == ["testfleet-junit/*.xml"]
+        assert step["artifact_paths"] == ["testfleet-junit/*.xml", "testfleet-status/*.json"]
         needed = {k.id for k in plan.jobs if k.stage in j.needs}
         assert set(step.get("depends_on", [])) == needed
         assert step.get("allow_dependency_failure", False) == (
@@ -177,7 +179,7 @@ def test_hostile_strings_cannot_interpolate_at_upload(tmp_path: Path) -> None:
     validate(tmp_path, text)
     data = json.loads(text)
     keys = [s["key"] for s in data["steps"] if "key" in s]
-    assert keys == ["a_b_c_d", "a_b_c_d-2", HISTORY_KEY]
+    assert keys == ["a_b_c_d", "a_b_c_d-2", HISTORY_KEY, RECONCILE_KEY]
     first = data["steps"][0]
     assert first["agents"] == {"queue": "gpu-$$BUILDKITE_AGENT_TOKEN"}
     (plugin,) = first["plugins"]
@@ -229,7 +231,7 @@ def test_a_hole_is_annotated_on_the_build_page(tmp_path: Path) -> None:
     validate(tmp_path, text, cli=True)
     data = json.loads(text)
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == "gpu"
-    notice, unit, _wait, _history = data["steps"]
+    notice, unit, _wait, _history, _reconcile = data["steps"]
     assert notice["key"] == NOTICE_KEY
     assert notice["label"] == ":warning: testfleet: 1 coverage hole(s), 1 warning(s)"
     assert notice["commands"] == NOTICE_COMMANDS  # constants: the text is only in env
@@ -251,7 +253,7 @@ def test_no_holes_no_warnings_no_notice_step() -> None:
     plan = seal(Plan(policy={}, jobs=(job("unit-1", "unit"),), stages=(stage("unit", 0),),
                      skipped=(), warnings=()))
     data = pipeline(plan)
-    assert [s.get("key") for s in data["steps"]] == ["unit-1", None, HISTORY_KEY]
+    assert [s.get("key") for s in data["steps"]] == ["unit-1", None, HISTORY_KEY, RECONCILE_KEY]
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == ""
 
 
@@ -266,10 +268,11 @@ def test_a_plan_with_no_jobs_still_shows_its_hole(tmp_path: Path) -> None:
 def test_a_job_cannot_take_the_notice_key() -> None:
     plan = hole_plan(jobs=(job(NOTICE_KEY, "unit"),))
     keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
-    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2", HISTORY_KEY]
+    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2", HISTORY_KEY, RECONCILE_KEY]
     plan = hole_plan(jobs=(job(HISTORY_KEY, "unit"), job(TREE_ERRORS_KEY, "unit", shard=2)))
     keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
-    assert keys == [NOTICE_KEY, f"{HISTORY_KEY}-2", f"{TREE_ERRORS_KEY}-2", HISTORY_KEY]
+    assert keys == [NOTICE_KEY, f"{HISTORY_KEY}-2", f"{TREE_ERRORS_KEY}-2", HISTORY_KEY,
+                    RECONCILE_KEY]
 
 
 def test_history_and_tree_errors_steps(tmp_path: Path) -> None:
@@ -280,10 +283,10 @@ def test_history_and_tree_errors_steps(tmp_path: Path) -> None:
     base = {"jobs": (job("unit-1", "unit"),), "stages": (stage("unit", 0),), "warnings": ()}
     invalid = (Skipped("tests/test_bad.py", "cpu", "nope", "invalid", "unknown suite"),)
     for event, skipped, tail in [
-        ("push", (), [HISTORY_KEY]),
-        ("schedule", invalid, [HISTORY_KEY, TREE_ERRORS_KEY]),
-        ("pull_request", invalid, [TREE_ERRORS_KEY]),
-        ("pull_request", (), []),
+        ("push", (), [HISTORY_KEY, RECONCILE_KEY]),
+        ("schedule", invalid, [HISTORY_KEY, RECONCILE_KEY, TREE_ERRORS_KEY]),
+        ("pull_request", invalid, [RECONCILE_KEY, TREE_ERRORS_KEY]),
+        ("pull_request", (), [RECONCILE_KEY]),
     ]:
         plan = seal(Plan(policy={"event": event}, skipped=skipped, **base))
         text = emit(plan)
@@ -427,13 +430,14 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
     plan = plan_for(example_project, TRIGGERS["nightly"])
     notice, first_job = pipeline(plan)["steps"][:2]
     assert notice["key"] == NOTICE_KEY
-    history = pipeline(plan)["steps"][-1]
-    assert history["key"] == HISTORY_KEY
+    history, reconcile = pipeline(plan)["steps"][-2:]
+    assert history["key"] == HISTORY_KEY and reconcile["key"] == RECONCILE_KEY
     scripts = {
         "bootstrap.sh": yaml.safe_load(bootstrap())["steps"][0]["command"],
         "notice.sh": "\n".join(notice["commands"]),
         "step.sh": "\n".join(first_job["commands"]),
         "history.sh": "\n".join(history["commands"]),
+        "reconcile.sh": "\n".join(reconcile["commands"]),
     }
     for name, body in scripts.items():
         path = tmp_path / name

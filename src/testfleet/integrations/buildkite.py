@@ -55,6 +55,12 @@ agents, which run test code, never get its credentials. A step whose agent has
 request's pipeline has neither the export nor the merge step, and both check the
 branch again at run time.
 
+Reconciliation (INTERFACES.md section 1): each step writes its job status file
+(``testfleet-status/<job>.json``, an artifact of the step whatever its outcome); after a
+``wait`` that continues on failure, the ``testfleet-reconcile`` step downloads them and runs
+``testfleet reconcile``, which fails the build naming every job that never reported and
+every planned file reported other than once.
+
 Rejected registrations (``plan`` exit 1): the bootstrap uploads the plan of every
 valid test as usual and passes; the pipeline ends with a step, after a ``wait`` that
 continues on failure, that fails the build naming the cause, as the GitHub
@@ -84,6 +90,8 @@ NOTICE_KEY = "testfleet-warnings"
 HISTORY_KEY = "testfleet-history"
 HISTORY_DIR = "testfleet-history"
 TREE_ERRORS_KEY = "testfleet-tree-errors"
+RECONCILE_KEY = "testfleet-reconcile"
+STATUS_DIR = "testfleet-status"
 #: A build of the default branch, not of a pull request (the shell test every history
 #: command repeats at run time; the step-level ``if`` is Buildkite's own at upload).
 DEFAULT_BRANCH_BUILD = ('[ "${BUILDKITE_PULL_REQUEST:-false}" = "false" ] && '
@@ -237,7 +245,8 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
     mismatch = (f"echo 'testfleet: {opts.plan_file} is not the plan this pipeline was emitted from "
                 f"({digest})' >&2; exit 2")
     run = (f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
-           f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"')
+           f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml" '
+           f'--status-file "{STATUS_DIR}/$TESTFLEET_JOB_ID.json"')
     before = [
         f"buildkite-agent artifact download {plan_file} .",
         f"grep -qF {shlex.quote(digest)} {plan_file} || {{ {mismatch}; }}",
@@ -343,6 +352,28 @@ def history_step() -> dict[str, Any]:
         # one merge at a time per pipeline (the group is named at upload, below)
         "concurrency": 1,
         "concurrency_group": "testfleet-history",
+    }
+
+
+def reconcile_step(plan: Plan, opts: BuildkiteOptions) -> dict[str, Any] | None:
+    """The last step (INTERFACES.md section 1): every planned job reported its status file
+    (an artifact of its step), every planned file exactly once; it fails, naming what is
+    missing, when a job never reported. Its commands are constants and the plan's digest."""
+    if not plan.jobs:
+        return None
+    plan_file = shlex.quote(opts.plan_file)
+    digest = shlex.quote(plan.digest or plan.to_json()["digest"])
+    return {
+        "label": ":white_check_mark: testfleet reconcile",
+        "key": RECONCILE_KEY,
+        "commands": [
+            f"buildkite-agent artifact download {plan_file} .",
+            f"mkdir -p {STATUS_DIR}",
+            f"buildkite-agent artifact download '{STATUS_DIR}/*.json' . || "
+            "echo 'testfleet: no job status file in this build' >&2",
+            f"testfleet reconcile --plan {plan_file} --expect-digest {digest} {STATUS_DIR}",
+        ],
+        "timeout_in_minutes": 10,
     }
 
 
@@ -453,7 +484,7 @@ def notice_step(plan: Plan, key: str) -> dict[str, Any] | None:
 def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, Any]:
     """The pipeline as data (what :func:`emit` serialises)."""
     opts = options or BuildkiteOptions()
-    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY}
+    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY, RECONCILE_KEY}
     keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
     bypass = bool(plan.policy.get("bypass_fastfail", False))
     before, run = _command(plan, opts)
@@ -468,7 +499,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
             "commands": [*before, *machine_commands(job), *setup_commands(job), *run],
             "env": {"TESTFLEET_JOB_ID": job.id,
                     **{k: v for k, v in sorted(job.env.items())}},
-            "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
+            "artifact_paths": [f"{JUNIT_DIR}/*.xml", f"{STATUS_DIR}/*.json"],
             "timeout_in_minutes": job.timeout_minutes,
         }
         secrets = [*job.ci.secrets, *(c.token_secret for c in job.ci.checkouts
@@ -498,7 +529,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
             ]}
         steps.append(step)
     final = [s for s in (history_step() if plan.jobs and writes_history(plan) else None,
-                         tree_errors_step(plan)) if s is not None]
+                         reconcile_step(plan, opts), tree_errors_step(plan)) if s is not None]
     if final and steps:
         steps.append({"wait": None, "continue_on_failure": True})  # after every job, failed too
     steps += final
