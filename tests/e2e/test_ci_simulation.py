@@ -475,8 +475,10 @@ def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path:
     pipeline = json.loads((bk.store / "uploaded-pipeline.json").read_text())
     # first the notice step: the dormant MI300X hole and the warning about the hostile
     # (unprefixed) labels become a build annotation, as data, never as shell code
-    notice, *job_steps = pipeline["steps"]
+    notice, *job_steps, wait, reconcile = pipeline["steps"]  # a PR's build writes no history
     assert len(job_steps) == len(plan["jobs"])
+    assert wait == {"wait": None, "continue_on_failure": True}
+    assert reconcile["key"] == "testfleet-reconcile"
     proc = bk.run("set -e\n" + "\n".join(notice["commands"]), plan_ws, notice["env"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not PWNED.exists()
