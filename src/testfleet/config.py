@@ -25,8 +25,13 @@ from pydantic import (
 )
 
 # CI text rules and the job-environment keys (python, uv, checkouts) live in ci_keys.
-from testfleet.ci_keys import _SECRET_NAME, SECRET_NAME_RE, StageJobKeys, VariantJobKeys
-from testfleet.ci_keys import _ci_text, _control_char
+from testfleet.ci_keys import (
+    _SECRET_NAME,
+    StageJobKeys,
+    VariantJobKeys,
+    _ci_text,
+    _control_char,
+)
 from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError

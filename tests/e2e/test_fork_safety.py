@@ -16,11 +16,11 @@ import json
 import re
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import yaml
 
 from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps

@@ -16,12 +16,12 @@ import pytest
 from support import run_cli
 from testfleet.config import load_project
 from testfleet.integrations.buildkite import (
-    RECONCILE_KEY,
     ANNOTATION_CONTEXT,
     HISTORY_KEY,
     MAX_NOTICE_CHARS,
     MAX_WARNING_CHARS,
     NOTICE_KEY,
+    RECONCILE_KEY,
     TREE_ERRORS_KEY,
     agents_for,
     emit,

@@ -294,7 +294,7 @@ def test_new_ci_keys_refuse_bad_values_naming_the_key(key: str, value: Any, mess
         with pytest.raises(ConfigError) as info:
             validate_config(table)
         text = str(info.value)
-        assert message in text and f"stages.gpu." in text and key in text, text
+        assert message in text and "stages.gpu." in text and key in text, text
 
 
 def test_a_variant_overrides_the_stage_keys() -> None:

@@ -89,7 +89,7 @@ def test_every_generated_workflow_parses_back_to_the_values_given(
         assert job["container"].get("options", "") == options
         runs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Setup ")]
         assert [r.rstrip("\n") for r in runs] == [v.rstrip("\n") for v in setup]
-        assert all(r == (v if v.endswith("\n") else v + "\n") for r, v in zip(runs, setup))
+        assert all(r == (v if v.endswith("\n") else v + "\n") for r, v in zip(runs, setup, strict=True))
         pythons = [s["with"]["python-version"] for s in job["steps"]
                    if s.get("uses", "").startswith("actions/setup-python@")]
         assert pythons == ([python] if python else [])  # a container job: none by default

@@ -39,7 +39,7 @@ class Flow:
     items: list[Any] = field(default_factory=list)
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML has no type stubs here
     """SafeDumper that writes a multi-line string as a literal block when it can."""
 
 
@@ -60,7 +60,7 @@ def _scalar(value: Any) -> list[str]:
     block header, the others (a block's content) indented relative to column 0."""
     if not isinstance(value, _SCALARS):
         raise TypeError(f"not a YAML scalar: {type(value).__name__}")
-    text = yaml.dump(value, Dumper=_Dumper, width=float("inf"), allow_unicode=True)
+    text: str = yaml.dump(value, Dumper=_Dumper, width=float("inf"), allow_unicode=True)
     if any(c in text for c in _BREAKS):
         # a character a YAML parser reads as a line break, written raw: escape everything
         text = yaml.safe_dump(value, width=float("inf"), allow_unicode=False, default_style='"')
@@ -81,8 +81,8 @@ def _flow(items: list[Any]) -> str:
     for item in items:
         if not isinstance(item, _SCALARS):
             raise TypeError("a flow sequence holds scalars only")
-    text = yaml.dump(items, Dumper=_Dumper, default_flow_style=True, width=float("inf"),
-                     allow_unicode=True).rstrip("\n")
+    text: str = yaml.dump(items, Dumper=_Dumper, default_flow_style=True, width=float("inf"),
+                          allow_unicode=True).rstrip("\n")
     if "\n" in text:
         raise ValueError(f"a flow sequence must fit on one line: {items!r}")
     return text
