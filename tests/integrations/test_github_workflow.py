@@ -120,6 +120,18 @@ VARIANTS = {
                                        "b200": {"runs_on": ["self-hosted", "b200"],
                                                 "container": "rocm/dev:1", "secrets": ["B_TOKEN"]}}},
         "soak": {"backend": "cuda", "needs": ["gpu"]}}}), WorkflowOptions()),
+    # #28: miles' setup, item by item (a wait loop that ends in `exit 0`, a GITHUB_ENV
+    # write, a multi-line script), python, uv and extra checkouts, one with a token
+    "miles-like": (lambda: validate_config({"stages": {"gpu": {
+        **GPU_CI, "needs": [], "python": "3.11", "uv": True,
+        "checkouts": [{"repository": "NVIDIA/Megatron-LM", "ref": "core_v0.12.0",
+                       "path": "Megatron-LM"},
+                      {"repository": "sgl-project/sglang", "path": "sglang",
+                       "token_secret": "GH_PAT"}],
+        "env": {"A": "- foo", "B": "0x1F", "C": ".inf", "D": "0b101", "E": "null", "F": "on"},
+        "setup": ["for _ in 1 2 3; do\n  if nvidia-smi; then exit 0; fi\n  sleep 10\ndone\nexit 1",
+                  'echo "PYTHONPATH=$GITHUB_WORKSPACE/sglang" >> "$GITHUB_ENV"',
+                  "pip install -r requirements.txt"]}}}), WorkflowOptions()),
     # an `auto` lane: the plan job keeps two cache files (a multi-line `path:`)
     "auto-styles": (lambda: validate_config({"cache_dir": ".cache/tf", "stages": {
         "unit": {"backend": "cpu", "command": "auto"}}}), WorkflowOptions(config="ci/testfleet.toml")),

@@ -215,7 +215,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         # read here: the gate compares this run's metrics with the trusted baseline in it
         body.append(restore_history(config, opts, "Read only: the metric gate takes its "
                                                   "baselines from it."))
-    body += steps.setup_steps(ci.setup, secret_env)
+    body += steps.setup_steps(ci.setup, secret_env, trusted=trusted)
     body.append(steps.action("Run", "run", install=opts.install, config=opts.config, env=run_env,
                              inputs={"job": "${{ matrix.id }}",
                                      "plan-digest": "${{ needs.plan.outputs.digest }}",

@@ -100,8 +100,14 @@ def args(*values: str) -> str:
     return "".join(f"{v}\n" for v in values)
 
 
+#: zizmor flags a GITHUB_ENV/GITHUB_PATH write in a pull_request_target workflow; a
+#: trusted test job's setup is the pull request's own code in a job that runs it anyway.
+SETUP_ENV_NOTE = ("zizmor: ignore[github-env] the pull request's setup, in a job that "
+                  "runs its code anyway")
+
+
 def setup_steps(commands: Sequence[str], env: Mapping[str, Any],
-                working_directory: str | None = None) -> list[Any]:
+                working_directory: str | None = None, *, trusted: bool = False) -> list[Any]:
     """One step per ``setup`` item, so that an ``exit 0`` in one (a wait loop that is
     done) ends only that step and never skips the next. Each item runs with ``bash -e``
     as GitHub runs a ``run:`` step."""
@@ -115,7 +121,9 @@ def setup_steps(commands: Sequence[str], env: Mapping[str, Any],
         if working_directory:
             step["working-directory"] = working_directory
         step["shell"] = "bash"
-        step["run"] = command if command.endswith("\n") else command + "\n"
+        script = command if command.endswith("\n") else command + "\n"
+        writes_env = any(name in command for name in ("GITHUB_ENV", "GITHUB_PATH"))
+        step["run"] = Note(script, eol=SETUP_ENV_NOTE) if trusted and writes_env else script
         steps.append(Note(step, before=(
             "The stage's setup, one step per item (an 'exit 0' ends only its own step).",)
             if i == 1 else ()))

@@ -138,8 +138,8 @@ def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> No
         out.append(f"{pad}{prefix} {'{}' if isinstance(value, dict) else '[]'}{_eol(eol)}")
     else:
         lines = _scalar(value)
-        if len(lines) > 1 and eol:
-            raise ValueError("no end-of-line comment after a block scalar")
+        if len(lines) > 1 and eol and not lines[0].startswith(("|", ">")):
+            raise ValueError("an end-of-line comment goes after a block scalar's header only")
         out.append(f"{pad}{prefix} {lines[0]}{_eol(eol)}")
         out.extend(f"{pad}{line}" if line else "" for line in lines[1:])
 
