@@ -226,7 +226,7 @@ def test_github_with_trust_base_reads_that_revision_not_the_payload(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The trusted workflow plans with --github --trust-base HEAD^1 (the merge commit's
     first parent): the payload's base.sha, which can be older or absent, is not used."""
-    root, sha = repo
+    root, _sha = repo
     fork_edit(root, "trusted_only = true", "trusted_only = false")
     subprocess.run(["git", "-C", str(root), "-c", "user.name=x", "-c", "user.email=x@x",
                     "commit", "-qam", "fork"], check=True)
