@@ -69,8 +69,9 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
     assert set(outputs) == {"earlier", "matrix", "has_jobs", "cadence", "bypass_fastfail",
                             "write_baseline", "coverage_holes", "coverage_hole_stages", "digest", "waves",
                             "matrix_0", "has_jobs_0", "matrix_1", "has_jobs_1", "stages",
-                            "tree_errors"}
+                            "tree_errors", "authorized"}
     assert outputs["tree_errors"] == "false"
+    assert outputs["authorized"] == "true"  # not a fork's pull request
     matrix = json.loads(outputs["matrix"])["include"]
     plan = load_plan(tmp_path / "plan.json")
     assert [m["id"] for m in matrix] == [j.id for j in plan.jobs]
