@@ -248,7 +248,11 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
 
     files = tuple(dict.fromkeys(resolve_file(project, base, f) for f in opts.files))
     trust = None
-    if trigger.is_pull_request and trigger.fork and (opts.github or trigger.base_sha):
+    # The trusted workflow (--github --trust-base) plans every pull request with the base's
+    # trust settings, a same-repository one too: its jobs run with the base's definitions.
+    base_trusted = opts.github and opts.trust_base is not None
+    if trigger.is_pull_request and (trigger.fork or base_trusted) and (opts.github
+                                                                       or trigger.base_sha):
         # The fork's checkout must not decide its own trust: read the base's config.
         # With --github a payload without base.sha fails closed inside read_base.
         from testfleet.planning.trust import read_base
