@@ -106,8 +106,9 @@ def trigger_from_payload(event: str, payload: Any, where: str, *,
             raise UsageError(f"{where}: a {event} payload needs a 'pull_request' object")
         draft = _at(payload, ["pull_request", "draft"], where, bool, optional=True)
         base_sha = _at(payload, ["pull_request", "base", "sha"], where, str, optional=True)
+        labels = _labels(payload, where)
         fork = _is_fork(payload, where)
-        return Trigger(event=event, labels=_labels(payload, where),
+        return Trigger(event=event, labels=labels,
                        fork=fork, cadence=cadence, draft=bool(draft),
                        base_sha=base_sha,
                        authorizing=_added_label(payload, where)
