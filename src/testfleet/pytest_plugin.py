@@ -255,9 +255,11 @@ def _from_stage(project: Any, registry: Any, stage: str, shard: str | None,
     notes.extend(made.notes)
     shown = None if made.frozen is None else made.frozen.relative_to(project.root).as_posix()
     require_digest(made.plan, digest, "this run's plan" + (f" ({shown})" if shown else ""))
-    if not made.reused:
-        notes.append(f"plan {made.plan.digest} ({shown or 'not frozen'}): every shard of this "
-                     "run on this machine runs from it")
+    if made.frozen is None:
+        notes.append(f"plan {made.plan.digest} (not frozen)")
+    elif not made.reused:
+        notes.append(f"plan {made.plan.digest} ({shown}): every shard of this run on this "
+                     "machine runs from it")
     sel = select_stage_jobs(made.plan, stage, parse_shard(shard) if shard is not None else None)
     return sel, made.plan, shown
 

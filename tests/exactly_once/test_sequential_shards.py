@@ -56,3 +56,16 @@ def test_fewer_files_than_shards_each_file_once_and_empty_shard_is_green(
         res = run_pytest(root, "--testfleet-stage", "s", "--testfleet-shard", f"{i}/4")
         assert res.returncode == 0, res.stdout + res.stderr
     assert dict(ran(root)) == _expected(3)
+
+
+def test_run_and_plugin_shards_of_one_run_share_its_plan(
+        log_project: Callable[..., Path]) -> None:
+    """The two stage paths plan through one function with the same inputs: a run may mix them."""
+    root = log_project(files=7, shards=3)
+    res = run_testfleet(root, "run", "--stage", "s", "--shard", "2/3", "--display", "plain")
+    assert res.returncode == 0, res.stderr
+    for i in (3, 1):
+        res = run_pytest(root, "--testfleet-stage", "s", "--testfleet-shard", f"{i}/3")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "executing this run's frozen plan" in res.stdout
+    assert dict(ran(root)) == _expected(7)

@@ -242,7 +242,8 @@ def test_parse_shard() -> None:
 
 
 def _plan(*jobs: SimpleNamespace, stages: tuple = ()) -> SimpleNamespace:
-    return SimpleNamespace(jobs=jobs, stages=stages, policy={"cadence": "regular"})
+    return SimpleNamespace(jobs=jobs, stages=stages, policy={"cadence": "regular"},
+                           digest="sha256:" + "a" * 64)
 
 
 def _pjob(stage: str, shard: int, shards: int, files: list[str]) -> SimpleNamespace:
@@ -259,6 +260,14 @@ def test_select_stage_jobs() -> None:
     assert sel.job_id == "a-2-of-2" and [i.file for i in sel.items] == ["x2"]
     with pytest.raises(UsageError, match="planned as 2 shard"):
         select_stage_jobs(plan, "a", (1, 3))
+    both = select_stage_jobs(plan, "a", None)
+    assert (both.job_id, both.shard, both.jobs) == ("a-all-2", 0, ("a-1-of-2", "a-2-of-2"))
+    # shards = 3 with two files: shard 3 has no job, and is empty rather than an error (#26)
+    fewer = _plan(_pjob("a", 1, 3, ["x1"]), _pjob("a", 2, 3, ["x2"]))
+    empty = select_stage_jobs(fewer, "a", (3, 3))
+    assert empty.empty and (empty.job_id, empty.shard, empty.shards, empty.jobs) == (
+        "a-3-of-3", 3, 3, ())
+    assert empty.plan_digest == fewer.digest
     dormant = SimpleNamespace(name="d", status="dormant", reason="runners broken")
     with pytest.raises(UsageError, match="dormant: runners broken"):
         select_stage_jobs(_plan(stages=(dormant,)), "d", None)

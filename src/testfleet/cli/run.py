@@ -202,10 +202,11 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
     plan = made.plan
     shown = None if made.frozen is None else _relative(made.frozen, project.root)
     require_digest(plan, digest, "this run's plan" + (f" ({shown})" if shown else ""))
-    if not made.reused:
-        click.echo(f"testfleet: note: plan {plan.digest} ({shown or 'not frozen'}); every "
-                   "shard of this run on this machine runs from it (--plan-digest pins it "
-                   "elsewhere)", err=True)
+    if made.frozen is None:
+        click.echo(f"testfleet: note: plan {plan.digest} (not frozen)", err=True)
+    elif not made.reused:
+        click.echo(f"testfleet: note: plan {plan.digest} ({shown}); every shard of this run "
+                   "on this machine runs from it (--plan-digest pins it elsewhere)", err=True)
     if opts.files:
         return select_file_jobs(plan, stage), plan, shown
     assert stage is not None

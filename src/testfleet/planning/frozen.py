@@ -50,8 +50,18 @@ def frozen_path(cache: Path, key: str) -> Path:
 def load_frozen(path: Path) -> Plan | None:
     """The frozen plan at ``path``, or None when there is none yet. A damaged one is an
     error: a plan made again now could split differently from the shards already run."""
-    if not path.exists():
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):  # none yet, or no cache directory at all
         return None
+    except OSError as exc:
+        raise UsageError(f"cannot read the frozen plan of this run {path}: "
+                         f"{exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):  # a symlink or a FIFO is no plan testfleet froze
+        raise UsageError(f"{path} is not a regular file, so not a frozen plan testfleet "
+                         "wrote; delete it to plan again")
     try:
         return load_plan(path)
     except UsageError as exc:
@@ -64,9 +74,12 @@ def freeze(path: Path, plan: Plan) -> Plan:
     """Store ``plan`` as the frozen plan at ``path`` unless one is already there; return
     the frozen plan (the one that was there first). Raises ``OSError`` when it cannot be
     written."""
+    import errno
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.is_symlink():
+        raise OSError(errno.ELOOP, "is a symlink; nothing is written through it", str(path.parent))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

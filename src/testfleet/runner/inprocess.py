@@ -36,12 +36,20 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
                     environ: Mapping[str, str] | None = None) -> InProcessPlan:
     """This run's plan for ``request``: the frozen one when this machine has it, else a plan
     made now from the history (estimates and quarantine of ``stage``), then frozen."""
+    from testfleet.cachedir import cache_dir_problem
     from testfleet.planning import make_plan
     from testfleet.planning.frozen import freeze, frozen_key, frozen_path, load_frozen
     from testfleet.runner.hooks import current_commit
     from testfleet.runner.jobs import ci_run_id
 
     env = os.environ if environ is None else environ
+    unusable = cache_dir_problem(project.root, project.config.cache_dir)
+    if unusable is not None:  # nothing is read or written through a symlinked cache_dir
+        plan, notes = _from_history(project, registry, request, database, stage, history_problem)
+        return InProcessPlan(plan, None, False, [
+            *notes, f"{unusable}: this run's plan is not frozen; a later shard on this "
+                    "machine may plan again; give every shard --plan-digest to make it "
+                    "refuse instead"])
     literal = make_plan(project, registry, request)  # no history: the key's basis
     key = frozen_key(literal.digest, current_commit(project.root, dict(env)), ci_run_id(env))
     path = frozen_path(project.root / project.config.cache_dir, key)
@@ -51,12 +59,7 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
             f"executing this run's frozen plan {existing.digest[:19]}… ({_shown(project, path)}), "
             "made by its first shard on this machine: shard membership is not re-planned from "
             "history recorded since"])
-    estimates, history_notes = _estimates(project, registry, database, stage, history_problem)
-    from testfleet.results.quarantine import quarantine_for
-
-    quarantine, quarantine_notes = quarantine_for(project, database, [stage] if stage else None)
-    plan = make_plan(project, registry, request, estimates, quarantine=quarantine)
-    out = [*history_notes, *quarantine_notes]
+    plan, out = _from_history(project, registry, request, database, stage, history_problem)
     try:
         frozen = freeze(path, plan)
     except OSError as exc:
@@ -67,18 +70,23 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
     return InProcessPlan(frozen, path, frozen.digest != plan.digest, out)
 
 
-def _estimates(project: Project, registry: Any, database: str | None, stage: str | None,
-                     history_problem: str | None) -> tuple[Any, list[str]]:
-    """Measured durations when the history has them (the same source as `testfleet plan`)."""
+def _from_history(project: Project, registry: Any, request: Any, database: str | None,
+                  stage: str | None, history_problem: str | None) -> tuple[Plan, list[str]]:
+    """The plan from the history of the moment: measured durations where it has them and
+    its quarantine (the same sources as `testfleet plan`), with notes on what was used."""
+    from testfleet.planning import make_plan
     from testfleet.planning.estimates import estimates_for
     from testfleet.planning.lanes import find_lane
+    from testfleet.results.quarantine import quarantine_for
 
     lane = find_lane(project.config, stage) if stage else None
     wanted = None if stage is None else [stage, lane.stage] if lane else [stage]
-    estimates, warnings = estimates_for(project, registry, url=database, stages=wanted)
+    estimates, notes = estimates_for(project, registry, url=database, stages=wanted)
     if history_problem is not None:  # no history could be read: say why, not "no database yet"
-        warnings = [f"{history_problem}; all estimates are est_time literals"]
-    return estimates, warnings
+        notes = [f"{history_problem}; all estimates are est_time literals"]
+    quarantine, quarantine_notes = quarantine_for(project, database, [stage] if stage else None)
+    plan = make_plan(project, registry, request, estimates, quarantine=quarantine)
+    return plan, [*notes, *quarantine_notes]
 
 
 def _shown(project: Project, path: Path) -> str:
