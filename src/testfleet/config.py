@@ -25,6 +25,15 @@ from pydantic import (
 )
 
 from testfleet import globs
+
+# CI text rules and the job-environment keys (python, uv, checkouts) live in ci_keys.
+from testfleet.ci_keys import (
+    _SECRET_NAME,
+    StageJobKeys,
+    VariantJobKeys,
+    _ci_text,
+    _control_char,
+)
 from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
@@ -195,24 +204,6 @@ BackendConfig.model_rebuild(force=True)
 # GitHub would evaluate a ``${{ }}`` as an expression: refused at load time, with
 # control characters, so a value is only ever data in the file it lands in.
 
-SECRET_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_SECRET_NAME = re.compile(SECRET_NAME_RE)
-
-
-def _control_char(value: str, allowed: str = "") -> str | None:
-    """The first C0 control character or DEL in ``value`` that is not ``allowed``."""
-    return next((c for c in value if (ord(c) < 32 or c == "\x7f") and c not in allowed), None)
-
-
-def _ci_text(value: str, what: str, *, multiline: bool = False) -> str:
-    if "${{" in value:
-        raise ValueError(f"{what} {value[:60]!r} contains '${{{{': GitHub would evaluate it as an "
-                         "expression; read the value from an environment variable instead")
-    bad = _control_char(value, "\n\t" if multiline else "")
-    if bad is not None:
-        raise ValueError(f"{what} {value[:60]!r} contains a control character ({bad!r})")
-    return value
-
 
 class ContainerConfig(_Strict):
     """A stage's job container: the image and what ``docker create`` needs for GPUs
@@ -269,7 +260,7 @@ def _image_or_table(schema: dict[str, Any]) -> None:
 # -- stage variants (#12): one suite on several runner classes or images ---------------
 
 
-class VariantConfig(_Strict):
+class VariantConfig(VariantJobKeys, _Strict):
     """``[tool.testfleet.stages.<stage>.variants.<name>]``: the stage's suite once more, on
     other runners or another image. Every key is optional and overrides the stage's own;
     ``env`` is merged over the stage's. A variant is planned as its own jobs (a *lane*,
@@ -344,7 +335,7 @@ class VariantConfig(_Strict):
         return self
 
 
-class StageConfig(_Strict):
+class StageConfig(StageJobKeys, _Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
     backend: str

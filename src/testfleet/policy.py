@@ -37,6 +37,10 @@ class Trigger:
     #: the pull request's base commit (payload ``pull_request.base.sha``): a fork's
     #: trust settings are read from the configuration there, not from the fork
     base_sha: str | None = None
+    #: the labels that may authorize a fork (None: any of its labels). On
+    #: ``pull_request_target`` only the label this event added: a label applied before
+    #: the fork's latest push must not authorize code nobody has looked at.
+    authorizing: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -299,9 +303,13 @@ def resolve_policy(config: Config, trigger: Trigger, *,
 
     authorized, authorized_by = True, None
     if trigger.is_pull_request and trigger.fork:
-        granting = authorizing_labels(trust if trust is not None else config, raw_set)
+        offered = raw_set if trigger.authorizing is None else raw_set & set(trigger.authorizing)
+        granting = authorizing_labels(trust if trust is not None else config, offered)
         authorized = bool(granting)
         authorized_by = granting[0] if granting else None
+        if not granting and authorizing_labels(trust if trust is not None else config, raw_set):
+            notes.append("fork pull request: only a label added by this very event authorizes "
+                         "it (a push after the label was added needs the label again)")
 
     policy = Policy(
         event=trigger.event,

@@ -51,6 +51,11 @@ def run_step(bk: Buildkite, repo: Path, step: dict[str, Any], ws: Path,
     if not ws.exists():
         git(repo.parent, "clone", "-q", str(repo), str(ws))
     proc = bk.run("set -e\n" + "\n".join(step["commands"]), ws, {**env, **step.get("env", {})})
+    for pattern in step.get("artifact_paths", []):  # the agent uploads them whatever the outcome
+        for path in ws.glob(pattern):
+            dest = bk.store / "files" / path.relative_to(ws)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(path.read_bytes())
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -74,9 +79,15 @@ def test_a_default_branch_build_merges_its_bundles_and_the_next_plans_from_them(
         assert code == 0, log
     bundles = sorted((bk.store / "files" / "testfleet-history").glob("*.bundle"))
     assert [b.stem for b in bundles] == sorted(s["key"] for s in steps)
-    wait, merge = pipeline["steps"][-2:]
+    wait, merge, reconcile = pipeline["steps"][-3:]
     assert wait == {"wait": None, "continue_on_failure": True}
     assert merge["key"] == "testfleet-history"
+    # the GPU jobs never ran here, so they never reported: the reconcile step fails the
+    # build naming each of them, and none of the CPU jobs that did report
+    code, log = run_step(bk, bk_repo, reconcile, tmp_path / "reconcile-41", build)
+    gpu = sorted(j["id"] for j in plan["jobs"] if j["backend"] != "cpu")
+    assert code == 1 and gpu and all(job_id in log for job_id in gpu), log
+    assert not any(f"missing job {s['key']}" in log for s in steps)
     assert merge["if"] == "build.pull_request.id == null && build.branch == pipeline.default_branch"
     assert merge["concurrency"] == 1 and merge["concurrency_group"].startswith(
         "${BUILDKITE_PIPELINE_SLUG}/")
@@ -167,8 +178,9 @@ def test_rejected_registrations_run_the_valid_tests_and_fail_the_build_last(
     assert [s["file"] for s in plan["skipped"] if s["reason"] == "invalid"] == [
         "tests/unit/test_broken_marker.py"]
     assert cpu_steps(pipeline, plan)  # every valid test is scheduled
-    wait, merge, last = pipeline["steps"][-3:]
+    wait, merge, reconcile, last = pipeline["steps"][-4:]
     assert wait == {"wait": None, "continue_on_failure": True}
-    assert (merge["key"], last["key"]) == ("testfleet-history", "testfleet-tree-errors")
+    assert (merge["key"], reconcile["key"], last["key"]) == (
+        "testfleet-history", "testfleet-reconcile", "testfleet-tree-errors")
     code, log = run_step(bk, bk_repo, last, tmp_path / "last", build)
     assert code == 1 and "1 registration(s) were rejected" in log

@@ -110,10 +110,11 @@ def resolve(expr: str, contexts: dict[str, Any]) -> str:
 
 def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[str, Any],
                name: str) -> tuple[int, str, dict[str, str]]:
-    """A ``uses: ./.github/actions/testfleet`` step: the action's own run steps from the
-    checkout, with its inputs (defaults filled in) and the step's env, as GitHub runs a
-    composite action. Installing is the harness's job (testfleet is on PATH)."""
-    action = yaml.safe_load((cwd / ".github" / "actions" / "testfleet" / "action.yml").read_text())
+    """A ``uses: ./<path>`` step: the action's own run steps read from that path of the
+    workspace (``cwd``), as GitHub resolves a local action, with its inputs (defaults filled
+    in), the step's env and the action's ``working-directory``, as GitHub runs a composite
+    action. Installing is the harness's job (testfleet is on PATH)."""
+    action = yaml.safe_load((cwd / step["uses"] / "action.yml").read_text())
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs.update({k: resolve(str(v), contexts) for k, v in step.get("with", {}).items()})
     ctx = {**contexts, "inputs": inputs}
@@ -123,7 +124,8 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
         if "run" not in inner or inner.get("name") == "Install testfleet":
             continue
         env = {**step_env, **{k: resolve(v, ctx) for k, v in inner.get("env", {}).items()}}
-        code, log, outputs = runner.step(inner["run"], cwd, env, f"{name}-a{i}")
+        where = cwd / resolve(str(inner.get("working-directory", ".")), ctx)
+        code, log, outputs = runner.step(inner["run"], where, env, f"{name}-a{i}")
         logs += log
         if code != 0:
             break
@@ -148,7 +150,7 @@ def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str
         if "uses" in step and not step["uses"].startswith("./") and uses is not None:
             uses(step, cwd, contexts)
             continue
-        if step.get("uses", "").startswith("./.github/actions/testfleet"):
+        if step.get("uses", "").startswith("./"):
             code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}")
             logs += log
             if "id" in step:
@@ -160,7 +162,8 @@ def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str
         if "run" not in step or step.get("name") == "Install testfleet":
             continue
         env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
-        code, log, step_out = runner.step(step["run"], cwd, env, f"{name}-{i}")
+        where = cwd / step.get("working-directory", ".")
+        code, log, step_out = runner.step(step["run"], where, env, f"{name}-{i}")
         logs += log
         if "id" in step:
             contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}
@@ -182,6 +185,29 @@ def repo(example_project: Path) -> Path:
     return example_project
 
 
+def play_reconcile(runner: Runner, workflow: dict[str, Any], repo: Path, ws: Path,
+                   plan_ws: Path, status_files: dict[str, Path],
+                   contexts: dict[str, Any]) -> tuple[bool, str]:
+    """The workflow's reconcile job: its checkout, the plan and every job's
+    ``testfleet-status-<id>`` artifact downloaded (each into its own folder, as
+    download-artifact does with a pattern), then its own steps."""
+    job = workflow["jobs"]["reconcile"]
+    assert "needs.plan.result == 'success'" in job["if"] and "always()" in job["if"]
+    git(ws.parent, "clone", "-q", str(repo), str(ws))
+
+    def uses(step: dict[str, Any], cwd: Path, ctx: dict[str, Any]) -> None:
+        with_ = step.get("with", {})
+        if step["uses"].startswith("actions/download-artifact@") and with_.get("name"):
+            shutil.copy(plan_ws / "plan.json", cwd / "plan.json")
+        elif step["uses"].startswith("actions/download-artifact@"):
+            assert with_["pattern"] == "testfleet-status-*"
+            for job_id, folder in status_files.items():
+                shutil.copytree(folder, cwd / with_["path"] / f"testfleet-status-{job_id}")
+
+    ok, _, logs = run_steps(runner, job, ws, dict(contexts), ws.name, uses=uses)
+    return ok, logs
+
+
 def workflow_for(project: Path) -> dict[str, Any]:
     from testfleet.cli.main import main
 
@@ -189,7 +215,7 @@ def workflow_for(project: Path) -> dict[str, Any]:
         main(["-C", str(project), "init", "--github"])
     assert info.value.code == 0
     data = yaml.safe_load((project / ".github" / "workflows" / "testfleet.yml").read_text())
-    data["on"] = data.pop(True)
+    data["on"] = data.pop(True) if True in data else data["on"]
     return data
 
 
@@ -220,17 +246,26 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     waves = int(job_outputs["waves"])
     assert waves == 2
     stages = json.loads(job_outputs["stages"])
-    stage_jobs = [name for name in workflow["jobs"] if name not in ("plan", "history", "testfleet")]
+    stage_jobs = [name for name in workflow["jobs"]
+                  if name not in ("plan", "history", "reconcile", "testfleet")]
     assert "history" in workflow["jobs"]  # the history loop is on by default
     assert len(stage_jobs) == len(stages)
+    # a pull request plans only the GitHub-hosted stages here (testfleet-trusted.yml, the rest)
+    assert {s for s, v in stages.items() if v["has_jobs"]} <= {"stage-a-cpu", "stage-b-cpu"}
     results: dict[str, str] = {}
     ran_jobs: list[str] = []
     gpu_jobs: list[dict[str, Any]] = []
     junit_files: list[Path] = []
+    status_files: dict[str, Path] = {}
     for name in stage_jobs:
         job = workflow["jobs"][name]
         stage = re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
         assert job["needs"][0] == "plan" and all(results.get(n) for n in job["needs"][1:])
+        status = {"cancelled": False, "failure": False}
+        if not truthy(evaluate(job["if"].removeprefix("${{").removesuffix("}}"), contexts, status)):
+            assert not stages[stage]["has_jobs"]
+            results[name] = "skipped"  # asks for no runner
+            continue
         if not stages[stage]["has_jobs"]:
             results[name] = "skipped"  # asks for no runner
             continue
@@ -253,22 +288,40 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
             assert not (workspace / "testfleet-history").exists()
             ran_jobs.append(entry["id"])
             junit_files += list((workspace / "testfleet-junit").glob("*.xml"))  # upload-artifact
+            status_files[entry["id"]] = workspace / "testfleet-status"  # testfleet-status-<id>
             summaries = [p.read_text() for p in tmp_path.glob(f"{entry['id']}-*.summary")]
             assert any(entry["id"] in text for text in summaries)  # the runner's step summary
         results[name] = "success"
+
+    # -- the reconcile job: every planned job reported, each file exactly once ---------
+    ok, logs = play_reconcile(runner, workflow, repo, tmp_path / "reconcile", plan_ws,
+                              status_files, contexts)
+    assert ok, logs
+    results["reconcile"] = "success"
+    # one shard's job never reports (its runner vanished): reconcile fails, naming it
+    lost = sorted(status_files)[0]
+    ok, logs = play_reconcile(runner, workflow, repo, tmp_path / "reconcile-lost", plan_ws,
+                              {k: v for k, v in status_files.items() if k != lost}, contexts)
+    assert not ok and lost in logs, logs
+    assert "::error" in logs
 
     # -- the summary job ------------------------------------------------------
     summary_job = workflow["jobs"]["testfleet"]
     contexts["needs"].update({k: {"result": v} for k, v in results.items()})
     all_results = " ".join(["success", *results.values()])
+    lost_run = " ".join(["success", *[v for k, v in results.items() if k != "reconcile"],
+                         "failure"])
+    failed = runner.step(summary_job["steps"][0]["run"], tmp_path, {"RESULTS": lost_run},
+                         "summary-failed")
+    assert failed[0] == 1  # the required check fails when reconcile fails
     code, log, _ = runner.step(summary_job["steps"][0]["run"], tmp_path, {"RESULTS": all_results}, "summary")
     assert code == 0, log
 
     # -- what happened, against the plan ----------------------------------
     cpu_jobs = [j for j in plan["jobs"] if j["backend"] == "cpu"]
     assert sorted(ran_jobs) == sorted(j["id"] for j in cpu_jobs)
-    assert sorted(e["id"] for e in gpu_jobs) == sorted(j["id"] for j in plan["jobs"]
-                                                       if j["backend"] != "cpu")
+    # GPU stages are planned for a pull request by testfleet-trusted.yml only (test_fork_safety)
+    assert not gpu_jobs and all(j["backend"] == "cpu" for j in plan["jobs"])
     planned_cpu = Counter(t["file"] for j in cpu_jobs for t in j["tests"])
     assert planned_cpu and max(planned_cpu.values()) == 1
 
@@ -304,7 +357,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     assert started == planned_cpu  # the witness: each planned file ran in exactly one process
     skipped = {s["file"] for s in plan["skipped"]}
     assert not skipped & set(started)  # no skipped file ran
-    gpu_files = {t["file"] for j in plan["jobs"] if j["backend"] != "cpu" for t in j["tests"]}
+    gpu_files = {s["file"] for s in plan["skipped"] if s["backend"] != "cpu"}
     assert gpu_files and not gpu_files & set(started)
 
     # every registration has exactly one fate
@@ -423,8 +476,10 @@ def test_buildkite_bootstrap_plans_and_a_step_runs_its_job(repo: Path, tmp_path:
     pipeline = json.loads((bk.store / "uploaded-pipeline.json").read_text())
     # first the notice step: the dormant MI300X hole and the warning about the hostile
     # labels (they grant nothing) become a build annotation, as data, never as shell code
-    notice, *job_steps = pipeline["steps"]
+    notice, *job_steps, wait, reconcile = pipeline["steps"]  # a PR's build writes no history
     assert len(job_steps) == len(plan["jobs"])
+    assert wait == {"wait": None, "continue_on_failure": True}
+    assert reconcile["key"] == "testfleet-reconcile"
     proc = bk.run("set -e\n" + "\n".join(notice["commands"]), plan_ws, notice["env"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not PWNED.exists()

@@ -214,3 +214,37 @@ def test_plan_with_rejected_registrations_still_runs_the_valid_tests(
     code, out, calls = run_action(tmp_path, {"command": "plan"}, fake_exit=status)
     assert code == step_code, out
     assert len(calls) == (1 if status == 2 else 2)  # the summary is written unless it failed
+
+
+def test_used_as_owner_repo_at_sha_it_installs_its_own_source(tmp_path: Path) -> None:
+    """#28 item 5: `uses: owner/testfleet@<sha>` checks the action out with testfleet's own
+    source beside it; the default install takes that source, not a version from the index."""
+    source = tmp_path / "action-checkout"
+    source.mkdir()
+    (source / "pyproject.toml").write_text('[project]\nname = "testfleet"\nversion = "0.1.0"\n')
+    bin_dir = _fake_bin(tmp_path)
+    log = tmp_path / "argv.log"
+    log.write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log), "TESTFLEET_INSTALL": "",
+           "TESTFLEET_VERSION": __version__, "GITHUB_ACTION_PATH": str(source)}
+    proc = subprocess.run(["bash", "-e", "-c", _step("Install testfleet")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    calls = [line.split("\0") for line in log.read_text().split("\0\n") if line]
+    assert calls[0] == ["python3", "-m", "pip", "install", str(source)]
+    # vendored in a project (no testfleet source beside it): the pinned version
+    (source / "pyproject.toml").write_text('[project]\nname = "fleet"\n')
+    log.write_text("")
+    subprocess.run(["bash", "-e", "-c", _step("Install testfleet")], cwd=tmp_path, env=env,
+                   capture_output=True, text=True, timeout=60, check=True)
+    calls = [line.split("\0") for line in log.read_text().split("\0\n") if line]
+    assert calls[0] == ["python3", "-m", "pip", "install", f"testfleet=={__version__}"]
+
+
+def test_plan_takes_a_stage_list_and_diffs_on_pull_request_target(tmp_path: Path) -> None:
+    code, out, calls = run_action(tmp_path, {"command": "plan", "stages": "unit,lint",
+                                             "diff-base": "HEAD^1"},
+                                  event="pull_request_target")
+    assert code == 0, out
+    assert calls[0][:9] == ["testfleet", "plan", "--github", "--diff-base", "HEAD^1",
+                            "--stage", "unit", "--stage", "lint"]

@@ -21,6 +21,7 @@ from testfleet.integrations.buildkite import (
     MAX_NOTICE_CHARS,
     MAX_WARNING_CHARS,
     NOTICE_KEY,
+    RECONCILE_KEY,
     TREE_ERRORS_KEY,
     agents_for,
     emit,
@@ -102,11 +103,12 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
     assert MI300X in notice["env"]["TESTFLEET_ANNOTATION"]
     steps, tail = steps[:len(plan.jobs)], steps[len(plan.jobs):]
     assert len(steps) == len(plan.jobs) > 0
+    # after every job, failed ones too: history (not for a PR) and the reconciliation
+    assert tail[0] == {"wait": None, "continue_on_failure": True}
     if plan.policy["event"] == "pull_request":  # a PR's build never writes history
-        assert tail == [] and "history export" not in text
-    else:  # after every job, failed ones too: the history step
-        assert tail[0] == {"wait": None, "continue_on_failure": True}
-        assert [t["key"] for t in tail[1:]] == [HISTORY_KEY]
+        assert [t["key"] for t in tail[1:]] == [RECONCILE_KEY] and "history export" not in text
+    else:
+        assert [t["key"] for t in tail[1:]] == [HISTORY_KEY, RECONCILE_KEY]
         assert all(any("history export" in c for c in step["commands"]) for step in steps)
     keys = [s["key"] for s in steps]
     assert len(set(keys)) == len(keys)
@@ -117,7 +119,7 @@ def test_example_pipelines_validate_and_mirror_the_plan(trigger: str, example_pr
         assert step["label"] == f"{j.stage} {j.shard}/{j.shards}"
         assert any("testfleet run --plan plan.json --job" in c for c in step["commands"])
         assert any(plan.digest in c for c in step["commands"])
-        assert step["artifact_paths"] == ["testfleet-junit/*.xml"]
+        assert step["artifact_paths"] == ["testfleet-junit/*.xml", "testfleet-status/*.json"]
         needed = {k.id for k in plan.jobs if k.stage in j.needs}
         assert set(step.get("depends_on", [])) == needed
         assert step.get("allow_dependency_failure", False) == (
@@ -177,7 +179,7 @@ def test_hostile_strings_cannot_interpolate_at_upload(tmp_path: Path) -> None:
     validate(tmp_path, text)
     data = json.loads(text)
     keys = [s["key"] for s in data["steps"] if "key" in s]
-    assert keys == ["a_b_c_d", "a_b_c_d-2", HISTORY_KEY]
+    assert keys == ["a_b_c_d", "a_b_c_d-2", HISTORY_KEY, RECONCILE_KEY]
     first = data["steps"][0]
     assert first["agents"] == {"queue": "gpu-$$BUILDKITE_AGENT_TOKEN"}
     (plugin,) = first["plugins"]
@@ -229,7 +231,7 @@ def test_a_hole_is_annotated_on_the_build_page(tmp_path: Path) -> None:
     validate(tmp_path, text, cli=True)
     data = json.loads(text)
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == "gpu"
-    notice, unit, _wait, _history = data["steps"]
+    notice, unit, _wait, _history, _reconcile = data["steps"]
     assert notice["key"] == NOTICE_KEY
     assert notice["label"] == ":warning: testfleet: 1 coverage hole(s), 1 warning(s)"
     assert notice["commands"] == NOTICE_COMMANDS  # constants: the text is only in env
@@ -251,7 +253,7 @@ def test_no_holes_no_warnings_no_notice_step() -> None:
     plan = seal(Plan(policy={}, jobs=(job("unit-1", "unit"),), stages=(stage("unit", 0),),
                      skipped=(), warnings=()))
     data = pipeline(plan)
-    assert [s.get("key") for s in data["steps"]] == ["unit-1", None, HISTORY_KEY]
+    assert [s.get("key") for s in data["steps"]] == ["unit-1", None, HISTORY_KEY, RECONCILE_KEY]
     assert data["env"]["TESTFLEET_COVERAGE_HOLES"] == ""
 
 
@@ -266,10 +268,11 @@ def test_a_plan_with_no_jobs_still_shows_its_hole(tmp_path: Path) -> None:
 def test_a_job_cannot_take_the_notice_key() -> None:
     plan = hole_plan(jobs=(job(NOTICE_KEY, "unit"),))
     keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
-    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2", HISTORY_KEY]
+    assert keys == [NOTICE_KEY, f"{NOTICE_KEY}-2", HISTORY_KEY, RECONCILE_KEY]
     plan = hole_plan(jobs=(job(HISTORY_KEY, "unit"), job(TREE_ERRORS_KEY, "unit", shard=2)))
     keys = [s["key"] for s in pipeline(plan)["steps"] if "key" in s]
-    assert keys == [NOTICE_KEY, f"{HISTORY_KEY}-2", f"{TREE_ERRORS_KEY}-2", HISTORY_KEY]
+    assert keys == [NOTICE_KEY, f"{HISTORY_KEY}-2", f"{TREE_ERRORS_KEY}-2", HISTORY_KEY,
+                    RECONCILE_KEY]
 
 
 def test_history_and_tree_errors_steps(tmp_path: Path) -> None:
@@ -280,10 +283,10 @@ def test_history_and_tree_errors_steps(tmp_path: Path) -> None:
     base = {"jobs": (job("unit-1", "unit"),), "stages": (stage("unit", 0),), "warnings": ()}
     invalid = (Skipped("tests/test_bad.py", "cpu", "nope", "invalid", "unknown suite"),)
     for event, skipped, tail in [
-        ("push", (), [HISTORY_KEY]),
-        ("schedule", invalid, [HISTORY_KEY, TREE_ERRORS_KEY]),
-        ("pull_request", invalid, [TREE_ERRORS_KEY]),
-        ("pull_request", (), []),
+        ("push", (), [HISTORY_KEY, RECONCILE_KEY]),
+        ("schedule", invalid, [HISTORY_KEY, RECONCILE_KEY, TREE_ERRORS_KEY]),
+        ("pull_request", invalid, [RECONCILE_KEY, TREE_ERRORS_KEY]),
+        ("pull_request", (), [RECONCILE_KEY]),
     ]:
         plan = seal(Plan(policy={"event": event}, skipped=skipped, **base))
         text = emit(plan)
@@ -427,13 +430,14 @@ def test_generated_shell_passes_shellcheck(example_project: Path, tmp_path: Path
     plan = plan_for(example_project, TRIGGERS["nightly"])
     notice, first_job = pipeline(plan)["steps"][:2]
     assert notice["key"] == NOTICE_KEY
-    history = pipeline(plan)["steps"][-1]
-    assert history["key"] == HISTORY_KEY
+    history, reconcile = pipeline(plan)["steps"][-2:]
+    assert history["key"] == HISTORY_KEY and reconcile["key"] == RECONCILE_KEY
     scripts = {
         "bootstrap.sh": yaml.safe_load(bootstrap())["steps"][0]["command"],
         "notice.sh": "\n".join(notice["commands"]),
         "step.sh": "\n".join(first_job["commands"]),
         "history.sh": "\n".join(history["commands"]),
+        "reconcile.sh": "\n".join(reconcile["commands"]),
     }
     for name, body in scripts.items():
         path = tmp_path / name
@@ -458,3 +462,62 @@ def test_a_job_checks_its_plan_files_own_digest_exactly(example_project: Path,
         res = subprocess.run(["sh", "-c", check],
                              cwd=tmp_path, capture_output=True, text=True, timeout=30)
         assert (res.returncode == 0) is ok, (body, res.stderr)
+
+
+def _machine_job() -> Job:
+    from dataclasses import replace
+
+    from testfleet.planning.jobci import Checkout, JobCI
+
+    ci = JobCI(setup=("echo first > first.txt\nexit 0", "echo second > second.txt"),
+               secrets=("HF_TOKEN",), python="3", uv=True,
+               checkouts=(Checkout("NVIDIA/Megatron-LM", "Megatron-LM", "core_v0.12.0"),
+                          Checkout("sgl-project/sglang", "sglang", "v0.4.9", "GH_PAT")))
+    return replace(job("gpu-1-of-1", "gpu", backend="cuda", runs_on=("gpu",)), ci=ci)
+
+
+def test_each_setup_item_runs_even_after_an_exit_0(tmp_path: Path) -> None:
+    """miles' GPU-wait loop ends with `exit 0`: on Buildkite it ends only its own item, and
+    the next setup item (pip install -r requirements.txt in miles) still runs."""
+    from testfleet.integrations.buildkite import setup_commands
+
+    commands = setup_commands(_machine_job())
+    script = "\n".join(commands).replace("$$", "$")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "first.txt").exists() and (tmp_path / "second.txt").exists()
+    # the same items run inline (the way they were emitted before) stop at the exit 0
+    inline = subprocess.run(["bash", "-e", "-c", "\n".join(_machine_job().ci.setup)],
+                            cwd=tmp_path / ".." , capture_output=True, text=True, timeout=30,
+                            check=False)
+    assert inline.returncode == 0 and not (tmp_path.parent / "second.txt").exists()
+
+
+def test_checkouts_python_and_uv_become_commands(tmp_path: Path) -> None:
+    from testfleet.integrations.buildkite import machine_commands
+
+    plan = seal(Plan(policy={}, jobs=(_machine_job(),), stages=(stage("gpu", 0, backend="cuda"),),
+                     skipped=(), warnings=()))
+    step = next(s for s in pipeline(plan)["steps"] if s.get("key") == "gpu-1-of-1")
+    commands = machine_commands(_machine_job())
+    assert commands[0] == ("rm -rf Megatron-LM && git clone --quiet "
+                           "https://github.com/NVIDIA/Megatron-LM.git Megatron-LM")
+    assert commands[1] == "git -C Megatron-LM checkout --quiet core_v0.12.0"
+    assert "GIT_CONFIG_VALUE_0" in commands[2] and '"$GH_PAT"' in commands[2]
+    assert "GH_PAT" not in commands[2].split("git clone")[1]  # never in git's arguments
+    assert step["secrets"] == ["HF_TOKEN", "GH_PAT"]
+    # python is checked (Buildkite has no setup-python): this interpreter's major version
+    check = next(c for c in commands if c.startswith("python3 -c"))
+    assert subprocess.run(["bash", "-c", check.replace("$$", "$")], capture_output=True,
+                          timeout=30, check=False).returncode == 0
+    wrong = check.replace(" 3 ||", " 2.7 ||")
+    failed = subprocess.run(["bash", "-c", wrong.replace("$$", "$")], capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert failed.returncode == 2 and "does not have the stage's python 3" in failed.stderr
+    assert commands[-1].startswith("command -v uv")
+    body = "\n".join(step["commands"]).replace("$$", "$")
+    path = tmp_path / "step.sh"
+    path.write_text("#!/bin/bash\nset -e\n" + body + "\n")
+    result = run_tool(tool("shellcheck"), "--severity=info", str(path))
+    assert result.returncode == 0, result.stdout

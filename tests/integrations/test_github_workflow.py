@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from testfleet.config import Project, load_project, validate_config
+from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import (
     DEFAULT_BRANCH_RUN,
     PINNED_ACTIONS,
@@ -71,19 +72,32 @@ def ci_config(**gpu: Any) -> Any:
 def parsed(text: str) -> dict[str, Any]:
     data = yaml.safe_load(text)
     if True in data:  # YAML 1.1 reads the key `on` as a boolean
-        data["on"] = data.pop(True)
+        data["on"] = data.pop(True) if True in data else data["on"]
     return data
 
 
-def lint(tmp_path: Path, text: str) -> list[subprocess.CompletedProcess[str]]:
-    wf = tmp_path / ".github" / "workflows" / "testfleet.yml"
-    wf.parent.mkdir(parents=True, exist_ok=True)
-    wf.write_text(text)
+def lint(tmp_path: Path, text: str, trusted: str | None = None,
+         config: Any = None) -> list[subprocess.CompletedProcess[str]]:
+    """actionlint (with the runner labels ``init`` writes to .github/actionlint.yaml),
+    zizmor and the workflow schema, over the workflow and the trusted one when given."""
+    from testfleet.integrations.github_options import render_actionlint_config
+
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True, exist_ok=True)
+    files = [workflows / "testfleet.yml"]
+    files[0].write_text(text)
+    if trusted is not None:
+        files.append(workflows / "testfleet-trusted.yml")
+        files[1].write_text(trusted)
+    labels = tmp_path / ".github" / "actionlint.yaml"
+    labels.write_text(render_actionlint_config(config) if config is not None
+                      else "self-hosted-runner:\n  labels: []\n")
     tool("shellcheck")  # actionlint lints every run: script with it when it is on PATH
+    paths = [str(f) for f in files]
     return [
-        run_tool(tool("actionlint"), "-no-color", str(wf), cwd=tmp_path),
-        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", str(wf)),
-        run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(wf)),
+        run_tool(tool("actionlint"), "-no-color", "-config-file", str(labels), *paths, cwd=tmp_path),
+        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", *paths),
+        run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *paths),
     ]
 
 
@@ -106,6 +120,18 @@ VARIANTS = {
                                        "b200": {"runs_on": ["self-hosted", "b200"],
                                                 "container": "rocm/dev:1", "secrets": ["B_TOKEN"]}}},
         "soak": {"backend": "cuda", "needs": ["gpu"]}}}), WorkflowOptions()),
+    # #28: miles' setup, item by item (a wait loop that ends in `exit 0`, a GITHUB_ENV
+    # write, a multi-line script), python, uv and extra checkouts, one with a token
+    "miles-like": (lambda: validate_config({"stages": {"gpu": {
+        **GPU_CI, "needs": [], "python": "3.11", "uv": True,
+        "checkouts": [{"repository": "NVIDIA/Megatron-LM", "ref": "core_v0.12.0",
+                       "path": "Megatron-LM"},
+                      {"repository": "sgl-project/sglang", "path": "sglang",
+                       "token_secret": "GH_PAT"}],
+        "env": {"A": "- foo", "B": "0x1F", "C": ".inf", "D": "0b101", "E": "null", "F": "on"},
+        "setup": ["for _ in 1 2 3; do\n  if nvidia-smi; then exit 0; fi\n  sleep 10\ndone\nexit 1",
+                  'echo "PYTHONPATH=$GITHUB_WORKSPACE/sglang" >> "$GITHUB_ENV"',
+                  "pip install -r requirements.txt"]}}}), WorkflowOptions()),
     # an `auto` lane: the plan job keeps two cache files (a multi-line `path:`)
     "auto-styles": (lambda: validate_config({"cache_dir": ".cache/tf", "stages": {
         "unit": {"backend": "cpu", "command": "auto"}}}), WorkflowOptions(config="ci/testfleet.toml")),
@@ -114,8 +140,12 @@ VARIANTS = {
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path: Path) -> None:
+    """Both workflows (the trusted one when any stage is self-hosted or trusted_only)."""
     config_fn, opts = VARIANTS[variant]
-    for result in lint(tmp_path, render_workflow(config_fn(), opts)):
+    config = config_fn()
+    trusted = render_trusted_workflow(config, opts)
+    assert (trusted is None) == (variant in ("no-stages", "auto-styles"))
+    for result in lint(tmp_path, render_workflow(config, opts), trusted, config):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
 
 
@@ -189,8 +219,10 @@ def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
     steps = data["jobs"]["plan"]["steps"]
     plan_step = next(s for s in steps if s.get("id") == "plan")
     assert plan_step["uses"] == "./.github/actions/testfleet"
-    assert plan_step["with"] == {"command": "plan", "cadence": "${{ inputs.cadence }}",
-                                 "diff-base": "HEAD^1"}
+    assert plan_step["with"] == {
+        "command": "plan", "cadence": "${{ inputs.cadence }}", "diff-base": "HEAD^1",
+        # a pull request plans only the GitHub-hosted stages here (the others: trusted workflow)
+        "stages": "${{ github.event_name == 'pull_request' && 'stage-a-cpu,stage-b-cpu' || '' }}"}
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "testfleet-plan" and upload["with"]["path"] == "plan.json"
     # the install is the action's default: exactly this testfleet version
@@ -208,7 +240,8 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
     assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
-    assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "history", "testfleet"}
+    assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "history", "reconcile",
+                                 "testfleet"}
     for name in ("unit", "lint", "gpu", "soak"):
         job = data["jobs"][name]
         needs = config.stages[name].needs
@@ -221,21 +254,35 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         # no fail_fast in the stage table: fail fast within the stage unless the run bypasses it
         assert job["strategy"]["fail-fast"] == "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
         assert "max-parallel" not in job["strategy"] and "container" not in job
-        assert job["runs-on"] == "${{ matrix.runs_on }}"
+        assert job["runs-on"] == list(config.stages[name].runs_on) or job["runs-on"] == \
+            config.stages[name].runs_on[0]  # written from the config, never from the plan
         assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
         assert job["permissions"] == {"contents": "read"}
         run = next(s for s in job["steps"] if s.get("name") == "Run")
         assert run["uses"] == "./.github/actions/testfleet"
         assert run["with"] == {"command": "run", "job": "${{ matrix.id }}",
                                "plan-digest": "${{ needs.plan.outputs.digest }}",
-                               "junit-dir": "testfleet-junit"}
+                               "junit-dir": "testfleet-junit", "status-dir": "testfleet-status"}
+        status = next(s for s in job["steps"] if s.get("uses", "").startswith(
+            "actions/upload-artifact@") and s["with"]["name"].startswith("testfleet-status-"))
+        assert status["if"] == "${{ always() }}" and status["with"]["path"] == "testfleet-status/"
         download = next(s for s in job["steps"]
                         if s.get("uses", "").startswith("actions/download-artifact@"))
         assert download["with"]["name"] == "testfleet-plan"
         junit = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
                  and s["with"]["name"].startswith("junit-")]
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
-    assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+    assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak",
+                                                  "reconcile"]
+    reconcile = data["jobs"]["reconcile"]
+    assert reconcile["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+    assert reconcile["if"] == "${{ always() && needs.plan.result == 'success' }}"
+    step = next(s for s in reconcile["steps"] if s.get("name") == "Reconcile")
+    assert step["with"] == {"command": "reconcile", "plan-digest": "${{ needs.plan.outputs.digest }}",
+                            "args": "testfleet-status\n"}
+    download = next(s for s in reconcile["steps"] if "pattern" in s.get("with", {}))
+    assert download["with"] == {"pattern": "testfleet-status-*", "path": "testfleet-status"}
+    assert "secrets." not in json.dumps(reconcile)
 
 
 def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
@@ -246,7 +293,7 @@ def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
     data = parsed(render_workflow(config))
-    assert set(data["jobs"]) == {"plan", "history", "testfleet", *ids.values()}
+    assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", *ids.values()}
     assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
 
 
@@ -315,7 +362,8 @@ def _plan_file(tmp_path: Path, config: Any, jobs_per_stage: dict[str, int]) -> N
     for stage, n in jobs_per_stage.items():
         ci = job_ci(config.stages[stage])
         jobs += [{"id": f"{stage}-{i}", "stage": stage, "wave": 0, "ci": ci.to_json(),
-                  "env": ci.env} for i in range(n)]
+                  "env": ci.env, "runs_on": list(config.stages[stage].runs_on)}
+                 for i in range(n)]
     (tmp_path / "plan.json").write_text(json.dumps({"jobs": jobs}))
 
 
@@ -345,7 +393,9 @@ def test_guard_fails_when_a_stage_ci_setting_changed_since_generation(tmp_path: 
     assert ok.returncode == 0, ok.stdout + ok.stderr
     for change in ({"secrets": ["HF_TOKEN"]}, {"setup": ["pip install -e ."]},
                    {"fail_fast": True}, {"env": {"HF_HOME": "/other"}},
-                   {"container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3"}}):
+                   {"container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3"}},
+                   {"python": "3.11"}, {"uv": True},
+                   {"checkouts": [{"repository": "NVIDIA/Megatron-LM", "path": "Megatron-LM"}]}):
         after = ci_config(**change)
         _plan_file(tmp_path, after, {"gpu.h200": 2, "unit": 1})
         bad = _bash(guard, {}, tmp_path)
@@ -354,6 +404,20 @@ def test_guard_fails_when_a_stage_ci_setting_changed_since_generation(tmp_path: 
     # the timeout travels per job in the matrix: changing it needs no regeneration
     _plan_file(tmp_path, ci_config(job_timeout_factor=5.0), {"gpu.h200": 2, "unit": 1})
     assert _bash(guard, {}, tmp_path).returncode == 0
+
+
+def test_guard_fails_when_a_plan_names_other_runners(tmp_path: Path) -> None:
+    """The runners are written in the workflow; a plan whose runs_on differs (a config
+    changed since, or a plan made by other code) stops the run instead of being obeyed."""
+    before = ci_config()
+    guard = _guard(before)
+    _plan_file(tmp_path, ci_config(runs_on=["self-hosted", "h200-8x"]), {"gpu.h200": 1})
+    bad = _bash(guard, {}, tmp_path)
+    assert bad.returncode == 1 and "the runs_on of stage gpu.h200 changed" in bad.stdout
+    data = parsed(render_workflow(before))
+    assert data["jobs"]["gpu_h200"]["runs-on"] == ["self-hosted", "gpu"]
+    assert data["jobs"]["unit"]["runs-on"] == "ubuntu-latest"
+    assert "matrix.runs_on" not in render_workflow(before)
 
 
 @pytest.mark.parametrize(("results", "code"), [
@@ -417,21 +481,25 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
     assert unit["env"] == {"HF_HOME": "/tmp/hf cache"}
     # setup runs after the plan is downloaded and before Run, in the job's container
     names = [s.get("name") or s["uses"].split("@")[0] for s in gpu["steps"]]
-    assert names.index("actions/download-artifact") < names.index("Setup") < names.index("Run")
+    first, second = "Setup 1/2: pip install -e .", "Setup 2/2: nvidia-smi"
+    assert names.index("actions/download-artifact") < names.index(first) < names.index(
+        second) < names.index("Run")
     # a container job has no setup-python (the image brings Python); a plain one does
     assert "actions/setup-python" not in names
     assert any(s.get("uses", "").startswith("actions/setup-python@") for s in unit["steps"])
-    setup = next(s for s in gpu["steps"] if s.get("name") == "Setup")
-    assert setup["run"] == "pip install -e .\nnvidia-smi\n"
+    # each setup item is its own step: an `exit 0` in one cannot skip the next
+    setups = [s for s in gpu["steps"] if s.get("name", "").startswith("Setup ")]
+    assert [s["run"] for s in setups] == ["pip install -e .\n", "nvidia-smi\n"]
+    assert all(s["shell"] == "bash" for s in setups)
     secrets = {"HF_TOKEN": "${{ secrets.HF_TOKEN }}", "WANDB_API_KEY": "${{ secrets.WANDB_API_KEY }}"}
-    assert setup["env"] == secrets
+    assert all(s["env"] == secrets for s in setups)
     run = next(s for s in gpu["steps"] if s.get("name") == "Run")
     assert {k: v for k, v in run["env"].items() if k in secrets} == secrets
     for name, job in data["jobs"].items():
         for step in job.get("steps", []):
             text = json.dumps(step)
             if "HF_TOKEN" in text:
-                assert name == "gpu_h200" and step.get("name") in ("Setup", "Run")
+                assert name == "gpu_h200" and step.get("name") in (first, second, "Run")
     assert "secrets.HF_TOKEN" not in json.dumps(unit)
 
 

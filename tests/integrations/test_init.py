@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from support import run_cli
 from testfleet.cli.init import strip_testfleet_section
@@ -183,7 +184,7 @@ def test_workflow_options_reach_the_workflow(tmp_path: Path,
     assert code == 0, err
     text = (root / WORKFLOW_PATH).read_text()
     assert "pip install -e ." in text and "secrets.FLEET_DB" in text
-    assert "--diff-base" not in text and '"3.11"' in text and "branches:" in text
+    assert "diff-base" not in text and "python-version: '3.11'" in text and "branches:" in text
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -209,7 +210,10 @@ def test_python_versions_setup_python_accepts(version: str, tmp_path: Path,
     root = plain_tree(tmp_path)
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", "--python", version)
     assert code == 0, err
-    assert f'python-version: "{version}"' in (root / WORKFLOW_PATH).read_text()
+    data = yaml.safe_load((root / WORKFLOW_PATH).read_text())
+    versions = {s["with"]["python-version"] for job in data["jobs"].values()
+                for s in job["steps"] if "python-version" in s.get("with", {})}
+    assert versions == {version}
 
 
 def test_from_existing_without_markers_is_an_error(tmp_path: Path,
@@ -326,3 +330,38 @@ def test_default_install_is_pinned_and_bad_ci_flags_are_refused(
                            "--install", "pip install ${{ github.head_ref }}")
     assert code == 2 and "expression" in err
     assert "[tool.testfleet.ci]" not in (example_project / "pyproject.toml").read_text()
+
+
+def test_github_writes_the_trusted_workflow_and_says_what_github_must_be_told(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#27: self-hosted stages get testfleet-trusted.yml, actionlint learns their labels,
+    and init prints the GitHub settings with the repository's name; #28: it says how CI
+    installs testfleet, and warns when that cannot be reproduced."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(example_project)], check=True)
+    subprocess.run(["git", "-C", str(example_project), "remote", "add", "origin",
+                    "git@github.com:fleet-org/fleet.git"], check=True)
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 0, err
+    github = example_project / ".github"
+    assert (github / "workflows" / "testfleet-trusted.yml").is_file()
+    labels = yaml.safe_load((github / "actionlint.yaml").read_text())
+    assert {"h200", "mi300x", "nvidia"} <= set(labels["self-hosted-runner"]["labels"])
+    assert ("fleet-org/fleet/.github/workflows/testfleet-trusted.yml@refs/heads/main" in out
+            and "Require approval for all external contributors" in out)
+    assert "'testfleet (trusted)'" in out and "ephemeral" in out
+    # this checkout is an editable install: CI cannot reproduce it, and init says so
+    assert "editable checkout" in err and "[tool.testfleet.ci] install" in err
+    workflow = (github / "workflows" / "testfleet.yml").read_text()
+    assert "::error title=testfleet::testfleet was installed from an editable checkout" in workflow
+    # an install the project names is used as it is, and no warning
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                             "--install", "pip install -e .")
+    assert code == 0 and "editable" not in err
+    assert "CI jobs install testfleet from [tool.testfleet.ci] install: pip install -e ." in out
+    # a project's own actionlint config is left alone; init names the labels it needs
+    (github / "actionlint.yaml").write_text("self-hosted-runner:\n  labels: [mine]\n")
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0 and "is yours and was left as it is" in out
+    assert (github / "actionlint.yaml").read_text() == "self-hosted-runner:\n  labels: [mine]\n"

@@ -163,8 +163,10 @@ def test_buildkite_steps_honour_the_stage_settings(tmp_path: Path) -> None:
     step = _test_step(data)
     commands = step["commands"]
     run = next(i for i, c in enumerate(commands) if c.startswith("testfleet run --plan"))
-    setup = commands.index("pip install -e .")
-    assert commands[setup:setup + 2] == ["pip install -e .", "nvidia-smi"]  # setup, then run
+    setup = commands.index("bash -eo pipefail -c 'pip install -e .'")
+    # setup, each item in a shell of its own, then run
+    assert commands[setup:setup + 2] == ["bash -eo pipefail -c 'pip install -e .'",
+                                         "bash -eo pipefail -c nvidia-smi"]
     assert setup < run
     assert step["secrets"] == ["HF_TOKEN", "WANDB_API_KEY"]
     assert step["timeout_in_minutes"] == 60 + JOB_OVERHEAD_MINUTES
@@ -265,3 +267,51 @@ def test_retry_settings_never_ask_for_the_workflow_to_be_regenerated() -> None:
     base = JobCI(container=Container("img:1"), secrets=("HF_TOKEN",))
     assert replace(base, max_attempts=3, retry_wait=10.0).fingerprint() == base.fingerprint()
     assert replace(base, secrets=("HF_TOKEN", "WANDB_API_KEY")).fingerprint() != base.fingerprint()
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("python", "3.11; rm -rf /", "not a version for setup-python"),
+    ("python", "${{ x }}", "not a version for setup-python"),
+    ("checkouts", [{"repository": "not a repo", "path": "x"}], "is not 'owner/name'"),
+    ("checkouts", [{"repository": "a/b", "path": "../escape"}], "relative directory"),
+    ("checkouts", [{"repository": "a/b", "path": "/abs"}], "relative directory"),
+    ("checkouts", [{"repository": "a/b", "path": "p", "ref": "--upload-pack=x"}], "not a branch"),
+    ("checkouts", [{"repository": "a/b", "path": "p", "ref": "v1${{ x }}"}], "contains '${{'"),
+    ("checkouts", [{"repository": "a/b", "path": "p", "token_secret": "GITHUB_TOKEN"}],
+     "not a secret name"),
+    ("checkouts", [{"repository": "a/b", "path": "p"}, {"repository": "c/d", "path": "p/"}],
+     "same path"),
+    ("checkouts", [{"repository": "a/b", "path": "p", "branch": "x"}], "branch"),
+    ("uv", "yes", "uv"),
+])
+def test_new_ci_keys_refuse_bad_values_naming_the_key(key: str, value: Any, message: str) -> None:
+    """INTERFACES.md section 2: python, uv and checkouts are validated with their key path."""
+    from testfleet.config import validate_config
+    from testfleet.errors import ConfigError
+
+    for table in ({"stages": {"gpu": {"backend": "cuda", key: value}}},
+                  {"stages": {"gpu": {"backend": "cuda", "variants": {"v": {key: value}}}}}):
+        with pytest.raises(ConfigError) as info:
+            validate_config(table)
+        text = str(info.value)
+        assert message in text and "stages.gpu." in text and key in text, text
+
+
+def test_a_variant_overrides_the_stage_keys() -> None:
+    from testfleet.config import validate_config
+    from testfleet.planning.jobci import Checkout
+    from testfleet.planning.lanes import all_lanes
+
+    config = validate_config({"stages": {"gpu": {
+        "backend": "cuda", "python": "3.11", "uv": True,
+        "checkouts": [{"repository": "NVIDIA/Megatron-LM", "ref": "core_v0.12.0",
+                       "path": "Megatron-LM"}],
+        "variants": {"a": {}, "b": {"python": "", "uv": False, "checkouts": []}}}}})
+    lanes = all_lanes(config)
+    a, b = job_ci(lanes["gpu.a"].config), job_ci(lanes["gpu.b"].config)
+    assert (a.python, a.uv, a.checkouts) == ("3.11", True, (
+        Checkout("NVIDIA/Megatron-LM", "Megatron-LM", "core_v0.12.0"),))
+    assert (b.python, b.uv, b.checkouts) == ("", False, ())
+    # unset, they are not written to a plan (its digest is what it was before they existed)
+    assert "python" not in job_ci(config.stages["gpu"].model_copy(
+        update={"python": None, "uv": False, "checkouts": []})).to_json()

@@ -21,7 +21,7 @@ from .test_github_workflow import EXAMPLE
 @pytest.fixture(scope="module")
 def workflow() -> dict[str, Any]:
     data = yaml.safe_load(render_workflow(load_project(EXAMPLE).config))
-    data["on"] = data.pop(True)
+    data["on"] = data.pop(True) if True in data else data["on"]
     return data
 
 

@@ -69,8 +69,9 @@ def test_github_format_outputs(example_project: Path, capsys, tmp_path: Path,
     assert set(outputs) == {"earlier", "matrix", "has_jobs", "cadence", "bypass_fastfail",
                             "write_baseline", "coverage_holes", "coverage_hole_stages", "digest", "waves",
                             "matrix_0", "has_jobs_0", "matrix_1", "has_jobs_1", "stages",
-                            "tree_errors"}
+                            "tree_errors", "authorized"}
     assert outputs["tree_errors"] == "false"
+    assert outputs["authorized"] == "true"  # not a fork's pull request
     matrix = json.loads(outputs["matrix"])["include"]
     plan = load_plan(tmp_path / "plan.json")
     assert [m["id"] for m in matrix] == [j.id for j in plan.jobs]
@@ -185,10 +186,11 @@ def test_docs_only_change_prunes_a_prunable_stage(example_project: Path, capsys,
 def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {
+    payload = {"action": "labeled", "label": {"name": "run-ci-fsdp"}, "pull_request": {
         "labels": [{"name": "run-ci-fsdp"}],
         "head": {"repo": {"full_name": "someone/fork"}},
-        "base": {"repo": {"full_name": "org/repo"}, "sha": commit_tree(example_project)}}}))
+        "base": {"repo": {"full_name": "org/repo"}, "sha": commit_tree(example_project)}}}
+    event.write_text(json.dumps(payload))
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")
@@ -196,6 +198,12 @@ def test_github_event_payload(example_project: Path, capsys, tmp_path: Path,
     plan = json.loads(out)
     assert plan["policy"]["fork"] and plan["policy"]["authorized"]
     assert plan["policy"]["include_labels"] == ["fsdp"]
+    # pull_request_target: a label from before this event (a push since) does not authorize
+    event.write_text(json.dumps({**payload, "action": "synchronize"}))
+    code, out, _ = run_cli(capsys, "-C", str(example_project), "plan", "--github", "--format", "json")
+    plan = json.loads(out)
+    assert code == 0 and not plan["policy"]["authorized"]
+    assert plan["policy"]["include_labels"] == ["fsdp"]  # the label still selects its tests
     event.write_text("{broken")
     code, _, err = run_cli(capsys, "-C", str(example_project), "plan", "--github")
     assert code == 2 and "not valid JSON" in err

@@ -219,3 +219,66 @@ def test_manual_fork_with_trust_base(repo: tuple[Path, str],
     assert code == 2 and "--fork" in err
     code, _, err = run_cli(capsys, "-C", str(root), "plan", "--fork", "--trust-base", "--x")
     assert code == 2 and "not a usable git revision" in err
+
+
+def test_github_with_trust_base_reads_that_revision_not_the_payload(
+        repo: tuple[Path, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trusted workflow plans with --github --trust-base HEAD^1 (the merge commit's
+    first parent): the payload's base.sha, which can be older or absent, is not used."""
+    root, _sha = repo
+    fork_edit(root, "trusted_only = true", "trusted_only = false")
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=x", "-c", "user.email=x@x",
+                    "commit", "-qam", "fork"], check=True)
+    plan_fork(capsys, monkeypatch, root, ["run-ci-gpu", "ok-to-test"], "f" * 40)  # the payload
+    code, out, err = run_cli(capsys, "-C", str(root), "plan", "--github", "--trust-base",
+                             "HEAD^1", "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["trust"]["source"] == "base" and plan["trust"]["commit"] == "HEAD^1"
+    assert stage(plan, "gpu")["status"] == "scheduled"  # ok-to-test authorizes (pull_request)
+    # on pull_request_target only the label this event added authorizes the fork
+    event = root.parent / "event.json"
+    payload = json.loads(event.read_text())
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
+    for action, added, status in (("synchronize", None, "unauthorized"),
+                                  ("labeled", "documentation", "unauthorized"),
+                                  ("labeled", "ok-to-test", "scheduled")):
+        event.write_text(json.dumps({**payload, "action": action,
+                                     **({"label": {"name": added}} if added else {})}))
+        code, out, err = run_cli(capsys, "-C", str(root), "plan", "--github", "--trust-base",
+                                 "HEAD^1", "--format", "json")
+        assert code == 0, err
+        plan = json.loads(out)
+        assert stage(plan, "gpu")["status"] == status, (action, added)
+        if status == "unauthorized":
+            assert any("only a label added by this very event" in n
+                       for n in plan["policy"]["notes"]), plan["policy"]["notes"]
+
+
+def test_the_trusted_workflow_plans_a_same_repo_pr_with_the_base_settings(
+        repo: tuple[Path, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A same-repository pull request that bumps a self-hosted stage's image: the trusted
+    workflow's jobs run with the base branch's definition, so its plan (made with
+    --trust-base) carries the base's image, and the plan job's guard agrees with the file."""
+    root, _sha = repo
+    fork_edit(root, 'container = "nvcr.io/base:1"', 'container = "nvcr.io/pr:2"')
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=x", "-c", "user.email=x@x",
+                    "commit", "-qam", "bump"], check=True)
+    event = root.parent / "event.json"
+    event.write_text(json.dumps({"action": "synchronize", "pull_request": {
+        "labels": [{"name": "run-ci-gpu"}], "head": {"repo": {"full_name": "org/repo"}},
+        "base": {"repo": {"full_name": "org/repo"}, "sha": "f" * 40}}}))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    images = {}
+    for event_name, extra in (("pull_request", []), ("pull_request_target",
+                                                     ["--trust-base", "HEAD^1"])):
+        monkeypatch.setenv("GITHUB_EVENT_NAME", event_name)
+        code, out, err = run_cli(capsys, "-C", str(root), "plan", "--github", *extra,
+                                 "--format", "json")
+        assert code == 0, err
+        plan = json.loads(out)
+        assert plan["policy"]["authorized"] and not plan["policy"]["fork"]
+        images[event_name] = {j["container"] for j in plan["jobs"] if j["stage"] == "gpu"}
+    assert images == {"pull_request": {"nvcr.io/pr:2"}, "pull_request_target": {"nvcr.io/base:1"}}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -97,7 +97,8 @@ def trigger_options(f: F) -> F:
         click.option("--trust-base", default=None, metavar="REF",
                      help="With --fork: take the trust settings (trusted_only, runs_on, "
                           "container, authorize_labels, ...) from the configuration at this "
-                          "commit, not from the checkout. --github reads it from the payload."),
+                          "commit, not from the checkout. --github reads it from the payload "
+                          "unless this names it (e.g. HEAD^1 of the PR's merge commit)."),
     ]
 
     @functools.wraps(f)
@@ -127,7 +128,7 @@ def _conflicts(opts: TriggerOptions) -> None:
     flag["files"], flag["stages"] = "--file", "--stage"
     pairs = [("changed_files", "diff_base")]
     pairs += [("github", n) for n in ("event", "labels", "schedule", "fork", "match_all_labels",
-                                      "draft", "trust_base")]
+                                      "draft")]
     pairs += [("files", n) for n in ("labels", "match_all_labels", "changed_files", "diff_base")]
     for a, b in pairs:
         if given(a) and given(b):
@@ -210,6 +211,10 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
         from testfleet.integrations.github_event import trigger_from_github
 
         trigger = trigger_from_github(env, cadence=opts.cadence)
+        if opts.trust_base is not None:
+            # the trusted workflow names the base it checked out (the PR merge commit's
+            # first parent) instead of the payload's base.sha, which can be older
+            trigger = replace(trigger, base_sha=safe_ref(opts.trust_base, "--trust-base"))
     else:
         labels = _split_labels(opts.labels)
         event = opts.event
@@ -243,12 +248,17 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
 
     files = tuple(dict.fromkeys(resolve_file(project, base, f) for f in opts.files))
     trust = None
-    if trigger.is_pull_request and trigger.fork and (opts.github or trigger.base_sha):
+    # The trusted workflow (--github --trust-base) plans every pull request with the base's
+    # trust settings, a same-repository one too: its jobs run with the base's definitions.
+    base_trusted = opts.github and opts.trust_base is not None
+    if trigger.is_pull_request and (trigger.fork or base_trusted) and (opts.github
+                                                                       or trigger.base_sha):
         # The fork's checkout must not decide its own trust: read the base's config.
         # With --github a payload without base.sha fails closed inside read_base.
         from testfleet.planning.trust import read_base
 
-        trust = read_base(project, trigger.base_sha, from_payload=opts.github)
+        trust = read_base(project, trigger.base_sha,
+                          from_payload=opts.github and opts.trust_base is None)
     return PlanRequest(
         trust=trust,
         trigger=trigger,

@@ -92,6 +92,16 @@ def _repeated_disabled(project: Project, registry: Registry, scope: Scope) -> li
 
 PRODUCERS.append(_repeated_disabled)
 
+
+def _workflows(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
+    """The repository's GitHub workflows: none may let a fork choose its runner (#27)."""
+    from testfleet.integrations.workflow_audit import audit_tree
+
+    return audit_tree(project.root, scope.only)
+
+
+PRODUCERS.append(_workflows)
+
 JSON_SCHEMA = "testfleet.check/1"
 
 

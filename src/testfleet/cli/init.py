@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from testfleet.ci_keys import PYTHON_VERSION
 from testfleet.errors import ConfigError, UsageError
 
 if sys.version_info >= (3, 11):
@@ -176,14 +177,13 @@ def _validate(data: dict[str, Any], file: str) -> Any:
         raise ConfigError(f"the derived configuration is not valid: {exc}", exc.findings) from None
 
 
-# What actions/setup-python accepts that a generated workflow should carry: a version
-# (3, 3.12, 3.12.1), an "x" range (3.x, 3.12.x), a "-dev" pre-release, or PyPy/GraalPy.
-_PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:-dev)?", re.ASCII)
 
 
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
-              help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan).")
+              help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan) and, "
+                   "for self-hosted or trusted_only stages, testfleet-trusted.yml (pull requests, "
+                   "from the base branch's definition).")
 @click.option("--buildkite", "buildkite", is_flag=True,
               help="Also write .buildkite/pipeline.yml (plans, then uploads one step per job).")
 @click.option("--from-existing", "from_existing", is_flag=True,
@@ -210,8 +210,9 @@ _PYTHON_VERSION = re.compile(r"(?:pypy|graalpy)?[0-9]+(?:\.(?:[0-9]+|x)){0,2}(?:
 @click.option("--root", "roots", multiple=True, metavar="DIR",
               help="Test root to scan (repeatable; default: detected).")
 @click.option("--install", "install", default=None, metavar="CMD",
-              help="Command that installs testfleet in CI jobs (default: this testfleet's exact "
-                   "version from PyPI); kept in [tool.testfleet.ci] install.")
+              help="Command that installs testfleet in CI jobs (default: the way this testfleet "
+                   "is installed: its version from the index, or the git commit pip recorded); "
+                   "kept in [tool.testfleet.ci] install.")
 @click.option("--python", "python_version", default="3.12", show_default=True, metavar="VERSION",
               help="Python version for hosted jobs.")
 @click.option("--push-branch", "push_branches", multiple=True, metavar="BRANCH",
@@ -245,12 +246,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     is written, and a command that fails writes nothing.
     """
     from testfleet.integrations import adopt
-    from testfleet.integrations.github_workflow import (
-        DEFAULT_INSTALL,
-        WORKFLOW_PATH,
-        WorkflowOptions,
-        render_workflow,
-    )
+    from testfleet.integrations.ci_files import CIFiles, buildkite_files, github_files
+    from testfleet.integrations.github_options import WorkflowOptions
 
     app = ctx.find_root().obj
     explicit: Path | None = app.config_file
@@ -265,7 +262,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if database_read_secret is not None and database_secret is None:
         raise UsageError("--database-read-secret needs --database-secret (the database it reads)")
     ci_flags = _ci_flags(install, database_secret, database_read_secret, no_history)
-    if not _PYTHON_VERSION.fullmatch(python_version):
+    if not PYTHON_VERSION.fullmatch(python_version):
         raise UsageError(f"--python {python_version[:60]!r}: not a Python version for setup-python "
                          "(e.g. 3, 3.12, 3.12.1, 3.x, 3.13-dev, pypy3.10)")
     for branch in push_branches:
@@ -329,16 +326,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         config = _validate(data, write.path.name)
         writes.append(write)
 
+    ci = CIFiles()
     if github:
-        wf_path = repo / WORKFLOW_PATH
-        if wf_path.exists() and not force:
-            raise UsageError(f"{WORKFLOW_PATH} already exists; use --force to replace it")
         config_file = writes[0].path if writes else existing
         assert config_file is not None
         in_root = config_file.parent.resolve() == repo.resolve()
         opts = WorkflowOptions(
             config=None if in_root else os.path.relpath(config_file.resolve(), repo.resolve()),
-            install=config.ci.install,
             python_version=python_version,
             push_branches=tuple(push_branches),
             diff_pruning=not no_pruning,
@@ -346,20 +340,16 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             database_read_secret=config.ci.database_read_secret,
             history=config.ci.history,
         )
-        writes.append(Write(wf_path, render_workflow(config, opts), WORKFLOW_PATH))
-        # the workflow's plan/run/history steps are this action (one implementation)
-        from testfleet.integrations.action import ACTION_PATH, render_action
-
-        writes.append(Write(repo / ACTION_PATH, render_action(), ACTION_PATH))
-
+        part = github_files(repo, config, opts, force=force)
+        ci.files += part.files
+        ci.notes += part.notes
+        ci.warnings += part.warnings
     if buildkite:
-        from testfleet.integrations.buildkite import BOOTSTRAP_PATH, bootstrap
-
-        bk_path = repo / BOOTSTRAP_PATH
-        if bk_path.exists() and not force:
-            raise UsageError(f"{BOOTSTRAP_PATH} already exists; use --force to replace it")
-        writes.append(Write(bk_path, bootstrap(config.ci.install or DEFAULT_INSTALL),
-                            BOOTSTRAP_PATH))
+        part = buildkite_files(repo, config, force=force)
+        ci.files += part.files
+        ci.notes += [n for n in part.notes if n not in ci.notes]
+        ci.warnings += [w for w in part.warnings if w not in ci.warnings]
+    writes += [Write(path, text, what) for path, text, what in ci.files]
 
     errors = [f for f in adoption.findings if f.severity == "error"] if adoption else []
     blocked = bool(errors) and not allow_findings
@@ -392,6 +382,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if not dry_run:
         for m in messages:
             click.echo(m)
+    for note in ci.notes:
+        click.echo(note)
+    for warning in ci.warnings:
+        click.echo(warning, err=True)
     if adoption is not None:
         for note in adoption.notes:
             click.echo(f"note: {note}")

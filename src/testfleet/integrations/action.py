@@ -14,9 +14,12 @@ so no value is ever split or evaluated by the shell. The install command is the
 one string that is meant to be shell code; it comes from the calling workflow
 (the committed ``[tool.testfleet.ci] install``), never from the event.
 
-Pinning: the default install is ``testfleet==<the version that rendered the
-action>``; ``actions/setup-python`` is pinned to a commit like every action of the
-generated workflow.
+Pinning: used as ``owner/testfleet@<sha>``, the action installs the testfleet source it
+was checked out with (``$GITHUB_ACTION_PATH``); vendored into a project, it is given the
+install of the testfleet that generated it (see :mod:`testfleet.integrations.install`),
+and without one falls back to ``testfleet==<the version that rendered it>`` from the
+index. ``actions/setup-python`` is pinned to a commit like every action of the generated
+workflow.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ PLAN_OUTPUTS = {
     "coverage_hole_stages": "their names (JSON list)",
     "digest": "the plan's digest (a run step checks its plan file against it)",
     "tree_errors": "'true' when registrations were rejected (planned as 'invalid'; fail the run on it)",
+    "authorized": "'false' for a fork's pull request without an authorizing label (give its jobs no secret)",
 }
 
 _SCRIPT = r"""
@@ -67,8 +71,13 @@ case "$TESTFLEET_COMMAND" in
       *) args=(--event workflow_call) ;;  # called by a workflow of another event
     esac
     if [ -n "${TESTFLEET_CADENCE:-}" ]; then args+=(--cadence "$TESTFLEET_CADENCE"); fi
-    if [ "$GITHUB_EVENT_NAME" = "pull_request" ] && [ -n "${TESTFLEET_DIFF_BASE:-}" ]; then
-      args+=(--diff-base "$TESTFLEET_DIFF_BASE")
+    case "$GITHUB_EVENT_NAME" in
+      pull_request|pull_request_target)
+        if [ -n "${TESTFLEET_DIFF_BASE:-}" ]; then args+=(--diff-base "$TESTFLEET_DIFF_BASE"); fi ;;
+    esac
+    if [ -n "${TESTFLEET_STAGES:-}" ]; then
+      IFS=, read -ra stages <<< "$TESTFLEET_STAGES"
+      for stage in "${stages[@]}"; do args+=(--stage "$stage"); done
     fi
     # Exit 1: the plan was made and written, but registrations were rejected (fate
     # 'invalid', output tree_errors=true). The valid tests must still run: the step passes
@@ -139,6 +148,9 @@ _INSTALL = r"""
 set -euo pipefail
 if [ -n "${TESTFLEET_INSTALL:-}" ]; then
   bash -euo pipefail -c "$TESTFLEET_INSTALL"
+elif grep -qsE '^name = "testfleet"$' "${GITHUB_ACTION_PATH:-.}/pyproject.toml"; then
+  # used as owner/repo@sha: install the testfleet source this action was checked out with
+  python3 -m pip install "$GITHUB_ACTION_PATH"
 else
   python3 -m pip install "testfleet==$TESTFLEET_VERSION"
 fi
@@ -179,7 +191,7 @@ def render_action(version: str = __version__) -> str:
         "    required: false",
         f"    default: {yaml_str(version)}",
         "  install:",
-        "    description: A shell command that installs testfleet instead (e.g. pip install -r requirements-dev.txt); 'none' skips installing.",
+        "    description: A shell command that installs testfleet instead (e.g. pip install -r requirements-dev.txt); 'none' skips installing. Empty = this action's own testfleet source when it is used as owner/repo@ref, else the pinned version from the index.",
         "    required: false",
         "    default: ''",
         "  python-version:",
@@ -204,6 +216,10 @@ def render_action(version: str = __version__) -> str:
         "    default: ''",
         "  diff-base:",
         "    description: plan only; on pull_request, prune stages the diff against this ref cannot affect (e.g. HEAD^1).",
+        "    required: false",
+        "    default: ''",
+        "  stages:",
+        "    description: plan only; plan only these stages (comma-separated; empty = all).",
         "    required: false",
         "    default: ''",
         "  job:",
@@ -258,6 +274,7 @@ def render_action(version: str = __version__) -> str:
         "        TESTFLEET_PLAN_FILE: ${{ inputs.plan-file }}",
         "        TESTFLEET_CADENCE: ${{ inputs.cadence }}",
         "        TESTFLEET_DIFF_BASE: ${{ inputs.diff-base }}",
+        "        TESTFLEET_STAGES: ${{ inputs.stages }}",
         "        TESTFLEET_JOB: ${{ inputs.job }}",
         "        TESTFLEET_PLAN_DIGEST: ${{ inputs.plan-digest }}",
         "        TESTFLEET_JUNIT_DIR: ${{ inputs.junit-dir }}",

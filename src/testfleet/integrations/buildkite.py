@@ -23,8 +23,12 @@ Mapping:
 
 The stage's CI job settings (:mod:`testfleet.planning.jobci`) map as follows:
 ``container`` options and volumes become the Docker plugin's own keys (an option the
-plugin has no key for is an error naming the stage, never dropped); ``setup``
-commands run before ``testfleet run``; ``secrets`` become the step's ``secrets``
+plugin has no key for is an error naming the stage, never dropped); ``checkouts`` are
+``git clone`` commands (a ``token_secret`` reaches git through its environment); ``python``
+is checked, not installed: Buildkite has no setup-python, so the step fails, saying so,
+when the agent's or image's ``python3`` is another version; ``uv`` is installed with pip
+when the agent has none; ``setup`` items run before ``testfleet run``, each in a shell of
+its own (``bash -eo pipefail -c``), so an ``exit 0`` in one ends only that item; ``secrets`` become the step's ``secrets``
 (Buildkite secrets of those names); ``max_parallel`` is a ``concurrency`` limit in
 a group of this build and stage; the job timeout is ``timeout_in_minutes``;
 ``fail_fast = true`` sets ``cancel_on_build_failing`` on the stage's steps (Buildkite
@@ -50,6 +54,12 @@ agents, which run test code, never get its credentials. A step whose agent has
 ``TESTFLEET_DATABASE_URL`` itself wrote there directly and exports nothing. A pull
 request's pipeline has neither the export nor the merge step, and both check the
 branch again at run time.
+
+Reconciliation (INTERFACES.md section 1): each step writes its job status file
+(``testfleet-status/<job>.json``, an artifact of the step whatever its outcome); after a
+``wait`` that continues on failure, the ``testfleet-reconcile`` step downloads them and runs
+``testfleet reconcile``, which fails the build naming every job that never reported and
+every planned file reported other than once.
 
 Rejected registrations (``plan`` exit 1): the bootstrap uploads the plan of every
 valid test as usual and passes; the pipeline ends with a step, after a ``wait`` that
@@ -80,6 +90,8 @@ NOTICE_KEY = "testfleet-warnings"
 HISTORY_KEY = "testfleet-history"
 HISTORY_DIR = "testfleet-history"
 TREE_ERRORS_KEY = "testfleet-tree-errors"
+RECONCILE_KEY = "testfleet-reconcile"
+STATUS_DIR = "testfleet-status"
 #: A build of the default branch, not of a pull request (the shell test every history
 #: command repeats at run time; the step-level ``if`` is Buildkite's own at upload).
 DEFAULT_BRANCH_BUILD = ('[ "${BUILDKITE_PULL_REQUEST:-false}" = "false" ] && '
@@ -234,7 +246,8 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
     mismatch = (f"echo 'testfleet: {opts.plan_file} is not the plan this pipeline was emitted from "
                 f"({digest})' >&2; exit 2")
     run = (f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
-           f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml"')
+           f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml" '
+           f'--status-file "{STATUS_DIR}/$TESTFLEET_JOB_ID.json"')
     before = [
         f"buildkite-agent artifact download {plan_file} .",
         # the plan file's own digest, exactly (it is written first); not a substring of it
@@ -255,6 +268,56 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
         "fi",
         'exit "$status"',
     ]
+
+
+#: Checks that the agent's (or container's) ``python3`` is the stage's ``python``:
+#: Buildkite has no setup-python, so the version is the agent's or the image's to provide.
+_PYTHON_CHECK = (
+    "import platform, sys\n"
+    "want = sys.argv[1]\n"
+    "impl = 'pypy' if want.startswith('pypy') else 'graalpy' if want.startswith('graalpy') "
+    "else 'cpython'\n"
+    "parts = want.removeprefix(impl if impl != 'cpython' else '').removesuffix('-dev').split('.')\n"
+    "have = platform.python_version().split('.')\n"
+    "ok = platform.python_implementation().lower() == impl and all(\n"
+    "    w in ('x', h) for w, h in zip(parts, have))\n"
+    "print(f'python3 is {platform.python_implementation()} {platform.python_version()}; '\n"
+    "      f'the stage wants {want}')\n"
+    "sys.exit(0 if ok else 1)\n"
+)
+
+
+def machine_commands(job: Job) -> list[str]:
+    """The stage's ``checkouts``, ``python`` and ``uv`` as commands (see the module
+    docstring), before its setup."""
+    out: list[str] = []
+    for c in job.ci.checkouts:
+        url = shlex.quote(f"https://github.com/{c.repository}.git")
+        path = shlex.quote(c.path)
+        clone = f"git clone --quiet {url} {path}"
+        if c.token_secret:
+            # the token reaches git through its environment, never its arguments or a
+            # config file the tests can read later
+            clone = (f'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader '
+                     f'GIT_CONFIG_VALUE_0="Authorization: Basic $(printf \'x-access-token:%s\' '
+                     f'"${c.token_secret}" | base64 | tr -d \'\\n\')" {clone}')
+        out.append(f"rm -rf {path} && {clone}")
+        if c.ref:
+            out.append(f"git -C {path} checkout --quiet {shlex.quote(c.ref)}")
+    if job.ci.python:
+        why = (f"testfleet: this agent or image does not have the stage's python "
+               f"{job.ci.python} (Buildkite has no setup-python)")
+        out.append(f"python3 -c {shlex.quote(_PYTHON_CHECK)} {shlex.quote(job.ci.python)} || "
+                   f"{{ echo {shlex.quote(why)} >&2; exit 2; }}")
+    if job.ci.uv:
+        out.append("command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv")
+    return out
+
+
+def setup_commands(job: Job) -> list[str]:
+    """Each ``setup`` item in a shell of its own: an ``exit 0`` in one (a wait loop that is
+    done) ends only that item, as it ends only its own step on GitHub."""
+    return [f"bash -eo pipefail -c {shlex.quote(item)}" for item in job.ci.setup]
 
 
 def writes_history(plan: Plan) -> bool:
@@ -291,6 +354,28 @@ def history_step() -> dict[str, Any]:
         # one merge at a time per pipeline (the group is named at upload, below)
         "concurrency": 1,
         "concurrency_group": "testfleet-history",
+    }
+
+
+def reconcile_step(plan: Plan, opts: BuildkiteOptions) -> dict[str, Any] | None:
+    """The last step (INTERFACES.md section 1): every planned job reported its status file
+    (an artifact of its step), every planned file exactly once; it fails, naming what is
+    missing, when a job never reported. Its commands are constants and the plan's digest."""
+    if not plan.jobs:
+        return None
+    plan_file = shlex.quote(opts.plan_file)
+    digest = shlex.quote(plan.digest or plan.to_json()["digest"])
+    return {
+        "label": ":white_check_mark: testfleet reconcile",
+        "key": RECONCILE_KEY,
+        "commands": [
+            f"buildkite-agent artifact download {plan_file} .",
+            f"mkdir -p {STATUS_DIR}",
+            f"buildkite-agent artifact download '{STATUS_DIR}/*.json' . || "
+            "echo 'testfleet: no job status file in this build' >&2",
+            f"testfleet reconcile --plan {plan_file} --expect-digest {digest} {STATUS_DIR}",
+        ],
+        "timeout_in_minutes": 10,
     }
 
 
@@ -401,7 +486,7 @@ def notice_step(plan: Plan, key: str) -> dict[str, Any] | None:
 def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, Any]:
     """The pipeline as data (what :func:`emit` serialises)."""
     opts = options or BuildkiteOptions()
-    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY}
+    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY, RECONCILE_KEY}
     keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
     bypass = bool(plan.policy.get("bypass_fastfail", False))
     before, run = _command(plan, opts)
@@ -413,14 +498,16 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         step: dict[str, Any] = {
             "label": f"{job.lane} {job.shard}/{job.shards}",
             "key": keys[job.id],
-            "commands": [*before, *job.ci.setup, *run],
+            "commands": [*before, *machine_commands(job), *setup_commands(job), *run],
             "env": {"TESTFLEET_JOB_ID": job.id,
                     **{k: v for k, v in sorted(job.env.items())}},
-            "artifact_paths": [f"{JUNIT_DIR}/*.xml"],
+            "artifact_paths": [f"{JUNIT_DIR}/*.xml", f"{STATUS_DIR}/*.json"],
             "timeout_in_minutes": job.timeout_minutes,
         }
-        if job.ci.secrets:
-            step["secrets"] = list(job.ci.secrets)
+        secrets = [*job.ci.secrets, *(c.token_secret for c in job.ci.checkouts
+                                      if c.token_secret and c.token_secret not in job.ci.secrets)]
+        if secrets:
+            step["secrets"] = secrets
         if job.ci.fail_fast:
             step["cancel_on_build_failing"] = True
         if job.ci.max_parallel:
@@ -444,7 +531,7 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
             ]}
         steps.append(step)
     final = [s for s in (history_step() if plan.jobs and writes_history(plan) else None,
-                         tree_errors_step(plan)) if s is not None]
+                         reconcile_step(plan, opts), tree_errors_step(plan)) if s is not None]
     if final and steps:
         steps.append({"wait": None, "continue_on_failure": True})  # after every job, failed too
     steps += final
@@ -516,7 +603,7 @@ buildkite-agent pipeline upload pipeline.json
 """
 
 
-def bootstrap(install: str = "pip install testfleet") -> str:
+def bootstrap(install: str | None = None) -> str:
     """The static pipeline a Buildkite project uploads first: it plans once, keeps
     the plan as an artifact and uploads the per-job pipeline :func:`emit` made.
 
@@ -526,17 +613,16 @@ def bootstrap(install: str = "pip install testfleet") -> str:
     the planner as one quoted argument, never as shell code; ``$`` is doubled so
     Buildkite leaves every variable to run time.
     """
+    from testfleet.integrations.install import index_install
+    from testfleet.integrations.yaml_doc import dump
+
+    if install is None:  # init passes the install of the testfleet that generated it
+        install = index_install().command
     body = _BOOTSTRAP_SCRIPT.strip().split("\n")
-    script = escape("\n".join([body[0], install.strip(), *body[1:]]))
-    lines = [
-        "# Generated by 'testfleet init --buildkite'. Plans once, then uploads one step",
-        "# per job of the plan; every step runs its job from the same plan.json.",
-        "# Fork builds: keep this bootstrap in the pipeline settings (not only in the",
-        "# repository) so a fork cannot change what plans its build.",
-        "steps:",
-        "  - label: \"testfleet plan\"",
-        "    key: testfleet-plan",
-        "    command: |",
-        *[f"      {line}" if line else "" for line in script.split("\n")],
-    ]
-    return "\n".join(lines) + "\n"
+    script = escape("\n".join([body[0], install.strip(), *body[1:]])) + "\n"
+    return dump({"steps": [{"label": "testfleet plan", "key": "testfleet-plan",
+                            "command": script}]},
+                ("Generated by 'testfleet init --buildkite'. Plans once, then uploads one step",
+                 "per job of the plan; every step runs its job from the same plan.json.",
+                 "Fork builds: keep this bootstrap in the pipeline settings (not only in the",
+                 "repository) so a fork cannot change what plans its build."))

@@ -83,6 +83,15 @@ def _is_fork(payload: dict[str, Any], where: str) -> bool:
     return head.lower() != base.lower()
 
 
+def _added_label(payload: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The label a ``labeled`` event added (the only one that may authorize a fork's
+    ``pull_request_target`` run, see :attr:`Trigger.authorizing`); none for other actions."""
+    if payload.get("action") != "labeled":
+        return ()
+    name = _at(payload, ["label", "name"], where, str, optional=True)
+    return (name,) if name is not None else ()
+
+
 def trigger_from_payload(event: str, payload: Any, where: str, *,
                          cadence: str | None = None) -> Trigger:
     """Turn an event name and its parsed payload into a :class:`Trigger` (pure)."""
@@ -98,9 +107,13 @@ def trigger_from_payload(event: str, payload: Any, where: str, *,
             raise UsageError(f"{where}: a {event} payload needs a 'pull_request' object")
         draft = _at(payload, ["pull_request", "draft"], where, bool, optional=True)
         base_sha = _at(payload, ["pull_request", "base", "sha"], where, str, optional=True)
-        return Trigger(event=event, labels=_labels(payload, where),
-                       fork=_is_fork(payload, where), cadence=cadence, draft=bool(draft),
-                       base_sha=base_sha)
+        labels = _labels(payload, where)
+        fork = _is_fork(payload, where)
+        return Trigger(event=event, labels=labels,
+                       fork=fork, cadence=cadence, draft=bool(draft),
+                       base_sha=base_sha,
+                       authorizing=_added_label(payload, where)
+                       if fork and event == "pull_request_target" else None)
     if event == "schedule":
         cron = _at(payload, ["schedule"], where, str)
         return Trigger(event=event, schedule=cron, cadence=cadence)

@@ -1,8 +1,6 @@
-"""YAML text shared by the workflow and the composite action: scalars, expression
-literals and pinned ``uses:`` references.
-
-Both files are written as text (not dumped from data) so that comments and layout stay
-reviewable; these helpers are the only places a value becomes YAML.
+"""YAML text shared by the composite action and the Buildkite bootstrap: scalars,
+expression literals and pinned ``uses:`` references. (The workflows are written from data
+by :mod:`testfleet.integrations.yaml_doc`.)
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ PINNED_ACTIONS: dict[str, tuple[str, str]] = {
     "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
     "actions/cache/restore": ("5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
     "actions/cache/save": ("5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
+    "astral-sh/setup-uv": ("d0cc045d04ccac9d8b7881df0226f9e82c39688e", "v6.8.0"),
 }
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./-][A-Za-z0-9_./ -]*$")

@@ -53,6 +53,9 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         "waves": str(plan.waves),
         # rejected registrations: the plan runs every valid test; the final check fails on it
         "tree_errors": flag(any(s.reason == "invalid" for s in plan.skipped)),
+        # a fork's pull request without an authorizing label: the trusted workflow gives
+        # its jobs no secret
+        "authorized": flag(policy.get("authorized", True)),
     }
     for wave in range(plan.waves):
         jobs = [j for j in plan.jobs if j.wave == wave]

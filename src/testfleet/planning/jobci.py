@@ -39,6 +39,20 @@ class Container:
 
 
 @dataclass(frozen=True)
+class Checkout:
+    """One more repository the job checks out (a stage's ``checkouts``)."""
+
+    repository: str
+    path: str
+    ref: str = ""
+    token_secret: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repository": self.repository, "ref": self.ref, "path": self.path,
+                "token_secret": self.token_secret}
+
+
+@dataclass(frozen=True)
 class JobCI:
     """A stage's CI job settings (see the module docstring).
 
@@ -58,9 +72,23 @@ class JobCI:
     #: them from the plan, so a job retries exactly as planned
     max_attempts: int | None = None
     retry_wait: float | None = None
+    #: the job's machine (ci_keys): setup-python's version ("" none; None: the default),
+    #: setup-uv, extra repositories. Written to a plan only when set, so a plan (and its
+    #: digest) without them is what it was before they existed.
+    python: str | None = None
+    uv: bool = False
+    checkouts: tuple[Checkout, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        machine: dict[str, Any] = {}
+        if self.python is not None:
+            machine["python"] = self.python
+        if self.uv:
+            machine["uv"] = True
+        if self.checkouts:
+            machine["checkouts"] = [c.to_json() for c in self.checkouts]
         return {
+            **machine,
             "container": self.container.to_json() if self.container else None,
             "setup": list(self.setup),
             "secrets": list(self.secrets),
@@ -109,6 +137,10 @@ def job_ci(stage: StageConfig) -> JobCI:
         env=dict(stage.env),
         max_attempts=stage.max_attempts,
         retry_wait=stage.retry_wait,
+        python=stage.python,
+        uv=stage.uv,
+        checkouts=tuple(Checkout(c.repository, c.path, c.ref, c.token_secret)
+                        for c in stage.checkouts),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from testfleet.canonical import canonical_bytes
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
-from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Container, JobCI
+from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Checkout, Container, JobCI
 from testfleet.planning.vocabulary import REASONS as REASONS  # the plan's vocabulary
 from testfleet.planning.vocabulary import SCHEMA as SCHEMA
 from testfleet.planning.vocabulary import SOURCES as SOURCES
@@ -382,5 +382,8 @@ def _job(j: JobFile) -> Job:
         ci=JobCI(container=container, setup=tuple(c.setup), secrets=tuple(c.secrets),
                  fail_fast=c.fail_fast, max_parallel=c.max_parallel,
                  timeout_minutes=c.timeout_minutes, timeout_factor=c.timeout_factor,
-                 env=dict(j.env), max_attempts=c.max_attempts, retry_wait=c.retry_wait),
+                 env=dict(j.env), max_attempts=c.max_attempts, retry_wait=c.retry_wait,
+                 python=c.python, uv=c.uv,
+                 checkouts=tuple(Checkout(k.repository, k.path, k.ref, k.token_secret)
+                                 for k in c.checkouts)),
     )

@@ -79,6 +79,13 @@ class ContainerFile(_Strict):
     volumes: list[str] = Field(default_factory=list)
 
 
+class CheckoutFile(_Strict):
+    repository: str
+    ref: str = ""
+    path: str
+    token_secret: str | None = None
+
+
 class JobCIFile(_Strict):
     container: ContainerFile | None = None
     setup: list[str] = Field(default_factory=list)
@@ -89,6 +96,9 @@ class JobCIFile(_Strict):
     timeout_factor: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
     max_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
     retry_wait: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] | None = None
+    python: str | None = None
+    uv: bool = False
+    checkouts: list[CheckoutFile] = Field(default_factory=list)
 
 
 class JobFile(_Strict):

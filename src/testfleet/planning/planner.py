@@ -180,19 +180,23 @@ def make_plan(
     denied: dict[str, str] = {}
     trust_config: Config | None = None
     trust_json: dict[str, object] = {}
+    # (and any pull request the trusted workflow plans with --trust-base: the base
+    # branch's settings are what its jobs run with).
     fork_pr = request.trigger.is_pull_request and request.trigger.fork
-    if fork_pr and request.trust is not None:
+    if request.trigger.is_pull_request and request.trust is not None:
         from testfleet.planning.trust import apply as apply_trust
 
         config, denied = apply_trust(config, request.trust)
         trust_config = request.trust.base
         trust_json = request.trust.to_json()
     policy, policy_warnings = resolve_policy(config, request.trigger, trust=trust_config)
-    if fork_pr and request.trust is not None and request.trust.base is None:
+    if request.trigger.is_pull_request and request.trust is not None \
+            and request.trust.base is None:
         from dataclasses import replace
 
         policy = replace(policy, authorized=False, authorized_by=None)
-        policy_warnings.insert(0, "fork pull request planned without trust: the base commit's "
+        policy_warnings.insert(0, f"{'fork ' if fork_pr else ''}pull request planned without "
+                               "trust: the base commit's "
                                f"configuration could not be read ({request.trust.problem}); "
                                "every stage is unauthorized")
     warnings = [*policy_warnings, *warnings]

@@ -143,7 +143,8 @@ def select(
         elif stage.disabled is not None:
             skip(reg, "stage-dormant", stage.disabled)
         elif reg.suite in denied:
-            skip(reg, "unauthorized", f"fork pull request: {denied[reg.suite]}")
+            skip(reg, "unauthorized",
+                 f"{'fork ' if policy.fork else ''}pull request: {denied[reg.suite]}")
         elif stage.trusted_only and not policy.authorized:
             skip(reg, "unauthorized",
                  f"{reg.suite} is trusted_only and this pull request comes from a fork "
@@ -209,7 +210,8 @@ def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selecti
         if stage.disabled is not None:
             sel.status[name] = ("dormant", stage.disabled)
         elif name in denied:
-            sel.status[name] = ("unauthorized", f"fork pull request: {denied[name]}")
+            sel.status[name] = ("unauthorized",
+                                f"{'fork ' if policy.fork else ''}pull request: {denied[name]}")
         elif stage.trusted_only and not policy.authorized:
             sel.status[name] = (
                 "unauthorized",

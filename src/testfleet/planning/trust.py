@@ -77,9 +77,9 @@ def describe(trust: Mapping[str, Any]) -> str:
     settings = ", ".join(trust.get("settings", []))
     if trust.get("source") == "base":
         commit = str(trust.get("commit") or "")[:12]
-        return (f"fork pull request: trust settings ({settings}) from the base commit "
+        return (f"pull request: trust settings ({settings}) from the base commit "
                 f"{commit}'s {trust.get('config')}, not from the fork")
-    return (f"fork pull request: the base commit's configuration could not be read "
+    return (f"pull request: the base commit's configuration could not be read "
             f"({trust.get('problem')}); every stage is unauthorized (fail closed)")
 
 

@@ -1,0 +1,140 @@
+"""The steps of the generated GitHub workflows, as data for :mod:`.yaml_doc`.
+
+Each function returns one step (or a list of them) as a mapping; comments travel as
+:class:`~testfleet.integrations.yaml_doc.Note`. Every action is pinned to a commit (its
+version in an end-of-line comment, which Dependabot and Renovate read), every checkout
+leaves no credential behind, and no ``run:`` script holds a ``${{ }}`` expression: what a
+script needs reaches it through ``env:``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from testfleet.integrations.yaml_doc import Note
+from testfleet.integrations.yaml_text import PINNED_ACTIONS
+
+#: ``uses:`` of the vendored composite action (the documented local-action form that
+#: actionlint and every runner version understand; zizmor's newer ``$/`` self-repository
+#: form is not used on purpose, hence its ignore comment).
+LOCAL_ACTION = "./.github/actions/testfleet"
+LOCAL_ACTION_NOTE = "zizmor: ignore[self-repository]"
+
+
+def pinned(action: str) -> Note:
+    """``action@<sha>`` with its release version as the end-of-line comment."""
+    sha, version = PINNED_ACTIONS[action]
+    return Note(f"{action}@{sha}", eol=version)
+
+
+def uses(action: str, with_: Mapping[str, Any] | None = None, *, name: str | None = None,
+         cond: str | None = None, before: tuple[str, ...] = ()) -> Note:
+    step: dict[str, Any] = {}
+    if name:
+        step["name"] = name
+    if cond:
+        step["if"] = cond
+    step["uses"] = pinned(action)
+    if with_:
+        step["with"] = dict(with_)
+    return Note(step, before=before)
+
+
+def checkout(*, ref: str | None = None, path: str | None = None, fetch_depth: int | None = None,
+             repository: str | None = None, token: Any = None, name: str | None = None,
+             before: tuple[str, ...] = ()) -> Note:
+    with_: dict[str, Any] = {}
+    if repository:
+        with_["repository"] = repository
+    if ref:
+        with_["ref"] = ref
+    if path:
+        with_["path"] = path
+    if token:
+        with_["token"] = token
+    with_["persist-credentials"] = False
+    if fetch_depth is not None:
+        with_["fetch-depth"] = fetch_depth
+    return uses("actions/checkout", with_, name=name, before=before)
+
+
+def setup_python(version: str) -> Note:
+    return uses("actions/setup-python", {"python-version": version})
+
+
+def setup_uv() -> Note:
+    return uses("astral-sh/setup-uv", {"enable-cache": False}, name="Set up uv",
+                before=("The stage's uv = true (pinned like every action; no cache, so no "
+                        "pull request writes one).",))
+
+
+def action(name: str, command: str, *, install: str | None, config: str | None,
+           step_id: str | None = None, cond: str | None = None,
+           env: Mapping[str, Any] | None = None, inputs: Mapping[str, Any] | None = None,
+           skip_install: bool = False, before: tuple[str, ...] = ()) -> Note:
+    """A step that runs testfleet through the vendored composite action (one
+    implementation for the generated workflows and for projects' own)."""
+    step: dict[str, Any] = {"name": name}
+    if step_id:
+        step["id"] = step_id
+    if cond:
+        step["if"] = cond
+    step["uses"] = Note(LOCAL_ACTION, eol=LOCAL_ACTION_NOTE)
+    if env:
+        step["env"] = dict(env)
+    with_: dict[str, Any] = {"command": command}
+    if skip_install:
+        with_["install"] = "none"
+    elif install:
+        with_["install"] = install if install.endswith("\n") else install + "\n"
+    if config:
+        with_["config"] = config
+    with_.update(inputs or {})
+    step["with"] = with_
+    return Note(step, before=before)
+
+
+def args(*values: str) -> str:
+    """The action's ``args`` input: one argument per line."""
+    return "".join(f"{v}\n" for v in values)
+
+
+#: zizmor flags a GITHUB_ENV/GITHUB_PATH write in a pull_request_target workflow; a
+#: trusted test job's setup is the pull request's own code in a job that runs it anyway.
+SETUP_ENV_NOTE = ("zizmor: ignore[github-env] the pull request's setup, in a job that "
+                  "runs its code anyway")
+
+
+def setup_steps(commands: Sequence[str], env: Mapping[str, Any],
+                working_directory: str | None = None, *, trusted: bool = False) -> list[Any]:
+    """One step per ``setup`` item, so that an ``exit 0`` in one (a wait loop that is
+    done) ends only that step and never skips the next. Each item runs with ``bash -e``
+    as GitHub runs a ``run:`` step."""
+    steps: list[Any] = []
+    for i, command in enumerate(commands, 1):
+        first = next((line.strip() for line in command.splitlines() if line.strip()), "")
+        title = first if len(first) <= 60 else first[:57] + "..."
+        step: dict[str, Any] = {"name": f"Setup {i}/{len(commands)}: {title}"}
+        if env:
+            step["env"] = dict(env)
+        if working_directory:
+            step["working-directory"] = working_directory
+        step["shell"] = "bash"
+        script = command if command.endswith("\n") else command + "\n"
+        writes_env = any(name in command for name in ("GITHUB_ENV", "GITHUB_PATH"))
+        step["run"] = Note(script, eol=SETUP_ENV_NOTE) if trusted and writes_env else script
+        steps.append(Note(step, before=(
+            "The stage's setup, one step per item (an 'exit 0' ends only its own step).",)
+            if i == 1 else ()))
+    return steps
+
+
+def upload(name: str, path: str, *, cond: str | None, if_no_files: str,
+           retention_days: int, overwrite: bool = False,
+           before: tuple[str, ...] = ()) -> Note:
+    with_: dict[str, Any] = {"name": name, "path": path, "if-no-files-found": if_no_files}
+    if overwrite:
+        with_["overwrite"] = True
+    with_["retention-days"] = retention_days
+    return uses("actions/upload-artifact", with_, cond=cond, before=before)

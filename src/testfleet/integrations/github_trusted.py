@@ -1,0 +1,200 @@
+"""``testfleet-trusted.yml``: a pull request's self-hosted and ``trusted_only`` stages,
+planned and dispatched from the base branch's definition.
+
+A ``pull_request`` workflow is the pull request's own: GitHub reads it, and the local
+action it uses, from the merge commit, so a fork that edits either can ask for any runner.
+This workflow is triggered by ``pull_request_target`` instead, which GitHub always reads
+from the base branch. So everything that decides a fork's jobs comes from the base:
+
+* the workflow itself, and the runners of its jobs (written in it from the base's config);
+* testfleet: the plan job's root is the base branch's checkout, its composite action and
+  its install (a pinned version, a VCS commit, or the base's own source), never the PR's;
+* the trust settings (``trusted_only``, ``runs_on``, ``authorize_labels``, ...): read
+  from the base commit's configuration (the merge commit's first parent);
+* authorization: for a fork, only a label a maintainer adds with this very event
+  (``labeled``); a push after the label was added is not authorized until it is added again.
+
+The plan job checks the pull request out into ``pull-request/`` as data: the planner
+reads its test files' syntax and its configuration, and nothing from it is executed (no
+``uses: ./`` from it, no install from it). Test jobs do run the pull request's code (that
+is what they test): with read-only contents, no credentials in the checkout, and the
+stage's secrets only when the plan is authorized. Nothing here ever saves a cache or
+writes history: this workflow runs in the base branch's context.
+
+What GitHub must still be told (runner groups, approvals) is :func:`github_settings`;
+``testfleet init --github`` prints it and docs/recipes/github-actions.md explains it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from testfleet import __version__
+from testfleet.config import Config
+from testfleet.integrations import github_steps as steps
+from testfleet.integrations.github_jobs import guard_script, reconcile_job, result_job, stage_job
+from testfleet.integrations.github_options import (
+    PLAN_ARTIFACT,
+    PR_PATH,
+    TRUSTED_WORKFLOW_PATH,
+    WORKFLOW_PATH,
+    WorkflowOptions,
+    ignored_label_expr,
+    reads_cache,
+    restore_collection,
+    restore_history,
+    stage_job_ids,
+    stage_waves,
+    trusted_stages,
+)
+from testfleet.integrations.yaml_doc import Flow, Note, dump
+from testfleet.planning.lanes import all_lanes
+
+CHECK_NAME = "testfleet (trusted)"
+PLAN_OUTPUTS = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest",
+                "stages", "tree_errors", "authorized"]
+#: zizmor flags every pull_request_target trigger; this one is the point of the file.
+DANGEROUS_TRIGGER_NOTE = ("zizmor: ignore[dangerous-triggers] base-branch definition; the PR "
+                          "is checked out as data only, see the header")
+
+
+def _plan_job(config: Config, opts: WorkflowOptions, stages: list[str]) -> Note:
+    lanes = sorted(key for key, lane in all_lanes(config).items() if lane.stage in stages)
+    inputs: dict[str, Any] = {
+        "working-directory": PR_PATH,
+        "plan-file": "../plan.json",
+        "stages": ",".join(stages),
+        # a fork's trust settings: the base's configuration at the merge commit's first parent
+        "args": steps.args("--trust-base", "HEAD^1"),
+    }
+    if opts.diff_pruning:
+        inputs["diff-base"] = "HEAD^1"
+    body: list[Any] = [
+        steps.checkout(before=(
+            "The base branch (pull_request_target's own ref): this job's testfleet, its",
+            "action and its install come from here, never from the pull request.",)),
+        steps.checkout(ref="refs/pull/${{ github.event.pull_request.number }}/merge",
+                       path=PR_PATH, fetch_depth=2, name="Check out the pull request as data",
+                       before=("Read, never executed: the planner parses its files' syntax; "
+                               "depth 2 for the base commit.",)),
+        steps.setup_python(opts.python_version),
+    ]
+    if reads_cache(config, opts):
+        body.append(restore_history(config, opts, "Read only: this workflow never saves a cache.",
+                                    under=PR_PATH))
+    body += [
+        restore_collection(config, opts, under=PR_PATH),
+        steps.action("Plan", "plan", install=opts.install, config=opts.config, step_id="plan",
+                     inputs=inputs),
+        Note({"name": "The commit every job tests", "id": "pr",
+              "env": {"PR_PATH": PR_PATH},
+              "run": 'echo "sha=$(git -C "$PR_PATH" rev-parse HEAD)" >> "$GITHUB_OUTPUT"\n'},
+             before=("The merge commit planned here, so that no job tests a newer one.",)),
+        {"name": "Check the plan fits this workflow", "run": guard_script(config, lanes)},
+        steps.upload(PLAN_ARTIFACT, "plan.json", cond=None, if_no_files="error", overwrite=True,
+                     retention_days=opts.artifact_retention_days),
+    ]
+    outputs = {o: f"${{{{ steps.plan.outputs.{o} }}}}" for o in PLAN_OUTPUTS}
+    outputs["sha"] = "${{ steps.pr.outputs.sha }}"
+    return Note({
+        "name": "plan",
+        "if": f"${{{{ !{ignored_label_expr(config)} }}}}",
+        "runs-on": opts.plan_runner,
+        "permissions": {"contents": "read"},
+        "timeout-minutes": opts.plan_timeout_minutes,
+        "outputs": outputs,
+        "steps": body,
+    }, before=("A label that cannot change the plan does not re-run CI.",))
+
+
+def render_trusted_workflow(config: Config, options: WorkflowOptions | None = None) -> str | None:
+    """The trusted workflow's YAML, or None when every stage runs on GitHub-hosted runners
+    and is not ``trusted_only`` (then ``testfleet.yml`` serves pull requests alone)."""
+    opts = options or WorkflowOptions()
+    stages = trusted_stages(config)
+    if not stages:
+        return None
+    waves = stage_waves(config)
+    job_ids = stage_job_ids(config)
+    lanes = {key: lane for key, lane in all_lanes(config).items() if lane.stage in stages}
+    order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
+    jobs: dict[str, Any] = {"plan": _plan_job(config, opts, stages)}
+    for name in order:
+        jobs[job_ids[name]] = stage_job(config, opts, lanes[name], job_ids, waves,
+                                        present=set(lanes), trusted=True, pr_excluded=False)
+    ids = [job_ids[n] for n in order]
+    jobs["reconcile"] = reconcile_job(opts, ids, trusted=True)
+    jobs["testfleet"] = result_job(config, ["plan", *ids, "reconcile"], CHECK_NAME)
+    header = (
+        f"Generated by 'testfleet init --github' (testfleet {__version__}).",
+        "A pull request's self-hosted and trusted_only stages, planned and dispatched from",
+        "the base branch: GitHub reads this file for pull_request_target from the base",
+        "branch, so a fork that edits it, testfleet's action or the configuration changes",
+        "nothing here. The plan job runs the base's testfleet on the pull request's files",
+        "as data (checked out into pull-request/, never executed) and reads the trust",
+        "settings from the base commit; a fork is authorized only by a label a maintainer",
+        "adds (a push after that needs the label again). Test jobs run the pull request's",
+        "code with read-only contents, no credentials and the stage's secrets only when",
+        "authorized. Nothing here saves a cache or writes history.",
+        "GitHub settings this relies on: see 'testfleet init --github' and",
+        "docs/recipes/github-actions.md (runner groups limited to this workflow and",
+        f"{WORKFLOW_PATH.rsplit('/', 1)[-1]} at the default branch; approval for fork runs).",
+        "Regenerate it with testfleet.yml: testfleet init --github --force",
+    )
+    doc = {
+        "name": f"{opts.name} (trusted)",
+        "on": {"pull_request_target": Note(
+            {"types": Flow(["opened", "synchronize", "reopened", "labeled"])},
+            eol=DANGEROUS_TRIGGER_NOTE)},
+        "permissions": {},
+        "concurrency": Note({
+            "group": "testfleet-trusted-${{ github.event.pull_request.number }}"
+                     f"${{{{ {ignored_label_expr(config)} && format('-{{0}}', github.run_id) || '' }}}}",
+            "cancel-in-progress": True,
+        }, before=("One run per pull request: a new push or label supersedes the last.",)),
+        "jobs": jobs,
+    }
+    return dump(doc, header, blank_between=2)
+
+
+def github_settings(config: Config, repository: str = "OWNER/REPO", default_branch: str = "main",
+                    push_branches: tuple[str, ...] = ()) -> list[str]:
+    """What must be set in GitHub for the generated workflows to be fork-safe, one item
+    per line (``init --github`` prints them; the docs explain each)."""
+    stages = trusted_stages(config)
+    refs = [default_branch, *[b for b in push_branches if b != default_branch]]
+    workflows = [f"{repository}/{WORKFLOW_PATH}@refs/heads/{ref}" for ref in refs]
+    workflows.append(f"{repository}/{TRUSTED_WORKFLOW_PATH}@refs/heads/{default_branch}")
+    items = [
+        "Settings > Actions > General > 'Fork pull request workflows from outside "
+        "collaborators': 'Require approval for all external contributors'.",
+        "Settings > Actions > General > 'Workflow permissions': 'Read repository contents and "
+        "packages permissions' (every generated job sets its own, read-only or none).",
+    ]
+    if stages:
+        runners = sorted({label for key, lane in all_lanes(config).items()
+                          if lane.stage in stages for label in lane.config.runs_on})
+        items += [
+            f"Put the self-hosted runners of {', '.join(stages)} (labels {', '.join(runners)}) "
+            "in a runner group (organization Settings > Actions > Runner groups) whose "
+            "'Workflow access' is 'Selected workflows': " + ", ".join(workflows) + ". A "
+            "pull request's edited workflow runs at refs/pull/<n>/merge and gets none of them.",
+            "Make those runners ephemeral (just-in-time or --ephemeral): an authorized fork's "
+            "code runs on them, and nothing of it may stay for the next job.",
+            f"Branch protection of {default_branch}: require the checks 'testfleet' and "
+            f"'{CHECK_NAME}'.",
+            "Only maintainers can add labels (triage or write access): "
+            + ("policy.authorize_labels names the labels that authorize a fork."
+               if config.policy.authorize_labels is not None
+               else f"every '{config.policy.label_prefix}<label>' label authorizes a fork; set "
+                    "policy.authorize_labels to name one label for that."),
+        ]
+        loose = [name for name in stages if not config.stages[name].trusted_only]
+        if loose:
+            items.append(f"Stages {', '.join(loose)} run on self-hosted runners without "
+                         "trusted_only = true: a fork's pull request runs them without a "
+                         "maintainer's label (without secrets). Set trusted_only = true unless "
+                         "that is meant.")
+    else:
+        items.append("Branch protection: require the check 'testfleet'.")
+    return items

@@ -1,0 +1,215 @@
+"""Find GitHub workflows in which a fork's pull request chooses its runner.
+
+Any workflow of the repository, hand-written ones included, is read as data (never run)
+for three patterns that hand a fork what only the base branch should decide:
+
+* ``fork-self-hosted``: a job on self-hosted (or any non-GitHub-hosted) runners in a
+  workflow triggered by ``pull_request``, with no ``if:`` that keeps pull requests out.
+  GitHub reads such a workflow from the pull request's merge commit, so a fork runs
+  whatever it likes there, on those machines, unless a runner group limits them to
+  workflows at the default branch;
+* ``fork-chosen-runner``: a job whose ``runs-on`` comes from another job's outputs (directly
+  or through a matrix built from them) when that job ran code from the pull request: in a
+  ``pull_request`` workflow any ``run:`` step or local action (``uses: ./...``) after a
+  checkout; in a ``pull_request_target`` workflow, one that checked the pull request out
+  and then ran a local action or a script from that checkout;
+* ``fork-executed-checkout``: in a ``pull_request_target`` workflow, a local action from the
+  pull request's checkout, or a step run inside it (the "pwn request").
+
+Each finding names the file, the job and the line of its ``runs-on`` (or of the step).
+:func:`audit_workflow` is pure; :func:`audit_tree` finds the files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testfleet.findings import Finding
+
+_HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|\d[\w.]*)(-[\w.]+)*$")
+_NEEDS_OUTPUT = re.compile(r"needs\.([A-Za-z_][\w-]*)\.outputs")
+_PR_REF = re.compile(r"github\.event\.pull_request\.head|refs/pull/|github\.head_ref|"
+                     r"merge_commit_sha")
+#: An ``if:`` that keeps a job away from pull requests (or from forks' ones).
+_EXCLUDES_PR = re.compile(
+    r"github\.event_name\s*!=\s*'pull_request'|"
+    r"github\.event\.pull_request\.head\.repo\.full_name\s*==\s*github\.repository|"
+    r"github\.event\.pull_request\.head\.repo\.fork\s*==\s*false")
+MAX_WORKFLOW_BYTES = 4 << 20
+
+
+def _node_map(node: yaml.Node) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _plain(node: yaml.Node | None) -> Any:
+    if node is None:
+        return None
+    if isinstance(node, yaml.ScalarNode):
+        return node.value
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(n) for n in node.value]
+    if isinstance(node, yaml.MappingNode):
+        return {str(_plain(k)): _plain(v) for k, v in node.value}
+    return None  # pragma: no cover - the three node kinds are all there are
+
+
+def _triggers(root: dict[str, tuple[yaml.Node, yaml.Node]]) -> set[str]:
+    entry = root.get("on") or root.get("true")  # YAML 1.1 reads an unquoted `on` as true
+    value = _plain(entry[1]) if entry else None
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return {str(v) for v in value}
+    if isinstance(value, dict):
+        return set(value)
+    return set()
+
+
+def _labels(runs_on: Any) -> list[str] | None:
+    """The literal labels of ``runs-on`` (None when an expression decides them)."""
+    if isinstance(runs_on, str):
+        return None if "${{" in runs_on else [runs_on]
+    if isinstance(runs_on, list):
+        return None if any("${{" in str(x) for x in runs_on) else [str(x) for x in runs_on]
+    if isinstance(runs_on, dict):
+        labels = runs_on.get("labels") or []
+        group = runs_on.get("group")
+        out = [str(x) for x in (labels if isinstance(labels, list) else [labels])]
+        return [*out, f"group:{group}"] if group else out
+    return []
+
+
+def _self_hosted(labels: list[str]) -> bool:
+    return any(not _HOSTED.match(label) for label in labels)
+
+
+def _runner_sources(job: dict[str, Any]) -> set[str]:
+    """The jobs whose outputs decide this job's runner (directly, or via its matrix)."""
+    text = str(job.get("runs-on", ""))
+    sources = set(_NEEDS_OUTPUT.findall(text))
+    if "matrix." in text:
+        sources |= set(_NEEDS_OUTPUT.findall(str((job.get("strategy") or {}).get("matrix", ""))))
+    return sources
+
+
+def _runs_pr_code(job: dict[str, Any], event: str) -> str | None:
+    """Why ``job`` executes code from the pull request, or None."""
+    steps = [s for s in job.get("steps") or [] if isinstance(s, dict)]
+    pr_paths: list[str] = []
+    checked_out = False
+    for step in steps:
+        uses = str(step.get("uses", ""))
+        with_ = step.get("with") or {}
+        if uses.startswith("actions/checkout"):
+            if event == "pull_request":
+                checked_out = True
+            elif _PR_REF.search(str(with_.get("ref", ""))) or _PR_REF.search(
+                    str(with_.get("repository", ""))):
+                pr_paths.append(str(with_.get("path", "") or ".").strip("/") or ".")
+            continue
+        if event == "pull_request" and checked_out:
+            if uses.startswith("./"):
+                return f"the local action {uses} from the pull request's checkout"
+            if "run" in step:
+                return "run: steps in the pull request's checkout"
+        for path in pr_paths:
+            where = str(step.get("working-directory", ".")).strip("/") or "."
+            if uses.startswith("./") and (path == "." or uses[2:].startswith(path + "/")):
+                return f"the local action {uses} from the pull request's checkout"
+            if "run" in step and (path == "." or where == path or where.startswith(path + "/")):
+                return f"a run: step in the pull request's checkout ({path})"
+    return None
+
+
+def audit_workflow(text: str, file: str) -> list[Finding]:
+    """The findings for one workflow's text (see the module docstring)."""
+    try:
+        tree = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        return [Finding(file, 0, 0, "warning", "workflow-unreadable",
+                        f"not a readable workflow: {str(exc).splitlines()[0][:200]}")]
+    root = _node_map(tree) if tree is not None else {}
+    events = _triggers(root) & {"pull_request", "pull_request_target"}
+    jobs_entry = root.get("jobs")
+    if not events or jobs_entry is None:
+        return []
+    jobs = _node_map(jobs_entry[1])
+    plain = {name: _plain(node) for name, (_, node) in jobs.items()}
+    findings: list[Finding] = []
+    for name, (key, node) in jobs.items():
+        job = plain[name] if isinstance(plain[name], dict) else {}
+        fields = _node_map(node)
+        line = (fields["runs-on"][0] if "runs-on" in fields else key).start_mark.line + 1
+        labels = _labels(job.get("runs-on"))
+        guarded = bool(_EXCLUDES_PR.search(str(job.get("if", ""))))
+        if "pull_request" in events and labels and _self_hosted(labels) and not guarded:
+            findings.append(Finding(
+                file, line, 0, "warning", "fork-self-hosted",
+                f"job {name} runs on {', '.join(labels)} in a workflow triggered by pull_request: "
+                "a fork's pull request runs it from its own copy of this file; dispatch such jobs "
+                "from a pull_request_target workflow (testfleet init --github writes one), or "
+                "limit the runner group to workflows at the default branch"))
+        for source in sorted(_runner_sources(job)):
+            upstream = plain.get(source)
+            for event in sorted(events):
+                why = _runs_pr_code(upstream, event) if isinstance(upstream, dict) else None
+                if why:
+                    findings.append(Finding(
+                        file, line, 0, "warning", "fork-chosen-runner",
+                        f"the runner of job {name} comes from job {source}'s outputs, and job "
+                        f"{source} ran {why} on {event}: a fork can choose this job's runner; "
+                        "write runs-on from trusted data (testfleet writes it from the config)"))
+                    break
+        if "pull_request_target" in events:
+            why = _runs_pr_code(job, "pull_request_target")
+            if why:
+                findings.append(Finding(
+                    file, key.start_mark.line + 1, 0, "warning", "fork-executed-checkout",
+                    f"job {name} runs {why} in a pull_request_target workflow, which has the "
+                    "base repository's token and secrets; check the pull request out as data "
+                    "only (into a path of its own) and run nothing from it"))
+    return findings
+
+
+def workflows_dir(start: Path) -> Path | None:
+    """``.github/workflows`` of the repository ``start`` is in (walking up to the top of the
+    git work tree, or to the filesystem root without one)."""
+    here = start.resolve()
+    for parent in (here, *here.parents):
+        candidate = parent / ".github" / "workflows"
+        if candidate.is_dir():
+            return candidate
+        if (parent / ".git").exists():
+            return None
+    return None
+
+
+def audit_tree(root: Path, only: frozenset[str] | None = None) -> list[Finding]:
+    """Every workflow of the repository ``root`` is in (``only``: of these root-relative
+    paths); paths relative to ``root``."""
+    directory = workflows_dir(root)
+    if directory is None:
+        return []
+    findings: list[Finding] = []
+    for path in sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")]):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if only is not None and rel not in only:
+            continue
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_WORKFLOW_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            findings.append(Finding(rel, 0, 0, "warning", "workflow-unreadable",
+                                    f"cannot read it: {exc}"))
+            continue
+        findings += audit_workflow(text, rel)
+    return findings
