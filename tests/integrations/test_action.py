@@ -183,7 +183,7 @@ def test_an_unknown_command_is_refused(tmp_path: Path) -> None:
 def test_install_defaults_to_the_pinned_version(tmp_path: Path) -> None:
     code, out, calls = run_action(tmp_path, {}, step="Install testfleet")
     assert code == 0, out
-    assert calls == [["python3", "-m", "pip", "install", f"testfleet=={__version__}"],
+    assert calls == [["python3", "-m", "pip", "install", f"testfleet[runner]=={__version__}"],
                      ["testfleet", "--version"]]
     marker = tmp_path / "installed"
     code, out, calls = run_action(tmp_path, {"install": f"touch {marker}"}, step="Install testfleet")
@@ -231,14 +231,14 @@ def test_used_as_owner_repo_at_sha_it_installs_its_own_source(tmp_path: Path) ->
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     calls = [line.split("\0") for line in log.read_text().split("\0\n") if line]
-    assert calls[0] == ["python3", "-m", "pip", "install", str(source)]
+    assert calls[0] == ["python3", "-m", "pip", "install", f"{source}[runner]"]
     # vendored in a project (no testfleet source beside it): the pinned version
     (source / "pyproject.toml").write_text('[project]\nname = "fleet"\n')
     log.write_text("")
     subprocess.run(["bash", "-e", "-c", _step("Install testfleet")], cwd=tmp_path, env=env,
                    capture_output=True, text=True, timeout=60, check=True)
     calls = [line.split("\0") for line in log.read_text().split("\0\n") if line]
-    assert calls[0] == ["python3", "-m", "pip", "install", f"testfleet=={__version__}"]
+    assert calls[0] == ["python3", "-m", "pip", "install", f"testfleet[runner]=={__version__}"]
 
 
 def test_plan_takes_a_stage_list_and_diffs_on_pull_request_target(tmp_path: Path) -> None:

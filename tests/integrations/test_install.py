@@ -9,7 +9,7 @@ from testfleet.integrations.install import from_direct_url, this_install
 
 def test_no_record_means_the_index_pinned() -> None:
     install = from_direct_url(None, "1.2.3")
-    assert install.command == "python3 -m pip install testfleet==1.2.3"
+    assert install.command == "python3 -m pip install 'testfleet[runner]==1.2.3'"
     assert install.source == "index" and install.problem is None
 
 
@@ -19,7 +19,7 @@ def test_a_git_install_is_reproduced_at_its_commit_without_credentials() -> None
         "vcs_info": {"vcs": "git", "commit_id": "a" * 40, "requested_revision": "main"}})
     assert install.source == "vcs" and install.problem is None
     assert install.command == ("python3 -m pip install "
-                               f"'testfleet @ git+https://github.com/org/testfleet.git@{'a' * 40}'")
+                               f"'testfleet[runner] @ git+https://github.com/org/testfleet.git@{'a' * 40}'")
     assert "ghp_secret" not in install.command and "user" not in install.command
     sub = from_direct_url({"url": "https://github.com/org/mono", "subdirectory": "py",
                            "vcs_info": {"vcs": "git", "commit_id": "b" * 40}})

@@ -150,9 +150,9 @@ if [ -n "${TESTFLEET_INSTALL:-}" ]; then
   bash -euo pipefail -c "$TESTFLEET_INSTALL"
 elif grep -qsE '^name = "testfleet"$' "${GITHUB_ACTION_PATH:-.}/pyproject.toml"; then
   # used as owner/repo@sha: install the testfleet source this action was checked out with
-  python3 -m pip install "$GITHUB_ACTION_PATH"
+  python3 -m pip install "$GITHUB_ACTION_PATH[runner]"
 else
-  python3 -m pip install "testfleet==$TESTFLEET_VERSION"
+  python3 -m pip install "testfleet[runner]==$TESTFLEET_VERSION"
 fi
 testfleet --version
 """

@@ -28,6 +28,9 @@ from urllib.parse import urlsplit, urlunsplit
 from testfleet import __version__
 
 DIST = "testfleet"
+#: What a CI job installs: a generated job may run `testfleet run`, which needs the runner
+#: extra (pytest, psutil; docs/install.md).
+SPEC = "testfleet[runner]"
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Install:
 
 
 def index_install(version: str = __version__) -> Install:
-    return Install(f"python3 -m pip install {DIST}=={version}", "index",
+    return Install(f"python3 -m pip install {shlex.quote(f'{SPEC}=={version}')}", "index",
                    f"{DIST} {version} from the package index")
 
 
@@ -79,14 +82,14 @@ def from_direct_url(data: Any, version: str = __version__) -> Install:
         kind = vcs.get("vcs")
         if kind != "git" or not isinstance(commit, str) or url.startswith("file:"):
             return _unreproducible(f"a local or non-git repository ({url})")
-        spec = f"{DIST} @ git+{url}@{commit}{suffix}"
+        spec = f"{SPEC} @ git+{url}@{commit}{suffix}"
         note = " (credentials in its URL were left out)" if stripped else ""
         return Install(f"python3 -m pip install {shlex.quote(spec)}", "vcs",
                        f"git {url} at commit {commit}{note}")
     if isinstance(data.get("archive_info"), dict) and not url.startswith("file:"):
         hashes = data["archive_info"].get("hashes") or {}
         fragment = f"#sha256={hashes['sha256']}" if isinstance(hashes.get("sha256"), str) else ""
-        spec = f"{DIST} @ {url}{fragment}"
+        spec = f"{SPEC} @ {url}{fragment}"
         return Install(f"python3 -m pip install {shlex.quote(spec)}", "archive",
                        f"the archive {url}")
     dir_info = data.get("dir_info")
