@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from testfleet.integrations.adopt_expr import Unresolved, matrix_combinations, resolve_runs_on
+from testfleet.adopt.expr import Unresolved, matrix_combinations, resolve_runs_on
 
 RESOLVED = [
     ("${{ matrix.runner }}",
@@ -85,7 +85,7 @@ def _pr(labels: list[str], draft: bool = False) -> dict[str, Any]:
 ])
 def test_a_jobs_condition_on_a_pull_request(condition: str, unlabelled: list[Any], labelled: list[Any],
                                             draft: list[Any]) -> None:
-    from testfleet.integrations.adopt_expr import job_condition
+    from testfleet.adopt.expr import job_condition
 
     assert job_condition(condition, _pr([])) == unlabelled
     assert job_condition(condition, _pr(["run-ci"])) == labelled

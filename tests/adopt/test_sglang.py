@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
+from testfleet.adopt.derive import derive
+from testfleet.adopt.scan import scan
+from testfleet.adopt.toml_text import render_toml
 from testfleet.config import load_project
-from testfleet.integrations import adopt
 from testfleet.planning import make_plan
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
@@ -426,7 +428,7 @@ def runner_list(tree: Path, hw: str, suite: str, nightly: bool) -> set[str]:
 def test_files_run_as_the_runner_starts_them(tree: Path) -> None:
     """run_unittest_files starts each file as ``python3 FILE -f``: the stages whose jobs run
     the runner take that command, and the runner's per-file timeout default with it."""
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     stages = result.data["stages"]
     for name in ("base-b-test-1-gpu-small", "base-c-test-4-gpu-h100", "nightly-1-gpu",
                  "base-a-test-cpu", "stage-a-test-1-gpu-small-amd"):
@@ -444,7 +446,7 @@ def test_a_runner_that_starts_files_two_ways_adopts_neither(tree: Path) -> None:
     utils.write_text(utils.read_text().replace(
         'cmd = ["python3", full_path, "-f"]',
         'cmd = ["python3", full_path, "-f"] if enable_retry else ["python3", full_path, "-v"]'))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["stages"]["nightly-1-gpu"]["command"] == "python"
     assert any("starts files in more than one way" in n for n in result.notes)
 
@@ -453,23 +455,23 @@ def test_the_runners_nightly_switch_is_an_exact_split(tree: Path) -> None:
     """``t.nightly == nightly``: a run without --nightly takes only per-commit registrations,
     one with it only nightly ones: the cadence the --nightly workflow is scheduled as gets
     nightly_split = "exact". A runner whose --nightly only widens the run is not exact."""
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     cadences = result.data["policy"]["cadences"]
     assert cadences["nightly"]["nightly_split"] == "exact"
     assert "nightly_split" not in cadences["weekly"] and "nightly_split" not in cadences["regular"]
     # scheduled as weekly: that cadence is the exact one
     wf = tree / ".github/workflows/nightly-test.yml"
     wf.write_text(wf.read_text().replace("'0 0 * * *'", "'0 0 * * 6'"))
-    cadences = adopt.derive(adopt.scan(tree)).data["policy"]["cadences"]
+    cadences = derive(scan(tree)).data["policy"]["cadences"]
     assert cadences["weekly"]["nightly_split"] == "exact" and "nightly_split" not in cadences["nightly"]
     wf.write_text(wf.read_text().replace("'0 0 * * 6'", "'0 0 * * *'"))
     assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly"}
-    text = adopt.render_toml(result.data, "tool.testfleet")
+    text = render_toml(result.data, "tool.testfleet")
     assert '[tool.testfleet.policy.cadences.nightly]\ninclude = "all"\n' in text
     # the same flag as a mere alias that widens the run: not exact, no cadences written
     runner = tree / "test/run_suite.py"
     runner.write_text(runner.read_text().replace("and t.nightly == nightly", "and (nightly or not t.nightly)"))
-    assert "cadences" not in adopt.derive(adopt.scan(tree)).data["policy"]
+    assert "cadences" not in derive(scan(tree)).data["policy"]
 
 
 TRIGGERS = {
@@ -529,7 +531,7 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
 def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) -> None:
     """A fork guard's ternary of literals and a matrix include list resolve to labels; a
     value looked up at run time is listed with the reason, never written."""
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     stages = result.data["stages"]
     assert stages["base-c-test-4-gpu-h100"]["runs_on"] == ["4-gpu-h100"]
     assert stages["stage-a-test-1-gpu-small-amd"]["runs_on"] == ["linux-mi325-gpu-1"]
@@ -547,12 +549,12 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
         "cuda": {"runs_on": ["self-hosted", "cuda"]},
         "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"]}}
     assert stages["base-b-test-1-gpu-small"]["command"] == "python3 {file} -f"
-    assert "${{" not in adopt.render_toml(result.data, "tool.testfleet")
+    assert "${{" not in render_toml(result.data, "tool.testfleet")
     # a ternary on the event is not one runner: listed, with what it depends on
     pr = tree / ".github/workflows/pr-test.yml"
     pr.write_text(pr.read_text().replace("github.repository == 'sgl-project/sglang'",
                                          "github.event_name == 'schedule'"))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     told = "\n".join(n.render() for n in result.not_carried)
     assert ("one of '4-gpu-h100', 'ubuntu-latest', depending on github.event_name; "
             "runs_on needs literal labels") in told
@@ -565,7 +567,7 @@ def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
         "      matrix:\n        include:\n          - runner: linux-mi325-gpu-1\n            part: 0\n"
         "          - runner: linux-mi325-gpu-1\n            part: 1\n",
         "      matrix:\n        runner: [linux-mi300-gpu-1, linux-mi325-gpu-1]\n        part: [0, 1]\n"))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     amd = result.data["stages"]["stage-a-test-1-gpu-small-amd"]
     assert amd["variants"] == {"linux-mi300-gpu-1": {"runs_on": ["linux-mi300-gpu-1"]},
                                "linux-mi325-gpu-1": {"runs_on": ["linux-mi325-gpu-1"]}}
@@ -596,7 +598,7 @@ def test_report_explains_the_nightly_split(tree: Path, tmp_path: Path,
                              "--report", str(report))
     assert code == 0, out + err
     text = report.read_text()
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly", "0 12 * * *": "regular"}
     nightly = text.split("### nightly (schedule)")[1].split("###")[0]
     assert ("| `base-b-test-1-gpu-small` | yes | no | the existing job runs without --nightly "
@@ -613,7 +615,7 @@ def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
     """SGLang's check-changes job fails a PR without 'run-ci' (and a draft); every stage job
     needs it. Gating only the GPU jobs is the policy's "gpu" scope; gating only some stages
     is those stages' requires_labels."""
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert {k: result.data["policy"][k] for k in ("required_label", "required_label_scope", "drafts")} \
         == {"required_label": "run-ci", "required_label_scope": "all", "drafts": "skip"}
     # the same gates as the job's own if: (the NPU job skipped, not failed)
@@ -624,22 +626,22 @@ def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
         "    if: github.event.pull_request.draft == false && contains(github.event.pull_request.labels.*.name, 'run-ci')\n"
         "    runs-on: linux-aarch64-a2-1\n") + "    steps:\n      - run: |\n          cd test\n"
         "          python3 run_suite.py --hw npu --suite base-b-test-1-gpu-small\n")
-    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    policy = derive(scan(tree)).data["policy"]
     assert (policy["required_label"], policy["required_label_scope"], policy["drafts"]) == ("run-ci", "all", "skip")
     npu.write_text(npu.read_text().replace("github.event.pull_request.draft == false && ", "")
                    .replace("contains(", "github.event_name != 'pull_request' || contains("))
-    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    policy = derive(scan(tree)).data["policy"]
     assert policy["required_label"] == "run-ci" and "drafts" not in policy  # NPU runs on drafts
     npu.write_text(kept)
     pr = tree / ".github/workflows/pr-test.yml"
     text = pr.read_text()
     pr.write_text(text.replace("  base-a-test-cpu:\n    needs: [check-changes]\n", "  base-a-test-cpu:\n"))
-    policy = adopt.derive(adopt.scan(tree)).data["policy"]
+    policy = derive(scan(tree)).data["policy"]
     assert (policy["required_label"], policy["drafts"]) == ("run-ci", "skip-gpu")
     assert "required_label_scope" not in policy  # "gpu" is the default
     npu.write_text(npu.read_text().replace("'run-ci'", "'run-ci-npu'").replace(
         "draft == true", "draft == 'never'"))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert "required_label" not in result.data["policy"] and "drafts" not in result.data["policy"]
     stages = result.data["stages"]
     assert stages["base-c-test-4-gpu-h100"]["requires_labels"] == ["run-ci"]

@@ -12,14 +12,19 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
+from testfleet.adopt.derive import derive
+from testfleet.adopt.roots import detect_roots
+from testfleet.adopt.scaffold import scaffold
+from testfleet.adopt.scan import scan
+from testfleet.adopt.toml_text import render_toml
 from testfleet.config import load_project, validate_config
-from testfleet.integrations import adopt
 from testfleet.planning import make_plan
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
 from testfleet.registry import collect
 
-from .conftest import MI300X
+MI300X = "stage-c-4-gpu-mi300x"
+
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -273,8 +278,8 @@ def test_what_cannot_be_adopted_is_reported_with_its_place(tmp_path: Path) -> No
     root = write(tmp_path / "broken", BROKEN)
     (root / "tests" / "test_latin1.py").write_bytes(
         b"# caf\xe9\nfrom testfleet import register_cpu_ci\nregister_cpu_ci(5, 'cpu')\n")
-    scanned = adopt.scan(root)
-    result = adopt.derive(scanned)
+    scanned = scan(root)
+    result = derive(scanned)
     got = {(f.file, f.line, f.code, f.message) for f in result.findings}
     for file, line, code, fragment in EXPECTED:
         assert any(g[0] == file and g[1] == line and g[2] == code and fragment in g[3]
@@ -322,7 +327,7 @@ def test_init_exits_1_and_says_so_when_something_could_not_be_adopted(
 def test_example_gate_without_config_default_is_reported(tmp_path: Path,
                                                          example_project: Path) -> None:
     strip_config(example_project)
-    result = adopt.derive(adopt.scan(example_project))
+    result = derive(scan(example_project))
     (finding,) = [f for f in result.findings if f.code == "adopt-gate-default"]
     assert finding.file == "tests/unit/test_train_curve_grad_norm.py"
     assert '[tool.testfleet.gate.defaults."train/grad_norm"]' in finding.message
@@ -340,7 +345,7 @@ def test_pattern_widens_only_as_far_as_the_registered_files_need(tmp_path: Path,
         "tests/e2e/utils.py": "X = 1\n",
         "tests/__init__.py": "",
     })
-    result = adopt.derive(adopt.scan(root))
+    result = derive(scan(root))
     assert result.data["pattern"] == "*.py"
     assert result.data["exclude"] == ["tests/__init__.py", "tests/e2e/utils.py"]
     assert result.data["stages"]["gpu"]["command"] == "python"
@@ -358,7 +363,7 @@ def test_roots_are_detected_where_the_markers_are(tmp_path: Path) -> None:
         "src/pkg/mod.py": "register_thing = 1\n",
         ".venv/lib/test_c.py": "from x import register_cuda_ci\nregister_cuda_ci(5, 's')\n",
     })
-    assert adopt.detect_roots(root) == ["integration", "test"]
+    assert detect_roots(root) == ["integration", "test"]
 
 
 def test_crons_come_only_from_workflows_that_run_tests(tmp_path: Path) -> None:
@@ -397,7 +402,7 @@ def test_crons_come_only_from_workflows_that_run_tests(tmp_path: Path) -> None:
             """,
         "tests/test_a.py": "from testfleet import register_cpu_ci\nregister_cpu_ci(5, 'cpu')\n",
     })
-    result = adopt.derive(adopt.scan(root))
+    result = derive(scan(root))
     assert result.data["policy"]["schedules"] == {"0 2 * * *": "nightly", "30 4 * * 0": "weekly",
                                                   "0 5 * * 1": "release"}
     ignored = [n.render() for n in result.not_carried if "cron" in n.what]
@@ -418,7 +423,7 @@ def test_toml_rendering_round_trips(prefix: str) -> None:
                    "gpu": {"backend": "npu", "runs_on": ["self-hosted", "npu"], "target_minutes": 7.5}},
         "policy": {"schedules": {"0 3 * * 1-6": "nightly"}},
     }
-    text = adopt.render_toml(data, prefix, "a header\n\nwith a blank line")
+    text = render_toml(data, prefix, "a header\n\nwith a blank line")
     loaded = tomllib.loads(text)
     if prefix:
         loaded = loaded["tool"]["testfleet"]
@@ -427,7 +432,7 @@ def test_toml_rendering_round_trips(prefix: str) -> None:
 
 
 def test_scaffold_is_valid_and_registers_everything(tmp_path: Path) -> None:
-    data = adopt.scaffold(tmp_path)
+    data = scaffold(tmp_path)
     config = validate_config(data)
     assert config.implicit[0].path == "tests" and config.implicit[0].suite == "stage-cpu"
     assert set(config.policy.schedules.values()) == {"nightly", "weekly"}

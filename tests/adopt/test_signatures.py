@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
+from testfleet.adopt.derive import derive
+from testfleet.adopt.scan import scan
 from testfleet.config import load_project
-from testfleet.integrations import adopt
 from testfleet.registry import collect
 
 # The shapes of sgl-project/sglang python/sglang/test/ci/ci_register.py, reduced.
@@ -119,9 +120,9 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_signature_is_learnt_from_the_module_that_defines_the_markers(tree: Path) -> None:
-    scanned = adopt.scan(tree)
+    scanned = scan(tree)
     assert scanned.signatures_source == "python/sglang/test/ci/ci_register.py"
-    result = adopt.derive(scanned)
+    result = derive(scanned)
     assert result.data["markers"] == {"*": {
         "positional": ["est_time", "suite", "nightly", "disabled"],
         "keywords": {"runner_config": "str", "stage": "str"},
@@ -160,7 +161,7 @@ def test_composed_registrations_are_adopted_and_check_clean(tree: Path,
 def test_without_the_defining_module_the_keywords_stay_findings(tree: Path) -> None:
     """Nothing to learn from: the calls are reported (file:line), their files never excluded."""
     (tree / "python/sglang/test/ci/ci_register.py").unlink()
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert "markers" not in result.data
     unknown = [f for f in result.findings if f.code == "adopt-call" and "unknown keyword" in f.message]
     assert {f.file for f in unknown} == {"test/registered/test_attention.py",
@@ -173,7 +174,7 @@ def test_a_file_registered_twice_to_one_stage_is_still_a_finding(tree: Path) -> 
     (tree / "test/registered/test_twice.py").write_text(CUDA + (
         'register_cuda_ci(est_time=10, stage="base-b", runner_config="1-gpu-small")\n'
         'register_cuda_ci(est_time=20, suite="base-b-test-1-gpu-small")\n'))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     dup = [f for f in result.findings if f.code == "adopt-duplicate"]
     assert [(f.file, f.line) for f in dup] == [("test/registered/test_twice.py", 5)]
 
@@ -182,7 +183,7 @@ def test_a_marker_imported_but_never_called_is_a_finding(tree: Path) -> None:
     """'check' rejects it (marker-not-called): adoption must not exit 0 before it."""
     (tree / "test/registered/test_cpu.py").write_text(
         IMPORT.replace("register_amd_ci", "register_cpu_ci") + 'register_cpu_ci(5, "base-a-test-cpu")\n')
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     got = [(f.file, f.code) for f in result.findings if f.severity == "error"]
     assert got == [("test/registered/test_cpu.py", "adopt-not-called")]
     assert "register_cuda_ci is named here" in result.findings[0].message
@@ -191,7 +192,7 @@ def test_a_marker_imported_but_never_called_is_a_finding(tree: Path) -> None:
 def test_signature_details_of_the_defining_module(tmp_path: Path) -> None:
     """A catch-all stand-in says nothing (testfleet's own signature stays); a field the
     suite's f-string formats without an annotation is a string."""
-    from testfleet.integrations.adopt_project import SignatureRead, read_signatures
+    from testfleet.adopt.signatures import SignatureRead, read_signatures
 
     module = tmp_path / "markers.py"
     module.write_text(textwrap.dedent('''
@@ -242,7 +243,7 @@ def test_discovery_root_from_the_runner_scripts_glob(tree: Path) -> None:
     (tree / "test/srt").mkdir()
     (tree / "test/srt/test_legacy.py").write_text(CUDA + 'register_cuda_ci(est_time="slow", suite="x")\n')
     (tree / "test/registered/__init__.py").write_text("")
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["roots"] == ["test/registered"]
     assert not [f for f in result.findings if f.severity == "error"]  # test/srt is not the runner's
     assert result.registrations == 6

@@ -11,106 +11,18 @@ every finding still standing between the tree and a clean ``testfleet check``.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from testfleet.policy import Trigger
+from testfleet.adopt.triggers import TriggerCase, trigger_cases
 
 if TYPE_CHECKING:
+    from testfleet.adopt.derive import Adoption
+    from testfleet.adopt.scan import Scan
     from testfleet.config import Config
-    from testfleet.integrations.adopt import Adoption, Scan
     from testfleet.planning.model import Plan
     from testfleet.registry.model import Registration
-
-
-@dataclass(frozen=True)
-class TriggerCase:
-    title: str
-    trigger: Trigger
-    events: tuple[str, ...]  # workflow events that deliver this trigger
-    id: str = ""  # the name a saved runner selection uses for it (docs/adopt.md)
-
-
-def trigger_cases(labels: list[str], schedules: dict[str, str],
-                  gate: str | None = None) -> list[TriggerCase]:
-    """push, PR without and with labels, every adopted cadence, manual runs. With a
-    required PR label (``gate``) the labelled PR cases carry it too."""
-    extra = (gate,) if gate else ()
-    cases = [
-        TriggerCase("push", Trigger(event="push"), ("push",), "push"),
-        TriggerCase("PR, no labels", Trigger(event="pull_request"), ("pull_request",), "pr"),
-        TriggerCase("PR, every domain label" + (f" and {gate}" if gate else ""), Trigger(
-            event="pull_request", labels=(*extra, *(f"run-ci-{lb}" for lb in sorted(labels)))),
-            ("pull_request",), "pr-labels"),
-        TriggerCase("PR, run-ci-all" + (f" and {gate}" if gate else ""),
-                    Trigger(event="pull_request", labels=(*extra, "run-ci-all")),
-                    ("pull_request",), "pr-all"),
-    ]
-    for cadence in ("nightly", "weekly"):
-        if cadence in schedules.values():
-            cases.append(TriggerCase(f"{cadence} (schedule)",
-                                     Trigger(event="schedule", cadence=cadence), ("schedule",),
-                                     cadence))
-    cases.append(TriggerCase("release", Trigger(event="workflow_dispatch", cadence="release"),
-                             ("workflow_call", "workflow_dispatch"), "release"))
-    cases.append(TriggerCase("manual run (all labels)",
-                             Trigger(event="workflow_dispatch", match_all_labels=True),
-                             ("workflow_dispatch",), "manual"))
-    return cases
-
-
-CASE_IDS = ("push", "pr", "pr-labels", "pr-all", "nightly", "weekly", "release", "manual")
-_BLOCK = re.compile(r"^==\s*trigger=(\S+)\s+stage=(\S+)\s*==\s*$")
-_PY_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py)(?![\w/])")
-
-
-def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[str]]:
-    """A saved selection of the project's runner: ``(trigger id, stage) -> files``.
-
-    The file is the runner's own ``--list-only`` / dry-run output for each trigger and
-    stage, each preceded by a line ``== trigger=<id> stage=<stage> ==`` (docs/adopt.md).
-    Inside a block every ``path.py`` on a line counts as selected, except on the lines of
-    a list introduced by a line that starts with "skip" (``Skipped 2 test(s):``) and
-    ending at the next line that is not indented and not a bullet. Raises
-    :class:`~testfleet.errors.UsageError` naming the line for a malformed header, an
-    unknown trigger id, a block given twice or text before the first header.
-    """
-    from testfleet.errors import UsageError
-
-    out: dict[tuple[str, str], set[str]] = {}
-    current: set[str] | None = None
-    skipping = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if re.match(r"==\s*trigger=", line):  # a runner's own '=====' rules are text
-            m = _BLOCK.match(line)
-            if m is None:
-                raise UsageError(f"{source}:{number}: expected '== trigger=<id> stage=<stage> ==', "
-                                 f"got {line[:80]!r}")
-            case, stage = m.groups()
-            if case not in CASE_IDS:
-                raise UsageError(f"{source}:{number}: unknown trigger {case!r}; valid: "
-                                 f"{', '.join(CASE_IDS)}")
-            if (case, stage) in out:
-                raise UsageError(f"{source}:{number}: trigger={case} stage={stage} is given twice")
-            current = out[(case, stage)] = set()
-            skipping = False
-            continue
-        if not line.strip():
-            continue
-        if current is None:
-            raise UsageError(f"{source}:{number}: text before the first "
-                             "'== trigger=<id> stage=<stage> ==' line")
-        stripped = line.lstrip()
-        top = line == stripped and not stripped.startswith(("-", "*", "+"))
-        if top:
-            skipping = stripped.lower().startswith("skip")
-        if skipping:
-            continue
-        current.update(p.removeprefix("./") for p in _PY_PATH.findall(line))
-    return out
 
 
 def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:

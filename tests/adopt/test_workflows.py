@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
+from testfleet.adopt.derive import derive
+from testfleet.adopt.scan import scan
+from testfleet.adopt.toml_text import render_toml
 from testfleet.config import load_project
-from testfleet.integrations import adopt
 from testfleet.planning import make_plan
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Trigger
@@ -357,7 +359,7 @@ def tree(tmp_path: Path) -> Path:
 
 def test_directory_registered_by_location_becomes_implicit(tree: Path) -> None:
     """239 tests/fast files went into exclude; the collector says they are stage-a-cpu."""
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["roots"] == ["tests/fast", "tests/e2e"]  # the collector's discovery roots
     assert result.data["implicit"] == [{"path": "tests/fast", "backend": "cpu",
                                         "suite": "stage-a-cpu", "est_time": 2.0}]
@@ -368,19 +370,19 @@ def test_excludes_are_sorted_files_one_per_line(tree: Path) -> None:
     (tree / "tests" / "e2e" / "helpers").mkdir()
     for name in ("test_zeta.py", "test_alpha.py"):
         (tree / "tests" / "e2e" / "helpers" / name).write_text("def test_h(): pass\n")
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     inside = [e for e in result.data["exclude"] if e.startswith("tests/e2e")]
     assert inside == ["tests/e2e/helpers/test_alpha.py", "tests/e2e/helpers/test_zeta.py"]
     # outside every root a whole directory may be folded, a file next to a root may not
     assert "tests/manual/**" in result.data["exclude"]
     assert "tests/test_top_level_manual.py" in result.data["exclude"]
-    text = adopt.render_toml(result.data, "tool.testfleet")
+    text = render_toml(result.data, "tool.testfleet")
     assert '    "tests/e2e/helpers/test_alpha.py",\n    "tests/e2e/helpers/test_zeta.py",\n' in text
     assert max(len(line) for line in text.splitlines()) < 200
 
 
 def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     gpu = result.data["stages"]["stage-c-4-gpu-h200"]
     assert gpu["runs_on"] == ["h200", "4gpu"]  # the caller's input, through fromJSON
     assert gpu["container"]["image"] == "org/img:dev"  # computed at run time: the default, and a note
@@ -418,28 +420,28 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
 
 def test_command_follows_how_files_run(tree: Path) -> None:
     """Script-style GPU files (only a __main__ block) got command = "pytest"."""
-    stages = adopt.derive(adopt.scan(tree)).data["stages"]
+    stages = derive(scan(tree)).data["stages"]
     assert stages["stage-c-4-gpu-h200"]["command"] == "python"
     assert stages["stage-b-cpu"]["command"] == "pytest"
     assert stages["stage-a-cpu"]["command"] == "pytest"
 
 
 def test_label_descriptions_come_from_the_label_registry(tree: Path) -> None:
-    labels = adopt.derive(adopt.scan(tree)).data["labels"]
+    labels = derive(scan(tree)).data["labels"]
     assert labels["megatron"] == "Megatron-LM training tests"
     assert labels["unused"] == "A label no test carries yet"
     assert not any("used by" in d for d in labels.values())
 
 
 def test_schedules_and_gate_defaults_come_from_the_project(tree: Path) -> None:
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["policy"]["schedules"] == {"0 15 * * 0-5": "nightly", "0 15 * * 6": "weekly"}
     assert result.data["gate"]["defaults"]["train/grad_norm"]["steps"] == "all"
     assert not [f for f in result.findings if f.code == "adopt-gate-default"]
 
 
 def test_a_stage_no_job_runs_is_dormant_with_its_reason(tree: Path) -> None:
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     b200 = result.data["stages"]["nightly-stage-c-8-gpu-b200"]
     assert b200["disabled"].startswith("no job of the existing CI runs this stage")
     assert "nightly-stage-c-8-gpu-b200" in result.dormant
@@ -569,7 +571,7 @@ def test_directory_a_job_hands_to_pytest_becomes_implicit(tmp_path: Path,
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(textwrap.dedent(text).lstrip("\n"))
-    result = adopt.derive(adopt.scan(root))
+    result = derive(scan(root))
     assert result.data["implicit"] == [{"path": "tests/unit", "backend": "cpu", "suite": "unit",
                                         "est_time": 60.0}]
     assert result.data["exclude"] == ["tests/other/test_o.py"]
@@ -597,7 +599,7 @@ def test_scripts_beside_pytest_files_run_each_by_its_style(tree: Path,
         "from tests.ci.ci_register import register_cpu_ci\n"
         "register_cpu_ci(est_time=60, suite='stage-b-cpu')\n"
         "if __name__ == '__main__':\n    print('ran')\n")
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert result.data["stages"]["stage-b-cpu"]["command"] == "auto"
     assert result.data["stages"]["stage-a-cpu"]["command"] == "pytest"
     code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
@@ -631,7 +633,7 @@ def test_hostile_workflows_are_read_in_bounded_time(tree: Path) -> None:
     (wf / "broken.yml").write_text("on: [push\njobs: {\n")
     (wf / "huge.yml").write_bytes(b"# " + b"x" * (3 << 20) + b"\n")
     started = time.perf_counter()
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     assert time.perf_counter() - started < 30
     bad = {f.file: f.message for f in result.findings if f.code == "adopt-workflow"}
     assert "not valid YAML" in bad[".github/workflows/broken.yml"]
@@ -692,7 +694,7 @@ def test_report_compares_files_with_the_runners_saved_list(tree: Path, tmp_path:
 
 
 def test_runner_list_format() -> None:
-    from testfleet.integrations.adopt_report import parse_runner_selection
+    from testfleet.adopt.runner_selection import parse_runner_selection
 
     text = ("== trigger=nightly stage=s ==\n"
             "============================================================\n"
@@ -747,7 +749,7 @@ def test_a_runner_flag_computed_at_run_time_takes_no_default(tree: Path) -> None
         "--enable-retry --max-attempts 3 --retry-wait-seconds 30",
         "--enable-retry --max-attempts 3 --retry-wait-seconds 30 "
         "${{ inputs.t && format('--timeout-per-file {0}', inputs.t) || '' }}"))
-    result = adopt.derive(adopt.scan(tree))
+    result = derive(scan(tree))
     gpu = result.data["stages"]["stage-c-4-gpu-h200"]
     assert "file_timeout" not in gpu and gpu["max_attempts"] == 3
     told = "\n".join(n.render() for n in result.not_carried)

@@ -1,0 +1,296 @@
+"""One stage job of the existing CI read into a :class:`~testfleet.adopt.ci_model.CIStage`:
+runner labels (a computed ``runs-on`` through :mod:`testfleet.adopt.expr`), container,
+timeouts, env and secrets, matrix strategy, the setup steps before the tests, the pytest
+options, the runner flags and the runner script's own defaults for them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from testfleet.adopt.ci_model import CIStage, NotCarried
+from testfleet.adopt.workflow_yaml import EXPR, SECRET_REF, has_expr, short, text_of
+
+_INT_FLAG = r"--{name}[= ]+(\d+)"
+TEST_COMMAND = re.compile(r"\b(?:pytest|py\.test|unittest|run_suite|testfleet\s+run|tox|nox)\b")
+_MATRIX_REF = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}")
+
+
+def command_lines(commands: str) -> list[str]:
+    return [" ".join(line.split()) for line in commands.replace(">-\n", " ").splitlines()
+            if TEST_COMMAND.search(line)]
+
+
+def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mapping[str, Any],
+           called: list[dict[str, Any]], commands: str, not_carried: list[NotCarried]) -> CIStage:
+    where = f"{rel} job {job_id}"
+    stage = CIStage(name=name, workflow=rel, job=job_id, events=events)
+    inner = called[0] if called else {}
+    computed: Mapping[str, Any] = inner.get("\0computed", {})
+
+    own = "runs-on" in job
+    runs_on = job.get("runs-on", inner.get("runs-on"))
+    if isinstance(runs_on, str) and not has_expr(runs_on):
+        stage.runs_on = [runs_on]
+    elif isinstance(runs_on, list) and all(isinstance(x, str) and not has_expr(x) for x in runs_on):
+        stage.runs_on = [str(x) for x in runs_on]
+    elif isinstance(runs_on, Mapping) and isinstance(runs_on.get("labels"), (str, list)):
+        _computed_runs_on(runs_on["labels"], job.get("strategy") if own else inner.get("strategy"),
+                          where, stage, not_carried)
+        if runs_on.get("group"):
+            not_carried.append(NotCarried(where, f"runs-on group {runs_on['group']!r}",
+                                          "runner groups have no configuration key; labels kept"))
+    elif runs_on is not None:
+        _computed_runs_on(runs_on, job.get("strategy") if own else inner.get("strategy"),
+                          where, stage, not_carried)
+
+    container = job.get("container", inner.get("container"))
+    image: Any = container.get("image") if isinstance(container, Mapping) else container
+    if isinstance(image, str) and image and not has_expr(image):
+        stage.container = image
+        if "container_image" in computed:
+            not_carried.append(NotCarried(
+                where, f"container image {short(computed['container_image'])}",
+                f"chosen at run time; adopted the called workflow's default {image!r}"))
+    elif image is not None:
+        not_carried.append(NotCarried(where, f"container image {short(image)}",
+                                      "computed at run time; no literal image to adopt"))
+    if isinstance(container, Mapping) and isinstance(container.get("options"), str):
+        stage.container_options = " ".join(container["options"].split())
+    volumes = container.get("volumes") if isinstance(container, Mapping) else None
+    if isinstance(volumes, list):
+        for volume in volumes:
+            if isinstance(volume, str) and volume.strip() and not has_expr(volume):
+                stage.container_volumes.append(volume.strip())
+            else:
+                not_carried.append(NotCarried(where, f"container volume {short(volume)}",
+                                              "not a literal 'source:target' volume"))
+
+    timeout = job.get("timeout-minutes", inner.get("timeout-minutes"))
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+        stage.timeout_minutes = float(timeout)
+
+    env: dict[str, str] = {}
+    for source in (inner.get("env"), job.get("env")):
+        for k, v in (source.items() if isinstance(source, Mapping) else []):
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool) and not has_expr(v):
+                env[str(k)] = str(v)
+            elif isinstance(v, str) and SECRET_REF.search(v):
+                stage.secrets.extend(SECRET_REF.findall(v))
+                whole = EXPR.fullmatch(v.strip())
+                ref = SECRET_REF.fullmatch(whole.group(1)) if whole else None
+                for name in SECRET_REF.findall(v):
+                    stage.secret_env[name] = str(k) if ref else ""
+            else:
+                not_carried.append(NotCarried(where, f"env {k}",
+                                              "computed at run time (a ${{ }} expression)"))
+    stage.env = env
+    stage.secrets = sorted(set(stage.secrets) | set(SECRET_REF.findall(text_of(job.get("steps")))))
+    if job.get("secrets") == "inherit" and not stage.secrets:
+        not_carried.append(NotCarried(where, "secrets: inherit",
+                                      "the job inherits every secret; list the ones it needs"))
+
+    strategy = job.get("strategy", inner.get("strategy"))
+    if isinstance(strategy, Mapping):
+        if isinstance(strategy.get("fail-fast"), bool):
+            stage.fail_fast = strategy["fail-fast"]
+        parallel = strategy.get("max-parallel")
+        if isinstance(parallel, int) and not isinstance(parallel, bool) and parallel >= 1:
+            stage.max_parallel = parallel
+        elif parallel is not None:
+            not_carried.append(NotCarried(where, f"max-parallel {short(parallel)}",
+                                          "not a literal whole number"))
+    steps = inner.get("steps") if called else job.get("steps")
+    _setup_steps(steps if isinstance(steps, list) else [], where, stage, not_carried)
+    stage.extra_args = _pytest_options(commands, where, not_carried)
+    stage.shards = _shards(job, commands)
+    if stage.shards is None and re.search(r"--(?:auto-partition-size|partition-size|shards|num-shards)\b",
+                                          commands):
+        not_carried.append(NotCarried(where, "partition count",
+                                      "computed at run time; shards not set (one job): set shards "
+                                      "or target_minutes for this stage"))
+    for name, key in (("max-attempts", "max_attempts"), ("retry-wait-seconds", "retry_wait_seconds"),
+                      ("retry-timeout-increase", "retry_timeout_increase")):
+        m = re.search(_INT_FLAG.format(name=name), commands)
+        if m:
+            stage.retry[key] = int(m.group(1))
+    if "--enable-retry" in commands:
+        stage.retry["enabled"] = 1
+    m = re.search(_INT_FLAG.format(name="timeout-per-file"), commands)
+    if m:
+        stage.file_timeout = int(m.group(1))
+    for flag in RUNNER_FLAGS:
+        if f"--{flag}" in commands and not re.search(_INT_FLAG.format(name=flag), commands):
+            stage.runner_dynamic.add(flag.replace("-", "_"))
+            not_carried.append(NotCarried(where, f"--{flag}", "its value is computed at run time; "
+                                          "the runner script's default is not assumed either"))
+    stage.match_all_on_dispatch = "--match-all-labels" in commands
+    return stage
+
+
+def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
+                      not_carried: list[NotCarried]) -> None:
+    """Labels computed by a ``${{ }}`` expression, adopted when they are literals after all
+    (a matrix dimension or include list, a fork guard's ternary of literals): one label
+    list is the stage's ``runs_on``, several (a matrix over runner classes) its variants.
+    Anything else is listed with the reason; an expression is never written."""
+    from testfleet.adopt.expr import Unresolved, resolve_runs_on
+
+    if not has_expr(runs_on):
+        stage.runs_on = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on]
+        return
+    try:
+        found, assumed = resolve_runs_on(runs_on, strategy)
+    except Unresolved as exc:
+        not_carried.append(NotCarried(where, f"runs-on {short(runs_on)}",
+                                      f"{exc}; runs_on needs literal labels"))
+        return
+    stage.runs_on = found[0]
+    if len(found) > 1:
+        stage.runs_on_variants = found
+    for assumption in assumed:
+        stage.notes.append(f"{where}: runs-on {short(runs_on)} read as "
+                           f"{' / '.join(json.dumps(f) for f in found)}, taking {assumption} "
+                           "(the project's own repository)")
+
+
+def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list[NotCarried]) -> None:
+    """The shell steps before the step that runs the tests become ``setup`` (the generated
+    job checks out and installs testfleet itself); what a shell command list cannot hold
+    (an action, a conditional step, a value computed at run time, a step after the
+    tests) is said, never dropped silently."""
+    ran = False
+    setup: list[str] = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            continue
+        run, uses = step.get("run"), step.get("uses")
+        label = short(step.get("name") or run or uses)
+        if isinstance(run, str) and TEST_COMMAND.search(run):
+            ran = True
+            continue
+        if ran:
+            not_carried.append(NotCarried(where, f"step {label} after the tests",
+                                          "the generated job ends with 'testfleet run' and its "
+                                          "own result upload"))
+            continue
+        if isinstance(uses, str):
+            if uses.split("@", 1)[0] != "actions/checkout":
+                not_carried.append(NotCarried(where, f"step uses: {uses}",
+                                              "an action step; setup holds shell commands only"))
+            continue
+        if not isinstance(run, str) or not run.strip():
+            continue
+        # a step id only names outputs (a step reading them is a ${{ }} one); bash and sh
+        # are how the generated job runs a setup command anyway
+        extra = sorted(set(step) - {"name", "run", "id"}
+                       - ({"shell"} if step.get("shell") in ("bash", "sh") else set()))
+        if extra or has_expr(run):
+            why = (f"the step's {', '.join(extra)} cannot be carried into a setup command" if extra
+                   else "computed at run time (a ${{ }} expression)")
+            not_carried.append(NotCarried(where, f"step {label}", why))
+            continue
+        setup.append(run.strip())
+    if ran:  # without a step that runs the tests there is no "before" to carry
+        stage.setup = setup
+
+
+#: pytest options that take the next word as their value
+_PYTEST_VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "-W", "-o", "-c", "--durations", "--maxfail",
+                         "--timeout", "--tb", "--dist", "--reruns", "--rootdir", "--basetemp"}
+
+
+#: options the runner sets itself: a second value would conflict with it
+_PYTEST_OWN_OPTIONS = ("--junitxml", "--junit-xml", "--rootdir", "--basetemp")
+
+
+def _pytest_options(commands: str, where: str, not_carried: list[NotCarried]) -> list[str]:
+    """The options of the job's ``pytest`` command (``pytest tests/unit -x -q --durations=10``),
+    appended after each file as ``extra_args``; only when the job has one pytest command."""
+    import shlex
+
+    lines = [line for line in command_lines(commands) if re.search(r"\bpytest\b", line)]
+    if len(lines) != 1 or "${{" in lines[0]:
+        return []
+    tail = re.split(r"\s(?:&&|\|\||;|\|)\s", lines[0].split("pytest", 1)[1])[0]
+    try:
+        words = shlex.split(tail)
+    except ValueError:
+        return []
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        takes_value = word in _PYTEST_VALUE_OPTIONS
+        value = [words[i + 1]] if takes_value and i + 1 < len(words) else []
+        i += 1 + len(value)
+        if not word.startswith("-"):
+            continue  # a path: the stage's files come from the registrations
+        if word.split("=", 1)[0] in _PYTEST_OWN_OPTIONS:
+            not_carried.append(NotCarried(where, f"pytest {word}", "testfleet's runner sets it"))
+            continue
+        out += [word, *value]
+    return out
+
+
+_SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")
+
+
+_CD = re.compile(r"\bcd\s+([\w./-]+)")
+
+
+RUNNER_FLAGS = ("timeout-per-file", "max-attempts", "retry-wait-seconds", "retry-timeout-increase")
+
+
+def runner_defaults(repo: Path, commands: str) -> tuple[str | None, dict[str, int]]:
+    """The defaults a job's runner script gives the runner flags it is not passed
+    (``parser.add_argument("--max-attempts", type=int, default=2)``), read with ast from
+    the script the command starts (``python tests/ci/run_suite.py``, or after ``cd DIR``)."""
+
+    for m in _SCRIPT.finditer(commands):
+        rel = m.group(1).removeprefix("./")
+        candidates = [rel, *(f"{d.strip('/')}/{rel}" for d in _CD.findall(commands))]
+        for candidate in candidates:
+            path = repo / candidate
+            if not path.is_file() or repo.resolve() not in path.resolve().parents:
+                continue
+            try:
+                tree = ast.parse(path.read_bytes()[:1 << 20])
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            found: dict[str, int] = {}
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "add_argument" and node.args
+                        and isinstance(node.args[0], ast.Constant)):
+                    continue
+                flag = str(node.args[0].value).removeprefix("--")
+                default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if (flag in RUNNER_FLAGS and isinstance(default, ast.Constant)
+                        and isinstance(default.value, int) and not isinstance(default.value, bool)
+                        and default.value >= 0):
+                    found[flag.replace("-", "_")] = default.value
+            if found:
+                return path.relative_to(repo).as_posix(), found
+    return None, {}
+
+
+def _shards(job: Mapping[str, Any], commands: str) -> int | None:
+    """A partition count: a literal ``--auto-partition-size N`` (or ``--shards N``), or the
+    length of the matrix dimension whose value the command passes as the partition id."""
+    m = re.search(r"--(?:auto-partition-size|partition-size|shards|num-shards)[= ]+(\d+)", commands)
+    if m and int(m.group(1)) >= 1:
+        return int(m.group(1))
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+    if isinstance(matrix, Mapping):
+        for ref in _MATRIX_REF.findall(commands):
+            values = matrix.get(ref)
+            if isinstance(values, list) and values:
+                return len(values)
+    return None

@@ -1,0 +1,181 @@
+"""One stage per suite the tree registers: its backend, runners, container, variants,
+command and the settings of the CI job that runs it (dormant when no job does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Any
+
+from testfleet.adopt.calls import ALIASES, NAME, FoundCall
+from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
+from testfleet.adopt.job_settings import job_settings, unmapped
+from testfleet.adopt.scan import Scan
+from testfleet.config import BUILTIN_BACKENDS
+from testfleet.findings import Finding
+
+
+def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result: Scan,
+            ci: CIRead, findings: list[Finding], notes: list[str],
+            ) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[NotCarried]]:
+    by_suite: dict[str, list[FoundCall]] = defaultdict(list)
+    for c in calls:
+        by_suite[c.suite].append(c)
+    implicit_suites = {i["suite"]: i["backend"] for i in implicit}
+    stages: dict[str, dict[str, Any]] = {}
+    dormant: dict[str, str] = {}
+    not_carried: list[NotCarried] = []
+    have_ci = bool(ci.stages)
+    for suite in sorted(set(by_suite) | set(implicit_suites)):
+        scalls = by_suite.get(suite, [])
+        if not NAME.match(suite):
+            for c in scalls:
+                findings.append(Finding(c.file, c.line, c.col, "error", "adopt-suite",
+                                        f"suite {suite!r} is not a valid stage name "
+                                        "(letters, digits, '.', '_', '-')"))
+            continue
+        counts = Counter(c.backend for c in scalls)
+        if suite in implicit_suites:
+            counts[implicit_suites[suite]] += 1_000_000  # the location rule decides
+        backend, _ = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        others = sorted(b for b in counts if b != backend)
+        if others and suite in implicit_suites:
+            for c in scalls:
+                if c.backend != backend:
+                    findings.append(Finding(c.file, c.line, c.col, "error", "adopt-suite-backend",
+                                            f"suite {suite!r} is a {backend} stage registered "
+                                            f"by location, but this one is {c.backend}"))
+            others = []
+        files = sorted({c.file for c in scalls if c.backend in (backend, *others)})
+        gpu = any(b != "cpu" and BUILTIN_BACKENDS.get(b, {"gpu": True})["gpu"] for b in (backend, *others))
+        stage: dict[str, Any] = {"backend": backend}
+        from_ci = _job_for(ci.stages.get(suite), backend)
+        stage["runs_on"] = (from_ci.runs_on if from_ci and from_ci.runs_on
+                            else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
+        if from_ci and from_ci.container:
+            stage["container"] = from_ci.container
+            if from_ci.container_options or from_ci.container_volumes:
+                stage["container"] = {"image": from_ci.container,
+                                      **({"options": from_ci.container_options}
+                                         if from_ci.container_options else {}),
+                                      **({"volumes": from_ci.container_volumes}
+                                         if from_ci.container_volumes else {})}
+        if others:
+            stage["variants"] = _backend_variants(suite, backend, others, stage["runs_on"],
+                                                  ci.stages.get(suite), notes)
+        elif from_ci and from_ci.runs_on_variants:
+            stage["variants"] = _runner_variants(from_ci.runs_on_variants)
+            notes.append(f"stage {suite}: {from_ci.workflow} job {from_ci.job} runs it on "
+                         f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
+        if from_ci:
+            notes += from_ci.notes
+        stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
+        if from_ci is not None:
+            stage["command"] = runner_command(stage["command"], from_ci, suite, files, notes)
+        if from_ci and from_ci.shards:
+            stage["shards"] = from_ci.shards
+        if gpu:
+            stage["trusted_only"] = True
+        if from_ci is None and have_ci:
+            reason = ("no job of the existing CI runs this stage (adopted from "
+                      f"{', '.join(ci.test_workflows)}); remove this line to schedule it")
+            stage["disabled"] = reason
+            dormant[suite] = reason
+        if from_ci is not None:
+            if from_ci.env:
+                stage["env"] = dict(sorted(from_ci.env.items()))
+            stage.update(job_settings(from_ci, stage["command"], suite, notes))
+            not_carried += unmapped(from_ci)
+        stages[suite] = stage
+    for suite, stage in stages.items():
+        from_ci = ci.stages.get(suite)
+        if from_ci and from_ci.needs:
+            needs = [n for n in from_ci.needs if n in stages]
+            if needs:
+                stage["needs"] = needs
+    if any(s.get("trusted_only") for s in stages.values()):
+        notes.append("GPU stages get trusted_only = true (fork PRs need a run-ci-* label)")
+    guessed = [n for n, s in stages.items() if n not in ci.stages and "disabled" not in s
+               and s["backend"] != "cpu"]
+    if guessed:
+        notes.append(f"no runner labels found in the workflows for {', '.join(guessed)}: "
+                     "runs_on = [\"self-hosted\", <backend>]; edit it to your runner labels")
+    return stages, dormant, not_carried
+
+
+def _command(files: list[str], scan_result: Scan) -> str:
+    """How the stage's files run: as scripts when every one of them has a ``__main__``
+    block that calls something (the way a per-file runner starts them); ``auto`` (each
+    file by its own style) when script-only files sit beside files without a
+    ``__main__`` block, since one command cannot run both; else pytest."""
+    if files and all(f in scan_result.python_style for f in files):
+        return "python"
+    if any(scan_result.python_style.get(f) for f in files):
+        return "auto"
+    return "pytest"
+
+
+def _job_for(ci: CIStage | None, backend: str) -> CIStage | None:
+    """The stage job that runs ``backend``'s registrations (by its runner's ``--hw``)."""
+    if ci is None:
+        return None
+    for job in (ci, *ci.by_hw.values()):
+        if job.hw is not None and ALIASES.get(job.hw.lower(), job.hw.lower()) == backend:
+            return job
+    return ci
+
+
+def _backend_variants(suite: str, backend: str, others: list[str], runs_on: list[str],
+                      ci: CIStage | None, notes: list[str]) -> dict[str, dict[str, Any]]:
+    """One suite name under several backends (SGLang registers ``base-a-test-1-gpu-small``
+    for CUDA and NPU; its runner selects by ``--hw`` and suite): one variant per backend,
+    the explicit opt-in the configuration asks for, each with its job's runner labels."""
+    out: dict[str, dict[str, Any]] = {backend: {"runs_on": runs_on}}
+    for other in others:
+        job = _job_for(ci, other) if ci is not None else None
+        if job is not None and (job.hw is None or ALIASES.get(job.hw.lower(), job.hw.lower()) != other):
+            job = None
+        labels = job.runs_on if job is not None and job.runs_on else (
+            ["self-hosted", other] if other != "cpu" else ["ubuntu-latest"])
+        out[other] = {"backend": other, "runs_on": labels}
+    notes.append(f"stage {suite}: registered for {', '.join([backend, *others])}; one variant per "
+                 "backend (each runs only its backend's registrations)")
+    return out
+
+
+def _runner_variants(found: list[list[str]]) -> dict[str, dict[str, Any]]:
+    """One variant per runner label list, named by the labels that set it apart."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, labels in enumerate(found):
+        own = [label for label in labels if not all(label in other for other in found)] or labels
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(own)).strip("-._")[:40]
+        if not name or not NAME.match(name) or name in out:
+            name = f"runner-{i + 1}"
+        out[name] = {"runs_on": labels}
+    return out
+
+
+def runner_command(command: str, ci: CIStage, name: str, files: list[str],
+                    notes: list[str]) -> str:
+    """The command the project's runner starts each file with (SGLang's ``python3 FILE -f``,
+    read from its code), for a stage whose files all run as scripts; a stage with files
+    that have no ``__main__`` block keeps ``auto`` (the runner's command would run none
+    of their tests), and says so."""
+    runner = ci.runner
+    if runner is None or runner.file_command is None:
+        if runner is not None and len(runner.file_commands_seen) > 1 and command == "python":
+            notes.append(f"stage {name}: {runner.script} starts files in more than one way "
+                         f"({', '.join(runner.file_commands_seen)}); command = \"python\" adopted")
+        return command
+    if command == "python":
+        if runner.file_command != "python":
+            notes.append(f"stage {name}: command = {runner.file_command!r}, as {runner.script} "
+                         f"starts each file ({runner.file_command_at})")
+        return runner.file_command
+    if command == "auto" and runner.file_command != "python":
+        notes.append(f"stage {name}: {runner.script} starts every file as "
+                     f"{runner.file_command!r} ({runner.file_command_at}), but some of its "
+                     f"{len(files)} files have no __main__ block (they would run no test that "
+                     "way); command = \"auto\" runs each by its own style")
+    return command
