@@ -208,7 +208,12 @@ def test_signature_details_of_the_defining_module(tmp_path: Path) -> None:
     got = read_signatures(module)
     assert "register_cpu_ci" not in got
     assert got["register_cuda_ci"] == SignatureRead(
-        ("est_time", "suite"), (("pool", "str"), ("size", "str")), "{pool}-{size}gpu", ("group",))
+        ("est_time", "suite"), (("pool", "str"), ("size", "str")), "{pool}-{size}gpu", ("group",),
+        empty_suite=True)
+    # a module that tests the suite for emptiness anywhere does not take suite=""
+    module.write_text(module.read_text() + "\n\ndef check(reg):\n    if not reg.suite:\n"
+                      "        raise ValueError('empty suite')\n")
+    assert read_signatures(module)["register_cuda_ci"].empty_suite is False
 
 
 RUN_SUITE = '''

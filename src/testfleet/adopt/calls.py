@@ -109,10 +109,10 @@ def parse_call(rel: str, call_at: MarkerCall, findings: list[Finding],
             return None
         values["suite"] = str(sig.suite_template).format(**{f: values[f] for f in fields})
     suite, est = values.get("suite"), values.get("est_time")
-    if not isinstance(suite, str) or not suite:
+    if not isinstance(suite, str) or not (suite or sig.empty_suite):
         bad("suite must be a non-empty string literal")
         return None
-    zero_ok = sig != SignatureRead()  # the project's own parser decides; 0 is a number to it
+    zero_ok = not sig.is_default  # the project's own parser decides; 0 is a number to it
     if isinstance(est, bool) or not isinstance(est, (int, float)) or not (est > 0 or (zero_ok and est == 0)):
         bad(f"est_time must be a number > 0, got {est!r}")
         return None

@@ -135,7 +135,7 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     if outside:
         notes.append(f"test files outside every root are excluded ({', '.join(outside[:4])}"
                      f"{', ...' if len(outside) > 4 else ''}): the project's CI does not run them")
-    suites = {c.suite for c in calls} | {i["suite"] for i in implicit}
+    suites = {c.suite for c in calls if c.suite} | {i["suite"] for i in implicit}
     if scan_result.repo is not None:
         ci = read_workflows(scan_result.repo, suites)
         ran = run_command_implicit(scan_result, ci, calls, candidates, implicit, notes)

@@ -21,9 +21,12 @@ def marker_tables(scan_result: Scan, notes: list[str]) -> dict[str, dict[str, An
         return {}
     # est_time = 0 is valid to the project's own parser for every marker it defines
     zero = any(c.est_time == 0 for c in scan_result.calls)
+    # suite "" likewise, where the module never rejects it (its calls were read that way)
+    empty = {c.marker for c in scan_result.calls if c.suite == ""}
     tables: dict[str, dict[str, Any]] = {}
     for marker, sig in sigs.items():
-        tables[marker] = {**sig.table(), **({"allow_zero_est_time": True} if zero else {})}
+        tables[marker] = {**sig.table(), **({"allow_zero_est_time": True} if zero else {}),
+                          **({"allow_empty_suite": True} if empty and sig.empty_suite else {})}
     distinct = {repr(t) for t in tables.values()}
     if len(distinct) == 1 and len(tables) == len(used):
         tables = {"*": next(iter(tables.values()))}
@@ -39,4 +42,9 @@ def marker_tables(scan_result: Scan, notes: list[str]) -> dict[str, dict[str, An
                      + "; whatever the project's runner does with them (SGLang's in_process_group "
                        "starts several files in one process) testfleet does not: each file runs "
                        "on its own with the stage's command")
+    if empty:
+        files = sorted({c.file for c in scan_result.calls if c.suite == ""})
+        notes.append(f"{len(files)} file(s) register with suite \"\" (run by path only, never by a "
+                     f"suite), which {scan_result.signatures_source} accepts: allow_empty_suite = "
+                     "true")
     return tables

@@ -100,9 +100,20 @@ def find_collectors(repo: Path, roots: list[str]) -> list[Path]:
                 head = path.read_bytes()[:MAX_BYTES]
             except OSError:
                 continue
-            if DEFINES_MARKER.search(head):
+            if DEFINES_MARKER.search(head) and defines_markers(path):
                 found.append(path)
     return found
+
+
+def defines_markers(path: Path) -> bool:
+    """Does the module define a marker at its top level with a real signature? A test
+    file's stand-in for an import that failed (``except ImportError: def
+    register_cpu_ci(*args, **kwargs): pass``) is nested in a ``try`` and takes anything:
+    it is not where the project's markers are defined."""
+    tree = parse_module(path)
+    return tree is not None and any(
+        isinstance(node, ast.FunctionDef) and re.fullmatch(r"register_[A-Za-z0-9]+_ci", node.name)
+        and node.args.vararg is None and node.args.kwarg is None for node in tree.body)
 
 
 def read_project(repo: Path, roots: list[str], used_labels: set[str]) -> ProjectCI:

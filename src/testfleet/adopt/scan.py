@@ -26,7 +26,7 @@ from testfleet.adopt.calls import (
     check_gate,
     parse_call,
 )
-from testfleet.adopt.project import find_collectors, read_project
+from testfleet.adopt.project import defines_markers, find_collectors, read_project
 from testfleet.adopt.roots import detect_roots, marked_runner_roots, walk_python
 from testfleet.adopt.signatures import SignatureRead, find_marker_module, read_signatures
 from testfleet.findings import Finding
@@ -61,7 +61,8 @@ class Scan:
     #: marker -> its signature, as the project's module that defines the markers declares it
     signatures: dict[str, SignatureRead] = field(default_factory=dict)
     signatures_source: str | None = None
-    #: modules the tree imports its markers from (``from X import register_cuda_ci``)
+    #: modules the tree imports its markers from (``from X import register_cuda_ci``), each
+    #: with the number of registrations in the files that import it
     marker_modules: Counter[str] = field(default_factory=Counter)
     #: the marker calls found, parsed once the signatures are known
     raw_calls: list[tuple[str, MarkerCall]] = field(default_factory=list)
@@ -141,16 +142,18 @@ def _not_called(rel: str, fs: Any, findings: list[Finding]) -> None:
 
 
 # ``from X import a, register_cuda_ci`` and the parenthesized, multi-line form black writes
-_IMPORT_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]*(?:\([^)]*?|[^\n(]*?)"
+_IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*(?:\([^)]*?|[^\n(]*?)"
                           r"\bregister_[A-Za-z0-9]+_ci\b", re.MULTILINE)
 
 
 def _read_signatures(root: Path, result: Scan) -> None:
-    """The markers' signatures from the module that defines them: the collector under
-    the roots, else the module the tree imports its markers from."""
-    module = next(iter(find_collectors(root, search_roots(result))), None)
-    if module is None:
-        module = find_marker_module(root, [m for m, _ in result.marker_modules.most_common(3)])
+    """The markers' signatures from the module that defines them: of the modules the
+    tree imports its markers from, the one most registrations import, else a collector
+    under the roots. A candidate counts only when it defines a marker at its top level
+    with a real signature, so a test file's catch-all stand-in is never taken for it."""
+    candidates = [find_marker_module(root, [m]) for m, _ in result.marker_modules.most_common(5)]
+    candidates += find_collectors(root, search_roots(result))
+    module = next((c for c in candidates if c is not None and defines_markers(c)), None)
     if module is None:
         return
     signatures = {name: sig for name, sig in read_signatures(module).items() if not sig.is_default}
@@ -195,7 +198,11 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         result.raw_calls.append((rel, call))
     if fs.calls:
         text = data.decode("utf-8", errors="replace")
-        result.marker_modules.update(m.group(1) for m in _IMPORT_FROM.finditer(text))
+        # weighed by the registrations of the file: the real module is the one most
+        # registrations come from, whatever a few files do when the import fails
+        registrations = sum(1 for c in fs.calls if c.name != GATE)
+        for module in {m.group(1) for m in _IMPORT_FROM.finditer(text)}:
+            result.marker_modules[module] += registrations
     _not_called(rel, fs, result.findings)
     for occ in fs.others:
         template = _UNREAD.get(occ.kind)

@@ -29,10 +29,14 @@ class SignatureRead:
     keywords: tuple[tuple[str, str], ...] = ()
     suite_template: str | None = None
     ignore: tuple[str, ...] = ()
+    #: the project's own parser takes ``suite=""`` (its module never compares the suite
+    #: with an empty string or tests it for truth): such a call is valid to it
+    empty_suite: bool = False
 
     @property
     def is_default(self) -> bool:
-        return self == SignatureRead()
+        return (self.positional, self.keywords, self.suite_template, self.ignore) == \
+            (("est_time", "suite"), (), None, ())
 
     def table(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -139,6 +143,7 @@ def read_signatures(path: Path) -> dict[str, SignatureRead]:
     extra_params = {a.arg for d in defs for a in [*d.args.posonlyargs, *d.args.args, *d.args.kwonlyargs]
                     if a.arg not in _BASE}
     templates = _suite_templates(tree, extra_params)
+    empty_suite = not _rejects_empty_suite(tree)
     out: dict[str, SignatureRead] = {}
     for d in defs:
         if d.args.vararg or d.args.kwarg:
@@ -159,8 +164,29 @@ def read_signatures(path: Path) -> dict[str, SignatureRead]:
             if a.arg in ignore:
                 break  # a positional slot testfleet does not read ends the readable prefix
             positional.append(a.arg)
-        out[d.name] = SignatureRead(tuple(positional), keywords, template, ignore)
+        out[d.name] = SignatureRead(tuple(positional), keywords, template, ignore, empty_suite)
     return out
+
+
+def _rejects_empty_suite(tree: ast.Module) -> bool:
+    """Does the module test a suite for emptiness anywhere (``suite == ""``,
+    ``not suite``, ``len(suite)``)? Only a module that never does accepts an empty one."""
+
+    def is_suite(node: ast.AST) -> bool:  # suite, effective_suite, self.suite; not suite_set
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+        return re.search(r"(?:^|_)suite$", str(name)) is not None
+
+    for node in ast.walk(tree):
+        sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+        if any(isinstance(s, ast.Constant) and s.value == "" for s in sides) \
+                and any(is_suite(s) for s in sides):
+            return True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and is_suite(node.operand):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("len", "bool") and node.args and is_suite(node.args[0]):
+            return True
+    return False
 
 
 def template_fields(template: str | None) -> set[str]:

@@ -21,7 +21,8 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             ) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[NotCarried]]:
     by_suite: dict[str, list[FoundCall]] = defaultdict(list)
     for c in calls:
-        by_suite[c.suite].append(c)
+        if c.suite:  # suite "": run by path only, no stage of its own
+            by_suite[c.suite].append(c)
     implicit_suites = {i["suite"]: i["backend"] for i in implicit}
     stages: dict[str, dict[str, Any]] = {}
     dormant: dict[str, str] = {}
