@@ -227,7 +227,10 @@ def _ledger(regs: Sequence[Registration], ages: Mapping[Registration, LineAge],
         expiry = parse_expiry(reason)
         entries.append(LedgerEntry(
             file=reg.file, line=reg.line, backend=reg.backend, suite=reg.suite,
-            reason=reason, references=tuple(parse_references(reason, patterns)),
+            # disabled on some runner classes only: the ledger says which
+            reason=reason + (f" (only on runners matching {', '.join(reg.disabled_on)})"
+                             if reg.disabled_on else ""),
+            references=tuple(parse_references(reason, patterns)), runners=reg.disabled_on,
             age_days=age.days(now), age_status=age.status, age_note=age.note,
             changed=age.changed.date().isoformat() if age.changed else None,
             commit=age.commit, age_lower_bound=age.boundary,
