@@ -76,7 +76,8 @@ class ChangeTrigger(_Keys):
 class LaneTriggers(_Keys):
     """Keys a stage and each of its variants may set."""
 
-    events: list[Event] | None = Field(default=None, min_length=1)
+    # [] is allowed: the lane runs on no event by itself, only through run_on_changes
+    events: list[Event] | None = None
     run_on_changes: list[ChangeTrigger] = Field(default_factory=list)
 
     @field_validator("events")

@@ -451,27 +451,27 @@ def test_a_runner_that_starts_files_two_ways_adopts_neither(tree: Path) -> None:
     assert any("starts files in more than one way" in n for n in result.notes)
 
 
-def test_the_runners_nightly_switch_is_an_exact_split(tree: Path) -> None:
+def test_the_runners_nightly_switch_splits_per_stage(tree: Path) -> None:
     """``t.nightly == nightly``: a run without --nightly takes only per-commit registrations,
-    one with it only nightly ones: the cadence the --nightly workflow is scheduled as gets
-    nightly_split = "exact". A runner whose --nightly only widens the run is not exact."""
+    one with it only nightly ones, whatever starts the job. Each stage takes the side its
+    job's runner call does (registrations = "nightly" / "per-commit"); no cadence-wide split
+    is written. A runner whose --nightly only widens the run sets no side."""
     result = derive(scan(tree))
-    cadences = result.data["policy"]["cadences"]
-    assert cadences["nightly"]["nightly_split"] == "exact"
-    assert "nightly_split" not in cadences["weekly"] and "nightly_split" not in cadences["regular"]
-    # scheduled as weekly: that cadence is the exact one
-    wf = tree / ".github/workflows/nightly-test.yml"
-    wf.write_text(wf.read_text().replace("'0 0 * * *'", "'0 0 * * 6'"))
-    cadences = derive(scan(tree)).data["policy"]["cadences"]
-    assert cadences["weekly"]["nightly_split"] == "exact" and "nightly_split" not in cadences["nightly"]
-    wf.write_text(wf.read_text().replace("'0 0 * * 6'", "'0 0 * * *'"))
+    stages = result.data["stages"]
+    assert stages["nightly-1-gpu"]["registrations"] == "nightly"
+    for name in ("base-a-test-cpu", "base-b-test-1-gpu-small", "base-c-test-4-gpu-h100"):
+        assert stages[name]["registrations"] == "per-commit", name
+    assert "cadences" not in result.data["policy"]
     assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly"}
+    # the nightly job runs on its cron and by hand, and only there
+    assert (stages["nightly-1-gpu"]["events"], stages["nightly-1-gpu"]["cadences"]) == (
+        ["schedule", "workflow_dispatch"], ["nightly", "regular"])
     text = render_toml(result.data, "tool.testfleet")
-    assert '[tool.testfleet.policy.cadences.nightly]\ninclude = "all"\n' in text
-    # the same flag as a mere alias that widens the run: not exact, no cadences written
+    assert '[tool.testfleet.stages.nightly-1-gpu]' in text and 'registrations = "nightly"' in text
+    # the same flag as a mere alias that widens the run: no side pinned
     runner = tree / "test/run_suite.py"
     runner.write_text(runner.read_text().replace("and t.nightly == nightly", "and (nightly or not t.nightly)"))
-    assert "cadences" not in derive(scan(tree)).data["policy"]
+    assert not any("registrations" in s for s in derive(scan(tree)).data["stages"].values())
 
 
 TRIGGERS = {
@@ -516,9 +516,6 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
             if case in ("pr-unlabelled", "pr-draft"):
                 assert planned == set(), (case, stage, variant)
                 continue
-            if case == "push" and variant == "npu":  # the NPU workflow runs on PRs only;
-                assert planned == runner_list(tree, hw, stage, False)  # testfleet runs it on push too
-                continue
             assert planned == expected, (case, stage, variant)
             for job in plan.jobs:
                 if job.stage == stage:
@@ -540,14 +537,16 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
     told = "\n".join(n.render() for n in result.not_carried)
     assert ("job base-b-test-1-gpu-small: runs-on '${{ fromJson(fromJson(inputs.check_changes)"
             in told)
-    assert "computed at run time from fromJson(...), inputs.check_changes" in told
+    assert "computed at run time from fromJson(...); runs_on needs literal labels" in told
     assert ("job base-b-test-1-gpu-small: partition count -- computed at run time; shards not set "
             "(one job)") in told
     assert stages["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "cuda"]  # + a note
     # the suite is registered for CUDA and NPU, each run by its own job (--hw): a variant each
+    # ... each on the events of its own workflow (the NPU one runs on pull requests only)
     assert stages["base-b-test-1-gpu-small"]["variants"] == {
-        "cuda": {"runs_on": ["self-hosted", "cuda"]},
-        "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"]}}
+        "cuda": {"runs_on": ["self-hosted", "cuda"],
+                 "events": ["pull_request", "push", "workflow_dispatch"]},
+        "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"], "events": ["pull_request"]}}
     assert stages["base-b-test-1-gpu-small"]["command"] == "python3 {file} -f"
     assert "${{" not in render_toml(result.data, "tool.testfleet")
     # a ternary on the event is not one runner: listed, with what it depends on
@@ -586,26 +585,30 @@ def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
         assert {tuple(j.runs_on) for j in jobs} == {(variant,)}
 
 
-def test_report_explains_the_nightly_split(tree: Path, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_compares_each_stage_on_the_triggers_its_job_has(
+        tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A per-commit workflow that also runs on a schedule keeps running per-commit suites
-    (its cron is regular); each stage that runs on one side only says why."""
+    (its cron is regular) and the nightly workflow's job runs nightly ones also when started
+    by hand: each stage takes its job's side and triggers, so both sides agree on every
+    trigger. The generated workflow has no push trigger: the report says so."""
     pr = tree / ".github/workflows/pr-test.yml"
     pr.write_text(pr.read_text().replace("  workflow_dispatch:\n",
                                          "  workflow_dispatch:\n  schedule:\n    - cron: '0 12 * * *'\n", 1))
     report = tmp_path / "adoption.md"
-    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run",
-                             "--report", str(report))
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--github",
+                             "--dry-run", "--report", str(report))
     assert code == 0, out + err
     text = report.read_text()
     result = derive(scan(tree))
     assert result.data["policy"]["schedules"] == {"0 0 * * *": "nightly", "0 12 * * *": "regular"}
+    assert result.data["stages"]["base-c-test-4-gpu-h100"]["cadences"] == ["regular"]
     nightly = text.split("### nightly (schedule)")[1].split("###")[0]
-    assert ("| `base-b-test-1-gpu-small` | yes | no | the existing job runs without --nightly "
-            "(per-commit registrations only); this cadence has nightly_split = \"exact\"") in nightly
     manual = text.split("### manual run")[1].split("##")[0]
-    assert "| `nightly-1-gpu` | yes | no | the existing job passes the runner's --nightly" in manual
-    assert "finds nothing" not in nightly + manual
+    assert "Same stages on both sides." in nightly and "Same stages on both sides." in manual
+    assert "testfleet runs 3 file(s)" in nightly  # nightly-1-gpu's three nightly files
+    push = text.split("### push")[1].split("###")[0]
+    assert "The generated workflow has no `push:` trigger (`init --push-branch BRANCH` adds one)" in push
+    assert "| `base-a-test-cpu` | yes | no | the generated workflow has no trigger for this event |" in push
     # a PR without run-ci fails the job every stage job needs: nothing runs on either side
     assert "### PR, no labels: testfleet runs 0 file(s) in 0 job(s)\n\nSame stages on both sides." in text
     assert "### PR, run-ci-all and run-ci: testfleet runs 9 file(s)" in text

@@ -443,7 +443,8 @@ def test_schedules_and_gate_defaults_come_from_the_project(tree: Path) -> None:
 def test_a_stage_no_job_runs_is_dormant_with_its_reason(tree: Path) -> None:
     result = derive(scan(tree))
     b200 = result.data["stages"]["nightly-stage-c-8-gpu-b200"]
-    assert b200["disabled"].startswith("no job of the existing CI runs this stage")
+    assert b200["disabled"] == ("no job of the existing CI (pr-test.yml) runs this stage; "
+                                "remove this line to schedule it")
     assert "nightly-stage-c-8-gpu-b200" in result.dormant
 
 
@@ -536,8 +537,10 @@ def test_report_counts_stages_and_explains_every_difference(tree: Path, tmp_path
     # a PR without labels: the GPU job starts and finds nothing; testfleet asks for no runner
     pr = text.split("### PR, no labels")[1].split("###")[0]
     assert "| `stage-c-4-gpu-h200` | yes | no | the existing job starts and finds nothing" in pr
+    # the workflow has no push: trigger, and the adopted stages have no push event either
     push = text.split("### push")[1].split("###")[0]
-    assert "the existing CI has no job for this event" in push
+    assert "Same stages on both sides." in push
+    assert "testfleet runs 0 file(s)" in push
     assert "job stage-c-4-gpu-h200: secret HUGGINGFACE_TOKEN" in text.split("## Not carried over")[1]
     assert "cron '0 0,12 * * *' -- this workflow runs no tests" in text
 
@@ -604,7 +607,7 @@ def test_scripts_beside_pytest_files_run_each_by_its_style(tree: Path,
     assert result.data["stages"]["stage-a-cpu"]["command"] == "pytest"
     code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
     assert code == 0, out + err
-    code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--cadence", "nightly",
+    code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--schedule", "0 15 * * 0-5",
                              "--format", "json")
     assert code == 0, err
     commands = {t["file"]: t["command"] for j in json.loads(out)["jobs"] if j["stage"] == "stage-b-cpu"

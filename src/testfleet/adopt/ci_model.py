@@ -71,6 +71,18 @@ class CIStage:
     #: must carry, and whether a draft pull request fails it
     pr_labels_required: set[str] = field(default_factory=set)
     draft_fails: bool = False
+    #: the crons of the workflow that starts the job (through its callers); the events
+    #: whose workflow trigger is filtered by changed paths (``pull_request: paths: [...]``)
+    crons: list[str] = field(default_factory=list)
+    event_paths: dict[str, list[str]] = field(default_factory=dict)
+    #: where the job is defined (a reusable workflow's job for every caller): one job reached
+    #: from two workflows is one job; other jobs for the same suite and hardware (another
+    #: image, another workflow) are ``alternates``, adopted as variants
+    definition: tuple[str, str] = ("", "")
+    #: the job hands the runner a cadence chosen at run time (``--cadence ${{ ... }}``): a
+    #: manual or called run may ask for any cadence
+    cadence_input: bool = False
+    alternates: list[CIStage] = field(default_factory=list)
 
 
 @dataclass

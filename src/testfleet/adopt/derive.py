@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testfleet.adopt.calls import FoundCall
-from testfleet.adopt.ci_model import CIRead, NotCarried
+from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
 from testfleet.adopt.implicit import location_implicit, run_command_implicit
 from testfleet.adopt.markers import marker_tables
-from testfleet.adopt.policy import adopted_schedules, exact_cadences, pr_gate_policy
+from testfleet.adopt.policy import adopted_schedules, every_job, pr_gate_policy
 from testfleet.adopt.project import ProjectCI, read_project
 from testfleet.adopt.scan import Scan, search_roots
+from testfleet.adopt.stage_events import apply_triggers
 from testfleet.adopt.stages import adopted_stages
 from testfleet.adopt.vocabulary import adopted_backends, adopted_labels
 from testfleet.adopt.workflows import read_workflows
@@ -158,25 +159,24 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     markers = marker_tables(scan_result, notes)
     if markers:
         data["markers"] = markers
-    stages, dormant, not_carried = adopted_stages(calls, implicit, scan_result, ci, findings, notes)
+    lane_jobs: dict[tuple[str, str], CIStage] = {}
+    stages, dormant, not_carried = adopted_stages(calls, implicit, scan_result, ci, findings, notes,
+                                                  lane_jobs)
     data["stages"] = stages
     data["policy"] = {}
     pr_gate_policy(stages, ci, data["policy"], notes)
-    exact = sorted({st.runner.script for st in ci.stages.values()
-                    if st.runner is not None and st.runner.exact_nightly})
+    exact = sorted({j.runner.script for st in ci.stages.values() for j in every_job(st)
+                    if j.runner is not None and j.runner.exact_nightly})
     sched = dict(schedules) if schedules is not None else adopted_schedules(project, ci, notes, bool(exact))
     data["policy"] = {"schedules": sched, **data.get("policy", {})}
     if exact:
-        # the cadences the project's --nightly runs are scheduled as (else plain nightly)
-        split = {cadence for cron, cadence in sched.items()
-                 if any(st.nightly_run for st in ci.stages.values()
-                        if st.workflow == ci.crons.get(cron))} or {"nightly"}
-        data["policy"]["cadences"] = exact_cadences(split)
-        chosen = sorted(n for n, c in data["policy"]["cadences"].items() if "nightly_split" in c)
         notes.append(f"{', '.join(exact)} keeps nightly and per-commit registrations apart "
                      "(--nightly selects only nightly=True, a run without it only nightly=False): "
-                     f"nightly_split = \"exact\" for the {', '.join(chosen)} cadence(s), which "
-                     "the workflows that pass --nightly are scheduled as")
+                     "each stage its jobs run that way takes their side, registrations = "
+                     "\"nightly\" (with --nightly) or \"per-commit\" (without), whatever starts it")
+    from testfleet.config import PolicyConfig
+
+    apply_triggers(stages, lane_jobs, sched, set(PolicyConfig().cadences), notes)
     ignores = _per_file_ignores(findings, data.get("exclude", []), pattern, notes)
     if ignores:
         data["check"] = {"per-file-ignores": ignores}

@@ -286,10 +286,11 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
     return out
 
 
-def evaluate(expression: str, combo: Mapping[str, Any]) -> tuple[list[Any], list[str], list[str]]:
+def evaluate(expression: str, combo: Mapping[str, Any],
+             contexts: Mapping[str, Any] | None = None) -> tuple[list[Any], list[str], list[str]]:
     """Every value ``expression`` (the text inside ``${{ }}``) can take for one matrix
     combination, the run-time contexts it depends on, and the assumptions made."""
-    ev = _Eval(combo=combo, tokens=_tokens(expression))
+    ev = _Eval(combo=combo, contexts=contexts or {}, tokens=_tokens(expression))
     values = ev.parse_or()
     if ev.pos != len(ev.tokens):
         raise Unresolved("an expression this reader does not understand")
@@ -354,18 +355,19 @@ def _entries(value: Any) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in e.items()} for e in value]
 
 
-def _text_value(text: str, combo: Mapping[str, Any], assumed: list[str]) -> Any:
+def _text_value(text: str, combo: Mapping[str, Any], assumed: list[str],
+                contexts: Mapping[str, Any] | None = None) -> Any:
     """A string with ``${{ }}`` parts, as its one possible value."""
     whole = _EXPR.fullmatch(text.strip())
     parts = [whole.group(1)] if whole else None
     if parts is not None:
-        values, refs, used = evaluate(parts[0], combo)
+        values, refs, used = evaluate(parts[0], combo, contexts)
         assumed += used
         return _one(values, refs)
     out, last = [], 0
     for m in _EXPR.finditer(text):
         out.append(text[last:m.start()])
-        values, refs, used = evaluate(m.group(1), combo)
+        values, refs, used = evaluate(m.group(1), combo, contexts)
         assumed += used
         value = _one(values, refs)
         if isinstance(value, (list, Mapping)):
@@ -395,20 +397,22 @@ def _labels(value: Any) -> list[str]:
     raise Unresolved(f"not runner labels: {json.dumps(value, default=str)[:60]}")
 
 
-def resolve_runs_on(runs_on: Any, strategy: Any) -> tuple[list[list[str]], list[str]]:
+def resolve_runs_on(runs_on: Any, strategy: Any,
+                    contexts: Mapping[str, Any] | None = None) -> tuple[list[list[str]], list[str]]:
     """The distinct label lists ``runs_on`` takes over the job's matrix combinations (in
     order of first use), and the assumptions made (a fork guard's repository name).
+    ``contexts`` are values known for the run (``inputs.x``: null outside a manual run).
     Raises :class:`Unresolved` with the reason when any combination's labels are not
     literals after evaluation."""
     assumed: list[str] = []
     found: dict[str, list[str]] = {}
     for combo in matrix_combinations(strategy):
         if isinstance(runs_on, str):
-            labels = _labels(_text_value(runs_on, combo, assumed))
+            labels = _labels(_text_value(runs_on, combo, assumed, contexts))
         elif isinstance(runs_on, list):
             labels = []
             for item in runs_on:
-                value = _text_value(item, combo, assumed) if isinstance(item, str) else item
+                value = _text_value(item, combo, assumed, contexts) if isinstance(item, str) else item
                 labels += _labels(value)
         else:
             raise Unresolved("not a label, a list of labels or a matrix value")

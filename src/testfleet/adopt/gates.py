@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from testfleet.adopt.ci_model import CIRead
+from testfleet.adopt.ci_model import CIRead, CIStage
 
 _LABEL_MISSING = re.compile(r"!\s*contains\(\s*github\.event\.pull_request\.labels\.\*\.name\s*,"
                             r"\s*'([^']+)'\s*\)")
@@ -53,40 +54,101 @@ def _job_if_gates(condition: str) -> tuple[set[str], bool]:
     return gates, draft
 
 
-def pr_gates(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRead) -> None:
-    """A step that fails its job on a pull request without a label (``if: ...
-    !contains(github.event.pull_request.labels.*.name, 'run-ci')`` + ``exit 1``, as
-    SGLang's check-changes job does) or on a draft, or a job's own ``if:`` that skips it
+_RUN_LABEL_CHECK = re.compile(
+    r"contains\(\s*(?:fromJson\(\s*steps\.[\w-]+\.outputs\.labels\s*\)|"
+    r"github\.event\.pull_request\.labels\.\*\.name)\s*,\s*'([^']+)'\s*\)\s*\}\}\"?\s*==\s*\"?false",
+    re.IGNORECASE)
+_STEP_OUTPUT = re.compile(r"\bsteps\.([\w-]+)\.outputs\.(draft|labels)\b")
+_INPUT = re.compile(r"\binputs\.([A-Za-z0-9_-]+)")
+
+
+def step_gates(steps: Any, inputs: Mapping[str, Any]) -> tuple[set[str], bool]:
+    """The labels a job's steps fail it without on a pull request, and whether they fail
+    it on a draft: a step with ``exit 1`` whose ``if:`` names a missing label
+    (``!contains(github.event.pull_request.labels.*.name, 'run-ci')``) or is true on a
+    draft only, or whose script tests a label and exits (``[[ "${{ contains(fromJson(
+    steps.pr.outputs.labels), 'run-ci') }}" == "false" ]] ... exit 1``, SGLang's
+    pr-gate.yml, where a step fetched the live pull request into ``steps.pr.outputs``)."""
+    from testfleet.adopt.expr import Unresolved, job_condition
+
+    labels: set[str] = set()
+    draft = False
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, Mapping) or not isinstance(step.get("run"), str) \
+                or not _FAILS.search(step["run"]):
+            continue
+        condition = step.get("if")
+
+        def runs(is_draft: bool, cond: Any = condition) -> bool | None:
+            if not isinstance(cond, str):
+                return True
+            contexts: dict[str, Any] = {"github.event_name": "pull_request",
+                                        "github.event.pull_request.draft": is_draft}
+            for step_id, what in _STEP_OUTPUT.findall(cond):
+                contexts[f"steps.{step_id}.outputs.{what}"] = (
+                    "true" if is_draft else "false") if what == "draft" else "[]"
+            for name in _INPUT.findall(cond):
+                contexts[f"inputs.{name}"] = inputs.get(name)
+            try:
+                values = job_condition(cond, contexts)
+            except Unresolved:
+                return None
+            return not all(v in (False, None, "", 0) for v in values)
+
+        if isinstance(condition, str):
+            labels |= set(_LABEL_MISSING.findall(condition))
+            on_draft, on_ready = runs(True), runs(False)
+            if _DRAFT.search(condition) or (on_draft is True and on_ready is False):
+                draft = True
+        if runs(False) is not False:
+            labels |= set(_RUN_LABEL_CHECK.findall(step["run"]))
+    return labels, draft
+
+
+def _needs_of(jobs: Mapping[str, Any], job_id: str) -> list[str]:
+    job = jobs.get(job_id)
+    raw = job.get("needs") if isinstance(job, Mapping) else None
+    return [raw] if isinstance(raw, str) else [str(x) for x in raw] if isinstance(raw, list) else []
+
+
+def _targets(result: CIRead, stage: str, rel: str, job_id: str) -> list[CIStage]:
+    """The stage jobs (main, other hardware, alternates) that job ``job_id`` of ``rel`` is."""
+    ci = result.stages.get(stage)
+    if ci is None:
+        return []
+    every = [ci, *ci.alternates, *(j for o in ci.by_hw.values() for j in (o, *o.alternates))]
+    return [j for j in every if j.job == job_id and j.workflow == rel]
+
+
+def pr_gates(jobs: Mapping[str, Any], job_stages: Mapping[str, list[str]], result: CIRead,
+             repo: Path, rel: str, cache: dict[str, Any] | None = None) -> None:
+    """A step that fails its job on a pull request without a label or on a draft (see
+    :func:`_step_gates`; a job that calls a reusable gate workflow such as SGLang's
+    pr-gate.yml is read through it, with its inputs), or a job's own ``if:`` that skips it
     then, gates every stage job that needs that job, directly or through other jobs."""
+    from testfleet.adopt.workflow_yaml import called_jobs
+
     own: dict[str, tuple[set[str], bool]] = {}
     for job_id, job in jobs.items():
-        labels: set[str] = set()
-        draft = False
-        steps = job.get("steps") if isinstance(job, Mapping) else None
-        for step in steps if isinstance(steps, list) else []:
-            if not isinstance(step, Mapping) or not isinstance(step.get("if"), str) \
-                    or not isinstance(step.get("run"), str) or not _FAILS.search(step["run"]):
-                continue
-            labels |= set(_LABEL_MISSING.findall(step["if"]))
-            draft = draft or bool(_DRAFT.search(step["if"]))
-        condition = job.get("if") if isinstance(job, Mapping) else None
+        if not isinstance(job, Mapping):
+            continue
+        labels, draft = step_gates(job.get("steps"), {})
+        if isinstance(job.get("uses"), str):
+            raw = job.get("with")
+            with_: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+            for inner in called_jobs(repo, job["uses"], with_, "", [], [], cache):
+                more, on_draft = step_gates(inner.get("steps"), inner.get("\0inputs", {}))
+                labels |= more
+                draft = draft or on_draft
+        condition = job.get("if")
         if isinstance(condition, str):
             more, skips_draft = _job_if_gates(condition)
             labels |= more
             draft = draft or skips_draft
         own[str(job_id)] = (labels, draft)
 
-    def needs_of(job_id: str) -> list[str]:
-        job = jobs.get(job_id)
-        raw = job.get("needs") if isinstance(job, Mapping) else None
-        return [raw] if isinstance(raw, str) else [str(x) for x in raw] if isinstance(raw, list) else []
-
-    for job_id, stage in job_stage.items():
-        ci = result.stages[stage]
-        target = ci if ci.job == job_id else next(
-            (o for o in ci.by_hw.values() if o.job == job_id), None)
-        if target is None:
-            continue
+    for job_id, stages in job_stages.items():
+        targets = [t for stage in stages for t in _targets(result, stage, rel, job_id)]
         seen: set[str] = set()
         todo = [job_id]
         while todo:
@@ -95,33 +157,30 @@ def pr_gates(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRe
                 continue
             seen.add(current)
             labels, draft = own.get(current, (set(), False))
-            target.pr_labels_required |= labels
-            target.draft_fails = target.draft_fails or draft
-            todo.extend(needs_of(current))
+            for target in targets:
+                target.pr_labels_required |= labels
+                target.draft_fails = target.draft_fails or draft
+            todo.extend(_needs_of(jobs, current))
 
 
-def resolve_needs(jobs: Mapping[str, Any], job_stage: Mapping[str, str], result: CIRead) -> None:
+def resolve_needs(jobs: Mapping[str, Any], job_stages: Mapping[str, list[str]], result: CIRead,
+                  rel: str) -> None:
     """Stage ordering from ``needs``, looking through jobs that are not stages (a stage that
     needs an image build that needs stage A runs after stage A)."""
-
-    def needs_of(job_id: str) -> list[str]:
-        job = jobs.get(job_id)
-        raw = job.get("needs") if isinstance(job, Mapping) else None
-        return [raw] if isinstance(raw, str) else [str(x) for x in raw] if isinstance(raw, list) else []
-
-    for job_id, stage in job_stage.items():
-        if result.stages[stage].job != job_id or result.stages[stage].needs:
-            continue
+    for job_id, stages in job_stages.items():
         found: set[str] = set()
         seen: set[str] = set()
-        todo = needs_of(job_id)
+        todo = _needs_of(jobs, job_id)
         while todo:
             other = todo.pop()
             if other in seen:
                 continue
             seen.add(other)
-            if other in job_stage and job_stage[other] != stage:
-                found.add(job_stage[other])
+            if other in job_stages:
+                found.update(s for s in job_stages[other] if s not in stages)
             else:
-                todo.extend(needs_of(other))
-        result.stages[stage].needs = sorted(found)
+                todo.extend(_needs_of(jobs, other))
+        for stage in stages:
+            for target in _targets(result, stage, rel, job_id):
+                if not target.needs:
+                    target.needs = sorted(found)

@@ -7,6 +7,7 @@ options, the runner flags and the runner script's own defaults for them.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from testfleet.adopt.ci_model import CIStage, NotCarried
+from testfleet.adopt.gates import step_gates
+from testfleet.adopt.runner import script_candidates
 from testfleet.adopt.workflow_yaml import EXPR, SECRET_REF, has_expr, short, text_of
 
 _INT_FLAG = r"--{name}[= ]+(\d+)"
@@ -144,8 +147,12 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
     if not has_expr(runs_on):
         stage.runs_on = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on]
         return
+    # an input no caller gave is null on a push, a pull request or a schedule (a manual
+    # run's form may fill it: said as an assumption)
+    names = sorted(set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", json.dumps(runs_on, default=str))))
+    contexts = {f"inputs.{n}": None for n in names}
     try:
-        found, assumed = resolve_runs_on(runs_on, strategy)
+        found, assumed = resolve_runs_on(runs_on, strategy, contexts)
     except Unresolved as exc:
         not_carried.append(NotCarried(where, f"runs-on {short(runs_on)}",
                                       f"{exc}; runs_on needs literal labels"))
@@ -153,10 +160,14 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
     stage.runs_on = found[0]
     if len(found) > 1:
         stage.runs_on_variants = found
+    shown = ' / '.join(json.dumps(f) for f in found)
     for assumption in assumed:
-        stage.notes.append(f"{where}: runs-on {short(runs_on)} read as "
-                           f"{' / '.join(json.dumps(f) for f in found)}, taking {assumption} "
-                           "(the project's own repository)")
+        stage.notes.append(f"{where}: runs-on {short(runs_on)} read as {shown}, taking "
+                           f"{assumption} (the project's own repository)")
+    if names:
+        stage.notes.append(f"{where}: runs-on {short(runs_on)} read as {shown}, with "
+                           + " and ".join(f"inputs.{n}" for n in names)
+                           + " empty, as on a run not started by hand")
 
 
 def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list[NotCarried]) -> None:
@@ -186,6 +197,8 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
             continue
         if not isinstance(run, str) or not run.strip():
             continue
+        if any(step_gates([step], {})):
+            continue  # a pull-request gate (a label, a draft): adopted as the policy's gates
         # a step id only names outputs (a step reading them is a ${{ }} one); bash and sh
         # are how the generated job runs a setup command anyway
         extra = sorted(set(step) - {"name", "run", "id"}
@@ -241,7 +254,6 @@ def _pytest_options(commands: str, where: str, not_carried: list[NotCarried]) ->
 _SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")
 
 
-_CD = re.compile(r"\bcd\s+([\w./-]+)")
 
 
 RUNNER_FLAGS = ("timeout-per-file", "max-attempts", "retry-wait-seconds", "retry-timeout-increase")
@@ -254,30 +266,42 @@ def runner_defaults(repo: Path, commands: str) -> tuple[str | None, dict[str, in
 
     for m in _SCRIPT.finditer(commands):
         rel = m.group(1).removeprefix("./")
-        candidates = [rel, *(f"{d.strip('/')}/{rel}" for d in _CD.findall(commands))]
+        candidates = script_candidates(commands, rel)
         for candidate in candidates:
             path = repo / candidate
             if not path.is_file() or repo.resolve() not in path.resolve().parents:
                 continue
             try:
-                tree = ast.parse(path.read_bytes()[:1 << 20])
-            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                stat = path.stat()
+            except OSError:
                 continue
-            found: dict[str, int] = {}
-            for node in ast.walk(tree):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                        and node.func.attr == "add_argument" and node.args
-                        and isinstance(node.args[0], ast.Constant)):
-                    continue
-                flag = str(node.args[0].value).removeprefix("--")
-                default = next((k.value for k in node.keywords if k.arg == "default"), None)
-                if (flag in RUNNER_FLAGS and isinstance(default, ast.Constant)
-                        and isinstance(default.value, int) and not isinstance(default.value, bool)
-                        and default.value >= 0):
-                    found[flag.replace("-", "_")] = default.value
+            found = _argparse_defaults(str(path), stat.st_mtime_ns, stat.st_size)
             if found:
                 return path.relative_to(repo).as_posix(), found
     return None, {}
+
+
+@functools.lru_cache(maxsize=64)
+def _argparse_defaults(path: str, mtime_ns: int, size: int) -> dict[str, int]:
+    """The runner flags' ``default=`` in one script (keyed by its stat, so a script is
+    parsed once however many jobs start it)."""
+    try:
+        tree = ast.parse(Path(path).read_bytes()[:1 << 20])
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument" and node.args
+                and isinstance(node.args[0], ast.Constant)):
+            continue
+        flag = str(node.args[0].value).removeprefix("--")
+        default = next((k.value for k in node.keywords if k.arg == "default"), None)
+        if (flag in RUNNER_FLAGS and isinstance(default, ast.Constant)
+                and isinstance(default.value, int) and not isinstance(default.value, bool)
+                and default.value >= 0):
+            found[flag.replace("-", "_")] = default.value
+    return found
 
 
 def _shards(job: Mapping[str, Any], commands: str) -> int | None:

@@ -26,7 +26,7 @@ def pr_gate_policy(stages: dict[str, dict[str, Any]], ci: CIRead, policy: dict[s
         job = ci.stages.get(name)
         if job is None or "disabled" in stage:
             continue
-        for j in (job, *job.by_hw.values()):
+        for j in every_job(job):
             if {"pull_request", "pull_request_target"} & set(j.events):
                 backend = ALIASES.get((j.hw or "").lower(), (j.hw or "").lower()) if j is not job \
                     else stage["backend"]
@@ -73,19 +73,10 @@ def pr_gate_policy(stages: dict[str, dict[str, Any]], ci: CIRead, policy: dict[s
                      f"stage job of a draft pull request: policy.drafts = {policy['drafts']!r}")
 
 
-def exact_cadences(split: set[str]) -> dict[str, dict[str, Any]]:
-    """The default cadences, written out (a ``cadences`` table replaces them all), with
-    ``nightly_split = "exact"`` on those of ``split`` that admit nightly registrations."""
-    from testfleet.config import CadenceConfig, PolicyConfig
-
-    out: dict[str, dict[str, Any]] = {}
-    for name, cadence in PolicyConfig().cadences.items():
-        body = {k: v for k, v in cadence.model_dump().items()
-                if v != CadenceConfig.model_fields[k].get_default(call_default_factory=True)}
-        if cadence.admit_nightly and name in split:
-            body["nightly_split"] = "exact"
-        out[name] = body
-    return out
+def every_job(job: CIStage) -> list[CIStage]:
+    """A stage's jobs: its own, the alternates (another image or workflow), and those of
+    each other hardware with theirs."""
+    return [job, *job.alternates, *(j for o in job.by_hw.values() for j in (o, *o.alternates))]
 
 
 def adopted_schedules(project: ProjectCI, ci: CIRead, notes: list[str],
@@ -103,7 +94,7 @@ def adopted_schedules(project: ProjectCI, ci: CIRead, notes: list[str],
     out: dict[str, str] = {}
     for cron in crons:
         cadence = project.schedules.get(cron)
-        jobs = [st for st in ci.stages.values() if st.workflow == ci.crons[cron]]
+        jobs = [j for st in ci.stages.values() for j in every_job(st) if cron in j.crons]
         if cadence not in _CADENCES and exact and jobs and not any(st.nightly_run for st in jobs):
             cadence = "regular"
         if cadence not in _CADENCES:

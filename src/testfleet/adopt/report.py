@@ -45,7 +45,9 @@ def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
 
 def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  runner: dict[tuple[str, str], set[str]] | None = None,
-                 runner_source: str = "") -> str:
+                 runner_source: str = "", workflow_events: set[str] | None = None) -> str:
+    """``workflow_events``: the events the generated GitHub workflow is triggered by (None
+    when none is written); a trigger it has no ``on:`` entry for runs nothing there."""
     from testfleet.config import Project
     from testfleet.planning import make_plan
     from testfleet.planning.request import PlanRequest
@@ -109,29 +111,45 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         "per-commit-job": "the existing job runs without --nightly (per-commit registrations "
                           "only); this cadence has nightly_split = \"exact\" and runs only "
                           "nightly=True registrations",
+        "paths": "the existing job runs on this event only when a changed path matches its "
+                 "workflow's paths filter; testfleet's run_on_changes does the same with the "
+                 "plan's diff (none is given here)",
+        "no-trigger": "the generated workflow has no trigger for this event",
     }
+    from testfleet.adopt.policy import every_job
+
+    schedules = {" ".join(c.split()): v for c, v in config.policy.schedules.items()}
     gate = config.policy.required_label
     for case in trigger_cases(labels, config.policy.schedules, gate):
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
         planned: dict[str, int] = Counter()
-        for planned_job in plan.jobs:
+        written = workflow_events is None or any(e in workflow_events for e in case.events)
+        for planned_job in plan.jobs if written else ():
             planned[planned_job.stage] += len(planned_job.tests)
         rows = []
         for name in sorted(config.stages):
             ci = adoption.ci.stages.get(name)
             # the stage's jobs: one per --hw when the suite runs under several backends
             # (a PR job whose gate wants a label the PR lacks fails before it tests anything)
-            triggered = [j for j in ([ci, *ci.by_hw.values()] if ci else [])
+            # (a scheduled job runs on the cadence its own crons map to)
+            triggered = [j for j in (every_job(ci) if ci else [])
                          if any(e in j.events for e in case.events)
                          and not (case.trigger.is_pull_request
-                                  and not j.pr_labels_required <= set(case.trigger.labels))]
+                                  and not j.pr_labels_required <= set(case.trigger.labels))
+                         and not (case.trigger.event == "schedule"
+                                  and case.trigger.cadence not in {schedules.get(c) for c in j.crons})]
             ci = triggered[0] if triggered else ci
             runs_there = bool(triggered)
             runs_here = planned.get(name, 0) > 0
             if runs_there == runs_here:
                 continue
-            if runs_there and not runs_here and ci is not None and ci.runner is not None \
-                    and ci.runner.exact_nightly:
+            if runs_there and not written:
+                cls = "no-trigger"
+            elif runs_there and not runs_here and ci is not None \
+                    and any(e in ci.event_paths for e in case.events):
+                cls = "paths"
+            elif runs_there and not runs_here and ci is not None and ci.runner is not None \
+                    and ci.runner.exact_nightly and "registrations" not in config.stages[name].model_fields_set:
                 cls = "nightly-job" if ci.nightly_run else (
                     "per-commit-job" if plan.policy.get("exact_nightly") else "empty")
             elif runs_there and not runs_here:
@@ -148,8 +166,13 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                         f"{planned.get(name, 0) if runs_here else 'no'} | {reasons[cls]} |")
         total_files = sum(planned.values())
         lines.append(f"### {case.title}: testfleet runs {total_files} file(s) in "
-                     f"{len(plan.jobs)} job(s)")
+                     f"{len(plan.jobs) if written else 0} job(s)")
         lines.append("")
+        if not written:
+            lines += [f"The generated workflow has no `{case.events[0]}:` trigger"
+                      + (" (`init --push-branch BRANCH` adds one)" if case.id == "push" else "")
+                      + f"; the plan below is what `testfleet plan --event {case.trigger.event}` "
+                      f"would make by hand ({len(plan.jobs)} job(s)).", ""]
         if case.id == "pr-labels" and labels:
             lines += [f"Labels: {', '.join(f'`run-ci-{lb}`' for lb in labels)}.", ""]
         if rows:

@@ -186,20 +186,35 @@ def read_runner(repo: Path, script: str) -> RunnerRead | None:
 
 
 _SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")
-_CD = re.compile(r"\bcd\s+([\w./-]+)")
+#: where a command runs the script from: ``cd DIR``, or a wrapper's ``-w DIR`` (``docker
+#: exec -w``, SGLang's ``amd_ci_exec.sh -w "/sglang-checkout/test"``)
+_DIRS = re.compile(r"(?:\bcd|(?<!\S)-w|--workdir)[ \t=]+[\"']?([\w./-]+)")
+
+
+def script_candidates(commands: str, rel: str) -> list[str]:
+    """Where ``python3 REL`` may be in the repository: as written, or under a directory the
+    command changes into; a directory inside a container (``/sglang-checkout/test``) is
+    tried without its leading components, so it lands on the checkout's ``test``."""
+    out = [rel]
+    for d in _DIRS.findall(commands):
+        parts = [p for p in d.strip("/").split("/") if p and p != "."]
+        for i in range(len(parts)):
+            if ".." in parts[i:]:
+                continue
+            candidate = "/".join([*parts[i:], rel])
+            if candidate not in out:
+                out.append(candidate)
+    return out
 
 
 def runner_script(repo: Path, commands: str) -> str | None:
     """The script a stage job's test command starts: on the line that names the suite
     (``python3 run_suite.py --hw cuda --suite S``), after a ``cd DIR`` of the job."""
-    dirs = [""] + [d.strip("/") for d in _CD.findall(commands)]
     for line in commands.splitlines():
         if "--suite" not in line:
             continue
         for m in _SCRIPT.finditer(line):
-            rel = m.group(1).removeprefix("./")
-            for d in dirs:
-                candidate = f"{d}/{rel}" if d else rel
+            for candidate in script_candidates(commands, m.group(1).removeprefix("./")):
                 if _inside(repo, repo / candidate):
                     return candidate
     return None

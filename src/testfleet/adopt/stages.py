@@ -17,8 +17,13 @@ from testfleet.findings import Finding
 
 
 def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_result: Scan,
-            ci: CIRead, findings: list[Finding], notes: list[str],
-            ) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[NotCarried]]:
+                   ci: CIRead, findings: list[Finding], notes: list[str],
+                   lane_jobs: dict[tuple[str, str], CIStage] | None = None,
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, str], list[NotCarried]]:
+    """``lane_jobs`` is filled with the job each lane (stage, variant or "") comes from,
+    for the trigger keys decided once the schedules are known
+    (:mod:`testfleet.adopt.stage_events`)."""
+    lane_jobs = {} if lane_jobs is None else lane_jobs
     by_suite: dict[str, list[FoundCall]] = defaultdict(list)
     for c in calls:
         if c.suite:  # suite "": run by path only, no stage of its own
@@ -55,13 +60,7 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         stage["runs_on"] = (from_ci.runs_on if from_ci and from_ci.runs_on
                             else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
         if from_ci and from_ci.container:
-            stage["container"] = from_ci.container
-            if from_ci.container_options or from_ci.container_volumes:
-                stage["container"] = {"image": from_ci.container,
-                                      **({"options": from_ci.container_options}
-                                         if from_ci.container_options else {}),
-                                      **({"volumes": from_ci.container_volumes}
-                                         if from_ci.container_volumes else {})}
+            stage["container"] = _container(from_ci)
         if others:
             stage["variants"] = _backend_variants(suite, backend, others, stage["runs_on"],
                                                   ci.stages.get(suite), notes)
@@ -79,8 +78,10 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         if gpu:
             stage["trusted_only"] = True
         if from_ci is None and have_ci:
-            reason = ("no job of the existing CI runs this stage (adopted from "
-                      f"{', '.join(ci.test_workflows)}); remove this line to schedule it")
+            shown = ", ".join(w.rsplit("/", 1)[-1] for w in ci.test_workflows[:3]) \
+                + (f" and {len(ci.test_workflows) - 3} more" if len(ci.test_workflows) > 3 else "")
+            reason = (f"no job of the existing CI ({shown}) runs this stage; remove this line to "
+                      "schedule it")
             stage["disabled"] = reason
             dormant[suite] = reason
         if from_ci is not None:
@@ -88,6 +89,16 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                 stage["env"] = dict(sorted(from_ci.env.items()))
             stage.update(job_settings(from_ci, stage["command"], suite, notes))
             not_carried += unmapped(from_ci)
+            lane_jobs[(suite, "")] = from_ci
+            for variant in stage.get("variants", {}):
+                job = from_ci if variant not in counts else _job_for(ci.stages.get(suite), variant)
+                if job is not None and (variant not in counts or variant == backend
+                                        or ALIASES.get((job.hw or "").lower(), (job.hw or "").lower())
+                                        == variant):
+                    lane_jobs[(suite, variant)] = job
+            if from_ci.alternates and "variants" not in stage:
+                stage["variants"] = _job_variants(suite, stage, from_ci, notes, not_carried,
+                                                  lane_jobs)
         stages[suite] = stage
     for suite, stage in stages.items():
         from_ci = ci.stages.get(suite)
@@ -103,6 +114,85 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         notes.append(f"no runner labels found in the workflows for {', '.join(guessed)}: "
                      "runs_on = [\"self-hosted\", <backend>]; edit it to your runner labels")
     return stages, dormant, not_carried
+
+
+def _container(ci: CIStage) -> Any:
+    if not (ci.container_options or ci.container_volumes):
+        return ci.container
+    return {"image": ci.container,
+            **({"options": ci.container_options} if ci.container_options else {}),
+            **({"volumes": ci.container_volumes} if ci.container_volumes else {})}
+
+
+#: the job settings a variant can hold (the rest are the stage's)
+_VARIANT_KEYS = ("runs_on", "container", "env", "setup", "secrets", "fail_fast", "max_parallel",
+                 "job_timeout_minutes", "file_timeout", "max_attempts", "extra_args")
+
+
+def _job_variants(suite: str, stage: dict[str, Any], first: CIStage, notes: list[str],
+                  not_carried: list[NotCarried],
+                  lane_jobs: dict[tuple[str, str], CIStage]) -> dict[str, dict[str, Any]]:
+    """Several jobs run one suite on the same hardware (SGLang's pr-test-amd.yml and
+    pr-test-amd-rocm720.yml: another image, other events): one variant per job, the first
+    job's settings the stage's, each other job's differing settings its variant's."""
+    jobs = [first, *first.alternates]
+    names = _variant_names(jobs)
+    out: dict[str, dict[str, Any]] = {}
+    for name, job in zip(names, jobs, strict=True):
+        lane_jobs[(suite, name)] = job
+        if job is first:
+            out[name] = {}
+            continue
+        own: dict[str, Any] = {"runs_on": job.runs_on or stage["runs_on"]}
+        if job.container:
+            own["container"] = _container(job)
+        if job.env:
+            own["env"] = dict(sorted(job.env.items()))
+        settings = job_settings(job, stage["command"], f"{suite} variant {name}", notes)
+        own.update(settings)
+        table = {k: v for k, v in own.items() if k in _VARIANT_KEYS and stage.get(k) != v}
+        if "container" not in own and "container" in stage:
+            not_carried.append(NotCarried(f"{job.workflow} job {job.job}", "no container",
+                                          f"variant {name} runs in the stage's container "
+                                          f"{stage['container']!r}, as the other job does"))
+        for key in sorted(set(settings) - set(_VARIANT_KEYS)):
+            if settings[key] != stage.get(key):
+                not_carried.append(NotCarried(f"{job.workflow} job {job.job}", f"{key} = {settings[key]!r}",
+                                              f"{key} is the stage's ({stage.get(key)!r}, from "
+                                              f"{first.workflow} job {first.job}); a variant cannot "
+                                              "set it"))
+        if job.shards != first.shards:
+            not_carried.append(NotCarried(f"{job.workflow} job {job.job}", f"{job.shards or 1} shard(s)",
+                                          f"sharding is the stage's ({first.shards or 1}, from "
+                                          f"{first.workflow} job {first.job})"))
+        not_carried.extend(unmapped(job))
+        out[name] = table
+    notes.append(f"stage {suite}: {len(jobs)} jobs run it on the same hardware "
+                 f"({', '.join(f'{j.workflow} job {j.job}' for j in jobs)}); one variant each: "
+                 f"{', '.join(names)}")
+    return out
+
+
+def _variant_names(jobs: list[CIStage]) -> list[str]:
+    """Each job's name among them: what sets its job id apart (``-rocm720``), else what
+    sets its workflow apart, else its workflow's name."""
+    def apart(words: list[str]) -> list[str]:
+        parts = [w.split("-") for w in words]
+        common = 0
+        while all(len(p) > common for p in parts) and len({p[common] for p in parts}) == 1:
+            common += 1
+        return ["-".join(p[common:]) for p in parts]
+
+    stems = [j.workflow.rsplit("/", 1)[-1].rsplit(".", 1)[0] for j in jobs]
+    by_job, by_workflow = apart([j.job for j in jobs]), apart(stems)
+    names: list[str] = []
+    for i, _ in enumerate(jobs):
+        name = by_job[i] or by_workflow[i] or stems[i]
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:40] or f"job-{i + 1}"
+        if not NAME.match(name) or name in names:
+            name = f"job-{i + 1}"
+        names.append(name)
+    return names
 
 
 def _command(files: list[str], scan_result: Scan) -> str:

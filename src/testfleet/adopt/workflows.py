@@ -1,21 +1,27 @@
 """Read a project's existing GitHub workflows as data, for adoption.
 
 The workflows are parsed with PyYAML, never matched with regular expressions, and
-nothing in them is executed. A job is a *stage job* when its command names a suite
-(``--suite NAME``) or its id is a suite's name; reusable workflows called from the
-same repository (``uses: ./.github/workflows/x.yml``) are followed one level, with
-the caller's ``with:`` values substituted for ``${{ inputs.* }}``.
+nothing in them is executed. A job is a *stage job* for each suite its runner calls
+name (``--suite NAME``; a job may call the runner twice; ``--suite ${{ matrix.suite }}``
+names every suite of its matrix), or for the suite its id names; reusable workflows
+called from the same repository (``uses: ./.github/workflows/x.yml``) are followed
+``MAX_DEPTH`` levels, with the caller's ``with:`` values substituted for
+``${{ inputs.* }}`` and the caller's trigger: a job runs on the events of the workflow
+that starts it, as far as each level's ``if:`` allows.
 
 What a job says that a configuration can hold (runner labels, container image,
-partition count, timeout, ordering, literal env values, retry flags) is collected
-per stage; everything else -- a value computed at run time, a second job for the
-same stage -- becomes a :class:`NotCarried` line the user reads at the end.
+partition count, timeout, ordering, literal env values, retry flags, events, crons and
+the paths that filter them) is collected per stage; a second job for the same suite and
+hardware (another image, another workflow) is kept as an alternate (a variant);
+everything else -- a value computed at run time -- becomes a :class:`NotCarried` line
+the user reads at the end.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +32,34 @@ from testfleet.adopt.runner import RunnerRead, read_runner, runner_script
 from testfleet.adopt.workflow_yaml import (
     called_jobs,
     crons_of,
+    event_filters,
     events_of,
     load_workflow,
     on_of,
+    short,
     text_of,
 )
 
-_SUITE = re.compile(r"--suite[= ]+([A-Za-z0-9][A-Za-z0-9._-]*)")
+_SUITE_ARG = re.compile(r"--suite[= ]+(\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}|[A-Za-z0-9][A-Za-z0-9._-]*)")
 _HW = re.compile(r"--hw[= ]+([A-Za-z0-9_-]+)")
+_INPUTS = re.compile(r"\binputs\.([A-Za-z0-9_-]+)")
+#: the events a testfleet plan is made for, of those a workflow can name
+PLAN_EVENTS = ("pull_request", "pull_request_target", "push", "schedule", "workflow_call",
+               "workflow_dispatch")
+MAX_DEPTH = 3  # reusable workflows followed this many levels deep
+
+
+@dataclass
+class JobUnit:
+    """One job as it runs: a job of a workflow, or a job of a reusable workflow that a
+    job calls (each called job its own unit, with the caller's inputs in place)."""
+
+    rel: str  # the workflow whose trigger starts it
+    top_job: str  # the job of that workflow (needs and PR gates are looked up from it)
+    caller: Mapping[str, Any]  # the job whose settings wrap ``inner`` (or the job itself)
+    inner: dict[str, Any] | None
+    definition: tuple[str, str]  # (workflow file, job id) where the job's steps are written
+    events: tuple[str, ...]
 
 
 def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
@@ -45,76 +71,240 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
         return result
     files = sorted(p for p in wf_dir.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
     runners: dict[str, RunnerRead | None] = {}
+    docs: dict[str, dict[str, Any]] = {}
+    cache: dict[str, Any] = {}
     for path in files:
-        rel = path.relative_to(repo).as_posix()
-        data = load_workflow(path, rel, result.findings)
-        if data is None:
-            continue
+        data = load_workflow(path, path.relative_to(repo).as_posix(), result.findings, cache)
+        if data is not None:
+            docs[path.relative_to(repo).as_posix()] = data
+    called = {str(job.get("uses"))[2:] for data in docs.values()
+              for job in (data.get("jobs") or {}).values()
+              if isinstance(job, Mapping) and str(job.get("uses", "")).startswith("./")}
+    for rel, data in docs.items():
         on = on_of(data)
-        events = events_of(on)
+        own = events_of(on)
+        if set(own) <= {"workflow_call"} and rel in called:
+            continue  # a reusable workflow is read where it is called, with the caller's trigger
         jobs = data.get("jobs")
         if not isinstance(jobs, Mapping):
             continue
-        job_stage: dict[str, str] = {}
+        events = tuple(e for e in own if e != "workflow_call") or own
+        filters = event_filters(on)
+        _filter_notes(rel, filters, result)
+        event_paths = {e: [str(x) for x in f["paths"]] for e, f in filters.items()
+                       if isinstance(f.get("paths"), list) and f["paths"]}
+        crons = crons_of(on)
+        job_stages: dict[str, list[str]] = {}
         runs_tests = False
         for job_id, job in jobs.items():
             if not isinstance(job, Mapping):
                 continue
-            where = f"{rel} job {job_id}"
-            called = []
-            if isinstance(job.get("uses"), str):
-                raw_with = job.get("with")
-                with_: Mapping[str, Any] = raw_with if isinstance(raw_with, Mapping) else {}
-                called = called_jobs(repo, job["uses"], with_, where, result.findings,
-                                      result.not_carried)
-            commands = text_of(job.get("steps")) + "\n" + text_of(job.get("with"))
-            commands += "".join("\n" + text_of(c.get("steps")) for c in called)
-            if TEST_COMMAND.search(commands):
-                runs_tests = True
-                for line in command_lines(commands):
-                    result.test_commands.append((rel, str(job_id), line))
-            suites_named = [s for s in _SUITE.findall(commands) if s in known]
-            stage = suites_named[0] if suites_named else (str(job_id) if str(job_id) in known else None)
-            if stage is None:
-                continue
-            runs_tests = True
-            job_stage[str(job_id)] = stage
-            hw_m = _HW.search(commands)
-            hw = hw_m.group(1) if hw_m else None
-            if stage in result.stages and hw and result.stages[stage].hw \
-                    and hw != result.stages[stage].hw and hw not in result.stages[stage].by_hw:
-                other = read_stage_job(stage, rel, str(job_id), events, job, called, commands,
-                               result.not_carried)
-                other.hw = hw
-                other.runner_script, other.runner_defaults = runner_defaults(repo, commands)
-                read_stage_runner(repo, commands, other, runners)
-                result.stages[stage].by_hw[hw] = other
-                continue
-            if stage in result.stages:
-                first = result.stages[stage]
-                result.not_carried.append(NotCarried(
-                    where, f"a second job for stage {stage}",
-                    f"the stage's settings come from {first.workflow} job {first.job}"))
-                result.stages[stage].events = tuple(sorted(set(first.events) | set(events)))
-                continue
-            result.stages[stage] = read_stage_job(stage, rel, str(job_id), events, job, called, commands,
-                                          result.not_carried)
-            result.stages[stage].runner_script, result.stages[stage].runner_defaults = \
-                runner_defaults(repo, commands)
-            result.stages[stage].hw = hw
-            read_stage_runner(repo, commands, result.stages[stage], runners)
-        resolve_needs(jobs, job_stage, result)
-        pr_gates(jobs, job_stage, result)
+            for unit in _units(repo, rel, str(job_id), job, events, result, cache):
+                commands = text_of(unit.inner.get("steps") if unit.inner is not None
+                                   else job.get("steps")) + "\n" + text_of(unit.caller.get("with"))
+                if TEST_COMMAND.search(commands):
+                    runs_tests = True
+                    for line in command_lines(commands):
+                        result.test_commands.append((rel, str(job_id), line))
+                for stage, scoped, strategy in _stage_runs(commands, unit, known):
+                    runs_tests = True
+                    job_stages.setdefault(str(job_id), [])
+                    if stage not in job_stages[str(job_id)]:
+                        job_stages[str(job_id)].append(stage)
+                    caller = dict(unit.caller)
+                    inner = dict(unit.inner) if unit.inner is not None else None
+                    if strategy is not None:
+                        (inner if inner is not None and "strategy" in inner else caller)["strategy"] = strategy
+                    ci = read_stage_job(stage, rel, str(job_id), unit.events, caller,
+                                        [inner] if inner is not None else [], scoped,
+                                        result.not_carried)
+                    ci.definition = unit.definition
+                    ci.cadence_input = bool(re.search(r"--cadence[= ]+\$\{\{", scoped))
+                    ci.crons = list(crons) if "schedule" in unit.events else []
+                    ci.event_paths = {e: list(v) for e, v in event_paths.items() if e in unit.events}
+                    hw_m = _HW.search(scoped)
+                    ci.hw = hw_m.group(1) if hw_m else None
+                    ci.runner_script, ci.runner_defaults = runner_defaults(repo, scoped)
+                    read_stage_runner(repo, scoped, ci, runners)
+                    _register(result, stage, ci)
+        resolve_needs(jobs, job_stages, result, rel)
+        pr_gates(jobs, job_stages, result, repo, rel, cache)
         if runs_tests:
             result.test_workflows.append(rel)
-            for cron in crons_of(on):
+            for cron in crons:
                 result.crons.setdefault(cron, rel)
         else:
-            for cron in crons_of(on):
+            for cron in crons:
                 result.ignored_crons.append(NotCarried(
                     rel, f"cron {cron!r}", "this workflow runs no tests, so its schedule is not "
                     "a test cadence"))
     return result
+
+
+def _units(repo: Path, rel: str, job_id: str, job: Mapping[str, Any], events: tuple[str, ...],
+           result: CIRead, cache: dict[str, Any], depth: int = 0) -> list[JobUnit]:
+    """The job as it runs: itself, or each job of the reusable workflow it calls (followed
+    ``MAX_DEPTH`` levels), on the events its own ``if:`` (and each caller's) allows."""
+    events = _events_allowed(job.get("if"), events, job.get("\0inputs", {}))
+    uses = job.get("uses")
+    if not isinstance(uses, str):
+        return [JobUnit(rel, job_id, job, None, (str(job.get("\0workflow", rel)),
+                                                  str(job.get("\0id", job_id))), events)]
+    raw_with = job.get("with")
+    with_: Mapping[str, Any] = raw_with if isinstance(raw_with, Mapping) else {}
+    where = f"{rel} job {job_id}"
+    out: list[JobUnit] = []
+    for inner in called_jobs(repo, uses, with_, where, result.findings, result.not_carried, cache):
+        inner_events = _events_allowed(inner.get("if"), events, inner.get("\0inputs", {}))
+        if isinstance(inner.get("uses"), str) and depth + 1 < MAX_DEPTH:
+            for unit in _units(repo, rel, job_id, inner, inner_events, result, cache, depth + 1):
+                out.append(unit)
+            continue
+        out.append(JobUnit(rel, job_id, job, inner,
+                           (str(inner.get("\0workflow")), str(inner.get("\0id"))), inner_events))
+    return out
+
+
+def _events_allowed(condition: Any, events: tuple[str, ...],
+                    inputs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The events on which a job's ``if:`` can be true (``github.event_name == 'schedule'
+    || inputs.run_all == true`` keeps schedule, and the events with inputs). On an event
+    without inputs (a push, a pull request, a schedule) every ``inputs.*`` is null."""
+    if not isinstance(condition, str):
+        return events
+    from testfleet.adopt.expr import Unresolved, job_condition
+
+    kept = []
+    for event in events:
+        with_inputs = event in ("workflow_dispatch", "workflow_call")
+        contexts: dict[str, Any] = {"github.event_name": event}
+        for name in _INPUTS.findall(condition):
+            if name in inputs:
+                contexts[f"inputs.{name}"] = inputs[name]
+            elif not with_inputs:
+                contexts[f"inputs.{name}"] = None
+        try:
+            values = job_condition(condition, contexts)
+        except Unresolved:
+            kept.append(event)
+            continue
+        if not all(v in (False, None, "", 0) for v in values):
+            kept.append(event)
+    return tuple(kept)
+
+
+def _stage_runs(commands: str, unit: JobUnit, known: set[str],
+                ) -> list[tuple[str, str, Any]]:
+    """(stage, the job's commands for that stage alone, the job's matrix restricted to
+    it or None) for every suite the job runs: each ``--suite NAME`` of its runner calls (a
+    job may call the runner twice), each value of ``--suite ${{ matrix.suite }}``, else the
+    job's id when it is a suite's name."""
+    joined = commands.replace("\\\n", " ")
+    source = unit.inner if unit.inner is not None and "strategy" in unit.inner else unit.caller
+    strategy = source.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, Mapping) else None
+    found: list[tuple[str, str | None]] = []
+    for m in _SUITE_ARG.finditer(joined):
+        if m.group(2):
+            for value in _matrix_values(matrix, m.group(2)):
+                if value in known:
+                    found.append((value, m.group(2)))
+        elif m.group(1) in known:
+            found.append((m.group(1), None))
+    found = list(dict.fromkeys(found))
+    if not found:
+        return [(unit.top_job, joined, None)] if unit.top_job in known else []
+    out = []
+    for stage, key in found:
+        lines = []
+        for line in joined.splitlines():
+            if key is not None:
+                line = re.sub(r"\$\{\{\s*matrix\." + re.escape(key) + r"\s*\}\}", stage, line)
+            named = [m.group(1) for m in _SUITE_ARG.finditer(line)]
+            if named and stage not in named:
+                continue  # another suite's runner call
+            lines.append(line)
+        scoped = "\n".join(lines)
+        out.append((stage, scoped, _restrict(strategy, key, stage) if key else None))
+    return out
+
+
+def _matrix_values(matrix: Any, key: str) -> list[str]:
+    if not isinstance(matrix, Mapping):
+        return []
+    values = [str(v) for v in matrix.get(key) or [] if isinstance(v, (str, int))] \
+        if isinstance(matrix.get(key), list) else []
+    for entry in matrix.get("include") or []:
+        if isinstance(entry, Mapping) and isinstance(entry.get(key), (str, int)):
+            values.append(str(entry[key]))
+    return list(dict.fromkeys(values))
+
+
+def _restrict(strategy: Any, key: str, value: str) -> Any:
+    """The job's strategy with ``matrix.<key>`` fixed to ``value`` (its runs-on and
+    partition count are then the ones that suite's combinations give)."""
+    matrix = dict(strategy["matrix"])
+    if isinstance(matrix.get(key), list):
+        matrix[key] = [v for v in matrix[key] if str(v) == value]
+    if isinstance(matrix.get("include"), list):
+        matrix["include"] = [e for e in matrix["include"] if not isinstance(e, Mapping)
+                             or key not in e or str(e[key]) == value]
+    return {**strategy, "matrix": matrix}
+
+
+def _register(result: CIRead, stage: str, ci: CIStage) -> None:
+    """Add one stage job: the stage's first, another hardware's (``by_hw``), the same job
+    reached again (another caller: its events and crons join), or another job for the
+    same suite and hardware (``alternates``: another image or workflow)."""
+    first = result.stages.get(stage)
+    if first is None:
+        result.stages[stage] = ci
+        return
+    if ci.hw and first.hw and ci.hw != first.hw:
+        target = first.by_hw.get(ci.hw)
+        if target is None:
+            first.by_hw[ci.hw] = ci
+            return
+    else:
+        target = first
+    for same in (target, *target.alternates):
+        if same.definition != ci.definition:
+            continue
+        keep, other = same, ci
+        if ci.workflow == ci.definition[0] and same.workflow != same.definition[0]:
+            # the job as its own workflow starts it (not as another workflow calls it,
+            # with that caller's inputs) is the one whose settings are adopted
+            keep, other = ci, same
+            keep.alternates, same.alternates = same.alternates, []
+            keep.by_hw, same.by_hw = same.by_hw, {}
+            if same is first:
+                result.stages[stage] = keep
+            elif same is target:
+                first.by_hw[str(same.hw)] = keep
+            else:
+                target.alternates[target.alternates.index(same)] = keep
+        keep.events = tuple(sorted(set(keep.events) | set(other.events)))
+        keep.crons = sorted(set(keep.crons) | set(other.crons))
+        for event, paths in other.event_paths.items():
+            keep.event_paths.setdefault(event, paths)
+        keep.pr_labels_required |= other.pr_labels_required
+        keep.draft_fails = keep.draft_fails or other.draft_fails
+        return
+    target.alternates.append(ci)
+
+
+def _filter_notes(rel: str, filters: Mapping[str, Mapping[str, Any]], result: CIRead) -> None:
+    """Trigger filters a configuration has no key for are said once per workflow."""
+    for event, table in filters.items():
+        for key in ("branches", "branches-ignore", "tags", "tags-ignore", "paths-ignore", "types"):
+            if key in table:
+                result.not_carried.append(NotCarried(
+                    rel, f"{event}: {key} {short(table[key])}",
+                    "the generated workflow decides the branches and event types it runs on "
+                    "(init --push-branch); testfleet plans every event it is given"
+                    if key != "paths-ignore" else
+                    "run_on_changes names paths that trigger a run, not paths that do not: "
+                    "the stage runs on every such event"))
 
 
 def read_stage_runner(repo: Path, commands: str, stage: CIStage,

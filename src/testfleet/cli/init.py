@@ -369,7 +369,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         from testfleet.adopt.report import build_report
         from testfleet.fileio import output_mode, replace_atomically
 
-        text = build_report(root, result, adoption, config, *selection)
+        events = ({"pull_request", "workflow_dispatch", *(["schedule"] if config.policy.schedules
+                                                          else []), *(["push"] if push_branches else [])}
+                  if github else None)
+        text = build_report(root, result, adoption, config, *selection, workflow_events=events)
         try:
             replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
         except OSError as exc:

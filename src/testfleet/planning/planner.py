@@ -270,6 +270,7 @@ def make_plan(
     jobs: list[Job] = []
     summaries: list[StageSummary] = []
     hole_warnings: list[str] = []
+    dormant_holes: dict[str, list[str]] = {}
     for name, lane in ((n, lane) for n in sorted(config.stages, key=lambda n: (waves[n], n))
                        for lane in stage_lanes(config, n)):
         stage = lane.config
@@ -339,6 +340,8 @@ def make_plan(
         what = f"stage {name}" + (f" variant {lane.variant}" if lane.variant else "")
         if cause and any(not r.disabled_for(stage.runs_on) for r in regs) and stage.disabled is None:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) is missing tests: {cause}")
+        elif cause and stage.disabled is not None:
+            dormant_holes.setdefault(stage.disabled, []).append(f"{what} ({stage.backend})")
         elif cause:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
@@ -361,6 +364,15 @@ def make_plan(
             hole=cause is not None,
         ))
 
+    # dormant stages are said once per reason, not once per stage (a tree adopted with
+    # dozens of stages no job runs would otherwise repeat one long reason dozens of times)
+    for why, whats in dormant_holes.items():
+        if len(whats) == 1:
+            hole_warnings.append(f"coverage hole: {whats[0]} has no enabled registrations: the "
+                                 f"stage is dormant: {why}")
+        else:
+            hole_warnings.append(f"coverage hole: {len(whats)} dormant stages have no enabled "
+                                 f"registrations ({', '.join(whats)}): each is dormant: {why}")
     warnings.extend(hole_warnings)
     jobs.extend(probe_jobs(config, by_stage, policy.cadence, estimates, waves, warnings))
     warnings.extend(f"quarantined: {t.file} ({j.stage}) runs but its failure does not fail "
