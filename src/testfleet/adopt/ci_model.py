@@ -37,6 +37,8 @@ class CIStage:
     shards: int | None = None
     timeout_minutes: float | None = None
     needs: list[str] = field(default_factory=list)
+    #: per event, the stages the job waits for when they differ from ``needs``
+    needs_on: dict[str, list[str]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
@@ -96,3 +98,6 @@ class CIRead:
     findings: list[Finding] = field(default_factory=list)
     test_workflows: list[str] = field(default_factory=list)
     test_commands: list[tuple[str, str, str]] = field(default_factory=list)  # (workflow, job, command)
+    #: jobs that run test files by path (a matrix of ``test_case: test/.../test_x.py``,
+    #: SGLang's nightly-test-npu.yml): the job as a stage, and the files its matrix names
+    path_jobs: list[tuple[CIStage, list[str]]] = field(default_factory=list)

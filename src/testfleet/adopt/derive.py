@@ -18,7 +18,7 @@ from testfleet.adopt.policy import adopted_schedules, every_job, pr_gate_policy
 from testfleet.adopt.project import ProjectCI, read_project
 from testfleet.adopt.scan import Scan, search_roots
 from testfleet.adopt.stage_events import apply_triggers
-from testfleet.adopt.stages import adopted_stages
+from testfleet.adopt.stages import adopted_stages, path_stages
 from testfleet.adopt.vocabulary import adopted_backends, adopted_labels
 from testfleet.adopt.workflows import read_workflows
 from testfleet.findings import Finding
@@ -138,7 +138,8 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
                      f"{', ...' if len(outside) > 4 else ''}): the project's CI does not run them")
     suites = {c.suite for c in calls if c.suite} | {i["suite"] for i in implicit}
     if scan_result.repo is not None:
-        ci = read_workflows(scan_result.repo, suites)
+        by_path = {c.file for c in calls if c.suite == ""}
+        ci = read_workflows(scan_result.repo, suites, by_path)
         ran = run_command_implicit(scan_result, ci, calls, candidates, implicit, notes)
         if ran:
             implicit += ran
@@ -149,7 +150,7 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
             data.pop("exclude", None)
             if rest:
                 data["exclude"] = rest
-            ci = read_workflows(scan_result.repo, suites | {i["suite"] for i in ran})
+            ci = read_workflows(scan_result.repo, suites | {i["suite"] for i in ran}, by_path)
         findings += ci.findings
 
     data["labels"] = adopted_labels(calls, project, findings, notes)
@@ -162,6 +163,7 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     lane_jobs: dict[tuple[str, str], CIStage] = {}
     stages, dormant, not_carried = adopted_stages(calls, implicit, scan_result, ci, findings, notes,
                                                   lane_jobs)
+    not_carried += path_stages(calls, scan_result, ci, stages, notes, lane_jobs)
     data["stages"] = stages
     data["policy"] = {}
     pr_gate_policy(stages, ci, data["policy"], notes)

@@ -163,24 +163,79 @@ def pr_gates(jobs: Mapping[str, Any], job_stages: Mapping[str, list[str]], resul
             todo.extend(_needs_of(jobs, current))
 
 
+def events_allowed(condition: Any, events: tuple[str, ...],
+                    inputs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The events on which a job's ``if:`` can be true (``github.event_name == 'schedule'
+    || inputs.run_all == true`` keeps schedule, and the events with inputs). On an event
+    without inputs (a push, a pull request, a schedule) every ``inputs.*`` is null."""
+    if not isinstance(condition, str):
+        return events
+    from testfleet.adopt.expr import Unresolved, job_condition
+
+    kept = []
+    for event in events:
+        with_inputs = event in ("workflow_dispatch", "workflow_call")
+        contexts: dict[str, Any] = {"github.event_name": event}
+        for name in _INPUT.findall(condition):
+            if name in inputs:
+                contexts[f"inputs.{name}"] = inputs[name]
+            elif not with_inputs:
+                contexts[f"inputs.{name}"] = None
+        try:
+            values = job_condition(condition, contexts)
+        except Unresolved:
+            kept.append(event)
+            continue
+        if not all(v in (False, None, "", 0) for v in values):
+            kept.append(event)
+    return tuple(kept)
+
+
+_WAITS_FOR = re.compile(r'"prefix"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]*)"')
+
+
 def resolve_needs(jobs: Mapping[str, Any], job_stages: Mapping[str, list[str]], result: CIRead,
-                  rel: str) -> None:
+                  rel: str, known: set[str]) -> None:
     """Stage ordering from ``needs``, looking through jobs that are not stages (a stage that
-    needs an image build that needs stage A runs after stage A)."""
+    needs an image build that needs stage A runs after stage A), per event: a job whose
+    ``if:`` skips it on an event orders nothing then, and a job that waits for other
+    stages' jobs by name (SGLang's ``wait-for-base-a``: ``wait-for-jobs`` with
+    ``{"prefix": "base-a-test-1-gpu-small"}``, on pull requests only) orders the stage
+    after those stages on the events it runs on. Events with other waits than the most
+    common ones become ``needs_on``."""
+    from testfleet.adopt.workflow_yaml import text_of
+
+    def active(job_id: str, event: str) -> bool:
+        job = jobs.get(job_id)
+        return isinstance(job, Mapping) and bool(events_allowed(job.get("if"), (event,), {}))
+
+    def waits(job_id: str) -> set[str]:
+        job = jobs.get(job_id)
+        text = text_of(job.get("steps")) if isinstance(job, Mapping) else ""
+        return {s for s in _WAITS_FOR.findall(text) if s in known}
+
     for job_id, stages in job_stages.items():
-        found: set[str] = set()
-        seen: set[str] = set()
-        todo = _needs_of(jobs, job_id)
-        while todo:
-            other = todo.pop()
-            if other in seen:
+        targets = [t for stage in stages for t in _targets(result, stage, rel, job_id)]
+        events = sorted({e for t in targets for e in t.events}) or [""]
+        per_event: dict[str, list[str]] = {}
+        for event in events:
+            found: set[str] = set()
+            seen: set[str] = set()
+            todo = list(_needs_of(jobs, job_id))
+            while todo:
+                other = todo.pop()
+                if other in seen or (event and not active(other, event)):
+                    continue
+                seen.add(other)
+                if other in job_stages:
+                    found.update(s for s in job_stages[other] if s not in stages)
+                else:
+                    found.update(s for s in waits(other) if s not in stages)
+                    todo.extend(_needs_of(jobs, other))
+            per_event[event] = sorted(found)
+        common = max(per_event.values(), key=lambda v: (sum(1 for x in per_event.values() if x == v), -len(v)))
+        for target in targets:
+            if target.needs or target.needs_on:
                 continue
-            seen.add(other)
-            if other in job_stages:
-                found.update(s for s in job_stages[other] if s not in stages)
-            else:
-                todo.extend(_needs_of(jobs, other))
-        for stage in stages:
-            for target in _targets(result, stage, rel, job_id):
-                if not target.needs:
-                    target.needs = sorted(found)
+            target.needs = common
+            target.needs_on = {e: v for e, v in per_event.items() if v != common and e}

@@ -12,6 +12,7 @@ from testfleet.adopt.calls import ALIASES, NAME, FoundCall
 from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
 from testfleet.adopt.job_settings import job_settings, unmapped
 from testfleet.adopt.scan import Scan
+from testfleet.adopt.stage_events import PLAN_EVENTS
 from testfleet.config import BUILTIN_BACKENDS
 from testfleet.findings import Finding
 
@@ -102,10 +103,19 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         stages[suite] = stage
     for suite, stage in stages.items():
         from_ci = ci.stages.get(suite)
-        if from_ci and from_ci.needs:
-            needs = [n for n in from_ci.needs if n in stages]
-            if needs:
-                stage["needs"] = needs
+        if from_ci is None:
+            continue
+        needs = [n for n in from_ci.needs if n in stages and n != suite]
+        if needs:
+            stage["needs"] = needs
+        needs_on = {e: [n for n in v if n in stages and n != suite]
+                    for e, v in sorted(from_ci.needs_on.items()) if e in PLAN_EVENTS}
+        needs_on = {e: v for e, v in needs_on.items() if v != needs}
+        if needs_on:
+            stage["needs_on"] = needs_on
+            notes.append(f"stage {suite}: its job waits for other stages on some events only: "
+                         + "; ".join(f"{e}: {', '.join(v) or 'nothing'}" for e, v in needs_on.items())
+                         + f" (else {', '.join(needs) or 'nothing'}): needs_on")
     if any(s.get("trusted_only") for s in stages.values()):
         notes.append("GPU stages get trusted_only = true (fork PRs need a run-ci-* label)")
     guessed = [n for n, s in stages.items() if n not in ci.stages and "disabled" not in s
@@ -270,3 +280,56 @@ def runner_command(command: str, ci: CIStage, name: str, files: list[str],
                      f"{len(files)} files have no __main__ block (they would run no test that "
                      "way); command = \"auto\" runs each by its own style")
     return command
+
+
+def path_stages(calls: list[FoundCall], scan_result: Scan, ci: CIRead,
+                stages: dict[str, dict[str, Any]], notes: list[str],
+                lane_jobs: dict[tuple[str, str], CIStage]) -> list[NotCarried]:
+    """A stage for each job that runs registered files by path (registrations with suite
+    "", which no suite runs): the job's settings, ``files`` the paths its matrix names."""
+    out: list[NotCarried] = []
+    backend_of = {c.file: c.backend for c in calls if c.suite == ""}
+    for job, files in ci.path_jobs:
+        backends = Counter(backend_of[f] for f in files)
+        backend = sorted(backends.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        mine = sorted(f for f in files if backend_of[f] == backend)
+        name = job.name
+        if name in stages or not NAME.match(name):
+            name = f"{re.sub(r'[^A-Za-z0-9._-]+', '-', name).strip('-._')[:60] or 'by-path'}-files"
+        if name in stages:
+            out.append(NotCarried(f"{job.workflow} job {job.job}", f"{len(mine)} file(s) by path",
+                                  f"a stage named {name!r} exists already; add them to its files"))
+            continue
+        gpu = backend != "cpu" and BUILTIN_BACKENDS.get(backend, {"gpu": True})["gpu"]
+        stage: dict[str, Any] = {"backend": backend,
+                                 "runs_on": job.runs_on or (["self-hosted", backend] if gpu
+                                                            else ["ubuntu-latest"])}
+        if job.container:
+            stage["container"] = _container(job)
+        stage["command"] = _command(mine, scan_result)
+        if gpu:
+            stage["trusted_only"] = True
+        if job.env:
+            stage["env"] = dict(sorted(job.env.items()))
+        stage.update(job_settings(job, stage["command"], name, notes))
+        stage["files"] = mine
+        stages[name] = stage
+        lane_jobs[(name, "")] = job
+        out.extend(unmapped(job))
+        off = sorted({c.disabled or "" for c in calls if c.suite == "" and c.file in mine and c.disabled})
+        n_off = sum(1 for f in mine if any(c.disabled for c in calls if c.file == f and c.suite == ""))
+        if n_off:
+            out.append(NotCarried(f"{job.workflow} job {job.job}",
+                                  f"{n_off} of its {len(mine)} file(s) register disabled "
+                                  f"({'; '.join(repr(r) for r in off[:3])}), and the job runs them by "
+                                  "path anyway",
+                                  "testfleet runs no disabled registration on any stage: remove "
+                                  "disabled= from the file to run it there"))
+        notes.append(f"stage {name}: {job.workflow} job {job.job} runs {len(mine)} registered "
+                     "file(s) with suite \"\" by path (its matrix names them); they are the stage's "
+                     "files")
+        for other in sorted(set(backends) - {backend}):
+            out.append(NotCarried(f"{job.workflow} job {job.job}",
+                                  f"{backends[other]} {other} file(s) by path",
+                                  f"the stage is a {backend} one; a stage runs one backend's files"))
+    return out

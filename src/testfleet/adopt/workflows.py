@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
-from testfleet.adopt.gates import pr_gates, resolve_needs
+from testfleet.adopt.gates import events_allowed, pr_gates, resolve_needs
 from testfleet.adopt.job import TEST_COMMAND, command_lines, read_stage_job, runner_defaults
 from testfleet.adopt.runner import RunnerRead, read_runner, runner_script
 from testfleet.adopt.workflow_yaml import (
@@ -42,7 +42,6 @@ from testfleet.adopt.workflow_yaml import (
 
 _SUITE_ARG = re.compile(r"--suite[= ]+(\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}|[A-Za-z0-9][A-Za-z0-9._-]*)")
 _HW = re.compile(r"--hw[= ]+([A-Za-z0-9_-]+)")
-_INPUTS = re.compile(r"\binputs\.([A-Za-z0-9_-]+)")
 #: the events a testfleet plan is made for, of those a workflow can name
 PLAN_EVENTS = ("pull_request", "pull_request_target", "push", "schedule", "workflow_call",
                "workflow_dispatch")
@@ -60,11 +59,16 @@ class JobUnit:
     inner: dict[str, Any] | None
     definition: tuple[str, str]  # (workflow file, job id) where the job's steps are written
     events: tuple[str, ...]
+    #: (workflow file, job id) of ``caller``: where the job's matrix and inputs are written
+    caller_id: tuple[str, str] = ("", "")
 
 
-def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
-    """Read ``.github/workflows/*.yml`` under ``repo`` for the given suite names."""
+def read_workflows(repo: Path, suites: Iterable[str], path_only: Iterable[str] = ()) -> CIRead:
+    """Read ``.github/workflows/*.yml`` under ``repo`` for the given suite names; a job
+    whose matrix names some of ``path_only`` (files registered with suite "") by path is
+    kept as a path job."""
     known = set(suites)
+    by_path = set(path_only)
     result = CIRead()
     wf_dir = repo / ".github" / "workflows"
     if not wf_dir.is_dir():
@@ -106,7 +110,19 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                     runs_tests = True
                     for line in command_lines(commands):
                         result.test_commands.append((rel, str(job_id), line))
-                for stage, scoped, strategy in _stage_runs(commands, unit, known):
+                runs = _stage_runs(commands, unit, known)
+                named = _matrix_paths(unit, by_path) if not runs and by_path else []
+                if named:
+                    runs_tests = True
+                    ci = read_stage_job(unit.caller_id[1], rel, str(job_id), unit.events,
+                                        dict(unit.caller),
+                                        [dict(unit.inner)] if unit.inner is not None else [],
+                                        commands, result.not_carried)
+                    ci.definition = unit.caller_id  # the job whose matrix names the files
+                    ci.crons = list(crons) if "schedule" in unit.events else []
+                    ci.event_paths = {e: list(v) for e, v in event_paths.items() if e in unit.events}
+                    _register_path_job(result, ci, named)
+                for stage, scoped, strategy in runs:
                     runs_tests = True
                     job_stages.setdefault(str(job_id), [])
                     if stage not in job_stages[str(job_id)]:
@@ -127,7 +143,7 @@ def read_workflows(repo: Path, suites: Iterable[str]) -> CIRead:
                     ci.runner_script, ci.runner_defaults = runner_defaults(repo, scoped)
                     read_stage_runner(repo, scoped, ci, runners)
                     _register(result, stage, ci)
-        resolve_needs(jobs, job_stages, result, rel)
+        resolve_needs(jobs, job_stages, result, rel, known)
         pr_gates(jobs, job_stages, result, repo, rel, cache)
         if runs_tests:
             result.test_workflows.append(rel)
@@ -145,52 +161,25 @@ def _units(repo: Path, rel: str, job_id: str, job: Mapping[str, Any], events: tu
            result: CIRead, cache: dict[str, Any], depth: int = 0) -> list[JobUnit]:
     """The job as it runs: itself, or each job of the reusable workflow it calls (followed
     ``MAX_DEPTH`` levels), on the events its own ``if:`` (and each caller's) allows."""
-    events = _events_allowed(job.get("if"), events, job.get("\0inputs", {}))
+    events = events_allowed(job.get("if"), events, job.get("\0inputs", {}))
     uses = job.get("uses")
     if not isinstance(uses, str):
-        return [JobUnit(rel, job_id, job, None, (str(job.get("\0workflow", rel)),
-                                                  str(job.get("\0id", job_id))), events)]
+        here = (str(job.get("\0workflow", rel)), str(job.get("\0id", job_id)))
+        return [JobUnit(rel, job_id, job, None, here, events, here)]
     raw_with = job.get("with")
     with_: Mapping[str, Any] = raw_with if isinstance(raw_with, Mapping) else {}
     where = f"{rel} job {job_id}"
     out: list[JobUnit] = []
     for inner in called_jobs(repo, uses, with_, where, result.findings, result.not_carried, cache):
-        inner_events = _events_allowed(inner.get("if"), events, inner.get("\0inputs", {}))
+        inner_events = events_allowed(inner.get("if"), events, inner.get("\0inputs", {}))
         if isinstance(inner.get("uses"), str) and depth + 1 < MAX_DEPTH:
             for unit in _units(repo, rel, job_id, inner, inner_events, result, cache, depth + 1):
                 out.append(unit)
             continue
         out.append(JobUnit(rel, job_id, job, inner,
-                           (str(inner.get("\0workflow")), str(inner.get("\0id"))), inner_events))
+                           (str(inner.get("\0workflow")), str(inner.get("\0id"))), inner_events,
+                           (str(job.get("\0workflow", rel)), str(job.get("\0id", job_id)))))
     return out
-
-
-def _events_allowed(condition: Any, events: tuple[str, ...],
-                    inputs: Mapping[str, Any]) -> tuple[str, ...]:
-    """The events on which a job's ``if:`` can be true (``github.event_name == 'schedule'
-    || inputs.run_all == true`` keeps schedule, and the events with inputs). On an event
-    without inputs (a push, a pull request, a schedule) every ``inputs.*`` is null."""
-    if not isinstance(condition, str):
-        return events
-    from testfleet.adopt.expr import Unresolved, job_condition
-
-    kept = []
-    for event in events:
-        with_inputs = event in ("workflow_dispatch", "workflow_call")
-        contexts: dict[str, Any] = {"github.event_name": event}
-        for name in _INPUTS.findall(condition):
-            if name in inputs:
-                contexts[f"inputs.{name}"] = inputs[name]
-            elif not with_inputs:
-                contexts[f"inputs.{name}"] = None
-        try:
-            values = job_condition(condition, contexts)
-        except Unresolved:
-            kept.append(event)
-            continue
-        if not all(v in (False, None, "", 0) for v in values):
-            kept.append(event)
-    return tuple(kept)
 
 
 def _stage_runs(commands: str, unit: JobUnit, known: set[str],
@@ -227,6 +216,16 @@ def _stage_runs(commands: str, unit: JobUnit, known: set[str],
         scoped = "\n".join(lines)
         out.append((stage, scoped, _restrict(strategy, key, stage) if key else None))
     return out
+
+
+def _matrix_paths(unit: JobUnit, files: set[str]) -> list[str]:
+    """The files of ``files`` the job's matrix names (anywhere in its values)."""
+    from testfleet.adopt.workflow_yaml import text_of
+
+    source = unit.caller if "strategy" in unit.caller else (unit.inner or {})
+    strategy = source.get("strategy")
+    text = text_of(strategy.get("matrix")) if isinstance(strategy, Mapping) else ""
+    return sorted({w.strip().removeprefix("./") for w in text.split("\n")} & files)
 
 
 def _matrix_values(matrix: Any, key: str) -> list[str]:
@@ -291,6 +290,22 @@ def _register(result: CIRead, stage: str, ci: CIStage) -> None:
         keep.draft_fails = keep.draft_fails or other.draft_fails
         return
     target.alternates.append(ci)
+
+
+def _register_path_job(result: CIRead, ci: CIStage, files: list[str]) -> None:
+    """One job reached from several workflows is one path job (the route of its own
+    workflow kept, the others' events and crons joined)."""
+    for i, (same, named) in enumerate(result.path_jobs):
+        if same.definition != ci.definition:
+            continue
+        keep, other = (ci, same) if ci.workflow == ci.definition[0] else (same, ci)
+        keep.events = tuple(sorted(set(keep.events) | set(other.events)))
+        keep.crons = sorted(set(keep.crons) | set(other.crons))
+        for event, paths in other.event_paths.items():
+            keep.event_paths.setdefault(event, paths)
+        result.path_jobs[i] = (keep, sorted(set(named) | set(files)))
+        return
+    result.path_jobs.append((ci, files))
 
 
 def _filter_notes(rel: str, filters: Mapping[str, Mapping[str, Any]], result: CIRead) -> None:
