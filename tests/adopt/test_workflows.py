@@ -402,7 +402,9 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
             "stage-c-4-gpu-h200 runs without passing them") in "\n".join(result.notes)
     # a CPU stage the runner hands to pytest has no per-file timeout of the runner's
     assert "file_timeout" not in result.data["stages"]["stage-a-cpu"]
-    assert "env COMMIT -- computed at run time" in told
+    # COMMIT: ${{ github.sha }} is $GITHUB_SHA to a shell: set for the steps after it
+    assert gpu["setup"][0] == 'echo "COMMIT=$GITHUB_SHA" >> "$GITHUB_ENV"'
+    assert "env COMMIT" not in told
     # the job's CI settings become the stage's CI job settings
     assert gpu["container"] == {"image": "org/img:dev", "options": "--gpus all --ipc=host",
                                 "volumes": ["/models:/models:ro"]}
@@ -410,9 +412,9 @@ def test_stage_settings_are_read_from_the_workflows(tree: Path) -> None:
     assert gpu["secrets"] == ["WANDB_API_KEY"]
     assert "secret HUGGINGFACE_TOKEN -- exposed as 'HF_TOKEN'" in told
     assert (gpu["fail_fast"], gpu["max_parallel"]) == (False, 1)
-    assert gpu["setup"] == ["pip install -e ."]
-    assert "step uses: actions/setup-python@v5 -- an action step" in told
-    assert "step 'nvidia-smi' -- the step's if cannot be carried" in told
+    assert gpu["setup"] == ['echo "COMMIT=$GITHUB_SHA" >> "$GITHUB_ENV"', "pip install -e ."]
+    assert "step uses: actions/setup-python@v5 -- it names no python-version" in told
+    assert "step 'nvidia-smi' -- runs only when \"runner.os == 'Linux'\", known at run time" in told
     assert "step './wait-for-gpus.sh' -- the step's shell cannot be carried" in told
     assert "step 'actions/upload-artifact@v4' after the tests" in told
     assert "actions/checkout" not in told

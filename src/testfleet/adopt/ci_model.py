@@ -50,6 +50,14 @@ class CIStage:
     fail_fast: bool | None = None
     max_parallel: int | None = None
     setup: list[str] = field(default_factory=list)
+    #: the job's setup-python version, setup-uv, and checkouts of other repositories
+    #: (``{repository, ref, path, token_secret}``)
+    python_version: str | None = None
+    #: job env values a shell can compute (``${{ github.workspace }}/x``), as setup items
+    #: writing them to ``$GITHUB_ENV`` before the job's own steps
+    env_setup: list[str] = field(default_factory=list)
+    uv: bool = False
+    checkouts: list[dict[str, str]] = field(default_factory=list)
     extra_args: list[str] = field(default_factory=list)
     #: the runner script the job runs, and its argparse defaults for the runner flags
     #: (``--timeout-per-file`` -> ``timeout_per_file``), read with ast

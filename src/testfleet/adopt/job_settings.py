@@ -36,8 +36,14 @@ def job_settings(ci: CIStage, command: str, name: str, notes: list[str]) -> dict
             and "timeout_per_file" not in ci.runner_dynamic):
         file_timeout = defaults["timeout_per_file"]
         used.append(f"--timeout-per-file {file_timeout}")
-    if ci.setup:
-        out["setup"] = list(ci.setup)
+    if ci.python_version is not None:
+        out["python"] = ci.python_version
+    if ci.uv:
+        out["uv"] = True
+    if ci.checkouts:
+        out["checkouts"] = [dict(c) for c in ci.checkouts]
+    if ci.setup or ci.env_setup:
+        out["setup"] = [*ci.env_setup, *ci.setup]
     secrets = carried_secrets(ci)
     if secrets:
         out["secrets"] = secrets
@@ -106,4 +112,29 @@ def unmapped(stage: CIStage) -> list[NotCarried]:
     if stage.retry and not stage.retry.get("enabled"):
         out.append(NotCarried(where, "retry flags without --enable-retry",
                               "retries are off for this job; nothing adopted"))
+    return out
+
+
+#: the stage keys that prepare the job's machine (``testfleet.ci_keys``, when this
+#: testfleet has them)
+JOB_KEYS = ("python", "uv", "checkouts")
+
+
+def job_keys_supported() -> bool:
+    """Does this testfleet's configuration have the ``python``/``uv``/``checkouts`` stage
+    keys? Without them adoption lists the values instead of writing them."""
+    from testfleet.config import StageConfig
+
+    return all(k in StageConfig.model_fields for k in JOB_KEYS)
+
+
+def unsupported_job_keys(table: dict[str, Any], where: str) -> list[NotCarried]:
+    """Take the job keys out of ``table`` when this testfleet cannot hold them, and say so."""
+    if job_keys_supported():
+        return []
+    out = []
+    for key in JOB_KEYS:
+        if key in table:
+            out.append(NotCarried(where, f"{key} = {table.pop(key)!r}",
+                                  f"this testfleet has no stage key {key!r} yet"))
     return out

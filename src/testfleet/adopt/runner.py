@@ -46,6 +46,11 @@ class RunnerRead:
     #: the runner keeps nightly and per-commit registrations apart (``--nightly``)
     exact_nightly: bool = False
     nightly_flag: str | None = None
+    #: backends whose files the runner hands to one pytest call (``pytest *files -v``,
+    #: miles' CPU suites), the literal options of that call, and where it is written
+    batch_backends: tuple[str, ...] = ()
+    batch_args: tuple[str, ...] = ()
+    batch_at: str | None = None
 
 
 def _parse(path: Path) -> ast.Module | None:
@@ -180,9 +185,58 @@ def read_runner(repo: Path, script: str) -> RunnerRead | None:
         argv = template.split()
         command = "python" if len(argv) == 2 else template
     flag = _exact_nightly(tree)
+    backends, args, batch_at = _batch(tree, script)
     return RunnerRead(script=script, file_command=command, file_command_at=at,
                       file_commands_seen=tuple(sorted(commands)), exact_nightly=flag is not None,
-                      nightly_flag=flag)
+                      nightly_flag=flag, batch_backends=backends, batch_args=args, batch_at=batch_at)
+
+
+def _pytest_argv(node: ast.AST) -> bool:
+    """``["pytest", *files, ...]`` (or ``["python", "-m", "pytest", *files]``)."""
+    if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts:
+        return False
+    words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+    head = 1 if words[:1] == ["pytest"] else 3 if words[1:3] == ["-m", "pytest"] else 0
+    return bool(head) and any(isinstance(e, ast.Starred) for e in node.elts[head:])
+
+
+def _batch(tree: ast.Module, script: str) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """Backends the runner runs as one pytest session per shard: an ``if hw ==
+    Backend.CPU:`` branch that builds ``["pytest", *files, ...]`` (itself or through a
+    function of the script), the literal options of that argv and of the flags the function
+    appends to it."""
+    functions = _functions(tree)
+    builders: dict[str, tuple[ast.AST, ast.AST]] = {}
+    for name, fn in functions.items():
+        found = next((n for n in ast.walk(fn) if _pytest_argv(n)), None)
+        if found is not None:
+            builders[name] = (fn, found)
+    backends: list[str] = []
+    args: list[str] = []
+    at: str | None = None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq)
+                and isinstance(node.test.comparators[0], ast.Attribute)):
+            continue
+        body = ast.Module(body=node.body, type_ignores=[])
+        argv = next((n for n in ast.walk(body) if _pytest_argv(n)), None)
+        scope: ast.AST | None = body if argv is not None else None
+        for name in _called_names(body) & set(builders):
+            scope, argv = builders[name]
+        if argv is None or scope is None:
+            continue
+        backend = node.test.comparators[0].attr.lower()
+        backends.append({"amd": "rocm"}.get(backend, backend))
+        assert isinstance(argv, (ast.List, ast.Tuple))
+        args = [e.value for e in argv.elts[1:] if isinstance(e, ast.Constant)
+                and isinstance(e.value, str) and e.value.startswith("-") and e.value != "-m"]
+        args += [c.args[0].value for c in ast.walk(scope) if isinstance(c, ast.Call)
+                 and isinstance(c.func, ast.Attribute) and c.func.attr == "append" and c.args
+                 and isinstance(c.args[0], ast.Constant) and isinstance(c.args[0].value, str)
+                 and c.args[0].value.startswith("-")]
+        at = f"{script}:{argv.lineno}"
+    return tuple(dict.fromkeys(backends)), tuple(dict.fromkeys(args)), at
 
 
 _SCRIPT = re.compile(r"\bpython3?(?:\s+-[A-Za-z]+)*\s+([\w./-]+\.py)(?![\w/])")

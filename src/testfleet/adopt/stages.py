@@ -10,7 +10,7 @@ from typing import Any
 
 from testfleet.adopt.calls import ALIASES, NAME, FoundCall
 from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
-from testfleet.adopt.job_settings import job_settings, unmapped
+from testfleet.adopt.job_settings import job_settings, unmapped, unsupported_job_keys
 from testfleet.adopt.scan import Scan
 from testfleet.adopt.stage_events import PLAN_EVENTS
 from testfleet.config import BUILTIN_BACKENDS
@@ -74,6 +74,15 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci is not None:
             stage["command"] = runner_command(stage["command"], from_ci, suite, files, notes)
+            runner = from_ci.runner
+            if runner is not None and backend in runner.batch_backends and not others:
+                # the runner hands the shard's files to one pytest call: one session per job
+                stage["command"] = "pytest"
+                stage["batch"] = True
+                notes.append(f"stage {suite}: {runner.script} runs a shard's files in one pytest "
+                             f"call ({runner.batch_at}): batch = true"
+                             + (f", extra_args {list(runner.batch_args)} (its options; some it adds "
+                                "only on some runs)" if runner.batch_args else ""))
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
         if gpu:
@@ -89,7 +98,11 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
             stage.update(job_settings(from_ci, stage["command"], suite, notes))
+            if stage.get("batch") and from_ci.runner is not None and from_ci.runner.batch_args:
+                stage["extra_args"] = list(dict.fromkeys([*stage.get("extra_args", []),
+                                                          *from_ci.runner.batch_args]))
             not_carried += unmapped(from_ci)
+            not_carried += unsupported_job_keys(stage, f"{from_ci.workflow} job {from_ci.job}")
             lane_jobs[(suite, "")] = from_ci
             for variant in stage.get("variants", {}):
                 job = from_ci if variant not in counts else _job_for(ci.stages.get(suite), variant)
@@ -136,7 +149,8 @@ def _container(ci: CIStage) -> Any:
 
 #: the job settings a variant can hold (the rest are the stage's)
 _VARIANT_KEYS = ("runs_on", "container", "env", "setup", "secrets", "fail_fast", "max_parallel",
-                 "job_timeout_minutes", "file_timeout", "max_attempts", "extra_args")
+                 "job_timeout_minutes", "file_timeout", "max_attempts", "extra_args", "python",
+                 "uv", "checkouts")
 
 
 def _job_variants(suite: str, stage: dict[str, Any], first: CIStage, notes: list[str],
@@ -161,6 +175,7 @@ def _job_variants(suite: str, stage: dict[str, Any], first: CIStage, notes: list
         settings = job_settings(job, stage["command"], f"{suite} variant {name}", notes)
         own.update(settings)
         table = {k: v for k, v in own.items() if k in _VARIANT_KEYS and stage.get(k) != v}
+        not_carried.extend(unsupported_job_keys(table, f"{job.workflow} job {job.job}"))
         if "container" not in own and "container" in stage:
             not_carried.append(NotCarried(f"{job.workflow} job {job.job}", "no container",
                                           f"variant {name} runs in the stage's container "
@@ -312,6 +327,7 @@ def path_stages(calls: list[FoundCall], scan_result: Scan, ci: CIRead,
         if job.env:
             stage["env"] = dict(sorted(job.env.items()))
         stage.update(job_settings(job, stage["command"], name, notes))
+        out.extend(unsupported_job_keys(stage, f"{job.workflow} job {job.job}"))
         stage["files"] = mine
         stages[name] = stage
         lane_jobs[(name, "")] = job
