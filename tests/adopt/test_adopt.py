@@ -437,3 +437,33 @@ def test_scaffold_is_valid_and_registers_everything(tmp_path: Path) -> None:
     assert config.implicit[0].path == "tests" and config.implicit[0].suite == "stage-cpu"
     assert set(config.policy.schedules.values()) == {"nightly", "weekly"}
     assert re.fullmatch(r"[\d *,-]+", next(iter(config.policy.schedules)))
+
+
+def test_setup_scripts_are_multi_line_strings_and_long_values_wrap() -> None:
+    """A setup step is written as the script it is (a multi-line string, backslashes as
+    written), a long one-line value wraps under the width, a long inline table becomes a
+    table of its own; every value reads back exactly."""
+    wait = ("for i in $(seq 1 60); do\n  if nvidia-smi -L >/dev/null 2>&1; then\n"
+            "    exit 0\n  fi\n  sleep 2\ndone\necho \"not ready\" >&2\nexit 1")
+    options = " ".join(["--gpus all --ipc=host --shm-size=32g --ulimit memlock=-1"] * 6)
+    data = {"stages": {"gpu": {"backend": "cuda", "setup": [wait, "pip install -r requirements.txt",
+                                                            'printf "a\\\\tb\\n"'],
+                               "container": {"image": "org/img:dev", "options": options}}}}
+    text = render_toml(data, "tool.testfleet")
+    assert tomllib.loads(text)["tool"]["testfleet"] == data
+    assert "'''\nfor i in $(seq 1 60); do\n  if nvidia-smi -L" in text
+    assert "[tool.testfleet.stages.gpu.container]" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_any_string_round_trips_through_the_toml_writer() -> None:
+    import random
+
+    from testfleet.adopt.toml_text import _string
+
+    rng = random.Random(7)
+    alphabet = "ab \\\"'\n\t\x01\x1f\x0b$"
+    for _ in range(3000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 220)))
+        for block in (True, False):
+            assert tomllib.loads("x = " + _string(s, block))["x"] == s, repr(s)

@@ -1,4 +1,6 @@
-"""The derived configuration written as TOML that reads like the documented examples.
+"""The derived configuration written as TOML that reads like the documented examples: a
+multi-line value (a setup script) as a multi-line string, a long one (container options)
+wrapped, a long inline table as a table of its own, so no line runs far past the width.
 """
 
 from __future__ import annotations
@@ -8,21 +10,68 @@ import re
 from typing import Any
 
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+#: a line longer than this is wrapped (a value over several lines) where TOML allows it
+WIDTH = 100
+_LITERAL_OK = re.compile(r"[^\x00-\x08\x0b-\x1f\x7f]*")
+_TRIPLE_SINGLE = "'" * 3
 
 
 def _key(k: str) -> str:
-
     return k if _BARE.match(k) else json.dumps(k, ensure_ascii=False)
 
 
-def _value(v: Any) -> str:
+def _string(s: str, block: bool) -> str:
+    """A TOML string. Where a value may span lines (``block``), a multi-line value is a
+    multi-line string a reviewer reads as it runs (a literal one, so a shell script's
+    backslashes stay as written, when it can be), and a long one-line value is wrapped at
+    spaces with line-ending backslashes (TOML joins the lines back exactly)."""
+    if block and "\n" in s:
+        if _TRIPLE_SINGLE not in s and _LITERAL_OK.fullmatch(s) and not s.endswith("'"):
+            return _TRIPLE_SINGLE + "\n" + s + _TRIPLE_SINGLE
+        return '"""\n' + _basic(s) + '"""'
+    plain = json.dumps(s, ensure_ascii=False)
+    if not block or len(plain) <= WIDTH or "  " in s or s != s.strip() or "\t" in s:
+        return plain
+    lines: list[str] = []
+    line = ""
+    for word in s.split(" "):
+        if line and len(line) + len(word) + 1 > WIDTH - 8:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    # each line but the last ends with its space and a continuation backslash, which
+    # TOML removes together with the newline and the next line's indentation
+    body = " \\\n".join(_basic(x) for x in lines)
+    return '"""\n' + body + '"""'
 
+
+def _basic(s: str) -> str:
+    """Text inside a multi-line basic string: backslashes and control characters escaped,
+    no three quotes in a row, no quote just before the closing delimiter."""
+    trailing = s.endswith('"')  # escaped on its own: no quote just before the delimiter
+    out = []
+    for c in s[:-1] if trailing else s:
+        if c == "\\":
+            out.append("\\\\")
+        elif c in "\n\t":
+            out.append(c)
+        elif ord(c) < 32 or c == "\x7f":
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    text = "".join(out).replace('"""', '""\\"')
+    return text + ('\\"' if trailing else "")
+
+
+def _value(v: Any, block: bool = False) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v) if isinstance(v, float) and not v.is_integer() else str(int(v))
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _string(v, block)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -32,11 +81,33 @@ def _value(v: Any) -> str:
 
 def _assign(k: str, v: Any) -> str:
     """``key = value``; a file list (``exclude``) or a long list goes one item per line,
-    so a reviewer reads it and a diff adding one file touches one line."""
+    so a reviewer reads it and a diff adding one file touches one line; a multi-line or
+    long string (a setup script, container options) spans lines as it reads."""
     line = f"{_key(k)} = {_value(v)}"
-    if isinstance(v, (list, tuple)) and v and (k == "exclude" or len(line) > 100):
-        return f"{_key(k)} = [\n" + "".join(f"    {_value(x)},\n" for x in v) + "]"
+    if isinstance(v, (list, tuple)) and v and (k == "exclude" or len(line) > WIDTH
+                                                or any(isinstance(x, str) and "\n" in x for x in v)):
+        return f"{_key(k)} = [\n" + "".join(f"    {_value(x, block=True)},\n" for x in v) + "]"
+    if isinstance(v, str):
+        return f"{_key(k)} = {_value(v, block=True)}"
     return line
+
+
+def _table_lines(table_header: str, body: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+    """A table's keys, then its long inline tables (``container``) as tables of their own."""
+    lines = [table_header]
+    subs: list[tuple[str, dict[str, Any]]] = []
+    for k, v in body.items():
+        if k in skip:
+            continue
+        if isinstance(v, dict) and v and len(f"{_key(k)} = {_value(v)}") > WIDTH \
+                and not any(isinstance(x, dict) for x in v.values()):
+            subs.append((k, v))
+            continue
+        lines.append(_assign(k, v))
+    for k, v in subs:
+        lines += ["", table_header[:-1] + "." + _key(k) + "]"]
+        lines += [_assign(kk, vv) for kk, vv in v.items()]
+    return lines
 
 
 def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = "") -> str:
@@ -73,11 +144,9 @@ def render_toml(data: dict[str, Any], prefix: str = "", header_comment: str = ""
         lines += [_assign(k, v) for k, v in data["check"].items()]
     for section in ("backends", "stages"):
         for name, body in data.get(section, {}).items():
-            lines += ["", header(section, name)]
-            lines += [_assign(k, v) for k, v in body.items() if k != "variants"]
+            lines += ["", *_table_lines(header(section, name), body, ("variants",))]
             for variant, vbody in body.get("variants", {}).items() if section == "stages" else []:
-                lines += ["", header(section, name, "variants", variant)]
-                lines += [_assign(k, v) for k, v in vbody.items()]
+                lines += ["", *_table_lines(header(section, name, "variants", variant), vbody)]
     if "policy" in data:
         lines += ["", header("policy")]
         lines += [_assign(k, v) for k, v in data["policy"].items() if k != "cadences"]
