@@ -40,6 +40,8 @@ class Adoption:
     project: ProjectCI = field(default_factory=ProjectCI)
     #: stage -> why it is dormant (no job of the existing CI runs it)
     dormant: dict[str, str] = field(default_factory=dict)
+    #: (stage, variant or "") -> the job of the existing CI that lane was adopted from
+    lane_jobs: dict[tuple[str, str], CIStage] = field(default_factory=dict)
 
 
 def pattern_for(files: set[str]) -> str:
@@ -191,7 +193,7 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
                                                 and _gate_metric(f.message) in project.gate_defaults)]
     return Adoption(data=data, findings=findings, notes=notes, registrations=len(calls),
                     not_carried=[*not_carried, *ci.not_carried, *ci.ignored_crons], ci=ci,
-                    project=project, dormant=dormant)
+                    project=project, dormant=dormant, lane_jobs=lane_jobs)
 
 
 def _per_file_ignores(findings: list[Finding], exclude: list[str], pattern: str,

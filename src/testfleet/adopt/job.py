@@ -98,20 +98,19 @@ def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], jo
     inner = called[0] if called else {}
     computed: Mapping[str, Any] = inner.get("\0computed", {})
 
-    own = "runs-on" in job
     runs_on = job.get("runs-on", inner.get("runs-on"))
     if isinstance(runs_on, str) and not has_expr(runs_on):
         stage.runs_on = [runs_on]
     elif isinstance(runs_on, list) and all(isinstance(x, str) and not has_expr(x) for x in runs_on):
         stage.runs_on = [str(x) for x in runs_on]
     elif isinstance(runs_on, Mapping) and isinstance(runs_on.get("labels"), (str, list)):
-        _computed_runs_on(runs_on["labels"], job.get("strategy") if own else inner.get("strategy"),
+        _computed_runs_on(runs_on["labels"], job.get("strategy", inner.get("strategy")),
                           where, stage, not_carried)
         if runs_on.get("group"):
             not_carried.append(NotCarried(where, f"runs-on group {runs_on['group']!r}",
                                           "runner groups have no configuration key; labels kept"))
     elif runs_on is not None:
-        _computed_runs_on(runs_on, job.get("strategy") if own else inner.get("strategy"),
+        _computed_runs_on(runs_on, job.get("strategy", inner.get("strategy")),
                           where, stage, not_carried)
 
     container = job.get("container", inner.get("container"))
@@ -245,6 +244,8 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
                            + " empty, as on a run not started by hand")
 
 
+#: ``python3 -u ${{ inputs.test_case }}``: a Python file the workflow picks, the job's test
+_PICKED_FILE = re.compile(r"\bpython3?(?:\s+-\w+)*\s+\$\{\{")
 _LISTING = re.compile(r"(?<![\w-])--(?:list-only|dry-run|collect-only)\b")
 
 
@@ -264,7 +265,8 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
             continue
         run, uses = step.get("run"), step.get("uses")
         label = short(step.get("name") or run or uses)
-        if isinstance(run, str) and TEST_COMMAND.search(run) and not _LISTING.search(run):
+        if isinstance(run, str) and (TEST_COMMAND.search(run) or _PICKED_FILE.search(run)) \
+                and not _LISTING.search(run):
             ran = True
             continue
         if ran:
@@ -283,7 +285,7 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
                 not_carried.append(NotCarried(where, f"step uses: {uses}",
                                               f"runs only when {short(step.get('if'))}"))
             else:
-                _action_step(uses, step, where, stage, not_carried)
+                _action_step(uses, step, where, stage, not_carried, label)
             continue
         if not isinstance(run, str) or not run.strip():
             continue
@@ -355,7 +357,7 @@ def _shell_item(step: Mapping[str, Any], run: str, runs: bool | None) -> tuple[s
 
 
 def _action_step(uses: str, step: Mapping[str, Any], where: str, stage: CIStage,
-                 not_carried: list[NotCarried]) -> None:
+                 not_carried: list[NotCarried], label: str = "") -> None:
     """An action step: setup-python and setup-uv are the ``python`` and ``uv`` keys, a
     checkout of another repository one of ``checkouts``; the project's own checkout is the
     generated job's; any other action is said."""
@@ -407,8 +409,8 @@ def _action_step(uses: str, step: Mapping[str, Any], where: str, stage: CIStage,
                                           "not a secret of its own name"))
         stage.checkouts.append(checkout)
         return
-    not_carried.append(NotCarried(where, f"step uses: {uses}",
-                                  "an action step; setup holds shell commands only"))
+    named = f"step {label} (uses: {uses})" if step.get("name") else f"step uses: {uses}"
+    not_carried.append(NotCarried(where, named, "an action step; setup holds shell commands only"))
 
 
 #: pytest options that take the next word as their value

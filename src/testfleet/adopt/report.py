@@ -85,7 +85,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
               "|---|---|---:|---:|---:|---:|---|"]
     for name, stage in sorted(config.stages.items()):
         pf, pr = theirs.get(name, (0, 0))
-        ci = adoption.ci.stages.get(name)
+        ci = adoption.ci.stages.get(name) or adoption.lane_jobs.get((name, ""))
         where = f"`{ci.workflow}` / `{ci.job}`" if ci else "none (dormant)"
         lines.append(f"| `{name}` | {stage.backend} | {pf} | {pr} | {len(ours_files[name])} "
                      f"| {ours_regs[name]} | {where} |")
@@ -118,9 +118,12 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
     }
     from testfleet.adopt.policy import every_job
 
+    # a release run exists where a job takes its cadence at run time (miles' --cadence)
+    release = any(j.cadence_input for ci in adoption.ci.stages.values() for j in every_job(ci)) \
+        or not adoption.ci.stages
     schedules = {" ".join(c.split()): v for c, v in config.policy.schedules.items()}
     gate = config.policy.required_label
-    for case in trigger_cases(labels, config.policy.schedules, gate):
+    for case in trigger_cases(labels, config.policy.schedules, gate, release):
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
         planned: dict[str, int] = Counter()
         written = workflow_events is None or any(e in workflow_events for e in case.events)
@@ -128,7 +131,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
             planned[planned_job.stage] += len(planned_job.tests)
         rows = []
         for name in sorted(config.stages):
-            ci = adoption.ci.stages.get(name)
+            ci = adoption.ci.stages.get(name) or adoption.lane_jobs.get((name, ""))
             # the stage's jobs: one per --hw when the suite runs under several backends
             # (a PR job whose gate wants a label the PR lacks fails before it tests anything)
             # (a scheduled job runs on the cadence its own crons map to)
@@ -187,7 +190,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
     if runner:
         unknown = sorted({f"trigger={c} stage={st}" for c, st in runner
                           if st not in config.stages
-                          or c not in {k.id for k in trigger_cases(labels, config.policy.schedules, gate)}})
+                          or c not in {k.id for k in trigger_cases(labels, config.policy.schedules, gate, release)}})
         if unknown:
             lines += [f"Not compared (no such stage or trigger in the adopted configuration): "
                       f"{', '.join(unknown)}.", ""]

@@ -329,6 +329,10 @@ def path_stages(calls: list[FoundCall], scan_result: Scan, ci: CIRead,
         stage.update(job_settings(job, stage["command"], name, notes))
         out.extend(unsupported_job_keys(stage, f"{job.workflow} job {job.job}"))
         stage["files"] = mine
+        # the job runs each file by path whatever its nightly flag: the stage takes their side
+        sides = {c.nightly for c in calls if c.suite == "" and c.file in mine}
+        if len(sides) == 1:
+            stage["registrations"] = "nightly" if sides.pop() else "per-commit"
         stages[name] = stage
         lane_jobs[(name, "")] = job
         out.extend(unmapped(job))

@@ -20,7 +20,7 @@ def _key(k: str) -> str:
     return k if _BARE.match(k) else json.dumps(k, ensure_ascii=False)
 
 
-def _string(s: str, block: bool) -> str:
+def _string(s: str, block: bool, width: int = WIDTH) -> str:
     """A TOML string. Where a value may span lines (``block``), a multi-line value is a
     multi-line string a reviewer reads as it runs (a literal one, so a shell script's
     backslashes stay as written, when it can be), and a long one-line value is wrapped at
@@ -30,12 +30,12 @@ def _string(s: str, block: bool) -> str:
             return _TRIPLE_SINGLE + "\n" + s + _TRIPLE_SINGLE
         return '"""\n' + _basic(s) + '"""'
     plain = json.dumps(s, ensure_ascii=False)
-    if not block or len(plain) <= WIDTH or "  " in s or s != s.strip() or "\t" in s:
+    if not block or len(plain) <= width or "  " in s or s != s.strip() or "\t" in s:
         return plain
     lines: list[str] = []
     line = ""
     for word in s.split(" "):
-        if line and len(line) + len(word) + 1 > WIDTH - 8:
+        if line and len(line) + len(word) + 1 > width - 8:
             lines.append(line)
             line = word
         else:
@@ -65,13 +65,13 @@ def _basic(s: str) -> str:
     return text + ('\\"' if trailing else "")
 
 
-def _value(v: Any, block: bool = False) -> str:
+def _value(v: Any, block: bool = False, width: int = WIDTH) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v) if isinstance(v, float) and not v.is_integer() else str(int(v))
     if isinstance(v, str):
-        return _string(v, block)
+        return _string(v, block, width)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -86,9 +86,9 @@ def _assign(k: str, v: Any) -> str:
     line = f"{_key(k)} = {_value(v)}"
     if isinstance(v, (list, tuple)) and v and (k == "exclude" or len(line) > WIDTH
                                                 or any(isinstance(x, str) and "\n" in x for x in v)):
-        return f"{_key(k)} = [\n" + "".join(f"    {_value(x, block=True)},\n" for x in v) + "]"
+        return f"{_key(k)} = [\n" + "".join(f"    {_value(x, True, WIDTH - 5)},\n" for x in v) + "]"
     if isinstance(v, str):
-        return f"{_key(k)} = {_value(v, block=True)}"
+        return f"{_key(k)} = {_value(v, True, WIDTH - len(_key(k)) - 3)}"
     return line
 
 

@@ -18,9 +18,10 @@ class TriggerCase:
 
 
 def trigger_cases(labels: list[str], schedules: dict[str, str],
-                  gate: str | None = None) -> list[TriggerCase]:
-    """push, PR without and with labels, every adopted cadence, manual runs. With a
-    required PR label (``gate``) the labelled PR cases carry it too."""
+                  gate: str | None = None, release: bool = True) -> list[TriggerCase]:
+    """push, PR without and with labels, every adopted cadence, manual runs, and a release
+    run where the existing CI has one (``release``: a job takes its cadence as an input).
+    With a required PR label (``gate``) the labelled PR cases carry it too."""
     extra = (gate,) if gate else ()
     cases = [
         TriggerCase("push", Trigger(event="push"), ("push",), "push"),
@@ -37,8 +38,9 @@ def trigger_cases(labels: list[str], schedules: dict[str, str],
             cases.append(TriggerCase(f"{cadence} (schedule)",
                                      Trigger(event="schedule", cadence=cadence), ("schedule",),
                                      cadence))
-    cases.append(TriggerCase("release", Trigger(event="workflow_dispatch", cadence="release"),
-                             ("workflow_call", "workflow_dispatch"), "release"))
+    if release or "release" in schedules.values():
+        cases.append(TriggerCase("release", Trigger(event="workflow_dispatch", cadence="release"),
+                                 ("workflow_call", "workflow_dispatch"), "release"))
     cases.append(TriggerCase("manual run (all labels)",
                              Trigger(event="workflow_dispatch", match_all_labels=True),
                              ("workflow_dispatch",), "manual"))

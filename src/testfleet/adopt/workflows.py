@@ -266,6 +266,12 @@ def _register(result: CIRead, stage: str, ci: CIStage) -> None:
             return
     else:
         target = first
+        if ci.definition != first.definition and _pull_request(ci) and not _pull_request(first):
+            # the job a pull request runs is the stage's own; the cron-only one a variant
+            ci.alternates, first.alternates = [first, *first.alternates], []
+            ci.by_hw, first.by_hw = first.by_hw, {}
+            result.stages[stage] = ci
+            return
     for same in (target, *target.alternates):
         if same.definition != ci.definition:
             continue
@@ -306,6 +312,10 @@ def _register_path_job(result: CIRead, ci: CIStage, files: list[str]) -> None:
         result.path_jobs[i] = (keep, sorted(set(named) | set(files)))
         return
     result.path_jobs.append((ci, files))
+
+
+def _pull_request(ci: CIStage) -> bool:
+    return bool({"pull_request", "pull_request_target"} & (set(ci.events) | set(ci.event_paths)))
 
 
 def _filter_notes(rel: str, filters: Mapping[str, Mapping[str, Any]], result: CIRead) -> None:
