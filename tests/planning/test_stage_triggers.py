@@ -256,3 +256,27 @@ def test_disabled_on_runners_must_name_a_declared_list_keyword() -> None:
             "keywords": {"disabled_on_runners": "str"}, "disabled_on_runners": "disabled_on_runners"}})
     assert any(f.key == "markers.*" and 'declared as "list[str]"' in f.message
                for f in exc.value.findings)
+
+
+# -- dormant stages in plan output ------------------------------------------------------------
+
+def test_dormant_stages_are_printed_once_per_reason() -> None:
+    """A tree adopted with many stages no job runs: the table and Markdown name each reason
+    once with its stages, the warnings too; every dormant stage is still named."""
+    from testfleet.planning.formats import render_markdown, render_table
+
+    reason = "no job of the existing CI (pr-test.yml) runs this stage; remove this line to schedule it"
+    stages = {f"nightly-{i}": {"backend": "cuda", "disabled": reason} for i in range(12)}
+    stages["live"] = {"backend": "cuda"}
+    regs = [reg(f"t/test_{i}.py", f"nightly-{i}") for i in range(12)] + [reg("t/test_l.py", "live")]
+    p = plan(stages, regs, PUSH)
+    table = render_table(p, width=120)
+    assert table.count("remove this line to schedule it") == 1
+    assert "dormant (12, nothing scheduled, each a coverage hole): nightly-0, nightly-1," in table
+    assert all(f"nightly-{i}" in table for i in range(12))
+    markdown = render_markdown(p)  # once with the holes, once in the warnings
+    assert markdown.count("remove this line to schedule it") == 2
+    assert [w for w in p.warnings if "dormant" in w] == [
+        "coverage hole: 12 dormant stages have no enabled registrations ("
+        + ", ".join(sorted(f"nightly-{i} (cuda)" for i in range(12))) + f"): each is dormant: {reason}"]
+    assert len(table.splitlines()) < 20

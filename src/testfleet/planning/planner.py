@@ -270,7 +270,7 @@ def make_plan(
     jobs: list[Job] = []
     summaries: list[StageSummary] = []
     hole_warnings: list[str] = []
-    dormant_holes: dict[str, list[str]] = {}
+    dormant_holes: dict[str, list[tuple[str, str]]] = {}
     for name, lane in ((n, lane) for n in sorted(config.stages, key=lambda n: (waves[n], n))
                        for lane in stage_lanes(config, n)):
         stage = lane.config
@@ -341,7 +341,8 @@ def make_plan(
         if cause and any(not r.disabled_for(stage.runs_on) for r in regs) and stage.disabled is None:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) is missing tests: {cause}")
         elif cause and stage.disabled is not None:
-            dormant_holes.setdefault(stage.disabled, []).append(f"{what} ({stage.backend})")
+            dormant_holes.setdefault(stage.disabled, []).append(
+                (f"{what} ({stage.backend})", f"{lane.key} ({stage.backend})"))
         elif cause:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
@@ -368,11 +369,11 @@ def make_plan(
     # dozens of stages no job runs would otherwise repeat one long reason dozens of times)
     for why, whats in dormant_holes.items():
         if len(whats) == 1:
-            hole_warnings.append(f"coverage hole: {whats[0]} has no enabled registrations: the "
-                                 f"stage is dormant: {why}")
+            hole_warnings.append(f"coverage hole: {whats[0][0]} has no enabled registrations: "
+                                 f"the stage is dormant: {why}")
         else:
             hole_warnings.append(f"coverage hole: {len(whats)} dormant stages have no enabled "
-                                 f"registrations ({', '.join(whats)}): each is dormant: {why}")
+                                 f"registrations ({', '.join(sorted(k for _, k in whats))}): each is dormant: {why}")
     warnings.extend(hole_warnings)
     jobs.extend(probe_jobs(config, by_stage, policy.cadence, estimates, waves, warnings))
     warnings.extend(f"quarantined: {t.file} ({j.stage}) runs but its failure does not fail "
