@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from testfleet.config import Config
+    from testfleet.registry.model import Registration
 
 #: The CI events a plan can be made for (``testfleet.policy.EVENTS``).
 EVENTS = ("pull_request", "pull_request_target", "push", "schedule", "workflow_call",
@@ -274,3 +279,24 @@ def runner_match(patterns: Sequence[str], labels: Sequence[str]) -> str | None:
         if any(fnmatch.fnmatchcase(label, p) for p in patterns):
             return label
     return None
+
+
+def bind_stage_files(registrations: list[Registration], config: Config) -> list[Registration]:
+    """A path-only registration (suite "") whose file a stage's ``files`` names is a
+    registration of that stage (of each such stage of its backend): planned under its gates,
+    counted in its coverage, like any other."""
+    takers = [(n, st) for n, st in config.stages.items() if st.files]
+    if not takers or not any(r.suite == "" for r in registrations):
+        return registrations
+    out: list[Registration] = []
+    for reg in registrations:
+        if reg.suite == "":
+            taken = {r.suite for r in registrations if r.file == reg.file and r.backend == reg.backend}
+            bound = [replace(reg, suite=n) for n, st in takers
+                     if reg.backend in st.accepted_backends() and n not in taken
+                     and files_match(st.files, reg.file)]
+            if bound:
+                out.extend(bound)
+                continue
+        out.append(reg)
+    return out

@@ -36,7 +36,7 @@ from testfleet.planning.request import PlanRequest
 from testfleet.planning.select import changed_paths, select, validate_request
 from testfleet.policy import label_problem, lane_gate, resolve_policy
 from testfleet.registry.model import Registration, Registry
-from testfleet.stage_triggers import files_match, needs_for
+from testfleet.stage_triggers import bind_stage_files, needs_for
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
 
@@ -153,28 +153,6 @@ def _bind_path_only(registrations: list[Registration], config: Config,
     return out
 
 
-def _bind_stage_files(registrations: list[Registration], config: Config,
-                      request: PlanRequest) -> list[Registration]:
-    """A path-only registration (suite "") whose file a stage's ``files`` names runs on that
-    stage (each such stage of its backend), under the stage's gates like any other; an
-    explicit ``--file`` request keeps ``--stage`` deciding instead."""
-    takers = [(n, st) for n, st in config.stages.items() if st.files]
-    if not takers or request.files:
-        return registrations
-    out: list[Registration] = []
-    for reg in registrations:
-        if reg.suite == "":
-            taken = {r.suite for r in registrations if r.file == reg.file and r.backend == reg.backend}
-            bound = [replace(reg, suite=n) for n, st in takers
-                     if reg.backend in st.accepted_backends() and n not in taken
-                     and files_match(st.files, reg.file)]
-            if bound:
-                out.extend(bound)
-                continue
-        out.append(reg)
-    return out
-
-
 def _runner_disabled(lane: Lane, status: str, reason: str, chosen: list[Registration],
                      skipped: list[Skipped], skip_counts: dict[str, Counter[str]],
                      ) -> tuple[str, str, list[Registration]]:
@@ -242,7 +220,8 @@ def make_plan(
     validate_request(config, registrations, request)
     wanted_lanes, request = _lane_request(config, request)
     registrations = _bind_path_only(registrations, config, request)
-    registrations = _bind_stage_files(registrations, config, request)
+    if not request.files:  # an explicit --file request keeps --stage deciding
+        registrations = bind_stage_files(registrations, config)
     invalid = _invalid_fates(registry)
 
     stages_of_file: dict[str, set[str]] = defaultdict(set)

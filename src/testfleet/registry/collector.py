@@ -460,6 +460,13 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
 def _unused_stages(settings: Settings, registrations: list[Registration],
                    invalid: list[InvalidRegistration]) -> list[Finding]:
     used = {r.suite for r in registrations}
+    by_path = [r for r in registrations if r.suite == ""]
+    if by_path:
+        from testfleet.stage_triggers import files_match
+
+        # a stage that runs path-only registrations by path is used by them
+        used |= {name for name, rule in settings.rules.stages.items() if rule.files and any(
+            r.backend in rule.backends and files_match(rule.files, r.file) for r in by_path)}
     rejected: dict[str, int] = {}
     for bad in invalid:
         rejected[bad.suite] = rejected.get(bad.suite, 0) + 1

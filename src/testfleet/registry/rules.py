@@ -59,6 +59,8 @@ class StageRule:
     dormant: bool
     # #12: the backends whose registrations the stage takes (its variants' may add one)
     backends: tuple[str, ...] = ()
+    # path-only registrations (suite "") it runs by path (testfleet.stage_triggers)
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def build_rules(config: Config) -> Rules:
         markers=frozenset(marker_backend) | {GATE_MARKER},
         stages={
             name: StageRule(name, st.backend, st.command, st.dormant,
-                            tuple(sorted(st.accepted_backends())))
+                            tuple(sorted(st.accepted_backends())), tuple(st.files))
             for name, st in config.stages.items()
         },
         labels=tuple(sorted(config.labels)),

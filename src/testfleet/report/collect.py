@@ -73,6 +73,10 @@ def build_report(
     """Everything the report shows, computed from its inputs only. ``invalid`` counts the
     registrations the registry rejected, per stage they name (#12: holes name that cause);
     ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk)."""
+    from testfleet.stage_triggers import bind_stage_files
+
+    # files a stage runs by path (suite "") count as that stage's
+    registrations = bind_stage_files(list(registrations), config)
     patterns = tuple(config.check.reference_patterns)
     dormant_stages = {n for n, s in config.stages.items() if s.disabled is not None}
     at_risk = {(stage, file) for stage, file in quarantined if stage not in dormant_stages}
