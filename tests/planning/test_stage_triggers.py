@@ -86,6 +86,17 @@ def test_run_on_changes_adds_a_trigger_only_when_a_changed_path_matches() -> Non
     assert fates(plan(stages, regs, NIGHTLY)) == {("t/test_n.py", ""): "job"}
 
 
+def test_no_event_of_its_own_runs_only_on_matching_changes() -> None:
+    """``events = []``: a workflow that runs only on pushes touching some paths."""
+    stages = {"gateway": {"backend": "cuda", "events": [],
+                          "run_on_changes": [{"event": "push", "paths": ["sgl-model-gateway/**"]}]}}
+    regs = [reg("t/test_g.py", "gateway")]
+    assert fates(plan(stages, regs, PUSH, changed=("sgl-model-gateway/src/main.rs",))) == {
+        ("t/test_g.py", ""): "job"}
+    for trigger in (PUSH, PR, NIGHTLY, DISPATCH):
+        assert fates(plan(stages, regs, trigger)) == {("t/test_g.py", ""): "event-excluded"}
+
+
 # -- a variant's own triggers ------------------------------------------------------------
 
 IMAGES = {"stage-b-amd": {"backend": "cuda", "variants": {
