@@ -1,6 +1,7 @@
 """Benchmark: ``testfleet init --from-existing`` on the unmodified SGLang and miles trees.
 
-    python benchmarks/real_trees_adopt.py [--sglang /work/trees/sglang] [--miles /work/trees/miles] [--repeat 5]
+    python benchmarks/real_trees_adopt.py [--sglang /work/trees/sglang] [--miles /work/trees/miles]
+        [--repeat 5] [--before /work/main/src]
 
 In the same run:
 
@@ -147,32 +148,38 @@ def testfleet_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "testfleet"]
 
 
-def timed(argv: list[str], cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+def timed(argv: list[str], cwd: Path | None = None,
+          src: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **({"PYTHONPATH": str(src)} if src else {})}
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     return time.perf_counter() - t0, proc
 
 
-def adoption_time(tf: list[str], tree: Path, repeat: int) -> tuple[float, int, int]:
+def adoption_time(tf: list[str], tree: Path, repeat: int,
+                  src: Path | None = None) -> tuple[float, int, int]:
     """Median seconds of ``init --from-existing --dry-run`` on the tree as it is, its exit
-    status, and the problems it reports."""
+    status, and the problems it reports; with ``src``, of the testfleet whose sources are
+    there (a reference, e.g. main's checkout)."""
     times, code, problems = [], 0, 0
+    argv = [sys.executable, "-m", "testfleet"] if src else tf
     for _ in range(repeat):
-        seconds, proc = timed([*tf, "-C", str(tree), "init", "--from-existing", "--dry-run"])
+        seconds, proc = timed([*argv, "-C", str(tree), "init", "--from-existing", "--dry-run"], src=src)
         times.append(seconds)
         code = proc.returncode
         problems = sum(1 for line in proc.stderr.splitlines() if ": error: " in line)
     return statistics.median(times), code, problems
 
 
-def sglang_section(tf: list[str], tree: Path, repeat: int) -> tuple[list[str], bool]:
+def sglang_section(tf: list[str], tree: Path, repeat: int,
+                   before: Path | None = None) -> tuple[list[str], bool]:
     runs = dispatched_runs(tree)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     ref = json.loads(subprocess.run(
         [sys.executable, "-c", SGLANG_SIDE, json.dumps([[h, s, n] for h, s, n, _ in runs])],
         cwd=tree, env=env, capture_output=True, text=True, check=True).stdout)
     t_adopt, adopt_code, adopt_problems = adoption_time(tf, tree, repeat)
+    reference = adoption_time(tf, tree, repeat, before) if before else None
     with tempfile.TemporaryDirectory(prefix="tf-sgl-adopt-") as tmp:
         work = Path(tmp) / "sglang"
         shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
@@ -218,7 +225,11 @@ def sglang_section(tf: list[str], tree: Path, repeat: int) -> tuple[list[str], b
              f"| jobs for a pull request without labels | 0 (the run-ci gate) | {unlabelled} |",
              f"| lines of `plan --labels run-ci` | - | {len(table.stdout.splitlines())} |",
              f"| adoption, `init --from-existing --dry-run`, median of {repeat} | - | {t_adopt:.2f} s "
-             f"(exit {adopt_code}, {adopt_problems} problems) |", ""]
+             f"(exit {adopt_code}, {adopt_problems} problems) |"]
+    if reference is not None:
+        lines.append(f"| the same, testfleet of `{before}` (before) | - | {reference[0]:.2f} s "
+                     f"(exit {reference[1]}, {reference[2]} problems) |")
+    lines.append("")
     if rows:
         lines += ["Runs that differ:", "", "| run | plan | SGLang files | testfleet files |",
                   "|---|---|---:|---:|", *rows, ""]
@@ -226,11 +237,16 @@ def sglang_section(tf: list[str], tree: Path, repeat: int) -> tuple[list[str], b
     return lines, ok
 
 
-def miles_section(tf: list[str], tree: Path, repeat: int) -> list[str]:
+def miles_section(tf: list[str], tree: Path, repeat: int, before: Path | None = None) -> list[str]:
     t_adopt, code, problems = adoption_time(tf, tree, repeat)
-    return [f"### miles (`{tree}`, unmodified)", "",
-            f"| adoption, `init --from-existing --dry-run`, median of {repeat} | {t_adopt:.2f} s "
-            f"(exit {code}, {problems} problems) |", "|---|---|", ""]
+    lines = [f"### miles (`{tree}`, unmodified)", "", "| figure | testfleet |", "|---|---|",
+             f"| adoption, `init --from-existing --dry-run`, median of {repeat} | {t_adopt:.2f} s "
+             f"(exit {code}, {problems} problems) |"]
+    if before is not None:
+        ref = adoption_time(tf, tree, repeat, before)
+        lines.append(f"| the same, testfleet of `{before}` (before) | {ref[0]:.2f} s "
+                     f"(exit {ref[1]}, {ref[2]} problems) |")
+    return [*lines, ""]
 
 
 def main() -> int:
@@ -238,10 +254,12 @@ def main() -> int:
     parser.add_argument("--sglang", type=Path, default=Path("/work/trees/sglang"))
     parser.add_argument("--miles", type=Path, default=Path("/work/trees/miles"))
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", type=Path, default=None, metavar="SRC",
+                        help="also time the testfleet whose sources are in SRC (e.g. /work/main/src)")
     args = parser.parse_args()
     tf = testfleet_cmd()
-    lines, ok = sglang_section(tf, args.sglang.resolve(), args.repeat)
-    lines += miles_section(tf, args.miles.resolve(), args.repeat)
+    lines, ok = sglang_section(tf, args.sglang.resolve(), args.repeat, args.before)
+    lines += miles_section(tf, args.miles.resolve(), args.repeat, args.before)
     print("\n".join(lines))
     return 0 if ok else 1
 
