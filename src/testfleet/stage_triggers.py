@@ -49,18 +49,16 @@ class _Keys(BaseModel):
 def _path_patterns(patterns: list[str], what: str) -> list[str]:
     """Changed-path and file patterns are gitignore-style, as ``exclude`` is; one that
     gitignore cannot read, or that is not a relative path, is refused when loading."""
-    import pathspec
+    from testfleet.globs import pattern_problem
 
     for pattern in patterns:
         if not pattern.strip() or pattern.startswith("/") or ".." in pattern.split("/") \
                 or any(ord(c) < 32 or c == "\x7f" for c in pattern) or "${{" in pattern:
             raise ValueError(f"{what} {pattern[:60]!r} must be a relative path or glob inside "
                              "the project (no '..', no leading '/', no control characters)")
-        try:
-            pathspec.GitIgnoreSpec.from_lines([pattern])
-        except Exception as exc:
-            raise ValueError(f"{what} {pattern[:60]!r} is not a gitignore-style pattern: "
-                             f"{exc}") from None
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise ValueError(f"{what} {problem}")
     return patterns
 
 
@@ -217,10 +215,10 @@ def _cycle(graph: Mapping[str, list[str]]) -> list[str]:
 # -- the rules (pure) ------------------------------------------------------------------
 
 def matches_paths(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
-    """The paths that match any of the gitignore-style ``patterns``."""
-    import pathspec
+    """The paths that match any of the gitignore-style ``patterns`` (:mod:`testfleet.globs`)."""
+    from testfleet.globs import spec as path_spec
 
-    spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
+    spec = path_spec(tuple(patterns))
     return [p for p in paths if spec.match_file(p)]
 
 
