@@ -609,6 +609,13 @@ CORPUS: list[Row] = [
                                          "tests/test_a.py": TRIGGER, "pids/.keep": ""},
         ["run", "--stage", "a", "--no-history"], {}, 143, "runner received SIGTERM",
         sigterm_after=4.0, pids=True),
+    # A catastrophic check.reference_patterns entry against a disabled reason the same
+    # pull request wrote: the report finishes and says the pattern was not used.
+    row("reference-pattern-catastrophic",
+        {"testfleet.toml": CONFIG + '[check]\nreference_patterns = ["(a|aa)+$"]\n',
+         "tests/test_a.py": GOOD_TEST,
+         "tests/test_b.py": GOOD_TEST.replace("suite=\"a\"", f"suite=\"a\", disabled=\"{'a' * 40}!\"")},
+        ["report", "--format", "text"], {}, 0, "is not matched: one search took more than"),
     # H2: a FIFO where a file is named is refused, never waited on.
     row("history-merge-fifo", {"b.bundle": FIFO}, ["history", "merge", "{root}/b.bundle"], {}, 2,
         "is a FIFO, not a regular file"),

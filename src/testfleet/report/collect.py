@@ -96,6 +96,9 @@ def build_report(
         lambda r, name: name in r.labels, registrations, dormant, config, at_risk,
     )
     ledger = _ledger(registrations, ages or {}, now, dormant, patterns)
+    from testfleet.report.references import dropped_patterns
+
+    notes = (*notes, *dropped_patterns())
     return Report(
         project=project,
         generated=now.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -2,8 +2,14 @@
 
 A disabled test that cites nothing is the one nobody comes back to; the ledger shows
 the reference (or "none") and ``disabled_requires_reference`` can demand one.
-Parsing is pure and deliberately conservative: ``C#`` or an HTML entity ``&#123;`` is
-not a reference, a bare number is not a reference.
+Parsing is deliberately conservative: ``C#`` or an HTML entity ``&#123;`` is not a
+reference, a bare number is not a reference.
+
+A project's ``check.reference_patterns`` are matched with the ``regex`` engine under a
+per-search timeout: the configuration and the reasons are both in a pull request's
+hands, and ``(a+)+$`` against a 30-character reason took minutes with ``re``. A pattern
+that times out once is not used again in the process, and :func:`dropped_patterns` says
+so for the report's notes.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
 RefKind = Literal["issue", "pull", "url", "custom"]
 
@@ -27,6 +34,9 @@ _HASH = re.compile(
     r"(?<![\w&#/])(?:(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#|#|GH-)(?P<num>\d{1,9})\b"
 )
 _TRAILING = ".,;:!?'\""
+#: The longest one search of one project pattern in one reason may take (seconds).
+SEARCH_TIMEOUT = 0.05
+_DROPPED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -74,11 +84,46 @@ def parse_references(reason: str | None, extra_patterns: Sequence[str] = ()) -> 
         found.append((m.start(), Reference("issue", m.group(0), int(m.group("num")),
                                            m.group("repo"))))
     for pattern in extra_patterns:
-        for m in re.finditer(pattern, reason):
-            if m.group(0) and not _inside(m.start(), url_spans):
-                found.append((m.start(), Reference("custom", m.group(0))))
+        for start, text in _custom_matches(pattern, reason):
+            if text and not _inside(start, url_spans):
+                found.append((start, Reference("custom", text)))
     found.sort(key=lambda item: item[0])
     return _unique(ref for _, ref in found)
+
+
+@cache
+def _compiled(pattern: str) -> Any:
+    import regex
+
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except (regex.error, RecursionError, OverflowError) as exc:
+        _DROPPED[pattern] = f"not a usable regular expression: {exc}"
+        return None
+
+
+def _custom_matches(pattern: str, reason: str) -> list[tuple[int, str]]:
+    """(start, text) of each match, or none once the pattern was dropped."""
+    if pattern in _DROPPED:
+        return []
+    rx = _compiled(pattern)
+    if rx is None:
+        return []
+    try:
+        return [(m.start(), m.group(0))
+                for m in rx.finditer(reason, timeout=SEARCH_TIMEOUT)]
+    except TimeoutError:
+        _DROPPED[pattern] = (f"one search took more than {SEARCH_TIMEOUT * 1000:g} ms "
+                             "(catastrophic backtracking?)")
+        return []
+
+
+def dropped_patterns() -> list[str]:
+    """Notes about project reference patterns no longer matched in this process."""
+    from testfleet.textsafe import printable
+
+    return [f"check.reference_patterns {printable(p)[:80]!r} is not matched: {why}; simplify it"
+            for p, why in sorted(_DROPPED.items())]
 
 
 def has_reference(reason: str | None, extra_patterns: Sequence[str] = ()) -> bool:
