@@ -60,11 +60,15 @@ def test_import_show_suggest_write(cli: Cli, example_project: Path, tmp_path: Pa
     assert DENSE in out and "2401" in out and "test_multi_turn_agent" not in out
 
     before = (example_project / DENSE).read_bytes()
+    inode = (example_project / DENSE).stat().st_ino
+    linked = tmp_path / "hard-link.py"  # the edit is made in the file: its links see it (#27 D1)
+    linked.hardlink_to(example_project / DENSE)
     code, out, _ = cli("-C", root, "durations", "suggest", "--write")
     assert code == 0
     assert "updated line 3: 1100 -> 2401" in out
     after = (example_project / DENSE).read_bytes()
     assert after == before.replace(b"est_time=1100", b"est_time=2401", 1)
+    assert (example_project / DENSE).stat().st_ino == inode and linked.read_bytes() == after
 
     code, out, _ = cli("-C", root, "durations", "suggest")
     assert code == 0 and "no literal is off" in out

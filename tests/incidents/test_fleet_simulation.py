@@ -153,10 +153,12 @@ def test_three_broken_nights_a_recovery_and_a_night_of_real_failures(tmp_path: P
 
     # one command makes the stage dormant: exactly one line of the config changes
     before = (root / "testfleet.toml").read_text()
+    inode = (root / "testfleet.toml").stat().st_ino
     dormant = cli(root, "incident", "dormant", "stage-c-4-gpu-mi300x", "--run", "1003",
                   "--ref", "#2230")
     assert dormant.returncode == 0, dormant.stderr
     after = (root / "testfleet.toml").read_text()
+    assert (root / "testfleet.toml").stat().st_ino == inode  # edited in place, not replaced
     changed = [d for d in difflib.ndiff(before.splitlines(), after.splitlines())
                if d.startswith(("+", "-"))]
     assert len(changed) == 1 and changed[0].startswith('+ disabled = "infrastructure incident ')

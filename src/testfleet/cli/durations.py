@@ -22,6 +22,8 @@ from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from testfleet.config import Project
     from testfleet.planning.estimates import EstimateRow
     from testfleet.registry.model import Registration
@@ -362,26 +364,47 @@ def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, wri
 
 
 def _write(project: Project, rows: list[EstimateRow]) -> dict[tuple[str, str], str]:
-    """Rewrite each drifted literal; per row, what happened."""
-    from testfleet.planning.literals import LiteralNotFound, rewrite_est_time, write_in_place
+    """Rewrite each drifted literal; per row, what happened.
+
+    The files are edited in place under the lock ``disable`` and ``enable`` take, from
+    their content at the moment of writing (``results/inplace.py``): a rename would lose
+    an editor's or another run's edit, the file's owner and its hard links (#27 D1)."""
+    from testfleet.planning.literals import LiteralNotFound, rewrite_est_time
+    from testfleet.results.inplace import edit_in_place, edit_lock
 
     markers_by_backend: dict[str, set[str]] = {}
     for marker, backend in project.config.marker_backends().items():
         markers_by_backend.setdefault(backend, set()).add(marker)
     out: dict[tuple[str, str], str] = {}
+    by_file: dict[str, list[EstimateRow]] = {}
     for row in rows:
-        key = (row.file, row.stage)
         if row.implicit:
-            out[key] = "skipped: implicit registration (change est_time of its [[implicit]] entry)"
-            continue
-        path = project.root / row.file
+            out[(row.file, row.stage)] = ("skipped: implicit registration (change est_time "
+                                          "of its [[implicit]] entry)")
+        else:
+            by_file.setdefault(row.file, []).append(row)
+
+    def plan(current: Mapping[str, bytes]) -> dict[str, bytes]:
+        new: dict[str, bytes] = {}
+        for rel, source in current.items():
+            for row in by_file[rel]:
+                try:
+                    source, edit = rewrite_est_time(source, markers_by_backend.get(row.backend, set()),
+                                                    row.stage, row.estimate, row.line)
+                except LiteralNotFound as exc:
+                    out[(row.file, row.stage)] = f"skipped: {exc}"
+                    continue
+                out[(row.file, row.stage)] = f"updated line {edit.line}: {edit.old} -> {edit.new}"
+            if source != current[rel]:
+                new[rel] = source
+        return new
+
+    for rel in sorted(by_file):  # one file at a time: a file that cannot be written skips its rows only
         try:
-            source = path.read_bytes()
-            new, edit = rewrite_est_time(source, markers_by_backend.get(row.backend, set()),
-                                         row.stage, row.estimate, row.line)
-            write_in_place(path, new)
-        except (LiteralNotFound, OSError) as exc:
-            out[key] = f"skipped: {exc}"
-            continue
-        out[key] = f"updated line {edit.line}: {edit.old} -> {edit.new}"
+            with edit_lock(project.root):
+                edit_in_place(project.root, [rel], plan)
+        except (UsageError, OSError) as exc:
+            why = str(exc) if isinstance(exc, UsageError) else (exc.strerror or str(exc))
+            for row in by_file[rel]:
+                out[(row.file, row.stage)] = f"skipped: {why}"
     return out

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from testfleet.cli._common import database_option, project_from, single_line
 from testfleet.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 SCHEMA = "testfleet.incidents/1"
 
@@ -124,24 +127,30 @@ def dormant_cmd(ctx: click.Context, stage: str, run: str | None, ref: str | None
     if dry_run:
         click.echo(f"(dry run: {path.name} not changed)", err=True)
         return 0
-    from testfleet.fileio import read_capped
+    # In place, under the lock disable/enable take, from the file's content at the moment
+    # of writing: an editor's unsaved-then-saved change or a hard link survives (#27 D1).
+    from testfleet.results.inplace import edit_in_place, edit_lock
+
+    rel = path.relative_to(project.root).as_posix()
+    line = [0]
+
+    def plan(current: Mapping[str, bytes]) -> dict[str, bytes]:
+        try:
+            edit = set_disabled(current[rel].decode("utf-8"), suggestion.path,
+                                _reason_of(suggestion.line))
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from None
+        except DormancyError as exc:
+            raise UsageError(f"{path.name}: {exc}; nothing was written") from None
+        line[0] = edit.line
+        return {rel: edit.text.encode("utf-8")}
 
     try:
-        raw = read_capped(path, 16 << 20)
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    try:
-        edit = set_disabled(text, suggestion.path, _reason_of(suggestion.line))
-    except DormancyError as exc:
-        raise UsageError(f"{path.name}: {exc}; nothing was written") from None
-    from testfleet.planning.literals import write_in_place
-
-    try:
-        write_in_place(path, edit.text.encode("utf-8"))
+        with edit_lock(project.root):
+            edit_in_place(project.root, [rel], plan)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
-    click.echo(f"wrote {path.name}:{edit.line} (incident {incident.id}); the stage is dormant "
+    click.echo(f"wrote {path.name}:{line[0]} (incident {incident.id}); the stage is dormant "
                "from the next plan on" + ("" if project.config.stages.get(stage) is None
                                           or project.config.stages[stage].probe is not None
                                           else f"; add [{'.'.join(suggestion.path)}.probe] to "

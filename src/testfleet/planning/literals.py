@@ -12,9 +12,6 @@ import ast
 import io
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
-
-from testfleet.fileio import replace_atomically
 
 
 class LiteralNotFound(Exception):
@@ -97,8 +94,3 @@ def rewrite_est_time(source: bytes, markers: set[str], suite: str, new_value: fl
     if check.value != int(new):  # pragma: no cover - a bug guard, not a user path
         raise LiteralNotFound("rewrite did not produce the expected literal; file left unchanged")
     return result, Edit(node.lineno, old, new)
-
-
-def write_in_place(path: Path, data: bytes) -> None:
-    """Atomic replace that keeps the file's permission bits."""
-    replace_atomically(path, data, mode=path.stat().st_mode & 0o7777)
