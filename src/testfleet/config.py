@@ -39,6 +39,7 @@ from testfleet.configfile import find_config as find_config
 from testfleet.errors import ConfigError
 from testfleet.fileio import read_capped
 from testfleet.findings import Finding
+from testfleet.graphs import find_cycle
 from testfleet.incidents.config import BackendIncidentKeys, backend_table_problems, patched_backend
 from testfleet.registry.model import MAX_EST_TIME
 from testfleet.stage_triggers import MarkerRoles, StageTriggers, VariantTriggers, trigger_problems
@@ -922,32 +923,6 @@ def _relative_path(v: str) -> str:
     return p
 
 
-def _find_cycle(graph: dict[str, list[str]]) -> list[str]:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt):], nxt]
-            if nxt in graph and not state.get(nxt):
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return []
-
-    for node in sorted(graph):
-        if not state.get(node):
-            found = visit(node)
-            if found:
-                return found
-    return []
-
-
 @dataclass(frozen=True)
 class Project:
     """A loaded configuration and the directory it governs (the repository root)."""
@@ -1097,7 +1072,7 @@ def cross_reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
         name: [n for n in stage.get("needs", []) if isinstance(n, str)]
         for name, stage in stages.items() if isinstance(stage.get("needs", []), list)
     }
-    cycle = _find_cycle(graph)
+    cycle = find_cycle(graph)
     if cycle:
         problems.append((f"stages.{cycle[0]}.needs",
                          "'needs' forms a cycle: " + " -> ".join(cycle)))

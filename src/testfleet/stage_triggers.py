@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from testfleet.graphs import find_cycle
+
 if TYPE_CHECKING:
     from testfleet.config import Config
     from testfleet.registry.model import Registration
@@ -167,11 +169,11 @@ def trigger_problems(stages: Mapping[str, Mapping[str, Any]],
                                      f"unknown stage {need!r}{hint}; valid: {', '.join(sorted(stages))}"))
     plain = {n: [x for x in s.get("needs", []) if isinstance(x, str)]
              if isinstance(s.get("needs", []), list) else [] for n, s in stages.items()}
-    if _cycle(plain):
+    if find_cycle(plain):
         return problems
     for event in EVENTS:
         graph = {n: _needs_raw(s, event) for n, s in stages.items()}
-        cycle = _cycle(graph)
+        cycle = find_cycle(graph)
         if cycle:
             problems.append((f"stages.{cycle[0]}.needs_on.{event}",
                              f"on {event}, 'needs_on' forms a cycle: " + " -> ".join(cycle)))
@@ -184,32 +186,6 @@ def _needs_raw(stage: Mapping[str, Any], event: str) -> list[str]:
     chosen = needs_on.get(event) if isinstance(needs_on, Mapping) and event in needs_on \
         else stage.get("needs", [])
     return [x for x in chosen if isinstance(x, str)] if isinstance(chosen, list) else []
-
-
-def _cycle(graph: Mapping[str, list[str]]) -> list[str]:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt):], nxt]
-            if nxt in graph and not state.get(nxt):
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return []
-
-    for node in sorted(graph):
-        if not state.get(node):
-            found = visit(node)
-            if found:
-                return found
-    return []
 
 
 # -- the rules (pure) ------------------------------------------------------------------

@@ -245,6 +245,26 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     return Note(job, before=tuple(about))
 
 
+def plan_job(config: Config, opts: WorkflowOptions, body: list[Any],
+             outputs: dict[str, str]) -> Note:
+    """The plan job both workflows share around their own steps and outputs."""
+    from testfleet.integrations.github_options import ignored_label_expr
+
+    return Note({
+        "name": "plan",
+        "if": f"${{{{ !{ignored_label_expr(config)} }}}}",
+        "runs-on": opts.plan_runner,
+        "permissions": {"contents": "read"},
+        "timeout-minutes": opts.plan_timeout_minutes,
+        "outputs": outputs,
+        "steps": body,
+    }, before=("A label that cannot change the plan does not re-run CI.",))
+
+
+def plan_outputs(names: list[str]) -> dict[str, str]:
+    return {o: f"${{{{ steps.plan.outputs.{o} }}}}" for o in names}
+
+
 def reconcile_job(opts: WorkflowOptions, job_ids: list[str], *, trusted: bool) -> Note:
     """Every planned (stage, file) reported exactly once, by the jobs that were planned
     (INTERFACES.md §1): a shard that never reported fails the run, naming it."""

@@ -32,7 +32,14 @@ from typing import Any
 from testfleet import __version__
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
-from testfleet.integrations.github_jobs import guard_script, reconcile_job, result_job, stage_job
+from testfleet.integrations.github_jobs import (
+    guard_script,
+    plan_job,
+    plan_outputs,
+    reconcile_job,
+    result_job,
+    stage_job,
+)
 from testfleet.integrations.github_options import (
     PLAN_ARTIFACT,
     PR_PATH,
@@ -94,17 +101,9 @@ def _plan_job(config: Config, opts: WorkflowOptions, stages: list[str]) -> Note:
         steps.upload(PLAN_ARTIFACT, "plan.json", cond=None, if_no_files="error", overwrite=True,
                      retention_days=opts.artifact_retention_days),
     ]
-    outputs = {o: f"${{{{ steps.plan.outputs.{o} }}}}" for o in PLAN_OUTPUTS}
+    outputs = plan_outputs(PLAN_OUTPUTS)
     outputs["sha"] = "${{ steps.pr.outputs.sha }}"
-    return Note({
-        "name": "plan",
-        "if": f"${{{{ !{ignored_label_expr(config)} }}}}",
-        "runs-on": opts.plan_runner,
-        "permissions": {"contents": "read"},
-        "timeout-minutes": opts.plan_timeout_minutes,
-        "outputs": outputs,
-        "steps": body,
-    }, before=("A label that cannot change the plan does not re-run CI.",))
+    return plan_job(config, opts, body, outputs)
 
 
 def render_trusted_workflow(config: Config, options: WorkflowOptions | None = None) -> str | None:
