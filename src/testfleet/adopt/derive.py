@@ -181,6 +181,9 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
     from testfleet.config import PolicyConfig
 
     apply_triggers(stages, lane_jobs, sched, set(PolicyConfig().cadences), notes)
+    from testfleet.adopt.shellcheck import mark_findings
+
+    mark_findings(stages, notes)
     ignores = _per_file_ignores(findings, data.get("exclude", []), pattern, notes)
     if ignores:
         data["check"] = {"per-file-ignores": ignores}

@@ -113,7 +113,9 @@ def setup_steps(commands: Sequence[str], env: Mapping[str, Any],
     as GitHub runs a ``run:`` step."""
     steps: list[Any] = []
     for i, command in enumerate(commands, 1):
-        first = next((line.strip() for line in command.splitlines() if line.strip()), "")
+        lines = [line.strip() for line in command.splitlines() if line.strip()]
+        # a leading comment (a shellcheck directive) does not say what the step does
+        first = next((line for line in lines if not line.startswith("#")), lines[0] if lines else "")
         title = first if len(first) <= 60 else first[:57] + "..."
         step: dict[str, Any] = {"name": f"Setup {i}/{len(commands)}: {title}"}
         if env:
