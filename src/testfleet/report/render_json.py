@@ -114,4 +114,5 @@ def _entry(e: LedgerEntry) -> dict[str, Any]:
         "expiry": {"date": e.expiry, "error": e.expiry_error, "expired": e.expired,
                    "days_left": e.days_left} if (e.expiry or e.expiry_error) else None,
         "shared_reason": e.shared_reason, "stage_dormant": e.stage_dormant,
+        **({"runners": list(e.runners)} if e.runners else {}),
     }

@@ -69,6 +69,8 @@ class RegistrationOut(_Open):
     nightly: bool
     disabled: str | None
     implicit: bool
+    disabled_on: list[str] = Field(default_factory=list,
+                                   description="runner label patterns that narrow 'disabled'")
 
 
 class ListOutput(_Closed):
