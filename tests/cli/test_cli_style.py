@@ -10,6 +10,7 @@ change to the shared option factories cannot quietly change what is checked.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
 from pathlib import Path
@@ -280,14 +281,14 @@ def test_every_command_and_group_has_examples_that_parse() -> None:
         for line in lines:
             argv = example_argv(line)
             try:
-                parsed, ctx = parse_example(argv)
+                _cmd, ctx = parse_example(argv)
             except (click.ClickException, AssertionError) as exc:
                 problems.append(f"{line}: does not parse ({exc})")
                 continue
             path = ctx.command_path.removeprefix("testfleet").strip()
             if name and not (path == name or path.startswith(name + " ")):
                 problems.append(f"{line}: shown by '{name} --help' but runs '{path}'")
-            for flag, value in zip(argv, argv[1:], strict=False):
+            for flag, value in itertools.pairwise(argv):
                 if flag == "--stage" and value not in stages:
                     problems.append(f"{line}: --stage {value} is not a stage of examples/fleet")
                 if flag == "--label" and value not in labels:

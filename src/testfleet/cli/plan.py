@@ -141,7 +141,8 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         click.echo(f"testfleet: {len(plan.jobs)} job(s) in {plan.waves} wave(s) written to "
                    f"$GITHUB_OUTPUT; {len(plan.holes)} coverage hole(s)")
     else:
-        click.echo(text, nl=False)
+        # click strips ANSI from a pipe unless told: FORCE_COLOR's table keeps its colour
+        click.echo(text, nl=False, color=color.wanted())
 
     if fmt != "table" and not annotated:  # under GitHub Actions each warning is shown once
         for warning in plan.warnings:

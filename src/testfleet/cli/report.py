@@ -92,11 +92,12 @@ def render(report: Report, fmt: str, *, color: bool = False, width: int = 120,
 
 def _echo(text: str) -> None:
     """Print; a terminal whose encoding cannot show a glyph gets '?' instead of a traceback."""
+    # click strips ANSI from a pipe unless told: FORCE_COLOR's report keeps its colour
     try:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=color.wanted())
     except UnicodeEncodeError:
         # click.echo writes bytes to the binary stream under stdout, flushing the text layer first
         encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-        click.echo(text.encode(encoding, errors="replace"), nl=False)
+        click.echo(text.encode(encoding, errors="replace"), nl=False, color=color.wanted())
 
 
