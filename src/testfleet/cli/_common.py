@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from testfleet.cli import _verbosity
-from testfleet.cli._options import FormatChoice, format_option
+from testfleet.cli._options import FormatChoice, format_option, write_output
 from testfleet.config import Project, load_project
 from testfleet.errors import UsageError
-from testfleet.fileio import output_mode, replace_atomically
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -34,21 +32,6 @@ def loaded(project: Project) -> None:
     """With -v: which configuration the command read (the first thing to know when a
     result surprises)."""
     _verbosity.detail(f"configuration {project.config_path} (project root {project.root})")
-
-
-def write_output(path: Path, data: bytes, what: str = "--output") -> None:
-    """Write a file a command was asked for (``--output``, ``--plan-file``) atomically,
-    so a reader (a CI step, a concurrent ``testfleet run``) never sees half of it; a
-    bad target is a usage error naming the option, never a traceback."""
-    directory = path.parent
-    if not directory.is_dir():
-        raise UsageError(f"{what} {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise UsageError(f"{what} {path}: is a directory")
-    try:
-        replace_atomically(path, data, mode=output_mode(path))
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def human_format_option(json_help: str) -> Callable[[_F], _F]:

@@ -35,8 +35,9 @@ OUTPUT_HELP = "Write the output to FILE (atomically) instead of standard output 
 class FormatChoice(click.Choice):  # type: ignore[type-arg]
     """``--format``'s choices, with old spellings still accepted but not offered.
 
-    The human form of every command's output is ``table``; ``text`` (its 0.1 name, and
-    ``report``'s until 0.3) still works, with a note, so scripts keep running.
+    The human form of every command's output is ``table``; ``text`` (its 0.1 name in
+    ``report``, ``check``, ``gate`` and ``history``) still works, with a note, so scripts
+    keep running.
     """
 
     def __init__(self, choices: list[str], aliases: dict[str, str] | None = None) -> None:
@@ -163,10 +164,26 @@ def resolve_output(ctx: click.Context, target: Path) -> Path:
 
 
 def write_to(path: Path, text: str) -> None:
-    from testfleet.cli._common import write_output
-
     write_output(path, text.encode("utf-8"))
     _verbosity.note(f"wrote {path}")
+
+
+def write_output(path: Path, data: bytes, what: str = "--output") -> None:
+    """Write a file a command was asked for (``--output``, ``--plan-file``) atomically,
+    so a reader (a CI step, a concurrent ``testfleet run``) never sees half of it; a
+    bad target is a usage error naming the option, never a traceback."""
+    from testfleet.errors import UsageError
+    from testfleet.fileio import output_mode, replace_atomically
+
+    directory = path.parent
+    if not directory.is_dir():
+        raise UsageError(f"{what} {path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a directory")
+    try:
+        replace_atomically(path, data, mode=output_mode(path))
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 @contextmanager
