@@ -50,7 +50,7 @@ if FLEET_DRIFT=0.05 TESTFLEET_GATE_ENFORCE=1 testfleet run --file tests/unit/tes
 fi
 
 step "testfleet gate history: the trusted history of the gated loss"
-testfleet gate history --test tests/unit/test_train_curve_loss.py --metric train/loss --runs 2
+testfleet gate history --file tests/unit/test_train_curve_loss.py --metric train/loss --runs 2
 
 step "testfleet durations show: measured durations beside the literals"
 testfleet durations show --stage stage-a-cpu

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from testfleet import __version__
-from testfleet.integrations.action import COMMANDS, PLAN_OUTPUTS, render_action
+from testfleet.integrations.action import COMMANDS, OLD_COMMANDS, PLAN_OUTPUTS, render_action
 
 from .conftest import run_tool, tool
 
@@ -144,8 +144,31 @@ def test_plan_derives_the_trigger_from_the_event(tmp_path: Path, event: str,
                      [*base, "--format", "markdown"]]
 
 
-def test_record_and_merge_map_to_history_commands(tmp_path: Path) -> None:
-    code, _, calls = run_action(tmp_path, {"command": "record", "args": "--output\nb.bundle"})
+def test_each_command_is_the_clis_with_its_words_hyphenated() -> None:
+    """``history-export`` runs ``testfleet history export``, as ``history-merge`` runs
+    ``history merge``: one name for one thing in the action and the CLI (#30)."""
+    from testfleet.cli.main import COMMANDS as CLI_COMMANDS
+
+    for name, command in COMMANDS.items():
+        assert name == command.replace(" ", "-")
+        assert command.split()[0] in CLI_COMMANDS
+    assert "record" not in COMMANDS
+
+
+@pytest.mark.parametrize("old", sorted(OLD_COMMANDS))
+def test_an_old_command_name_still_runs_and_says_it_is_deprecated(tmp_path: Path, old: str) -> None:
+    new = OLD_COMMANDS[old]
+    code, out, calls = run_action(tmp_path, {"command": old, "args": "--output\nb.bundle"})
+    assert code == 0, out
+    assert calls == [["testfleet", *COMMANDS[new].split(), "--output", "b.bundle"]]
+    assert f"::notice title=testfleet::the action's command '{old}' is now '{new}'" in out
+    code, out, calls = run_action(tmp_path, {"command": new, "args": "--output\nb.bundle"})
+    assert code == 0 and "::notice" not in out
+    assert calls == [["testfleet", *COMMANDS[new].split(), "--output", "b.bundle"]]
+
+
+def test_export_and_merge_map_to_history_commands(tmp_path: Path) -> None:
+    code, _, calls = run_action(tmp_path, {"command": "history-export", "args": "--output\nb.bundle"})
     assert code == 0 and calls == [["testfleet", "history", "export", "--output", "b.bundle"]]
     bundles = tmp_path / "in"
     for name in ("testfleet-history-b/records.bundle", "testfleet-history-a/records.bundle"):

@@ -585,7 +585,7 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         assert "actions/cache/save" not in names
         assert steps[names.index("Restore the history")]["with"] == restore["with"]
         # ... so it records only this run's records, not the restored history
-        assert record["with"] == {"command": "record", "install": "none",
+        assert record["with"] == {"command": "history-export", "install": "none",
                                   "args": "--run-id\n${{ github.run_id }}\n--plan\nplan.json\n"
                                           "--output\ntestfleet-history/records.bundle\n"}
         upload = steps[names.index("Record the history") + 1]

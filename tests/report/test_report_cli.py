@@ -49,7 +49,7 @@ def test_json_report_with_plan(example_project: Path, plan_file: Path) -> None:
     r = tf("report", "--format", "json", "--plan", "plan.json", "--output", "report.json",
            cwd=example_project)
     assert r.returncode == 0, r.stderr
-    assert "wrote json report" in r.stderr and r.stdout == ""
+    assert "testfleet: note: wrote the json report to report.json" in r.stderr and r.stdout == ""
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["schema"] == SCHEMA
     from importlib import resources

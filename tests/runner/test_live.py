@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 
+import pytest
 from rich.console import Console
 
 from testfleet.runner.interrupt import Interrupt
@@ -76,6 +77,19 @@ def test_make_reporter_picks_by_environment(monkeypatch) -> None:
     plain = make_reporter("plain")
     assert isinstance(plain, LogReporter) and not plain.github and not plain.buildkite
     assert isinstance(make_reporter("terminal"), TerminalReporter)
+
+
+@pytest.mark.parametrize(("env", "coloured"), [({}, False), ({"FORCE_COLOR": "1"}, True),
+                                               ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False)])
+def test_a_log_is_coloured_when_forced_and_never_against_no_color(
+        monkeypatch: pytest.MonkeyPatch, env: dict[str, str], coloured: bool) -> None:
+    """A CI log (no terminal) colours its summary under FORCE_COLOR, as the commands do."""
+    for name in ("FORCE_COLOR", "NO_COLOR", "GITHUB_ACTIONS", "BUILDKITE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for style in ("plain", "github", "buildkite"):
+        assert make_reporter(style).color is coloured, style
 
 
 def test_buildkite_sections_expand_on_failure(make_spec) -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from testfleet.cli import _verbosity
+from testfleet.cli._options import FormatChoice, format_option, write_output
 from testfleet.config import Project, load_project
 from testfleet.errors import UsageError
-from testfleet.fileio import output_mode, replace_atomically
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -18,49 +18,27 @@ _DATABASE_HELP = ("postgresql://user:pass@host/db or a SQLite path; default: TES
                   "then the config's 'database', then <cache_dir>/history.db.")
 
 
+__all__ = ["FormatChoice", "database_option", "human_format_option", "project_from", "write_output"]
+
+
 def project_from(ctx: click.Context) -> Project:
     app = ctx.find_root().obj
-    return load_project(app.directory, app.config_file)
+    project = load_project(app.directory, app.config_file)
+    loaded(project)
+    return project
 
 
-def write_output(path: Path, data: bytes, what: str = "--output") -> None:
-    """Write a file a command was asked for (``--output``, ``--plan-file``) atomically,
-    so a reader (a CI step, a concurrent ``testfleet run``) never sees half of it; a
-    bad target is a usage error naming the option, never a traceback."""
-    directory = path.parent
-    if not directory.is_dir():
-        raise UsageError(f"{what} {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise UsageError(f"{what} {path}: is a directory")
-    try:
-        replace_atomically(path, data, mode=output_mode(path))
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot write it: {exc.strerror or exc}") from None
-
-
-class FormatChoice(click.Choice):  # type: ignore[type-arg]
-    """``--format``'s choices, with old spellings still accepted but not offered.
-
-    The human form of every command's output is ``table`` (``report``, which writes
-    documents, is the one command with ``text``); ``text`` still works where a command
-    used to call it that, so scripts written against 0.1 keep running.
-    """
-
-    def __init__(self, choices: list[str], aliases: dict[str, str] | None = None) -> None:
-        super().__init__(choices)
-        self.aliases = dict(aliases or {})
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and value in self.aliases:
-            value = self.aliases[value]
-        return super().convert(value, param, ctx)
+def loaded(project: Project) -> None:
+    """With -v: which configuration the command read (the first thing to know when a
+    result surprises)."""
+    _verbosity.detail(f"configuration {project.config_path} (project root {project.root})")
 
 
 def human_format_option(json_help: str) -> Callable[[_F], _F]:
-    """``--format table|json`` for a command whose human output used to be called ``text``."""
-    return click.option("--format", "fmt", type=FormatChoice(["table", "json"], {"text": "table"}),
-                        default="table", show_default=True,
-                        help=f"table for people, json for tools ({json_help}).")
+    """``--format table|json`` for a command whose human output used to be called ``text``
+    (still accepted, with a note)."""
+    return format_option(["table", "json"], f"table for people, json for tools ({json_help}).",
+                         aliases={"text": "table"})
 
 
 def database_option(note: str = "") -> Callable[[_F], _F]:

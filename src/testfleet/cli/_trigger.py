@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 import click
 
-from testfleet.cli.completion import complete_pr_labels, complete_stages
+from testfleet.cli._options import file_option, stage_option
+from testfleet.cli.completion import complete_pr_labels
 from testfleet.config import Project
 from testfleet.errors import UsageError
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
@@ -61,13 +62,13 @@ class TriggerOptions:
 def trigger_options(f: F) -> F:
     """Add the trigger flags to a click command; the command receives ``trigger_options``."""
     options = [
-        click.option("--event", type=click.Choice(EVENTS), default=None,
-                     help="The CI event. Default: pull_request when --labels/--fork are given, "
-                          "schedule with --schedule, else push."),
-        click.option("--labels", "labels", multiple=True, metavar="L[,L...]",
+        click.option("--event", type=click.Choice(EVENTS), default=None, metavar="EVENT",
+                     help=f"The CI event ({', '.join(EVENTS)}). Default: pull_request when "
+                          "--labels/--fork are given, schedule with --schedule, else push."),
+        click.option("--labels", "labels", multiple=True, metavar="LABEL[,LABEL...]",
                      shell_complete=complete_pr_labels,
                      help="Raw PR labels (repeat or comma-separate), e.g. run-ci-megatron."),
-        click.option("--cadence", default=None, metavar="C",
+        click.option("--cadence", default=None, metavar="CADENCE",
                      help="Cadence override (regular, nightly, weekly, release, ...); wins over "
                           "everything else."),
         click.option("--schedule", default=None, metavar="CRON",
@@ -82,12 +83,10 @@ def trigger_options(f: F) -> F:
                           "An unreadable or malformed file prunes nothing (with a warning)."),
         click.option("--diff-base", default=None, metavar="REF",
                      help="Compute the changed files as `git diff REF...HEAD`."),
-        click.option("--file", "files", multiple=True, metavar="PATH",
-                     help="Plan exactly these registered test files (labels and cadence do "
-                          "not apply)."),
-        click.option("--stage", "stages", multiple=True, metavar="S",
-                     shell_complete=complete_stages,
-                     help="Only these stages (repeatable); others are 'not-requested'."),
+        file_option("Plan exactly these registered test files (repeatable; labels and "
+                    "cadence do not apply).", multiple=True, dest="files"),
+        stage_option("Only these stages (repeatable); others are 'not-requested'.",
+                     multiple=True, dest="stages"),
         click.option("--include-disabled", is_flag=True,
                      help="With --file/--stage: run disabled registrations too."),
         click.option("--github", is_flag=True,

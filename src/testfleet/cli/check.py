@@ -21,7 +21,9 @@ from pathlib import Path
 
 import click
 
-from testfleet.cli._common import human_format_option
+from testfleet import color
+from testfleet.cli._common import human_format_option, loaded
+from testfleet.cli._options import META_OUTPUT, output_option
 from testfleet.config import Project, find_config, load_project
 from testfleet.errors import ConfigError
 from testfleet.findings import Finding
@@ -139,9 +141,11 @@ def run_check(project: Project, *, use_cache: bool = True,
 
 @click.command("check")
 @human_format_option("testfleet.check/1")
+@output_option()
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the caches (collection, syntax, file style).")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path),
+                metavar="[FILE...]")
 @click.pass_context
 def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: tuple[Path, ...]) -> int:
     """Validate config and every registration; report all problems at once.
@@ -154,6 +158,13 @@ def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: t
     Exits 0 when there are no errors (warnings allowed; not with --strict), 1 on errors.
     Under GitHub Actions (GITHUB_ACTIONS=true) it also prints workflow
     annotations so that each problem shows on its file and line.
+
+    \b
+    Examples:
+      testfleet check
+      testfleet check --strict --format json -o check.json
+      testfleet check tests/unit/test_rollout_buffer.py tests/fast/test_kl.py
+      testfleet check --no-cache
     """
     app = ctx.find_root().obj
     registry: Registry | None = None
@@ -169,11 +180,12 @@ def command(ctx: click.Context, fmt: str, no_cache: bool, strict: bool, files: t
         wanted = wanted_files(files, project) if files else None
         if wanted is not None and _config_rel(project) in wanted:
             wanted = None
+        loaded(project)
         registry, findings = run_check(project, use_cache=not no_cache, only=wanted)
         root = project.root
         if wanted is not None:
             findings = only_files(findings, wanted, project)
-    _emit(findings, registry, fmt, root)
+    _emit(findings, registry, fmt, root, annotations_to_stderr=META_OUTPUT in ctx.meta)
     return 1 if any(f.severity == "error" or strict for f in findings) else 0
 
 
@@ -203,7 +215,8 @@ def _config_rel(project: Project) -> str:
     return config.relative_to(root).as_posix() if config.is_relative_to(root) else ""
 
 
-def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path) -> None:
+def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Path,
+          annotations_to_stderr: bool = False) -> None:
     n_err = sum(1 for f in findings if f.severity == "error")
     n_warn = len(findings) - n_err
     if fmt == "json":
@@ -219,18 +232,19 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
         click.echo(json.dumps(doc, indent=2))
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     if fmt == "table":
-        # click keeps the styles on a terminal; NO_COLOR (no-color.org) turns them off there too.
+        # Styles on a terminal or with FORCE_COLOR, never with NO_COLOR (testfleet.color).
         # Under GitHub Actions each finding is shown once, as its annotation (below), not also
         # as a line; the summary line stays.
         click.echo(render_text([] if github else findings, registry, counted=findings), nl=False,
-                   color=False if "NO_COLOR" in os.environ else None)
+                   color=color.wanted())
     if github:
         prefix = _workspace_prefix(root)
         for f in findings:
             shown = Finding(prefix + f.file if f.file else f.file, f.line, f.col, f.severity,
                             f.code, f.message, f.key)
-            # stdout carries the JSON document in json mode; the runner reads both streams.
-            click.echo(shown.github_annotation(), err=fmt == "json")
+            # stdout carries the JSON document in json mode (and -o's file holds only the
+            # document); the runner reads both streams.
+            click.echo(shown.github_annotation(), err=fmt == "json" or annotations_to_stderr)
 
 
 def render_text(findings: list[Finding], registry: Registry | None,

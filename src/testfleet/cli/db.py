@@ -13,18 +13,32 @@ from typing import Any, cast
 import click
 
 from testfleet.cli._common import database_option, finite, project_from
+from testfleet.cli._options import format_option, output_option
 
 
 @click.group("db")
 def command() -> None:
-    """Create, migrate and inspect the history database."""
+    """Create, migrate and inspect the history database.
+
+    \b
+    Examples:
+      testfleet db status
+      testfleet db init --database postgresql://ci@db.internal/testfleet
+      testfleet db upgrade --dry-run
+    """
 
 
 @command.command("init")
 @database_option()
 @click.pass_context
 def init_cmd(ctx: click.Context, database: str | None) -> int:
-    """Create the schema in an empty database (idempotent)."""
+    """Create the schema in an empty database (idempotent).
+
+    \b
+    Examples:
+      testfleet db init
+      testfleet db init --database postgresql://ci@db.internal/testfleet
+    """
     from testfleet.store import connect
     from testfleet.store.schema import latest_version
 
@@ -53,7 +67,13 @@ def init_cmd(ctx: click.Context, database: str | None) -> int:
 @click.option("--dry-run", is_flag=True, help="List the pending steps without applying them.")
 @click.pass_context
 def upgrade_cmd(ctx: click.Context, database: str | None, dry_run: bool) -> int:
-    """Apply the schema steps this testfleet knows and the database lacks."""
+    """Apply the schema steps this testfleet knows and the database lacks.
+
+    \b
+    Examples:
+      testfleet db upgrade --dry-run
+      testfleet db upgrade --database postgresql://ci@db.internal/testfleet
+    """
     from testfleet.store import SchemaNotInitialised, connect
 
     project = project_from(ctx)
@@ -88,6 +108,10 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
     Grants SELECT/INSERT/UPDATE/DELETE on every table of the current schema, use of
     its sequences, and the same by default on tables later steps create, so runners
     and gates can use ROLE. Run it with the role that ran 'db init'.
+
+    \b
+    Examples:
+      testfleet db grant ci_runner --database postgresql://owner@db.internal/testfleet
     """
     from sqlalchemy import text
 
@@ -119,7 +143,7 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
 
 
 @command.command("prune")
-@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
               help="Executions to keep per stage and file (passing and other outcomes "
                    "counted separately).")
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
@@ -129,7 +153,13 @@ def grant_cmd(ctx: click.Context, role: str, database: str | None) -> int:
 @click.pass_context
 def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
               database: str | None) -> int:
-    """Bound the durations history (estimates read only the newest few runs anyway)."""
+    """Bound the durations history (estimates read only the newest few runs anyway).
+
+    \b
+    Examples:
+      testfleet db prune
+      testfleet db prune --keep 20 --older-than 90
+    """
     import time
 
     from testfleet.store import open_store
@@ -144,17 +174,23 @@ def prune_cmd(ctx: click.Context, keep: int, older_than_days: float | None,
 
 @command.command("status")
 @database_option()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="table for people, json for tools.")
-@click.option("--json", "as_json", is_flag=True, hidden=True, help="Old spelling of --format json.")
+@format_option(["table", "json"], "table for people, json for tools (testfleet.db-status/1).",
+               old=("--json",), old_value="json")
+@output_option()
 @click.pass_context
-def status_cmd(ctx: click.Context, database: str | None, fmt: str, as_json: bool) -> int:
+def status_cmd(ctx: click.Context, database: str | None, fmt: str) -> int:
     """Where the database is, its schema version and what it holds.
 
     Exit status 1 when it needs 'db init' or 'db upgrade' (or is newer than this
     testfleet), 0 when it is ready.
+
+    \b
+    Examples:
+      testfleet db status
+      testfleet db status --format json -o db-status.json
+      testfleet db status --database postgresql://ci@db.internal/testfleet
     """
-    as_json = as_json or fmt == "json"
+    as_json = fmt == "json"
     from testfleet.store import StoreMissing, connect, resolve_target
     from testfleet.store.schema import latest_version
 

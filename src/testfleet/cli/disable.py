@@ -1,6 +1,6 @@
 """``testfleet disable``: switch registrations off with a tracked reason, in place.
 
-    testfleet disable FILE... --stage S --reason "..." [--ref URL|#N] [--until DATE]
+    testfleet disable FILE... --stage STAGE --reason "..." [--ref URL|#N] [--until DATE]
 
 Only the bytes of each call's ``disabled=`` argument change (it is inserted after the
 last argument when absent, on a line of its own in a call written one argument per
@@ -14,13 +14,14 @@ from __future__ import annotations
 import click
 
 from testfleet.cli._common import project_from
+from testfleet.cli._options import stage_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
 
 @click.command("disable")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("--stage", required=True, metavar="S", help="The stage (suite) whose registration to disable.")
+@stage_option("The stage (suite) whose registration to disable.", required=True)
 @click.option("--reason", required=True, metavar="TEXT", help="Why: what is broken.")
 @click.option("--ref", default=None, metavar="URL|#N", help="The issue that tracks the restore.")
 @click.option("--until", default=None, metavar="YYYY-MM-DD",
@@ -28,7 +29,15 @@ from testfleet.textsafe import printable
 @click.pass_context
 def command(ctx: click.Context, files: tuple[str, ...], stage: str, reason: str,
             ref: str | None, until: str | None) -> int:
-    """Disable FILE's registration for stage S: `disabled="<reason>, see <ref>, until <date>"`."""
+    """Disable FILE's registration for STAGE: `disabled="<reason>, see <ref>, until <date>"`.
+
+    \b
+    Examples:
+      testfleet disable tests/unit/test_weight_sync.py --stage stage-b-cpu \
+          --reason "NCCL 2.21 hang in weight sync" --ref "#2240"
+      testfleet disable tests/e2e/megatron/test_qwen3_8B_dense.py --stage stage-c-4-gpu-h200 \
+          --reason "H200 pool drained" --ref "#2241" --until 2026-12-01
+    """
     from testfleet.results.disabling import EditError, compose_reason
     from testfleet.results.inplace import edit_lock
     from testfleet.results.restore import apply_edits, registrations

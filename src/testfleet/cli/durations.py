@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from testfleet.cli import _verbosity
 from testfleet.cli._common import (
     database_option,
     finite,
@@ -17,7 +18,7 @@ from testfleet.cli._common import (
     project_from,
     single_line,
 )
-from testfleet.cli.completion import complete_stages
+from testfleet.cli._options import format_option, output_option, stage_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
@@ -32,7 +33,14 @@ if TYPE_CHECKING:
 
 @click.group("durations")
 def command() -> None:
-    """Import, show and correct test durations."""
+    """Import, show and correct test durations.
+
+    \b
+    Examples:
+      testfleet durations show --stage stage-a-cpu
+      testfleet durations suggest --factor 2
+      testfleet durations import --stage stage-c-4-gpu-h200 junit/*.xml
+    """
 
 
 def _registrations(project: Project) -> list[Registration]:
@@ -47,10 +55,11 @@ def _registrations(project: Project) -> list[Registration]:
     _TREE["invalid"] = [{"file": bad.file, "backend": bad.backend, "suite": bad.suite,
                          "line": bad.line, "code": bad.code, "message": bad.message}
                         for bad in registry.invalid]
-    for f in errors[:20]:
+    shown, left_out = _verbosity.cap(errors)
+    for f in shown:
         click.echo(f.render(), err=True)
-    if len(errors) > 20:
-        click.echo(f"... and {len(errors) - 20} more", err=True)
+    if left_out:
+        click.echo(_verbosity.more(left_out), err=True)
     return list(registry.registrations)
 
 
@@ -87,12 +96,12 @@ def _check_stage(project: Project, stage: str | None) -> None:
 
 
 @command.command("import")
-@click.argument("files", nargs=-1, required=True,
+@click.argument("files", nargs=-1, required=True, metavar="JUNIT_XML...",
                 type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--stage", required=True, shell_complete=complete_stages,
-              help="The stage these results ran in.")
-@click.option("--commit", default=None, callback=single_line, help="Commit the results belong to.")
-@click.option("--run-id", default=None, callback=single_line,
+@stage_option("The stage these results ran in.", required=True)
+@click.option("--commit", default=None, callback=single_line, metavar="SHA",
+              help="Commit the results belong to.")
+@click.option("--run-id", default=None, callback=single_line, metavar="ID",
               help="CI run id to record (default: a hash of the file, which also prevents "
                    "importing the same file twice).")
 @click.option("--force", is_flag=True, help="Import even if this run id is already recorded.")
@@ -109,6 +118,11 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     'classname' (tests.e2e.foo.TestX -> tests/e2e/foo.py); a file's cases are summed
     into one execution. Unmatched cases are listed. Files are validated completely
     before anything is stored.
+
+    \b
+    Examples:
+      testfleet durations import --stage stage-a-cpu junit/stage-a-cpu-1-of-4.xml
+      testfleet durations import --stage stage-c-4-gpu-h200 --commit 4f2a9c1 --dry-run junit/*.xml
     """
     from testfleet.store import open_store
     from testfleet.store.junit_import import (
@@ -269,13 +283,20 @@ def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str
 
 
 @command.command("show")
-@click.option("--stage", default=None, shell_complete=complete_stages, help="Only this stage.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="table for people, json for tools.")
+@stage_option("Only this stage.")
+@format_option(["table", "json"], "table for people, json for tools (testfleet.durations/1).")
+@output_option()
 @database_option()
 @click.pass_context
 def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | None) -> int:
-    """Per file and stage: literal est_time, history estimate, samples and drift."""
+    """Per file and stage: literal est_time, history estimate, samples and drift.
+
+    \b
+    Examples:
+      testfleet durations show
+      testfleet durations show --stage stage-a-cpu
+      testfleet durations show --format json -o durations.json
+    """
     project = project_from(ctx)
     rows, warnings = _rows(project, stage, database)
     for w in warnings:
@@ -307,14 +328,15 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
 
 
 @command.command("suggest")
-@click.option("--stage", default=None, shell_complete=complete_stages, help="Only this stage.")
+@stage_option("Only this stage.")
 @click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=None,
-              callback=finite,
+              callback=finite, metavar="X",
               help="Flag literals off by more than this factor (default: durations.drift_factor).")
 @click.option("--write", is_flag=True,
               help="Rewrite the est_time literals in the test files (only those bytes change).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="table for people, json for tools.")
+@format_option(["table", "json"], "table for people, json for tools "
+                                "(testfleet.durations-suggest/1).")
+@output_option()
 @database_option()
 @click.pass_context
 def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, write: bool,
@@ -323,6 +345,12 @@ def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, wri
 
     Exit status 1 when there are drifted literals and --write was not given (so CI can
     flag them), 0 otherwise.
+
+    \b
+    Examples:
+      testfleet durations suggest
+      testfleet durations suggest --stage stage-c-4-gpu-h200 --factor 1.5
+      testfleet durations suggest --write
     """
     from testfleet.planning.literals import format_seconds
 

@@ -1,7 +1,7 @@
 """``testfleet enable``: restore disabled registrations in place, by issue or by file.
 
     testfleet enable --ref #N            # every registration whose reason cites #N
-    testfleet enable FILE... [--stage S] # the disabled registrations of these files
+    testfleet enable FILE... [--stage STAGE] # the disabled registrations of these files
 
 Each ``disabled=`` argument is removed (with its separator, or its line when it has a
 line of its own), so enabling what ``disable`` inserted restores the file byte for
@@ -15,6 +15,7 @@ from __future__ import annotations
 import click
 
 from testfleet.cli._common import project_from
+from testfleet.cli._options import stage_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
@@ -23,10 +24,17 @@ from testfleet.textsafe import printable
 @click.argument("files", nargs=-1, metavar="[FILE...]")
 @click.option("--ref", default=None, metavar="URL|#N",
               help="Enable every disabled registration whose reason cites this issue or URL.")
-@click.option("--stage", default=None, metavar="S", help="Only this stage's registrations.")
+@stage_option("Only this stage's registrations.")
 @click.pass_context
 def command(ctx: click.Context, files: tuple[str, ...], ref: str | None, stage: str | None) -> int:
-    """Enable disabled registrations: all that cite --ref, or those of FILE..."""
+    """Enable disabled registrations: all that cite --ref, or those of FILE...
+
+    \b
+    Examples:
+      testfleet enable --ref "#2230"
+      testfleet enable --ref https://github.com/example/fleet/issues/2234
+      testfleet enable tests/unit/test_fault_injection_cpu.py --stage stage-b-cpu
+    """
     from testfleet.results.disabling import mentions_ref, valid_ref
     from testfleet.results.inplace import edit_lock
     from testfleet.results.restore import apply_edits, registrations

@@ -1,6 +1,6 @@
 """``testfleet flaky``: flaky files (and tests) per stage, with rate, evidence and state.
 
-    testfleet flaky [--stage S] [--all] [--format table|json]
+    testfleet flaky [--stage STAGE] [--all] [--format table|json]
 
 States: ``flaky`` (quarantined when ``[tool.testfleet.flaky] quarantine = true``),
 ``recovered`` (its quarantine lifted after ``restore_after`` clean passes), ``broken``
@@ -17,22 +17,31 @@ from typing import Any
 
 import click
 
+from testfleet import color
 from testfleet.cli._common import database_option, project_from
+from testfleet.cli._options import format_option, output_option, stage_option
 from testfleet.errors import UsageError
 
 SCHEMA = "testfleet.flaky/1"
 
 
 @click.command("flaky")
-@click.option("--stage", default=None, metavar="S", help="Only this stage.")
+@stage_option("Only this stage (or <stage>.<variant>).")
 @click.option("--all", "show_all", is_flag=True, help="Also list healthy files.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="A table for people, or JSON for tools.")
+@format_option(["table", "json"], f"table for people, json for tools ({SCHEMA}).")
+@output_option()
 @database_option()
 @click.pass_context
 def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
             database: str | None) -> int:
-    """Flaky, recovered and broken files per stage (and tests, where pytest reported them)."""
+    """Flaky, recovered and broken files per stage (and tests, where pytest reported them).
+
+    \b
+    Examples:
+      testfleet flaky
+      testfleet flaky --stage stage-a-cpu --all
+      testfleet flaky --format json -o flaky.json
+    """
     from testfleet.incidents.flaky_groups import causes, group_verdicts
     from testfleet.results.flaky import classify_all
     from testfleet.results.query import case_results, file_results
@@ -78,15 +87,12 @@ def _with_cause(v: Any, cause: dict[tuple[str, str, str], str]) -> dict[str, Any
 
 
 def _table(verdicts: list[Any], policy: Any, groups: list[Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from testfleet.textsafe import printable
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    console = color.console()
     caption = (f"window {policy.window} runs, threshold {policy.threshold:g}, "
                f"quarantine {'on' if policy.quarantine else 'off'}, "
                f"restore after {policy.restore_after} clean passes")

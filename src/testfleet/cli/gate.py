@@ -1,9 +1,9 @@
 """``testfleet gate``: evaluate records against history, show history, untrust runs.
 
-- ``gate evaluate --test FILE --record PATH [--write-baseline]``: what the runner
+- ``gate evaluate --file FILE --record PATH [--write-baseline]``: what the runner
   does after a passing file, by hand (records produced by any tool). Exit 0 when the
   run is trusted (every coordinate PASS or INACTIVE), 1 when it is not, 2 on bad input.
-- ``gate history --test FILE [--metric KEY] [--format table|json]``: stored values.
+- ``gate history --file FILE [--metric KEY] [--format table|json]``: stored values.
 - ``gate untrust (--run-id ID | --ci-run-id N | --commit SHA)``: take runs out of
   every baseline (a bad merge that slipped through, a broken runner image).
 """
@@ -17,19 +17,33 @@ from typing import Any
 
 import click
 
+from testfleet import color
+from testfleet.cli import _verbosity
 from testfleet.cli._common import database_option, human_format_option, project_from, single_line
-from testfleet.cli.completion import complete_stages
+from testfleet.cli._options import (
+    file_option,
+    format_option,
+    output_option,
+    stage_option,
+)
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
 
 @click.group("gate")
 def command() -> None:
-    """Evaluate metric records, show metric history, mark runs untrusted."""
+    """Evaluate metric records, show metric history, mark runs untrusted.
+
+    \b
+    Examples:
+      testfleet gate history --file tests/unit/test_train_curve_loss.py --metric train/loss
+      testfleet gate evaluate --file tests/unit/test_train_curve_loss.py --record records/
+      testfleet gate untrust --commit 4f2a9c1
+    """
 
 
 def _test_path(project: Any, test: str) -> str:
-    """``--test`` as the repo-relative posix path the history is keyed by."""
+    """``--file`` as the repo-relative posix path the history is keyed by."""
     path = Path(test)
     candidates = [path] if path.is_absolute() else [Path.cwd() / path, project.root / path]
     for cand in candidates:
@@ -39,7 +53,7 @@ def _test_path(project: Any, test: str) -> str:
             continue
         if cand.is_file():
             return rel.as_posix()
-    raise UsageError(f"--test {test}: no such test file inside the project {project.root}")
+    raise UsageError(f"--file {test}: no such test file inside the project {project.root}")
 
 
 def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]:
@@ -65,36 +79,39 @@ def _registration(project: Any, file: str, suite: str | None) -> tuple[str, str]
 
 
 @command.command("evaluate")
-@click.option("--test", "test", required=True, metavar="FILE", help="The test file that logged.")
+@file_option("The test file that logged.", required=True, dest="test", old=("--test",))
 @click.option("--record", "record", required=True, metavar="PATH",
               type=click.Path(path_type=Path),
               help="A record directory (every *.jsonl in it) or one record file.")
 @click.option("--write-baseline", is_flag=True,
               help="Store this run, trusted iff every coordinate is PASS or INACTIVE.")
-@click.option("--stage", "suite", default=None, metavar="STAGE", shell_complete=complete_stages,
-              help="The stage whose history to use (default: the file's only registration).")
-@click.option("--suite", "old_suite", default=None, hidden=True, help="Old name of --stage.")
+@stage_option("The stage whose history to use (default: the file's only registration).",
+              dest="suite", old=("--suite",))
 @click.option("--run-id", default=None, metavar="ID", callback=single_line,
               help="Run id to store (default: random).")
-@click.option("--ci-run-id", default=None, metavar="N", envvar="GITHUB_RUN_ID", callback=single_line,
+@click.option("--ci-run-id", default=None, metavar="ID", envvar="GITHUB_RUN_ID", callback=single_line,
               help="CI run id to store (default: $GITHUB_RUN_ID).")
 @click.option("--commit", default=None, metavar="SHA", envvar="GITHUB_SHA", callback=single_line,
               help="Commit to store (default: $GITHUB_SHA).")
 @database_option()
 @human_format_option("testfleet.gate-evaluate/1")
+@output_option()
 @click.pass_context
 def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bool,
-                 suite: str | None, old_suite: str | None, run_id: str | None,
+                 suite: str | None, run_id: str | None,
                  ci_run_id: str | None, commit: str | None, database: str | None,
                  fmt: str) -> int:
     """Evaluate one test's records against its trusted history.
 
     Exit status: 0 trusted (PASS / INACTIVE), 1 FAIL or ERROR, 2 bad input.
+
+    \b
+    Examples:
+      testfleet gate evaluate --file tests/unit/test_train_curve_loss.py --record records/
+      testfleet gate evaluate --file tests/unit/test_train_curve_loss.py --record records/ \
+          --write-baseline --stage stage-b-cpu
+      testfleet gate evaluate --file tests/unit/test_train_curve_loss.py --record run.jsonl --format json -o verdict.json
     """
-    if old_suite is not None:
-        if suite is not None and suite != old_suite:
-            raise click.UsageError("--suite is the old name of --stage; give one of them")
-        suite = old_suite
     from testfleet.gate.declarations import gate_calls_in_file
     from testfleet.gate.hook import evaluate_run
     from testfleet.gate.records import read_records
@@ -114,11 +131,11 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
         raise UsageError(f"--record {record}: " + "; ".join(records.unreadable[:10]))
     if records.out_of_range:
         # The runner turns these into ERROR verdicts; here, the records are the input.
-        shown = "\n  ".join(records.out_of_range[:10])
-        more = len(records.out_of_range) - 10
+        first, more = _verbosity.cap(records.out_of_range, 10)
+        shown = "\n  ".join(first)
         raise UsageError(f"--record {record}: {len(records.out_of_range)} record line(s) hold "
                          f"a number no metric can hold:\n  {shown}"
-                         + (f"\n  ... and {more} more" if more > 0 else ""))
+                         + (f"\n  {_verbosity.more(more)}" if more > 0 else ""))
     result = evaluate_run(
         project, calls=calls, problems=problems, records=records, file=file,
         backend=backend, suite=stage, write_baseline=write_baseline,
@@ -141,18 +158,25 @@ def evaluate_cmd(ctx: click.Context, test: str, record: Path, write_baseline: bo
 
 
 @command.command("history")
-@click.option("--test", "test", required=True, metavar="FILE",
-              help="The test file whose metric history to show.")
+@file_option("The test file whose metric history to show.", required=True, dest="test",
+             old=("--test",))
 @click.option("--metric", "metric", default=None, metavar="KEY", help="Only this metric key.")
 @click.option("--runs", default=20, show_default=True, type=click.IntRange(1, 100000),
-              help="How many of the newest gated runs to show.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="table for people, json for tools.")
+              metavar="N", help="How many of the newest gated runs to show.")
+@format_option(["table", "json"], "table for people, json for tools (testfleet.gate-history/1).")
+@output_option()
 @database_option()
 @click.pass_context
 def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fmt: str,
                 database: str | None) -> int:
-    """Stored values of a test's gated runs, newest first (trusted and untrusted)."""
+    """Stored values of a test's gated runs, newest first (trusted and untrusted).
+
+    \b
+    Examples:
+      testfleet gate history --file tests/unit/test_train_curve_loss.py
+      testfleet gate history --file tests/unit/test_train_curve_loss.py --metric train/loss --runs 5
+      testfleet gate history --file tests/unit/test_train_curve_grad_norm.py --format json -o history.json
+    """
     from testfleet.store.core import open_store
     from testfleet.store.errors import StoreMissing
     from testfleet.store.metrics import MetricStore
@@ -180,13 +204,10 @@ def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fm
 def _history_table(file: str, rows: list[Any]) -> None:
     from datetime import datetime, timezone
 
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(soft_wrap=False)
-    if not console.is_terminal:
-        console = Console(soft_wrap=False, width=240)  # a pipe or file: never squeeze columns
+    console = color.console(soft_wrap=False, pipe_width=240)  # a pipe or file: never squeeze
     table = Table(title=Text(f"metric history of {file}"), title_justify="left")
     for col in ("run", "recorded (UTC)", "commit", "stage", "trusted", "metric", "steps", "step",
                 "value"):
@@ -208,14 +229,21 @@ def _history_table(file: str, rows: list[Any]) -> None:
 
 @command.command("untrust")
 @click.option("--run-id", default=None, metavar="ID", help="A testfleet run id.")
-@click.option("--ci-run-id", default=None, metavar="N", help="A CI run id (all its gated files).")
+@click.option("--ci-run-id", default=None, metavar="ID", help="A CI run id (all its gated files).")
 @click.option("--commit", default=None, metavar="SHA",
               help="A commit (full SHA, or a prefix of at least 7 hex digits).")
 @database_option()
 @click.pass_context
 def untrust_cmd(ctx: click.Context, run_id: str | None, ci_run_id: str | None,
                 commit: str | None, database: str | None) -> int:
-    """Take runs out of every baseline; prints how many runs changed."""
+    """Take runs out of every baseline; prints how many runs changed.
+
+    \b
+    Examples:
+      testfleet gate untrust --commit 4f2a9c1
+      testfleet gate untrust --ci-run-id 9876543210
+      testfleet gate untrust --run-id manual-0123456789ab
+    """
     from testfleet.store.core import open_store
     from testfleet.store.metrics import MetricStore
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from testfleet.cli import _verbosity
 from testfleet.cli._common import (
     database_option,
     human_format_option,
@@ -25,12 +26,20 @@ from testfleet.cli._common import (
     single_line,
     write_output,
 )
+from testfleet.cli._options import RenamedOption, output_option
 from testfleet.textsafe import printable
 
 
 @click.group("history")
 def command() -> None:
-    """Export, merge and inspect portable history bundles."""
+    """Export, merge and inspect portable history bundles.
+
+    \b
+    Examples:
+      testfleet history export -o testfleet-history/records.bundle
+      testfleet history show testfleet-history/records.bundle
+      testfleet history merge --require-ref refs/heads/main testfleet-history/records.bundle
+    """
 
 
 @command.command("export")
@@ -38,17 +47,20 @@ def command() -> None:
 @click.option("--run-id", "run_id", metavar="ID", default=None, callback=single_line,
               help="Only the records of this CI run (the GITHUB_RUN_ID the runner recorded) or "
                    "of this gate run id; default: the whole database.")
-@click.option("--output", "-o", "output", required=True, metavar="FILE",
-              type=click.Path(dir_okay=False, path_type=Path), help="Bundle file to write.")
+@click.option("-o", "--output", "output", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Bundle file to write (its directory is created).")
 @click.option("--plan", "plan_file", metavar="FILE", default=None,
               type=click.Path(dir_okay=False, path_type=Path),
               help="The plan the job ran: its event, cadence and whether it writes metric "
                    "baselines are recorded in the bundle.")
-@click.option("--event", default=None, callback=single_line, metavar="NAME",
+@click.option("--event", default=None, callback=single_line, metavar="EVENT",
               help="Event the records come from (default: GITHUB_EVENT_NAME, Buildkite's).")
-@click.option("--ref", default=None, callback=single_line, metavar="REF",
-              help="Git ref the records come from (default: GITHUB_REF, BUILDKITE_BRANCH).")
-@click.option("--cadence", default=None, callback=single_line, metavar="NAME",
+@click.option("--git-ref", "ref", default=None, callback=single_line, metavar="REF",
+              cls=RenamedOption, old=("--ref",),
+              help="Git ref the records come from (default: GITHUB_REF, BUILDKITE_BRANCH); "
+                   "'history merge --require-ref' compares it.")
+@click.option("--cadence", default=None, callback=single_line, metavar="CADENCE",
               help="Cadence of the run (default: the plan's).")
 @click.option("--write-baseline/--no-write-baseline", "write_baseline", default=None,
               help="Whether the run's cadence writes metric baselines (default: the plan's).")
@@ -56,7 +68,13 @@ def command() -> None:
 def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, output: Path,
                plan_file: Path | None, event: str | None, ref: str | None, cadence: str | None,
                write_baseline: bool | None) -> int:
-    """Write one job's (or the whole database's) records as a bundle."""
+    """Write one job's (or the whole database's) records as a bundle.
+
+    \b
+    Examples:
+      testfleet history export -o testfleet-history/records.bundle
+      testfleet history export --run-id 9876543210 --plan plan.json -o testfleet-history/records.bundle
+    """
     from testfleet.history.bundle import Payload, encode
     from testfleet.history.export import export_payload
     from testfleet.history.trust import source_from_env
@@ -80,8 +98,7 @@ def export_cmd(ctx: click.Context, database: str | None, run_id: str | None, out
         from testfleet import __version__
         from testfleet.store.schema import latest_version
 
-        click.echo(f"note: no history database at {target.display}; writing an empty bundle",
-                   err=True)
+        _verbosity.note(f"no history database at {target.display}; writing an empty bundle")
         payload = Payload(store_schema=latest_version(), created_at=0.0, testfleet=__version__,
                           source=source)
     else:
@@ -119,24 +136,33 @@ def _make_parent(output: Path) -> None:
 
 
 @command.command("merge")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="BUNDLE...")
 @database_option()
 @click.option("--allow-untrusted", is_flag=True,
               help="Merge bundles from pull requests or other refs too (their gate runs are "
                    "stored untrusted). Never in a default-branch workflow.")
 @click.option("--require-ref", default=None, metavar="REF", callback=single_line,
               help="Refuse bundles exported on another ref (e.g. refs/heads/main).")
-@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--keep", type=click.IntRange(min=1), default=50, show_default=True, metavar="N",
               help="Prune as 'db prune --keep': executions kept per stage and file.")
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
               default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
 @click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
 @human_format_option("testfleet.history-merge/1")
+@output_option()
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
               older_than_days: float | None, no_prune: bool, fmt: str) -> int:
-    """Merge bundles into the history database in one transaction (idempotent)."""
+    """Merge bundles into the history database in one transaction (idempotent).
+
+    \b
+    Examples:
+      testfleet history merge testfleet-history-in/*/records.bundle
+      testfleet history merge --require-ref refs/heads/main --keep 20 a.bundle b.bundle
+      testfleet history merge --format json -o merged.json testfleet-history/records.bundle
+    """
     import time
 
     from testfleet.history.merge import merge_bundles, read_bundles
@@ -152,7 +178,7 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
                                older_than=cutoff)
         where = store.target.display
     for note in result.notes:
-        click.echo(f"warning: {printable(note)}", err=True)
+        click.echo(f"testfleet: warning: {printable(note)}", err=True)
     if fmt == "json":
         click.echo(json.dumps({"schema": "testfleet.history-merge/1", "database": where,
                                **result.to_json()}, indent=2, sort_keys=True))
@@ -173,11 +199,18 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
 
 
 @command.command("show")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path), metavar="BUNDLE")
 @human_format_option("testfleet.history-show/1")
+@output_option()
 @click.pass_context
 def show_cmd(ctx: click.Context, file: Path, fmt: str) -> int:
-    """Verify a bundle and print its header and record counts."""
+    """Verify a bundle and print its header and record counts.
+
+    \b
+    Examples:
+      testfleet history show testfleet-history/records.bundle
+      testfleet history show --format json testfleet-history/records.bundle
+    """
     from testfleet.history.bundle import read_file
     from testfleet.history.trust import admit
 

@@ -1,6 +1,6 @@
 """``testfleet incident``: failures of a CI run grouped by signature; make a stage dormant.
 
-    testfleet incident list [--runs N] [--stage S] [--format table|json]
+    testfleet incident list [--runs N] [--stage STAGE] [--format table|json]
     testfleet incident dormant STAGE [--run RUN] [--ref URL|#N] [--dry-run]
 
 ``list`` reads history and judges nothing: exit 0. ``dormant`` writes one line,
@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from testfleet import color
+from testfleet.cli import _verbosity
 from testfleet.cli._common import database_option, project_from, single_line
+from testfleet.cli._options import format_option, output_option, stage_option
+from testfleet.cli.completion import complete_stages
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
@@ -29,7 +33,13 @@ SCHEMA = "testfleet.incidents/1"
 
 @click.group("incident")
 def command() -> None:
-    """Failures of one CI run that share a signature are one incident: infrastructure or test."""
+    """Failures of one CI run that share a signature are one incident: infrastructure or test.
+
+    \b
+    Examples:
+      testfleet incident list
+      testfleet incident dormant stage-c-4-gpu-mi300x --ref "#2230" --dry-run
+    """
 
 
 def _linker(project: Any) -> Any:
@@ -51,13 +61,20 @@ def _check_stage(project: Any, stage: str | None) -> None:
 @command.command("list")
 @click.option("--runs", type=click.IntRange(1, 200), default=10, show_default=True, metavar="N",
               help="The newest N CI runs.")
-@click.option("--stage", default=None, metavar="S", help="Only this stage (or <stage>.<variant>).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help=f"A table for people, or JSON for tools ({SCHEMA}).")
+@stage_option("Only this stage (or <stage>.<variant>).")
+@format_option(["table", "json"], f"table for people, json for tools ({SCHEMA}).")
+@output_option()
 @database_option()
 @click.pass_context
 def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, database: str | None) -> int:
-    """Incidents of the newest N CI runs, newest first: infrastructure before test."""
+    """Incidents of the newest N CI runs, newest first: infrastructure before test.
+
+    \b
+    Examples:
+      testfleet incident list
+      testfleet incident list --stage stage-c-4-gpu-h200 --runs 30
+      testfleet incident list --format json -o incidents.json
+    """
     from testfleet.incidents.history import recent_incidents
     from testfleet.incidents.render import dormancy, incident_json, incidents_table
     from testfleet.store import open_store
@@ -75,11 +92,7 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
                                              for n, i in enumerate(incidents)]},
                               indent=2, sort_keys=True))
         return 0
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    console = color.console()
     if not incidents:
         console.print(f"no failures in the newest {runs} run(s)")
         return 0
@@ -89,7 +102,7 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
 
 
 @command.command("dormant")
-@click.argument("stage", callback=single_line)
+@click.argument("stage", callback=single_line, metavar="STAGE", shell_complete=complete_stages)
 @click.option("--run", "run", default=None, metavar="RUN", callback=single_line,
               help="The CI run whose incident it is (default: the newest run in which an "
                    "infrastructure incident took STAGE whole).")
@@ -99,7 +112,13 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
 @click.pass_context
 def dormant_cmd(ctx: click.Context, stage: str, run: str | None, ref: str | None, dry_run: bool,
                 database: str | None) -> int:
-    """Make STAGE dormant for its infrastructure incident: one `disabled = "..."` line."""
+    """Make STAGE dormant for its infrastructure incident: one `disabled = "..."` line.
+
+    \b
+    Examples:
+      testfleet incident dormant stage-c-4-gpu-mi300x --ref "#2230" --dry-run
+      testfleet incident dormant stage-c-8-gpu-h100 --run 9876543210 --ref "#2242"
+    """
     from testfleet.incidents.dormancy import DormancyError, set_disabled, table_header
     from testfleet.incidents.history import recent_incidents
     from testfleet.incidents.render import dormancy
@@ -125,7 +144,7 @@ def dormant_cmd(ctx: click.Context, stage: str, run: str | None, ref: str | None
     path = project.config_path
     click.echo(f"{table_header(suggestion.path)}\n{suggestion.line}")
     if dry_run:
-        click.echo(f"(dry run: {path.name} not changed)", err=True)
+        _verbosity.note(f"dry run: {path.name} not changed")
         return 0
     # In place, under the lock disable/enable take, from the file's content at the moment
     # of writing: an editor's unsaved-then-saved change or a hard link survives (#27 D1).
@@ -150,11 +169,12 @@ def dormant_cmd(ctx: click.Context, stage: str, run: str | None, ref: str | None
             edit_in_place(project.root, [rel], plan)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
-    click.echo(f"wrote {path.name}:{line[0]} (incident {incident.id}); the stage is dormant "
-               "from the next plan on" + ("" if project.config.stages.get(stage) is None
-                                          or project.config.stages[stage].probe is not None
-                                          else f"; add [{'.'.join(suggestion.path)}.probe] to "
-                                               "hear when its runners are back"), err=True)
+    _verbosity.note(f"wrote {path.name}:{line[0]} (incident {incident.id}); the stage is "
+                    "dormant from the next plan on" + (
+                        "" if project.config.stages.get(stage) is None
+                        or project.config.stages[stage].probe is not None
+                        else f"; add [{'.'.join(suggestion.path)}.probe] to hear when its "
+                             "runners are back"))
     return 0
 
 

@@ -244,6 +244,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     existing configuration is never changed unless --rederive-config; --force
     only replaces the workflow / pipeline. Every file is decided before anything
     is written, and a command that fails writes nothing.
+
+    \b
+    Examples:
+      testfleet init
+      testfleet init --github --dry-run
+      testfleet init --from-existing --github --report adoption.md --dry-run
+      testfleet init --github --force --database-secret TESTFLEET_DATABASE_URL
     """
     from testfleet.adopt.derive import derive
     from testfleet.adopt.scaffold import scaffold

@@ -9,12 +9,14 @@ complete one. Filters combine with AND; a repeated filter option is an OR.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable
 
 import click
 
-from testfleet.cli.completion import complete_backends, complete_labels, complete_stages
+from testfleet import color
+from testfleet.cli import _verbosity
+from testfleet.cli._options import format_option, output_option, stage_option
+from testfleet.cli.completion import complete_backends, complete_labels
 from testfleet.registry.model import Registration
 from testfleet.textsafe import printable
 
@@ -22,10 +24,10 @@ COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", 
 
 
 @click.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-              show_default=True, help="Output format.")
-@click.option("--stage", "stages", multiple=True, metavar="STAGE", shell_complete=complete_stages,
-              help="Only registrations for this stage (repeatable).")
+@format_option(["table", "json", "csv"], "table for people, json for tools (testfleet.list/1), "
+                                         "csv for a spreadsheet.")
+@output_option()
+@stage_option("Only registrations for this stage (repeatable).", multiple=True, dest="stages")
 @click.option("--backend", "backends", multiple=True, metavar="BACKEND",
               shell_complete=complete_backends, help="Only registrations for this backend (repeatable).")
 @click.option("--label", "labels", multiple=True, metavar="LABEL", shell_complete=complete_labels,
@@ -35,7 +37,15 @@ COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", 
 @click.pass_context
 def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tuple[str, ...],
             labels: tuple[str, ...], disabled: bool, no_cache: bool) -> int:
-    """List registrations (one row per file and backend)."""
+    """List registrations (one row per file and backend).
+
+    \b
+    Examples:
+      testfleet list
+      testfleet list --disabled
+      testfleet list --stage stage-c-4-gpu-h200 --label megatron
+      testfleet list --backend rocm --format csv -o rocm.csv
+    """
     from testfleet.registry.collector import collect_settings
     from testfleet.registry.settings import fast, from_project, save_snapshot
 
@@ -72,8 +82,12 @@ def command(ctx: click.Context, fmt: str, stages: tuple[str, ...], backends: tup
         click.echo(f"testfleet list: {len(errors)} error(s); the list above may be incomplete "
                    "(run 'testfleet check')", err=True)
         return 1
-    if warnings and fmt == "table":
-        click.echo(f"{warnings} warning(s): run 'testfleet check' to see them", err=True)
+    if warnings and _verbosity.verbose():
+        for f in registry.findings:
+            if f.severity != "error":
+                click.echo(f.render(), err=True)
+    elif warnings and fmt == "table":
+        _verbosity.note(f"{warnings} warning(s): run 'testfleet check' to see them (or -v)")
     return 0
 
 
@@ -161,10 +175,9 @@ HEADERS = ("file", "backend", "suite", "est_time", "labels", "status")
 def _table(rows: list[Registration], total: int) -> None:
     """rich on a terminal; plain aligned columns when piped or for very large trees
     (rich needs seconds for 10,000 rows, and a log wants no box drawing)."""
-    if not sys.stdout.isatty() or len(rows) > RICH_MAX_ROWS:
+    if not color.terminal() or len(rows) > RICH_MAX_ROWS:
         click.echo(plain_table(rows, total), nl=False)
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -174,7 +187,7 @@ def _table(rows: list[Registration], total: int) -> None:
     table.add_column("status", overflow="fold", min_width=20)
     for r in rows:
         table.add_row(*(Text(c) for c in _cells(r)))
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    console = color.console(highlight=False, soft_wrap=False)
     console.print(table)
     console.print(f"{len(rows)} of {total} registrations", highlight=False, markup=False)
 

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from testfleet import __version__
+from testfleet.cli import _verbosity
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("testfleet.cli.check", "Validate config and every registration; all errors at once."),
@@ -41,6 +42,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
+    """Loads a command's module when it is asked for, and gives the command (and its
+    subcommands) the global ``-q``/``-v`` so that they work after the command too."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        _verbosity.reset()  # one invocation, one level (tests call main() many times)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -50,7 +59,7 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(entry[0])
         command: click.Command = module.command
-        return command
+        return _verbosity.add_to(command)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -68,10 +77,13 @@ class LazyGroup(click.Group):
 class AppContext:
     """What global options decide for every command."""
 
-    def __init__(self, directory: Path, config_file: Path | None, quiet: bool = False) -> None:
+    def __init__(self, directory: Path, config_file: Path | None) -> None:
         self.directory = directory
         self.config_file = config_file
-        self.quiet = quiet
+
+    @property
+    def quiet(self) -> bool:
+        return _verbosity.quiet()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,14 +92,25 @@ class AppContext:
               help="Run as if testfleet was started in DIR.", metavar="DIR")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Use this configuration file instead of searching for one.", metavar="FILE")
-@click.option("-q", "--quiet", is_flag=True,
-              help="No progress display on the terminal (it is never shown when stderr is not one).")
 @click.pass_context
-def cli(ctx: click.Context, directory: Path | None, config_file: Path | None, quiet: bool) -> None:
-    """testfleet: plan, shard, run and gate multi-backend CI test fleets."""
+def cli(ctx: click.Context, directory: Path | None, config_file: Path | None) -> None:
+    """testfleet: plan, shard, run and gate multi-backend CI test fleets.
+
+    Every command takes -q (no notes, no progress) and -v (every detail on stderr), before
+    or after its name; neither changes standard output or the exit status. Exit status:
+    0 success, 1 findings or failed tests, 2 usage or input errors.
+
+    \b
+    Examples:
+      testfleet check
+      testfleet list --stage stage-a-cpu
+      testfleet plan --labels run-ci-megatron --fork
+      testfleet -v run --stage stage-a-cpu --shard 1/4 --dry-run
+      testfleet -q report --format markdown -o report.md
+    """
     from testfleet import progress
 
-    progress.configure(quiet=quiet)
+    progress.configure(quiet=_verbosity.quiet())
     base = Path.cwd()
     if directory is not None:
         base = (base / directory).resolve()
@@ -95,7 +118,10 @@ def cli(ctx: click.Context, directory: Path | None, config_file: Path | None, qu
             raise click.UsageError(f"-C {directory}: not a directory")
     if config_file is not None and not config_file.is_absolute():
         config_file = (Path.cwd() / config_file).resolve()
-    ctx.obj = AppContext(base, config_file, quiet)
+    ctx.obj = AppContext(base, config_file)
+
+
+_verbosity.add_to(cli)
 
 
 def _closed_pipe() -> int:

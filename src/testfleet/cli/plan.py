@@ -9,12 +9,15 @@ from pathlib import Path
 
 import click
 
+from testfleet import color
+from testfleet.cli import _verbosity
 from testfleet.cli._common import (
     database_option,
     history_location_problem,
     project_from,
     write_output,
 )
+from testfleet.cli._options import format_option
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.findings import Finding
@@ -51,13 +54,14 @@ def is_note(message: str) -> bool:
 
 @click.command("plan")
 @trigger_options
-@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="table",
-              show_default=True, help="Output format.")
-@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              metavar="PATH", help="Write the output to PATH (atomically) instead of stdout "
-                                   "(or, for --format github, instead of $GITHUB_OUTPUT).")
+@format_option(list(FORMATS), "table for people, json for tools (testfleet.plan/1), markdown "
+                              "for a step summary, github for $GITHUB_OUTPUT, buildkite for a "
+                              "pipeline upload.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              metavar="FILE", help="Write the output to FILE (atomically) instead of standard "
+                                   "output (or, for --format github, instead of $GITHUB_OUTPUT).")
 @click.option("--plan-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              metavar="PATH", help="Also write the plan JSON to PATH, whatever --format is.")
+              metavar="FILE", help="Also write the plan JSON to FILE, whatever --format is.")
 @database_option("Duration estimates come from it; unavailable history falls back to est_time.")
 @click.option("--strict", is_flag=True,
               help="Make no plan at all when the tree has registration errors (default: plan what is "
@@ -76,9 +80,10 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     \b
     Examples:
       testfleet plan --labels run-ci-megatron --fork
-      testfleet plan --schedule "0 15 * * 6" --format json --output plan.json
+      testfleet plan --schedule "0 15 * * 6" --format json -o plan.json
       testfleet plan --github --format github --plan-file plan.json
-      testfleet plan --file tests/e2e/test_x.py --include-disabled
+      testfleet plan --stage stage-c-4-gpu-h200 --cadence nightly
+      testfleet plan --file tests/unit/test_fault_injection_cpu.py --include-disabled
     """
     from testfleet.planning import make_plan
     from testfleet.planning.model import plan_bytes
@@ -110,14 +115,18 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
                      "--plan-file")
 
-    if fmt == "table" and output is None and sys.stdout.isatty():
-        text = render_table(plan, color=True, width=shutil.get_terminal_size().columns)
+    to_stdout = output is None or str(output) == "-"
+    if fmt == "table" and to_stdout and color.terminal():
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else color.PIPE_WIDTH
+        text = render_table(plan, color=color.wanted(), width=width)
     else:
         text = FORMATS[fmt](plan)
 
     annotated = False
-    if output is not None:
-        write_output(output if output.is_absolute() else base / output, text.encode("utf-8"))
+    if output is not None and str(output) != "-":
+        target = output if output.is_absolute() else base / output
+        write_output(target, text.encode("utf-8"))
+        _verbosity.note(f"wrote {target}")
     elif fmt == "github" and os.environ.get("GITHUB_OUTPUT"):
         target = Path(os.environ["GITHUB_OUTPUT"])
         try:
@@ -132,11 +141,15 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         click.echo(f"testfleet: {len(plan.jobs)} job(s) in {plan.waves} wave(s) written to "
                    f"$GITHUB_OUTPUT; {len(plan.holes)} coverage hole(s)")
     else:
-        click.echo(text, nl=False)
+        # click strips ANSI from a pipe unless told: FORCE_COLOR's table keeps its colour
+        click.echo(text, nl=False, color=color.wanted())
 
     if fmt != "table" and not annotated:  # under GitHub Actions each warning is shown once
         for warning in plan.warnings:
-            click.echo(f"testfleet: {'note' if is_note(warning) else 'warning'}: {warning}", err=True)
+            if is_note(warning):
+                _verbosity.note(warning)
+            else:
+                click.echo(f"testfleet: warning: {warning}", err=True)
     if errors:
         # The plan is out; now say loudly that the tree is broken, so that a pull request
         # introducing an error cannot pass a required check.
@@ -154,8 +167,8 @@ def _error_annotation(message: str) -> str:
 
 
 def _errors_message(errors: list[Finding], tail: str) -> str:
-    shown = "\n".join("  " + f.render() for f in errors[:MAX_FINDINGS_SHOWN])
-    more = len(errors) - MAX_FINDINGS_SHOWN
+    first, more = _verbosity.cap(errors, MAX_FINDINGS_SHOWN)
+    shown = "\n".join("  " + f.render() for f in first)
     return (f"the tree has {len(errors)} registration error(s); {tail} "
             f"('testfleet check' lists them all):\n{shown}"
-            + (f"\n  ... and {more} more" if more > 0 else ""))
+            + (f"\n  {_verbosity.more(more)}" if more > 0 else ""))

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from testfleet.cli import _verbosity
+from testfleet.cli._options import META_OUTPUT, format_option, output_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
 
@@ -33,8 +35,9 @@ FORMATS = ("table", "json", "markdown")
 @click.option("--expect-digest", "expect", envvar="TESTFLEET_PLAN_DIGEST", default=None,
               metavar="DIGEST", help="Refuse a plan file whose digest is not DIGEST (exit 2). "
                                      "Default: $TESTFLEET_PLAN_DIGEST.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table: a listing; json: testfleet.reconcile/1; markdown: the step summary.")
+@format_option(list(FORMATS), "table: a listing; json: testfleet.reconcile/1; markdown: the "
+                              "step summary.")
+@output_option()
 @click.argument("statuses", nargs=-1, type=click.Path(path_type=Path), metavar="STATUS...")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
@@ -46,6 +49,12 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     *.json whose schema is testfleet.job-status/1; other JSON files are skipped). Under
     GitHub Actions the Markdown goes to $GITHUB_STEP_SUMMARY and each problem becomes an
     ::error annotation.
+
+    \b
+    Examples:
+      testfleet reconcile --plan plan.json testfleet-status/
+      testfleet reconcile --plan plan.json --format json -o reconcile.json testfleet-status/
+      testfleet reconcile --plan plan.json --expect-digest sha256:0f3a... s1.json s2.json
     """
     import json
 
@@ -67,7 +76,7 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
         raise UsageError("name the status files (or directories holding them) to reconcile")
     found, notes = read_statuses([p if p.is_absolute() else base / p for p in statuses])
     for note in notes:
-        click.echo(f"testfleet: note: {printable(note)}", err=True)
+        _verbosity.note(printable(note))
     result = reconcile(plan, found)
     if fmt == "json":
         click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
@@ -76,8 +85,8 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     else:
         click.echo(render_text(result), nl=False)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        for line in github_annotations(result):
-            click.echo(line, err=fmt == "json")
+        for line in github_annotations(result):  # never into the document (-o: not stdout)
+            click.echo(line, err=fmt == "json" or META_OUTPUT in ctx.meta)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             try:
@@ -140,8 +149,9 @@ def read_statuses(paths: list[Path]) -> tuple[list[JobStatus], list[str]]:
             except UsageError as exc:
                 errors.append(str(exc))
     if errors:
-        shown = "\n".join(f"  {printable(e)}" for e in errors[:20])
-        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        first, left_out = _verbosity.cap(errors)
+        shown = "\n".join(f"  {printable(e)}" for e in first)
+        more = f"\n  {_verbosity.more(left_out)}" if left_out else ""
         raise UsageError(f"{len(errors)} status file(s) cannot be read; nothing was "
                          f"reconciled:\n{shown}{more}")
     return found, notes

@@ -1,7 +1,7 @@
 """``testfleet results``: incidents first, dormant stages' probes, then the last N final
 verdicts per (file, stage), with links to CI runs.
 
-    testfleet results [--stage S] [--file F] [--runs N] [--tests] [--format table|json]
+    testfleet results [--stage STAGE] [--file FILE] [--runs N] [--tests] [--format table|json]
 
 Failures of one CI run that share a signature are one incident (``testfleet incident``):
 the incidents of the newest N runs lead, so a night on which a runner class could not
@@ -20,26 +20,36 @@ from typing import Any
 
 import click
 
+from testfleet import color
 from testfleet.cli._common import database_option, project_from
+from testfleet.cli._options import file_option, format_option, output_option, stage_option
 from testfleet.errors import UsageError
 
 SCHEMA = "testfleet.results/1"
 
 
 @click.command("results")
-@click.option("--stage", default=None, metavar="S", help="Only this stage.")
-@click.option("--file", "file", default=None, metavar="F", help="Only this test file (repository-relative).")
+@stage_option("Only this stage (or <stage>.<variant>).")
+@file_option("Only this test file (repository-relative).")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True, metavar="N",
               help="Newest final verdicts per (file, stage); incidents of the newest N CI runs.")
 @click.option("--tests", "tests", is_flag=True,
               help="Also per testcase (pytest stages), under each file.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="A table for people, or JSON for tools.")
+@format_option(["table", "json"], f"table for people, json for tools ({SCHEMA}).")
+@output_option()
 @database_option()
 @click.pass_context
 def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, tests: bool,
             fmt: str, database: str | None) -> int:
-    """Incidents, dormant stages' probes, and the last N outcomes per (file, stage)."""
+    """Incidents, dormant stages' probes, and the last N outcomes per (file, stage).
+
+    \b
+    Examples:
+      testfleet results
+      testfleet results --stage stage-a-cpu --runs 20
+      testfleet results --file tests/unit/test_rollout_buffer.py --tests
+      testfleet results --format json -o results.json
+    """
     from testfleet.incidents.history import recent_incidents
     from testfleet.incidents.probes import probe_states
     from testfleet.incidents.render import dormancy, incident_json
@@ -92,7 +102,6 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
 
 def _table(files: list[Any], cases: list[Any], url: Any, runs: int, incidents: list[Any],
            suggestions: dict[int, Any], probes: list[Any], link: Any) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
@@ -101,9 +110,7 @@ def _table(files: list[Any], cases: list[Any], url: Any, runs: int, incidents: l
     from testfleet.results.summary import LETTERS
     from testfleet.textsafe import printable
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    console = color.console()
     if incidents:
         console.print(incidents_table(incidents, link, suggestions,
                                       f"incidents of the newest {runs} run(s): failures that share "

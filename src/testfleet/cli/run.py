@@ -24,7 +24,10 @@ from typing import Any
 
 import click
 
+from testfleet import color
+from testfleet.cli import _verbosity
 from testfleet.cli._common import database_option, history_location_problem, project_from
+from testfleet.cli._options import RenamedOption
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
@@ -46,17 +49,17 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
               help="Run every file even after a failure (default: stop at the first failure, "
                    "unless the cadence bypasses fast-fail).")
 @click.option("--junit", "junit", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              metavar="PATH", help="Write JUnit XML here (atomically; also after an interruption).")
+              metavar="FILE", help="Write JUnit XML to FILE (atomically; also after an "
+                                   "interruption).")
 @database_option("Every execution is recorded there (unless --no-history).")
 @click.option("--no-history", is_flag=True, help="Do not record executions in the history database.")
 @click.option("--records", type=click.Path(path_type=Path, file_okay=False), default=None,
               metavar="DIR", help="Where per-file, per-attempt record directories go "
                                   "(default: <cache_dir>/runs/<run id>).")
 @click.option("--display", "output", type=click.Choice(OUTPUTS), default="auto", show_default=True,
+              cls=RenamedOption, old=("--output",),
               help="Live output style: GitHub Actions groups, Buildkite sections, a terminal "
                    "progress display, or a plain log (auto picks from the environment).")
-@click.option("--output", "old_output", type=click.Choice(OUTPUTS), default=None, hidden=True,
-              help="Old name of --display (--output names a file everywhere else).")
 @click.option("--dry-run", is_flag=True, help="Print what would run (files, estimates, timeouts) "
                                               "and exit.")
 @click.option("--plan-digest", "plan_digest", envvar="TESTFLEET_PLAN_DIGEST", default=None,
@@ -65,14 +68,14 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
                                      "one the first shard printed. Default: "
                                      "$TESTFLEET_PLAN_DIGEST.")
 @click.option("--status-file", "status_file", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, metavar="PATH",
-              help="Write the job status file here (for `testfleet reconcile`); default: "
+              default=None, metavar="FILE",
+              help="Write the job status file to FILE (for `testfleet reconcile`); default: "
                    "<records>/job-status.json.")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shard: str | None,
             trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
             junit: Path | None, database: str | None, no_history: bool, records: Path | None,
-            output: str, old_output: str | None, dry_run: bool, plan_digest: str | None,
+            output: str, dry_run: bool, plan_digest: str | None,
             status_file: Path | None) -> int:
     """Run one job of a plan (or a stage shard, or registered files): one process per file,
     timeouts that kill the whole process tree, classified retries, fast-fail, live output,
@@ -82,13 +85,17 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     Every path executes one plan per CI run: --plan runs a job of a plan file; --stage
     plans in process once per run and machine and freezes that plan, so later shards on
     the machine run from it (whatever history was recorded meanwhile). --plan-digest makes
-    any path refuse a plan that is not the expected one."""
+    any path refuse a plan that is not the expected one.
+
+    \b
+    Examples:
+      testfleet run --plan plan.json --job stage-a-cpu-1-of-4 --junit junit.xml
+      testfleet run --stage stage-a-cpu --shard 2/4
+      testfleet run --stage stage-b-cpu --cadence nightly --display plain
+      testfleet run --file tests/unit/test_rollout_buffer.py --dry-run
+    """
     from testfleet.runner.jobs import build_spec
     from testfleet.runner.settings import run_options
-
-    if old_output is not None:
-        click.echo("testfleet: note: `run --output` is now `run --display`", err=True)
-        output = old_output
 
     project = project_from(ctx)
     base: Path = ctx.find_root().obj.directory
@@ -208,15 +215,15 @@ def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str 
     made = plan_in_process(project, registry, request, database=database, stage=stage,
                            history_problem=history_location_problem(project, database))
     for note in made.notes:
-        click.echo(f"testfleet: note: {printable(note)}", err=True)
+        _verbosity.note(printable(note))
     plan = made.plan
     shown = None if made.frozen is None else _relative(made.frozen, project.root)
     require_digest(plan, digest, "this run's plan" + (f" ({shown})" if shown else ""))
     if made.frozen is None:
-        click.echo(f"testfleet: note: plan {plan.digest} (not frozen)", err=True)
+        _verbosity.note(f"plan {plan.digest} (not frozen)")
     elif not made.reused:
-        click.echo(f"testfleet: note: plan {plan.digest} ({shown}); every shard of this run "
-                   "on this machine runs from it (--plan-digest pins it elsewhere)", err=True)
+        _verbosity.note(f"plan {plan.digest} ({shown}); every shard of this run on this machine "
+                        "runs from it (--plan-digest pins it elsewhere)")
     if opts.files:
         return select_file_jobs(plan, stage), plan, shown
     assert stage is not None
@@ -299,9 +306,10 @@ def _collect(project: Any) -> Any:
     registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
     if errors:
-        for f in errors[:20]:
+        shown, left_out = _verbosity.cap(errors)
+        for f in shown:
             click.echo(f.render(), err=True)
-        more = " (first 20 shown)" if len(errors) > 20 else ""
+        more = f" (first {len(shown)} shown; -v shows them all)" if left_out else ""
         click.echo(f"testfleet: warning: the tree has {len(errors)} registration error(s){more}; "
                    "their registrations are left out as 'invalid' ('testfleet check' lists them)",
                    err=True)
@@ -311,7 +319,6 @@ def _collect(project: Any) -> Any:
 def _print_dry_run(spec: Any) -> None:
     import shlex
 
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -339,10 +346,7 @@ def _print_dry_run(spec: Any) -> None:
                       escape(printable(shlex.join(["python" if argv[0] == sys.executable
                                                    else argv[0], *argv[1:]]))),
                       *((session[i - 1],) if s.batch else ()))
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
-    console.print(table)
+    color.console().print(table)
 
 
 def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,

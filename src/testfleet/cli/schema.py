@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from testfleet.cli._options import output_option
 from testfleet.schemas.kinds import KINDS
 
 
 @click.command("schema")
 @click.argument("kind", type=click.Choice(KINDS))
+@output_option()
 def command(kind: str) -> int:
     """Print the JSON Schema of KIND.
 
@@ -16,6 +18,12 @@ def command(kind: str) -> int:
     Even Better TOML at it; the same file ships as `schemas/testfleet-config.schema.json`.
     Every other kind is a machine output: the `--format json` document of that command,
     whose `schema` field reads `testfleet.KIND/N`.
+
+    \b
+    Examples:
+      testfleet schema config -o testfleet-config.schema.json
+      testfleet schema plan
+      testfleet schema check | check-jsonschema --schemafile /dev/stdin check.json
     """
     if kind == "config":
         from testfleet.schemas.config import config_json_text

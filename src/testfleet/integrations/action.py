@@ -2,8 +2,8 @@
 
 A project that already has its own reusable "run a CI stage" workflow needs only
 two things from testfleet: a ``plan`` step in one job and a ``run --plan --job`` step
-in another. This action is those steps (and ``record``/``history-merge`` for the
-history loop). The generated workflow uses the same file, vendored at
+in another. This action is those steps (and ``history-export``/``history-merge`` for the
+history loop: each command is the CLI's, its words joined by a hyphen). The generated workflow uses the same file, vendored at
 ``.github/actions/testfleet/action.yml`` by ``testfleet init --github``, so there is
 one implementation; ``action.yml`` at the root of this repository is the same text
 (a test keeps it current).
@@ -33,12 +33,15 @@ LOCAL_ACTION = "./.github/actions/testfleet"
 COMMANDS = {
     "plan": "plan",
     "run": "run",
-    "record": "history export",
+    "history-export": "history export",
     "history-merge": "history merge",
     "check": "check",
     "report": "report",
     "reconcile": "reconcile",
 }
+
+#: Old command names, still run (with a notice in the log) so that workflows keep working.
+OLD_COMMANDS = {"record": "history-export"}
 
 #: What ``plan`` writes to ``$GITHUB_OUTPUT`` and the action exposes.
 PLAN_OUTPUTS = {
@@ -113,7 +116,12 @@ case "$TESTFLEET_COMMAND" in
     if [ "${#extra[@]}" -eq 0 ]; then extra=("$TESTFLEET_STATUS_DIR"); fi
     testfleet "${base[@]}" reconcile --plan "$TESTFLEET_PLAN_FILE" "${extra[@]}"
     ;;
-  record) testfleet "${base[@]}" history export "${extra[@]}" ;;
+  history-export|record)
+    if [ "$TESTFLEET_COMMAND" = record ]; then
+      echo "::notice title=testfleet::the action's command 'record' is now 'history-export' (as the CLI's 'history export'); 'record' is deprecated"
+    fi
+    testfleet "${base[@]}" history export "${extra[@]}"
+    ;;
   history-merge)
     # a directory stands for the bundles in it (downloaded artifacts, one folder each)
     files=()
@@ -173,14 +181,16 @@ def render_action(version: str = __version__) -> str:
         "# Rendered by testfleet (testfleet.integrations.action); 'testfleet init --github'",
         f"# vendors it at {ACTION_PATH}.",
         "name: testfleet",
-        "description: Plan, run and record a testfleet CI fleet (plan, run, record, history-merge).",
+        "description: Plan, run and record a testfleet CI fleet (plan, run, history-export, history-merge).",
         "author: testfleet maintainers",
         "branding:",
         "  icon: layers",
         "  color: blue",
         "inputs:",
         "  command:",
-        f"    description: \"One of: {', '.join(COMMANDS)} (record = history export).\"",
+        f"    description: \"One of: {', '.join(COMMANDS)} (each the CLI's command, words "
+        "joined by a hyphen: history-export = testfleet history export; 'record' is its "
+        "deprecated old name).\"",
         "    required: true",
         "  args:",
         "    description: Extra arguments, one per line (never split or evaluated by a shell); for history-merge a directory stands for the files in it.",

@@ -224,7 +224,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     if history_mode(config, opts) == "cache" and not trusted:
         writes = f"${{{{ !cancelled() && {DEFAULT_BRANCH_RUN} }}}}"
         body.append(steps.action(
-            "Record the history", "record", install=None, config=opts.config, cond=writes,
+            "Record the history", "history-export", install=None, config=opts.config, cond=writes,
             skip_install=True,
             # the bundle carries the run's cadence and write_baseline (from the plan)
             inputs={"args": steps.args("--run-id", "${{ github.run_id }}", "--plan", "plan.json",

@@ -177,7 +177,7 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
         ]
     else:
         body += [
-            steps.action("Snapshot the database", "record", install=opts.install,
+            steps.action("Snapshot the database", "history-export", install=opts.install,
                          config=opts.config,
                          env={"TESTFLEET_DATABASE_URL": f"${{{{ secrets.{opts.database_secret} }}}}"},
                          inputs={"args": steps.args("--output",

@@ -316,10 +316,13 @@ def make_reporter(style: str = "auto") -> Any:
             style = "terminal"
         else:
             style = "plain"
+    from testfleet import color
+
+    # a log is coloured only when asked (FORCE_COLOR: a CI log that renders ANSI), never by NO_COLOR
     if style == "github":
-        return LogReporter(github=True)
+        return LogReporter(github=True, color=color.wanted())
     if style == "buildkite":
-        return LogReporter(buildkite=True)
+        return LogReporter(buildkite=True, color=color.wanted())
     if style == "terminal":
         return TerminalReporter()
-    return LogReporter()
+    return LogReporter(color=color.wanted())
