@@ -10,14 +10,18 @@ command line itself (an unknown cadence or cron) raise :class:`UsageError`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from testfleet.config import Config
 from testfleet.errors import UsageError
 from testfleet.label_hints import closest_label
+from testfleet.planning.vocabulary import Event, Reason
+
+if TYPE_CHECKING:
+    from testfleet.documents.plan import PolicyDoc, TriggerFlagsDoc
 
 PR_EVENTS = ("pull_request", "pull_request_target")
-EVENTS = (*PR_EVENTS, "push", "schedule", "workflow_call", "workflow_dispatch")
+EVENTS: tuple[Event, ...] = get_args(Event)
 
 #: GitHub caps label names at 50 characters; anything far longer is not a real label.
 MAX_LABEL_CHARS = 100
@@ -27,7 +31,7 @@ MAX_LABEL_CHARS = 100
 class Trigger:
     """What happened in CI, as plain values (from flags or a GitHub event payload)."""
 
-    event: str = "push"
+    event: Event = "push"
     labels: tuple[str, ...] = ()
     cadence: str | None = None
     schedule: str | None = None
@@ -42,7 +46,7 @@ class Trigger:
     #: the fork's latest push must not authorize code nobody has looked at.
     authorizing: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TriggerFlagsDoc:
         return {
             "event": self.event,
             "labels": list(self.labels),
@@ -68,7 +72,7 @@ class Policy:
     scope labels); ``authorized`` says whether ``trusted_only`` stages may run.
     """
 
-    event: str
+    event: Event
     cadence: str
     include_labels: tuple[str, ...]
     requested_labels: tuple[str, ...] = ()
@@ -87,7 +91,7 @@ class Policy:
     draft: bool = False
     exact_nightly: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PolicyDoc:
         return {
             "event": self.event,
             "cadence": self.cadence,
@@ -341,7 +345,7 @@ def gate_labels(config: Config) -> set[str]:
     return labels
 
 
-def stage_gate(config: Config, policy: Policy, name: str) -> tuple[str, str] | None:
+def stage_gate(config: Config, policy: Policy, name: str) -> tuple[Reason, str] | None:
     """Why stage ``name`` does not run at all under ``policy``: (reason, detail), or None.
 
     Checked in order: the stage's cadences, a draft pull request, the project-wide

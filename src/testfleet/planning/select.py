@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
@@ -25,6 +26,9 @@ from testfleet.planning.request import PlanRequest
 from testfleet.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.registry.model import Registration
 
+if TYPE_CHECKING:
+    from testfleet.planning.vocabulary import Reason, Status
+
 
 @dataclass
 class Selection:
@@ -32,7 +36,7 @@ class Selection:
 
     chosen: dict[str, list[Registration]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
-    status: dict[str, tuple[str, str]] = field(default_factory=dict)
+    status: dict[str, tuple[Status, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -114,7 +118,7 @@ def select(
     gates = {} if files else {name: stage_gate(config, policy, name) for name in config.stages}
     accepted = {name: stage_backends(config, name) for name in config.stages}
 
-    def skip(reg: Registration, reason: str, detail: str) -> None:
+    def skip(reg: Registration, reason: Reason, detail: str) -> None:
         assert reason in REASONS, reason
         sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, reason, detail))
 
@@ -198,7 +202,7 @@ def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact 
 
 
 def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selection,
-              auth_hint: str, gates: dict[str, tuple[str, str] | None],
+              auth_hint: str, gates: dict[str, tuple[Reason, str] | None],
               denied: Mapping[str, str]) -> None:
     reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
     for s in sel.skipped:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.findings import Finding
+
+if TYPE_CHECKING:
+    from testfleet.documents.registrations import InvalidDoc, RegistrationDoc
 
 # The longest duration an est_time literal, an implicit directory or an imported JUnit
 # time may claim: a week. Beyond it a number is a typo (or 1e308), and timeouts and
@@ -32,7 +35,7 @@ class Registration:
     disabled: str | None = None
     implicit: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RegistrationDoc:
         return {
             "file": self.file,
             "line": self.line,
@@ -63,7 +66,7 @@ class InvalidRegistration:
     code: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InvalidDoc:
         return {"file": self.file, "line": self.line, "backend": self.backend, "suite": self.suite,
                 "code": self.code, "message": self.message}
 

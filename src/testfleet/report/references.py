@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from testfleet.documents.report import ReferenceDoc
 
 RefKind = Literal["issue", "pull", "url", "custom"]
 
@@ -43,7 +46,7 @@ class Reference:
     repo: str | None = None
     url: str | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ReferenceDoc:
         return {"kind": self.kind, "text": self.text, "number": self.number,
                 "repo": self.repo, "url": self.url}
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from testfleet.report.model import SCHEMA, GroupRow, LedgerEntry, Report, StageRow
 from testfleet.report.render_results import json_data as results_json
 
+if TYPE_CHECKING:
+    from testfleet.documents.report import GroupDoc, LedgerEntryDoc, ReportDoc, StageRowDoc
 
-def to_json_data(report: Report) -> dict[str, Any]:
+
+def to_json_data(report: Report) -> ReportDoc:
     h = report.history
-    data: dict[str, Any] = {
+    data: ReportDoc = {
         "schema": SCHEMA,
         "project": report.project,
         "config_file": report.config_file,
@@ -90,7 +93,7 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _stage(s: StageRow, report: Report) -> dict[str, Any]:
+def _stage(s: StageRow, report: Report) -> StageRowDoc:
     """``status`` is the configuration's; ``health`` what its results say (null: none)."""
     health = report.health_of(s.name)
     return {"name": s.name, "backend": s.backend, "status": s.status, "reason": s.reason,
@@ -99,12 +102,12 @@ def _stage(s: StageRow, report: Report) -> dict[str, Any]:
             "health": health.to_json() if health is not None else None}
 
 
-def _group(g: GroupRow) -> dict[str, Any]:
+def _group(g: GroupRow) -> GroupDoc:
     return {"name": g.name, "counts": g.counts.to_json(), "scheduled": g.scheduled,
             "stages": list(g.stages)}
 
 
-def _entry(e: LedgerEntry) -> dict[str, Any]:
+def _entry(e: LedgerEntry) -> LedgerEntryDoc:
     return {
         "file": e.file, "line": e.line, "reason_line": e.reason_line, "backend": e.backend,
         "suite": e.suite, "labels": list(e.labels), "reason": e.reason,
