@@ -10,9 +10,9 @@ generated workflow as job steps, so their values obey the same text rules: no ``
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 SECRET_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _SECRET_NAME = re.compile(SECRET_NAME_RE)
@@ -107,25 +107,20 @@ def _checkouts(v: list[CheckoutConfig] | None) -> list[CheckoutConfig] | None:
     return v
 
 
+#: The keys' validated types, shared by the stage's table and a variant's.
+Python = Annotated[str | None, AfterValidator(_python)]
+Checkouts = Annotated[list[CheckoutConfig], AfterValidator(_checkouts)]
+
+
 class StageJobKeys(BaseModel):
     """``python`` (``"3.11"``; ``""`` for none; unset: 3.12 on a job without a container,
     none in one), ``uv`` (astral-sh/setup-uv before the setup steps), ``checkouts``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    python: str | None = None
+    python: Python = None
     uv: StrictBool = False
-    checkouts: list[CheckoutConfig] = Field(default_factory=list)
-
-    @field_validator("python")
-    @classmethod
-    def _check_python(cls, v: str | None) -> str | None:
-        return _python(v)
-
-    @field_validator("checkouts")
-    @classmethod
-    def _check_checkouts(cls, v: Any) -> Any:
-        return _checkouts(v)
+    checkouts: Checkouts = Field(default_factory=list)
 
 
 class VariantJobKeys(BaseModel):
@@ -133,21 +128,9 @@ class VariantJobKeys(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    python: str | None = None
+    python: Python = None
     uv: StrictBool | None = None
-    checkouts: list[CheckoutConfig] | None = None
-
-    @field_validator("python")
-    @classmethod
-    def _check_python(cls, v: str | None) -> str | None:
-        return _python(v)
-
-    @field_validator("checkouts")
-    @classmethod
-    def _check_checkouts(cls, v: Any) -> Any:
-        return _checkouts(v)
-
-
+    checkouts: Checkouts | None = None
 def checkout_json(c: CheckoutConfig) -> dict[str, Any]:
     return {"repository": c.repository, "ref": c.ref, "path": c.path,
             "token_secret": c.token_secret}

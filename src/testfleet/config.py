@@ -41,6 +41,7 @@ from testfleet.fileio import read_capped
 from testfleet.findings import Finding
 from testfleet.incidents.config import BackendIncidentKeys, backend_table_problems, patched_backend
 from testfleet.registry.model import MAX_EST_TIME
+from testfleet.stage_triggers import MarkerRoles, StageTriggers, VariantTriggers, trigger_problems
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -151,7 +152,7 @@ KEYWORD_TYPES = ("str", "int", "number", "bool", "list[str]")
 BASE_KEYWORDS = ("est_time", "suite", "labels", "nightly", "disabled")
 
 
-class MarkerSignature(_Strict):
+class MarkerSignature(MarkerRoles, _Strict):
     """How a project's marker is called: ``[tool.testfleet.markers.<marker>]``
     (``"*"`` applies to every registration marker without a table of its own)."""
 
@@ -260,7 +261,7 @@ def _image_or_table(schema: dict[str, Any]) -> None:
 # -- stage variants (#12): one suite on several runner classes or images ---------------
 
 
-class VariantConfig(VariantJobKeys, _Strict):
+class VariantConfig(VariantJobKeys, VariantTriggers, _Strict):
     """``[tool.testfleet.stages.<stage>.variants.<name>]``: the stage's suite once more, on
     other runners or another image. Every key is optional and overrides the stage's own;
     ``env`` is merged over the stage's. A variant is planned as its own jobs (a *lane*,
@@ -335,7 +336,7 @@ class VariantConfig(VariantJobKeys, _Strict):
         return self
 
 
-class StageConfig(StageJobKeys, _Strict):
+class StageConfig(StageJobKeys, StageTriggers, _Strict):
     """One CI job class. A stage with ``disabled`` is dormant: kept, never scheduled."""
 
     backend: str
@@ -1194,7 +1195,7 @@ def _cadence_problems(data: Mapping[str, Any],
             problems.append((f"stages.{name}.probe.cadence",
                              f"unknown cadence {cadence!r}{_did_you_mean(cadence, known)}; "
                              f"valid: {', '.join(sorted(known))} (policy.cadences)"))
-    return problems
+    return problems + trigger_problems(stages, known)
 
 
 def _did_you_mean(value: str, choices: Iterable[str]) -> str:

@@ -9,13 +9,15 @@ command line itself (an unknown cadence or cron) raise :class:`UsageError`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
-from testfleet.config import Config
+from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
 from testfleet.label_hints import closest_label
 from testfleet.planning.vocabulary import Event, Reason
+from testfleet.stage_triggers import change_trigger, event_excluded
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import PolicyDoc, TriggerFlagsDoc
@@ -345,22 +347,46 @@ def gate_labels(config: Config) -> set[str]:
     return labels
 
 
-def stage_gate(config: Config, policy: Policy, name: str) -> tuple[Reason, str] | None:
+def stage_gate(config: Config, policy: Policy, name: str,
+               changed: Sequence[str] | None = None) -> tuple[Reason, str] | None:
     """Why stage ``name`` does not run at all under ``policy``: (reason, detail), or None.
 
-    Checked in order: the stage's cadences, a draft pull request, the project-wide
-    required label, the stage's own ``requires_labels``. Label and draft gates apply to
-    pull requests only; pushes, schedules and manual runs are not gated by labels.
+    A stage with variants runs when one of its variants does (each variant may set its
+    own ``events``, ``cadences`` and ``run_on_changes``); the planner then leaves out the
+    variants whose own gate says no (:func:`lane_gate`). ``changed`` are the paths the
+    trigger changed, when known (``run_on_changes``).
     """
     stage = config.stages[name]
-    if stage.cadences is not None and policy.cadence not in stage.cadences:
-        return ("cadence-excluded",
-                f"stage {name} runs only on cadence(s) {', '.join(stage.cadences)}; "
-                f"this run is {policy.cadence}")
+    if not stage.variants:
+        return lane_gate(config, policy, name, stage, changed)
+    gates = [lane_gate(config, policy, name, stage.with_variant(v), changed, v)
+             for v in sorted(stage.variants)]
+    return None if any(g is None for g in gates) else gates[0]
+
+
+def lane_gate(config: Config, policy: Policy, name: str, lane: StageConfig,
+              changed: Sequence[str] | None = None, variant: str = "") -> tuple[Reason, str] | None:
+    """Why one lane (a stage, or a stage as one of its variants runs it) does not run.
+
+    Checked in order: a ``run_on_changes`` entry for this event that a changed path
+    matches (the lane then runs whatever its events and cadences say), the lane's
+    ``events``, its cadences, a draft pull request, the project-wide required label, the
+    stage's own ``requires_labels``. Label and draft gates apply to pull requests only;
+    pushes, schedules and manual runs are not gated by labels.
+    """
+    what = f"stage {name}" + (f" variant {variant}" if variant else "")
+    if change_trigger(lane, policy.event, changed) is None:
+        why = event_excluded(lane, what, policy.event)
+        if why is not None:
+            return ("event-excluded", why)
+        if lane.cadences is not None and policy.cadence not in lane.cadences:
+            return ("cadence-excluded",
+                    f"{what} runs only on cadence(s) {', '.join(lane.cadences)}; "
+                    f"this run is {policy.cadence}")
     if policy.event not in PR_EVENTS:
         return None
     pconf = config.policy
-    spec = config.backend_specs().get(stage.backend)
+    spec = config.backend_specs().get(lane.backend)
     gpu = bool(spec and spec.gpu)
     if policy.draft and (pconf.drafts == "skip" or (pconf.drafts == "skip-gpu" and gpu)):
         return ("draft", f"draft pull request; policy.drafts = {pconf.drafts!r} "
@@ -372,8 +398,8 @@ def stage_gate(config: Config, policy: Policy, name: str) -> tuple[Reason, str] 
         return ("label-required",
                 f"every pull request needs the label {required!r} before "
                 f"{'any GPU stage' if pconf.required_label_scope == 'gpu' else 'any stage'} runs")
-    if stage.requires_labels and not labels.intersection(stage.requires_labels):
-        wanted = " or ".join(repr(x) for x in stage.requires_labels)
+    if lane.requires_labels and not labels.intersection(lane.requires_labels):
+        wanted = " or ".join(repr(x) for x in lane.requires_labels)
         return ("label-required", f"stage {name} runs on a pull request only with the label "
                                   f"{wanted}")
     return None

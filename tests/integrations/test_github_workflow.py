@@ -677,3 +677,26 @@ def test_an_auto_lane_keeps_the_file_styles_with_the_collection(where: str) -> N
     for name in ("Restore the collection cache", "Save the collection cache"):
         assert steps[name]["with"]["path"].splitlines() == [".testfleet/registry-cache.bin",
                                                             ".testfleet/style-cache.json"]
+
+
+def test_a_stage_waits_in_the_workflow_for_what_any_event_makes_it_wait_for() -> None:
+    """``needs_on`` (adopted from SGLang, whose PR jobs wait for other stages than its
+    nightly ones): a workflow job's needs are the same on every event, so it waits for the
+    union; on an event where a needed stage has no jobs that job is skipped, and a plan
+    waits per event."""
+    config = validate_config({"stages": {
+        "unit": {"backend": "cpu"}, "lint": {"backend": "cpu"},
+        "gpu": {"backend": "cuda", "runs_on": ["self-hosted", "h200"], "needs": ["unit"],
+                "needs_on": {"pull_request": ["lint"]}}}})
+    jobs = parsed(render_workflow(config))["jobs"]
+    assert set(jobs["gpu"]["needs"]) == {"plan", "unit", "lint"}
+
+
+def test_waits_of_different_events_that_close_a_cycle_are_refused() -> None:
+    from testfleet.errors import UsageError
+
+    config = validate_config({"stages": {
+        "a": {"backend": "cpu", "needs_on": {"push": ["b"]}},
+        "b": {"backend": "cpu", "needs_on": {"pull_request": ["a"]}}}})
+    with pytest.raises(UsageError, match=r"wait for each other on different events"):
+        render_workflow(config)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from adopt.test_workflows import realistic_tree
 from support import run_cli
 from testfleet.integrations.toml_comments import carry_comments
-
-from .test_adopt_ci import realistic_tree
 
 if sys.version_info >= (3, 11):
     import tomllib

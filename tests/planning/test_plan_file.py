@@ -12,6 +12,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from testfleet.documents.plan import (
+    ContainerDoc,
+    JobCIDoc,
+    JobDoc,
+    PlannedTestDoc,
+    SkippedDoc,
+    StageDoc,
+)
 from testfleet.errors import UsageError
 from testfleet.planning import make_plan
 from testfleet.planning.jobci import Container, JobCI
@@ -23,14 +31,6 @@ from testfleet.planning.model import (
     StageSummary,
     content_digest,
     load_plan,
-)
-from testfleet.documents.plan import (
-    ContainerDoc,
-    JobCIDoc,
-    JobDoc,
-    PlannedTestDoc,
-    SkippedDoc,
-    StageDoc,
 )
 from testfleet.planning.plan_file import SHOWN_PROBLEMS, validate_plan_document
 from testfleet.planning.request import PlanRequest

@@ -5,7 +5,7 @@ Every file is decided before anything is written, then all are written or none
 unless ``--rederive-config`` asks for it; ``--force`` only replaces the workflow or
 pipeline, so regenerating CI keeps the maintainer's ``[tool.testfleet]``.
 ``--from-existing`` adopts a tree that already uses ``register_*_ci(...)`` markers
-(see :mod:`testfleet.integrations.adopt`).
+(see :mod:`testfleet.adopt`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _config_write(root: Path, explicit: Path | None, existing: Path | None,
     The edited ``pyproject.toml`` is read back before anything is written: every
     other table must come out equal and the new section must hold exactly ``data``.
     """
-    from testfleet.integrations.adopt import render_toml
+    from testfleet.adopt.toml_text import render_toml
 
     pyproject = root / "pyproject.toml"
     if explicit is not None:
@@ -245,7 +245,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     only replaces the workflow / pipeline. Every file is decided before anything
     is written, and a command that fails writes nothing.
     """
-    from testfleet.integrations import adopt
+    from testfleet.adopt.derive import derive
+    from testfleet.adopt.scaffold import scaffold
+    from testfleet.adopt.scan import scan
     from testfleet.integrations.ci_files import CIFiles, buildkite_files, github_files
     from testfleet.integrations.github_options import WorkflowOptions
 
@@ -298,13 +300,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             writes.append(ci_write)
             config = config.model_copy(update={"ci": config.ci.model_copy(update=ci_flags)})
     else:
-        result = adopt.scan(root, list(roots) if roots else None)
+        result = scan(root, list(roots) if roots else None)
         if result.calls or from_existing:
             if not result.calls:
                 raise UsageError(
                     "--from-existing: no register_<backend>_ci(...) calls found under "
                     f"{', '.join(result.roots)}; use --root DIR to point at the tests")
-            adoption = adopt.derive(result)
+            adoption = derive(result)
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
@@ -316,7 +318,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         else:
             if report is not None:
                 raise UsageError("--report: the tree has no register_*_ci(...) calls to adopt")
-            data = adopt.scaffold(root)
+            data = scaffold(root)
             comment = ("Scaffolded by 'testfleet init': every test file under "
                        f"{data['roots'][0]}/ is a CPU test.\nAdd stages and register GPU tests "
                        "with register_cuda_ci / register_rocm_ci.")
@@ -354,10 +356,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     errors = [f for f in adoption.findings if f.severity == "error"] if adoption else []
     blocked = bool(errors) and not allow_findings
     if report is not None and adoption is not None:
+        from testfleet.adopt.report import build_report
         from testfleet.fileio import output_mode, replace_atomically
-        from testfleet.integrations.adopt_report import build_report
 
-        text = build_report(root, result, adoption, config, *selection)
+        events = ({"pull_request", "workflow_dispatch", *(["schedule"] if config.policy.schedules
+                                                          else []), *(["push"] if push_branches else [])}
+                  if github else None)
+        text = build_report(root, result, adoption, config, *selection, workflow_events=events)
         try:
             replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
         except OSError as exc:
@@ -468,8 +473,8 @@ def _buildkite_container_options(adoption: Any, *, keep: bool) -> None:
     key for (``--ulimit``) would stop every ``plan --format buildkite``. For a Buildkite
     pipeline alone they are left out and listed as not carried over; when the GitHub
     workflow (which carries them) is written too, they stay and are a finding to settle."""
+    from testfleet.adopt.ci_model import NotCarried
     from testfleet.findings import Finding
-    from testfleet.integrations.adopt_ci import NotCarried
     from testfleet.integrations.buildkite import docker_plugin_options
 
     for name, stage in adoption.data.get("stages", {}).items():
@@ -523,7 +528,7 @@ def _without(options: str, unsupported: list[str]) -> str:
 def _runner_selection(path: Path | None) -> tuple[dict[tuple[str, str], set[str]] | None, str]:
     if path is None:
         return None, ""
-    from testfleet.integrations.adopt_report import parse_runner_selection
+    from testfleet.adopt.runner_selection import parse_runner_selection
 
     return parse_runner_selection(_read_text(path), str(path)), path.name
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from testfleet.documents.base import closed
 
@@ -27,6 +27,9 @@ class RegistrationDoc(TypedDict):
     """The reason it is disabled, or null."""
     implicit: bool
     """Registered by an ``[[implicit]]`` directory rather than a marker call."""
+    disabled_on: NotRequired[list[str]]
+    """Runner label patterns (fnmatch) that narrow ``disabled`` to the lanes whose
+    ``runs_on`` has a matching label; absent when ``disabled`` applies everywhere."""
 
 
 @closed

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field
-
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from testfleet.documents.base import closed
 from testfleet.documents.plan import PolicyDoc
@@ -167,6 +166,9 @@ class LedgerEntryDoc(TypedDict):
     shared_reason: int
     """How many disabled registrations carry exactly this reason."""
     stage_dormant: bool
+    runners: NotRequired[list[str]]
+    """Runner label patterns (fnmatch) it is disabled on; absent when it is disabled on
+    every runner."""
 
 
 @closed

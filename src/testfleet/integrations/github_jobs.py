@@ -27,6 +27,7 @@ from testfleet.integrations.github_options import (
     history_mode,
     reads_cache,
     restore_history,
+    workflow_needs,
 )
 from testfleet.integrations.yaml_doc import Flow, Note
 from testfleet.integrations.yaml_text import expr_str
@@ -135,7 +136,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     stage = lane.config
     ci = job_ci(stage)
     stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
-    needed = [ln for n in stage.needs for ln in all_lanes(config).values() if ln.stage == n]
+    needed = [ln for n in workflow_needs(stage) for ln in all_lanes(config).values() if ln.stage == n]
     needs = ["plan", *[job_ids[ln.key] for ln in needed if ln.key in present]]
     dropped = sorted({ln.stage for ln in needed if ln.key not in present})
     cond = ["!cancelled()", "needs.plan.result == 'success'", f"{stage_ref}.has_jobs"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from testfleet.config import Config
+from testfleet.errors import UsageError
 from testfleet.integrations.github_steps import pinned
 from testfleet.integrations.yaml_doc import Note
 from testfleet.integrations.yaml_text import expr_str
@@ -111,20 +112,35 @@ def render_actionlint_config(config: Config) -> str:
 
 # -- jobs and waves ---------------------------------------------------------------------
 
+def workflow_needs(stage: Any) -> list[str]:
+    """What a stage's workflow job waits for: a job's ``needs`` are the same on every event,
+    so ``needs`` and every event's ``needs_on`` together (a plan waits per event; on an event
+    where a needed stage has no jobs, that job is skipped and the stage still runs)."""
+    from testfleet.stage_triggers import needs_for
+
+    return needs_for(stage.needs, getattr(stage, "needs_on", {}) or {}, None)
+
+
 def stage_waves(config: Config) -> dict[str, int]:
-    """Each stage's wave: 0 without ``needs``, else one more than its deepest need.
+    """Each stage's wave: 0 without needs, else one more than its deepest need.
 
     Dormant stages count too, so that re-enabling a stage never needs a new
-    workflow. (The config loader has already rejected cycles and unknown needs.)
+    workflow. The config loader has already rejected cycles of one event's needs; needs
+    of different events that close a cycle cannot be one workflow (UsageError).
     """
     waves: dict[str, int] = {}
 
     def wave(name: str, trail: tuple[str, ...] = ()) -> int:
         if name in waves:
             return waves[name]
-        if name in trail or name not in config.stages:  # defensive: validated upstream
+        if name in trail:
+            cycle = " -> ".join((*trail[trail.index(name):], name))
+            raise UsageError(f"stages {cycle} wait for each other on different events "
+                             "(needs_on); a GitHub workflow job waits the same way on every "
+                             "event, so it cannot be generated: make the waits one order")
+        if name not in config.stages:  # defensive: validated upstream
             return 0
-        needs = config.stages[name].needs
+        needs = workflow_needs(config.stages[name])
         value = 0 if not needs else 1 + max(wave(n, (*trail, name)) for n in needs)
         waves[name] = value
         return value

@@ -149,6 +149,16 @@ def _trust_line(plan: Plan) -> str:
     return describe(plan.trust or {})
 
 
+def dormant_groups(plan: Plan) -> list[tuple[str, list[str]]]:
+    """The dormant lanes by their reason, each reason once (first-seen order): a reason
+    shared by many stages is printed once with their names, not once per stage."""
+    groups: dict[str, list[str]] = {}
+    for s in plan.stages:
+        if s.status == "dormant":
+            groups.setdefault(s.reason, []).append(s.lane)
+    return list(groups.items())
+
+
 def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
     p = plan.policy
     lines = ["## testfleet plan", ""]
@@ -166,12 +176,17 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         lines.append("### ⚠️ Coverage holes")
         lines.append("")
         for s in plan.holes:
-            lines.append(f"- **{md(s.lane)}** ({md(s.backend)}): {md(s.status)}"
-                         + (f" — {md(s.reason)}" if s.reason else ""))
+            if s.status != "dormant":
+                lines.append(f"- **{md(s.lane)}** ({md(s.backend)}): {md(s.status)}"
+                             + (f" — {md(s.reason)}" if s.reason else ""))
+        for reason, lanes in dormant_groups(plan):
+            lines.append(f"- dormant ({len(lanes)}): {md(', '.join(lanes))} — {md(reason)}")
         lines.append("")
     lines += ["| stage | backend | status | wave | shards | est. min (makespan) | scheduled / registered | reason |",
               "|---|---|---|---|---|---|---|---|"]
     for s in plan.stages:
+        if s.status == "dormant":
+            continue  # listed once per reason above
         lines.append(
             f"| {md(s.lane)} | {md(s.backend)} | {md(s.status)}{' ⚠️' if s.hole else ''} | {s.wave} "
             f"| {s.shards} | {_minutes(s.makespan)} | {s.counts.get('scheduled', 0)} / "
@@ -204,7 +219,9 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
         lines += ["<details><summary>Skipped registrations</summary>", "",
                   "| file | stage | reason | detail |", "|---|---|---|---|"]
         for sk in plan.skipped[:max_skipped]:
-            lines.append(f"| {md(sk.file)} | {md(sk.lane)} | {sk.reason} | {md(sk.detail)} |")
+            # a dormant stage's reason is given once, with the holes above
+            detail = "(the stage's reason is above)" if sk.reason == "stage-dormant" else sk.detail
+            lines.append(f"| {md(sk.file)} | {md(sk.lane)} | {sk.reason} | {md(detail)} |")
         if len(plan.skipped) > max_skipped:
             lines.append(f"| … and {len(plan.skipped) - max_skipped} more | | | |")
         lines += ["", "</details>", ""]
@@ -247,6 +264,8 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
                          ("sched/reg", "right"), ("reason", "left")]:
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for s in plan.stages:
+        if s.status == "dormant":
+            continue  # grouped by reason below
         status = Text(s.status + (" (hole)" if s.hole else ""),
                       style=_STATUS_STYLE.get(s.status, ""))
         table.add_row(Text(s.lane), Text(s.backend), status, str(s.wave), str(s.shards),
@@ -271,7 +290,13 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     if counts:
         console.print(Text("skipped: " + ", ".join(f"{counts[r]} {r}" for r in REASONS
                                                    if counts.get(r))))
+    for reason, lanes in dormant_groups(plan):
+        console.print(Text(f"dormant ({len(lanes)}, nothing scheduled, each a coverage hole): "
+                           f"{', '.join(lanes)}", style="bold yellow"))
+        console.print(Text(f"  reason: {reason}"))
     for s in plan.holes:
+        if s.status == "dormant":
+            continue
         console.print(Text(f"coverage hole: {s.lane} ({s.backend}) — {s.status}"
                            + (f": {s.reason}" if s.reason else ""), style="bold yellow"))
     for w in plan.warnings:

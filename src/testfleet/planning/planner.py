@@ -35,9 +35,10 @@ from testfleet.planning.model import (
     seal,
 )
 from testfleet.planning.request import PlanRequest
-from testfleet.planning.select import select, validate_request
-from testfleet.policy import label_problem, resolve_policy
+from testfleet.planning.select import changed_paths, select, validate_request
+from testfleet.policy import label_problem, lane_gate, resolve_policy
 from testfleet.registry.model import Registration, Registry
+from testfleet.stage_triggers import bind_stage_files, needs_for
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import TrustDoc
@@ -55,13 +56,16 @@ class PlanInvariantError(TestfleetError):
     exit_code = 3
 
 
-def stage_waves(config: Config) -> dict[str, int]:
+def stage_waves(config: Config, event: str | None = None) -> dict[str, int]:
     """Depth of each stage in the ``needs`` graph (0 = needs nothing).
 
     Computed from the configuration alone, so a workflow generated once has a
-    fixed number of wave jobs whatever a trigger selects.
+    fixed number of wave jobs whatever a trigger selects. With ``event``, a stage's
+    ``needs_on`` entry for it replaces ``needs``; without, every edge counts (the
+    deepest the waves can be on any event).
     """
-    graph = {name: stage.needs for name, stage in config.stages.items()}
+    graph = {name: needs_for(stage.needs, stage.needs_on, event)
+             for name, stage in config.stages.items()}
 
     @cache
     def depth(name: str) -> int:
@@ -130,7 +134,7 @@ def _hole_cause(stage: StageConfig, regs: list[Registration], invalid: int = 0) 
         return f"the stage is dormant: {stage.disabled}"
     if not regs:
         return rejected or "no test file registers it"
-    if all(r.disabled for r in regs):
+    if all(r.disabled_for(stage.runs_on) for r in regs):
         return f"all {len(regs)} registration(s) are disabled" + (f"; {rejected}" if rejected else "")
     return rejected or None
 
@@ -153,6 +157,24 @@ def _bind_path_only(registrations: list[Registration], config: Config,
                 continue
         out.append(reg)
     return out
+
+
+def _runner_disabled(lane: Lane, status: Status, reason: str, chosen: list[Registration],
+                     skipped: list[Skipped], skip_counts: dict[str, Counter[str]],
+                     ) -> tuple[Status, str, list[Registration]]:
+    """Registrations disabled on this lane's runner class only (``disabled_on``) get the
+    fate ``disabled`` here, with the runner label that matched; the other lanes run them."""
+    kept: list[Registration] = []
+    for r in chosen:
+        why = r.disabled_for(lane.config.runs_on)
+        if why is None:
+            kept.append(r)
+            continue
+        skipped.append(Skipped(r.file, r.backend, r.suite, "disabled", why, lane.variant))
+        skip_counts[lane.key]["disabled"] += 1
+    if status == "scheduled" and not kept:
+        return "empty", "every selected registration is disabled on these runners", []
+    return status, reason, kept
 
 
 def _invalid_fates(registry: Registry | Sequence[Registration]) -> list[Skipped]:
@@ -208,6 +230,8 @@ def make_plan(
     validate_request(config, registrations, request)
     wanted_lanes, request = _lane_request(config, request)
     registrations = _bind_path_only(registrations, config, request)
+    if not request.files:  # an explicit --file request keeps --stage deciding
+        registrations = bind_stage_files(registrations, config)
     invalid = _invalid_fates(registry)
 
     stages_of_file: dict[str, set[str]] = defaultdict(set)
@@ -221,7 +245,8 @@ def make_plan(
     warnings.extend(sel.warnings)
     sel.skipped.extend(invalid)
 
-    waves = stage_waves(config)
+    waves = stage_waves(config, policy.event)
+    changed = changed_paths(request)
     by_stage: dict[str, list[Registration]] = defaultdict(list)
     for reg in registrations:
         by_stage[reg.suite].append(reg)
@@ -234,6 +259,7 @@ def make_plan(
     jobs: list[Job] = []
     summaries: list[StageSummary] = []
     hole_warnings: list[str] = []
+    dormant_holes: dict[str, list[tuple[str, str]]] = {}
     for name, lane in ((n, lane) for n in sorted(config.stages, key=lambda n: (waves[n], n))
                        for lane in stage_lanes(config, n)):
         stage = lane.config
@@ -242,8 +268,13 @@ def make_plan(
         if lane.variant:  # one suite under two backends: each variant runs its backend's
             chosen = [r for r in chosen if r.backend == lane.backend]
         if lane.variant:
+            gate = None if request.files else lane_gate(config, policy, name, stage, changed,
+                                                        lane.variant)
             status, reason, chosen = _lane_status(lane, status, reason, chosen, wanted_lanes,
-                                                  sel.skipped, skip_counts)
+                                                  sel.skipped, skip_counts, gate)
+        if not request.include_disabled and any(r.disabled_on for r in chosen):
+            status, reason, chosen = _runner_disabled(lane, status, reason, chosen,
+                                                      sel.skipped, skip_counts)
         auto = stage.command == AUTO
         if auto and chosen and styles is None:
             from testfleet.planning.styles import read_styles
@@ -283,7 +314,7 @@ def make_plan(
                 shard=i,
                 shards=of,
                 wave=waves[name],
-                needs=tuple(stage.needs),
+                needs=tuple(needs_for(stage.needs, stage.needs_on, policy.event)),
                 estimate=rounded(sum(sec for _, sec in group)),
                 tests=tuple(PlannedTest(f, sec, source_of[f], command_of[f], quarantined_of[f])
                             for f, sec in group),
@@ -300,14 +331,17 @@ def make_plan(
             lane_skips["invalid"] += invalid_counts[(name, lane.backend)]
         cause = _hole_cause(stage, regs, lane_skips.get("invalid", 0))
         what = f"stage {name}" + (f" variant {lane.variant}" if lane.variant else "")
-        if cause and any(not r.disabled for r in regs) and stage.disabled is None:
+        if cause and any(not r.disabled_for(stage.runs_on) for r in regs) and stage.disabled is None:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) is missing tests: {cause}")
+        elif cause and stage.disabled is not None:
+            dormant_holes.setdefault(stage.disabled, []).append(
+                (f"{what} ({stage.backend})", f"{lane.key} ({stage.backend})"))
         elif cause:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
         counts: dict[StageCount, int] = {
             "registered": len(regs),
-            "enabled": sum(1 for r in regs if not r.disabled),
+            "enabled": sum(1 for r in regs if not r.disabled_for(stage.runs_on)),
             "scheduled": len(tests),
             # flaky files that run without blocking (#14): scheduled, but at risk
             "quarantined": sum(1 for t in tests if t.quarantined),
@@ -324,6 +358,15 @@ def make_plan(
             hole=cause is not None,
         ))
 
+    # dormant stages are said once per reason, not once per stage (a tree adopted with
+    # dozens of stages no job runs would otherwise repeat one long reason dozens of times)
+    for why, whats in dormant_holes.items():
+        if len(whats) == 1:
+            hole_warnings.append(f"coverage hole: {whats[0][0]} has no enabled registrations: "
+                                 f"the stage is dormant: {why}")
+        else:
+            hole_warnings.append(f"coverage hole: {len(whats)} dormant stages have no enabled "
+                                 f"registrations ({', '.join(sorted(k for _, k in whats))}): each is dormant: {why}")
     warnings.extend(hole_warnings)
     jobs.extend(probe_jobs(config, by_stage, policy.cadence, estimates, waves, warnings))
     warnings.extend(f"quarantined: {t.file} ({j.stage}) runs but its failure does not fail "
@@ -433,9 +476,11 @@ def _lane_fates(config: Config, skipped: list[Skipped]) -> list[Skipped]:
 
 def _lane_status(lane: Lane, status: Status, reason: str, chosen: list[Registration],
                  wanted: Mapping[str, set[str]], skipped: list[Skipped],
-                 skip_counts: dict[str, Counter[str]]) -> tuple[Status, str, list[Registration]]:
+                 skip_counts: dict[str, Counter[str]],
+                 gate: tuple[Reason, str] | None = None) -> tuple[Status, str, list[Registration]]:
     """A variant's status from its stage's: dormant by its own ``disabled``; of a scheduled
-    stage, left out by ``--stage S.V`` naming another variant, empty when no selected
+    stage, left out by ``--stage S.V`` naming another variant, excluded by its own trigger
+    gate (``gate``: its events, cadences, run_on_changes), empty when no selected
     registration is of its backend, else scheduled. Registrations it does not run get
     their fate here."""
     def skip_all(why: Reason, detail: str) -> None:
@@ -453,6 +498,9 @@ def _lane_status(lane: Lane, status: Status, reason: str, chosen: list[Registrat
         return "dormant", lane.config.disabled, []
     if status != "scheduled":
         return status, reason, chosen
+    if gate is not None:
+        skip_all(*gate)
+        return "excluded", gate[1], []
     if not chosen:
         return "empty", f"no selected registration of backend {lane.backend}", []
     return "scheduled", "", chosen

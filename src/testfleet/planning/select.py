@@ -4,9 +4,10 @@ Each registration either becomes a candidate for its stage's jobs or gets
 exactly one skip reason, checked in a fixed order so the reason is the most
 useful one to a reader: a request filter first (``not-requested``), then the
 registration's own ``disabled``, then the stage's state (``stage-dormant``,
-``unauthorized``), then the stage's trigger gates (``cadence-excluded``, ``draft``,
-``label-required``), then the policy (``per-commit-only``, ``nightly-only``,
-``not-selected-by-labels``), and last PR pruning (``stage-unaffected``). An explicit
+``unauthorized``), then the stage's trigger gates (``event-excluded``,
+``cadence-excluded``, ``draft``, ``label-required``), then the side of the nightly split
+the stage or the cadence runs (``per-commit-only``, ``nightly-only``), then labels
+(``not-selected-by-labels``), and last PR pruning (``stage-unaffected``). An explicit
 ``--file`` request bypasses the trigger gates, as it does cadence and labels.
 """
 
@@ -25,6 +26,7 @@ from testfleet.planning.model import REASONS, Skipped
 from testfleet.planning.request import PlanRequest
 from testfleet.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.registry.model import Registration
+from testfleet.stage_triggers import side_excluded
 
 if TYPE_CHECKING:
     from testfleet.planning.vocabulary import Reason, Status
@@ -115,7 +117,9 @@ def select(
     stages = set(request.stages)
     denied = denied or {}
     auth_hint = authorization_hint(trust if trust is not None else config)
-    gates = {} if files else {name: stage_gate(config, policy, name) for name in config.stages}
+    changed = changed_paths(request)
+    gates = {} if files else {name: stage_gate(config, policy, name, changed)
+                              for name in config.stages}
     accepted = {name: stage_backends(config, name) for name in config.stages}
 
     def skip(reg: Registration, reason: Reason, detail: str) -> None:
@@ -137,7 +141,7 @@ def select(
             skip(reg, "not-requested", f"--stage filter: {', '.join(sorted(stages))}")
         elif files and reg.file not in files:
             skip(reg, "not-requested", "explicit --file request names other files")
-        elif reg.disabled and not request.include_disabled:
+        elif reg.disabled and not reg.disabled_on and not request.include_disabled:
             skip(reg, "disabled", reg.disabled)
             if files:
                 sel.warnings.append(
@@ -155,11 +159,16 @@ def select(
                  f"without an authorizing label ({auth_hint})")
         elif (gate := gates.get(reg.suite)) is not None:
             skip(reg, gate[0], gate[1])
-        elif not files and policy.exact_nightly and not reg.nightly:
+        elif not files and stage.registrations is not None \
+                and (side := side_excluded(stage.registrations, reg.suite, reg.nightly)):
+            skip(reg, *side)
+        elif not files and stage.registrations is None and policy.exact_nightly \
+                and not reg.nightly:
             skip(reg, "per-commit-only",
                  f"nightly=False; cadence {policy.cadence} runs only nightly=True registrations "
                  "(nightly_split = 'exact')")
-        elif not files and reg.nightly and not policy.admit_nightly:
+        elif not files and stage.registrations is None and reg.nightly \
+                and not policy.admit_nightly:
             skip(reg, "nightly-only", f"nightly=True; cadence {policy.cadence} does not admit it")
         elif not files and reg.labels and not include.intersection(reg.labels):
             # the include set itself is in the plan's policy; repeating it per file bloats
@@ -172,6 +181,12 @@ def select(
     _prune(config, policy, request, impact, sel)
     _statuses(config, policy, request, sel, auth_hint, gates, denied)
     return sel
+
+
+def changed_paths(request: PlanRequest) -> tuple[str, ...] | None:
+    """The paths the trigger changed, when a usable diff came with it."""
+    changes = request.changes
+    return changes.paths if changes is not None and changes.error is None else None
 
 
 def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact | None,

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 #: Keys that this version's StageConfig does not have are skipped.
 TRUST_STAGE_KEYS = ("trusted_only", "runs_on", "container", "secrets", "setup",
                     # the stage's trigger gates (a fork must not drop its label gate)
-                    "cadences", "requires_labels",
+                    "cadences", "requires_labels", "events", "run_on_changes", "registrations",
+                    "files",
                     # stage variants (#12): each names its own runners, image and secrets
                     "variants")
 #: Settings whose base value decides a fork's authorization (see ``authorizing_labels``).

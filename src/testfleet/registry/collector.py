@@ -366,7 +366,8 @@ def _encode(result: FileResult, is_racy: bool, rules: Rules) -> tuple[Any, bytes
         return None, b""  # not cacheable: the file is scanned again next time
     gate_text = json.dumps(gates, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8", "surrogatepass") if gates else b""
-    regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit]
+    regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit,
+             *([list(r.disabled_on)] if r.disabled_on else [])]
             for r in result.registrations]
     if not result.findings and not result.invalid and not result.suppressions:
         return [racy, [regs]], gate_text
@@ -414,7 +415,13 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
     if type(regs) is not list or type(finds) is not list or type(invalid) is not list or type(supp) is not list:
         raise TypeError("bad payload")
     append = out.registrations.append
-    for backend, suite, est, line, col, labels, nightly, disabled, implicit in regs:
+    for row in regs:
+        if type(row) is not list or len(row) not in (9, 10):
+            raise TypeError("bad registration")
+        backend, suite, est, line, col, labels, nightly, disabled, implicit = row[:9]
+        disabled_on = row[9] if len(row) == 10 else []
+        if type(disabled_on) is not list or not all(type(p) is str for p in disabled_on):
+            raise TypeError("bad registration")
         if not (type(backend) is str and backend in rules.gpu and type(suite) is str
                 and (suite in rules.stages or suite == "")
                 and type(est) in (int, float) and 0 <= est < _INF and type(line) is int and type(col) is int
@@ -425,7 +432,8 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
         for label in label_tuple:
             if type(label) is not str:
                 raise TypeError("bad label")
-        append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit))
+        append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit,
+                            tuple(disabled_on)))
     gates = json.loads(gate_text) if gate_text else []
     if type(gates) is not list:
         raise TypeError("bad gates")
@@ -454,6 +462,13 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
 def _unused_stages(settings: Settings, registrations: list[Registration],
                    invalid: list[InvalidRegistration]) -> list[Finding]:
     used = {r.suite for r in registrations}
+    by_path = [r for r in registrations if r.suite == ""]
+    if by_path:
+        from testfleet.stage_triggers import files_match
+
+        # a stage that runs path-only registrations by path is used by them
+        used |= {name for name, rule in settings.rules.stages.items() if rule.files and any(
+            r.backend in rule.backends and files_match(rule.files, r.file) for r in by_path)}
     rejected: dict[str, int] = {}
     for bad in invalid:
         rejected[bad.suite] = rejected.get(bad.suite, 0) + 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +36,13 @@ class Registration:
     nightly: bool = False
     disabled: str | None = None
     implicit: bool = False
+    #: fnmatch patterns over runner labels that narrow ``disabled`` to the lanes whose
+    #: ``runs_on`` has a matching label (a project keyword such as ``disabled_on_runners``,
+    #: see ``MarkerRoles``); empty: ``disabled`` applies everywhere
+    disabled_on: tuple[str, ...] = ()
 
     def to_json(self) -> RegistrationDoc:
-        return {
+        out: RegistrationDoc = {
             "file": self.file,
             "line": self.line,
             "backend": self.backend,
@@ -47,6 +53,20 @@ class Registration:
             "disabled": self.disabled,
             "implicit": self.implicit,
         }
+        if self.disabled_on:
+            out["disabled_on"] = list(self.disabled_on)
+        return out
+
+    def disabled_for(self, runs_on: Sequence[str]) -> str | None:
+        """Why this registration does not run on a lane with these runner labels: its
+        ``disabled`` reason everywhere, or only where ``disabled_on`` matches a label."""
+        if self.disabled is None or not self.disabled_on:
+            return self.disabled
+        for label in runs_on:
+            if any(fnmatch.fnmatchcase(label, p) for p in self.disabled_on):
+                return (f"{self.disabled} (disabled on runners matching "
+                        f"{', '.join(self.disabled_on)}: {label})")
+        return None
 
 
 @dataclass(frozen=True, order=True)

@@ -28,6 +28,8 @@ class Signature:
     ignore: tuple[str, ...] = ()
     allow_zero_est_time: bool = False
     allow_empty_suite: bool = False
+    #: the declared list[str] keyword whose runner patterns narrow ``disabled``
+    disabled_on_runners: str | None = None
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -43,7 +45,7 @@ class Signature:
 
     def to_json(self) -> list[object]:
         return [list(self.positional), [list(e) for e in self.extra], self.suite_template, list(self.ignore),
-                self.allow_zero_est_time, self.allow_empty_suite]
+                self.allow_zero_est_time, self.allow_empty_suite, self.disabled_on_runners]
 
 
 DEFAULT_SIGNATURE = Signature()
@@ -57,6 +59,8 @@ class StageRule:
     dormant: bool
     # #12: the backends whose registrations the stage takes (its variants' may add one)
     backends: tuple[str, ...] = ()
+    # path-only registrations (suite "") it runs by path (testfleet.stage_triggers)
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ def build_rules(config: Config) -> Rules:
         markers=frozenset(marker_backend) | {GATE_MARKER},
         stages={
             name: StageRule(name, st.backend, st.command, st.dormant,
-                            tuple(sorted(st.accepted_backends())))
+                            tuple(sorted(st.accepted_backends())), tuple(st.files))
             for name, st in config.stages.items()
         },
         labels=tuple(sorted(config.labels)),
@@ -167,7 +171,8 @@ def build_rules(config: Config) -> Rules:
         gate_marker=GATE_MARKER,
         signatures=tuple(sorted(
             (name, Signature(tuple(sig.positional), tuple(sorted(sig.keywords.items())), sig.suite_template,
-                             tuple(sig.ignore), sig.allow_zero_est_time, sig.allow_empty_suite))
+                             tuple(sig.ignore), sig.allow_zero_est_time, sig.allow_empty_suite,
+                             sig.disabled_on_runners))
             for name, sig in config.marker_signatures().items()
         )),
         per_file_ignores=tuple((glob, tuple(codes)) for glob, codes in config.check.per_file_ignores.items()),

@@ -421,11 +421,21 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
             err(*at("disabled"), "bad-text",
                 f"disabled holds a lone surrogate ({echo(disabled)}), which no output can "
                 "encode; write the reason as plain text")
+    disabled_on: tuple[str, ...] = ()
+    runners = values.get(sig.disabled_on_runners) if sig.disabled_on_runners else None
+    if runners is not None and runners is not _MISSING and _is_type(runners, "list[str]") and runners:
+        if not isinstance(disabled, str) or not disabled.strip():
+            err(*at(str(sig.disabled_on_runners)), "missing-argument",
+                f"{sig.disabled_on_runners}={echo(runners)} narrows disabled to those runners: "
+                "give the reason too (disabled=\"why, and how it comes back\")")
+        else:
+            disabled_on = tuple(runners)
     if err.errors != before:
         return None, guess
     return Registration(
         file=rel, backend=backend, suite=suite, est_time=float(est), line=call.line, col=call.col,
         labels=label_tuple, nightly=bool(nightly), disabled=disabled, implicit=False,
+        disabled_on=disabled_on,
     ), guess
 
 

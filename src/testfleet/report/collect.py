@@ -77,6 +77,10 @@ def build_report(
     """Everything the report shows, computed from its inputs only. ``invalid`` counts the
     registrations the registry rejected, per stage they name (#12: holes name that cause);
     ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk)."""
+    from testfleet.stage_triggers import bind_stage_files
+
+    # files a stage runs by path (suite "") count as that stage's
+    registrations = bind_stage_files(list(registrations), config)
     patterns = tuple(config.check.reference_patterns)
     dormant_stages = {n for n, s in config.stages.items() if s.disabled is not None}
     at_risk = {(stage, file) for stage, file in quarantined if stage not in dormant_stages}
@@ -232,7 +236,10 @@ def _ledger(regs: Sequence[Registration], ages: Mapping[Registration, LineAge],
         expiry = parse_expiry(reason)
         entries.append(LedgerEntry(
             file=reg.file, line=reg.line, backend=reg.backend, suite=reg.suite,
-            reason=reason, references=tuple(parse_references(reason, patterns)),
+            # disabled on some runner classes only: the ledger says which
+            reason=reason + (f" (only on runners matching {', '.join(reg.disabled_on)})"
+                             if reg.disabled_on else ""),
+            references=tuple(parse_references(reason, patterns)), runners=reg.disabled_on,
             age_days=age.days(now), age_status=age.status, age_note=age.note,
             changed=age.changed.date().isoformat() if age.changed else None,
             commit=age.commit, age_lower_bound=age.boundary,

@@ -137,6 +137,7 @@ class LedgerEntry:
     stage_dormant: bool
     labels: tuple[str, ...] = ()
     reason_line: int = 0  # the line of ``disabled=`` (multi-line calls), else ``line``
+    runners: tuple[str, ...] = ()  # runner label patterns it is disabled on (else everywhere)
 
 
 @dataclass(frozen=True)

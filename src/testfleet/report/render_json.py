@@ -108,7 +108,7 @@ def _group(g: GroupRow) -> GroupDoc:
 
 
 def _entry(e: LedgerEntry) -> LedgerEntryDoc:
-    return {
+    out: LedgerEntryDoc = {
         "file": e.file, "line": e.line, "reason_line": e.reason_line, "backend": e.backend,
         "suite": e.suite, "labels": list(e.labels), "reason": e.reason,
         "references": [r.to_json() for r in e.references],
@@ -118,3 +118,6 @@ def _entry(e: LedgerEntry) -> LedgerEntryDoc:
                    "days_left": e.days_left} if (e.expiry or e.expiry_error) else None,
         "shared_reason": e.shared_reason, "stage_dormant": e.stage_dormant,
     }
+    if e.runners:
+        out["runners"] = list(e.runners)
+    return out

@@ -1,0 +1,281 @@
+"""Adoption of the CI shapes that broke on SGLang's real tree (tests/fixtures/real_trees/
+sglang-ci, reconstructed from modal-projects/sglang; CI has no copy of the tree itself):
+a test file's catch-all stand-in for the marker in an except branch, suite="" files a
+cron runs by path, a suite named through the job's matrix, a job that calls the runner
+twice, a reusable PR gate that reads the live pull request, the same suite on two images
+in two workflows, a nightly that also runs on pushes touching version.py, waits that apply
+to pull requests only, and a manual-only --nightly job. After ``init --from-existing``
+with no hand edit: 0 findings, the registry is the project's own collector's, and for every
+suite run the workflows dispatch the plan selects the files the project's runner lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+from testfleet.adopt.derive import derive
+from testfleet.adopt.scan import scan
+from testfleet.config import load_project
+from testfleet.planning import make_plan
+from testfleet.planning.changes import ChangeSet
+from testfleet.planning.request import PlanRequest
+from testfleet.policy import Trigger
+from testfleet.registry import collect
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real_trees" / "sglang-ci"
+COLLECT = ("import glob, json; from sglang.test.ci.ci_register import collect_tests; "
+           "files = [f for f in glob.glob('test/registered/**/*.py', recursive=True) "
+           "if not f.endswith(('/__init__.py', '/conftest.py'))]; "
+           "print(json.dumps(sorted([t.filename, t.backend.name.lower(), str(t.effective_suite), "
+           "t.nightly, t.disabled is not None] for t in collect_tests(files))))")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    dest = tmp_path / "sglang"
+    shutil.copytree(FIXTURE, dest)
+    return dest
+
+
+def project_code(tree: Path, *args: str) -> str:
+    """The tree's own code in a Python of its own, writing no bytecode (adoption never runs
+    it; this test does, as the reference)."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, *args], cwd=tree, capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def listed(tree: Path, hw: str, suite: str, nightly: bool) -> set[str]:
+    out = project_code(tree, "test/run_suite.py", "--hw", hw, "--suite", suite, "--list-only",
+                       *(["--nightly"] if nightly else []))
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def test_the_marker_module_is_the_one_the_registrations_import(tree: Path) -> None:
+    """test_mmmu_eval_utils.py defines ``register_cpu_ci(*args, **kwargs)`` in an except
+    branch; the module the registrations import defines the real signature."""
+    result = scan(tree)
+    assert result.signatures_source == "python/sglang/test/ci/ci_register.py"
+    assert result.signatures["register_cuda_ci"].suite_template == "{stage}-test-{runner_config}"
+    adoption = derive(result)
+    assert [f for f in adoption.findings if f.severity == "error"] == []
+    assert adoption.data["markers"]["*"]["allow_empty_suite"] is True
+    stand_in = [c for c in result.calls if c.file.endswith("test_mmmu_eval_utils.py")]
+    assert [(c.backend, c.suite) for c in stand_in] == [("cpu", "base-a-test-cpu")]
+
+
+def test_the_stages_run_when_and_how_their_jobs_do(tree: Path) -> None:
+    data = derive(scan(tree)).data
+    stages, policy = data["stages"], data["policy"]
+    assert (policy["required_label"], policy["required_label_scope"], policy["drafts"]) == (
+        "run-ci", "all", "skip")  # through the reusable pr-gate.yml every stage job needs
+    # a workflow without push: the stage has no push event
+    assert stages["base-a-test-cpu"]["events"] == ["pull_request", "schedule", "workflow_dispatch"]
+    assert stages["base-a-test-cpu"]["cadences"] == ["regular"]  # its cron runs per-commit suites
+    # the suite of a matrix entry, and both suites of a job that calls the runner twice, run
+    assert stages["base-b-test-cpu"]["runs_on"] == ["xeon-gnr"]
+    for name in ("nightly-amd-accuracy-8-gpu-grok", "nightly-perf-8-gpu-grok"):
+        assert "disabled" not in stages[name], name
+        assert stages[name]["registrations"] == "nightly"
+        assert stages[name]["run_on_changes"] == [{"event": "push",
+                                                   "paths": ["python/sglang/version.py"]}]
+    assert stages["nightly-amd-accuracy-8-gpu-grok"]["file_timeout"] == 3600
+    assert stages["nightly-perf-8-gpu-grok"]["file_timeout"] == 5400  # its own call's flag
+    # the wait for base-a exists on pull requests only
+    assert stages["base-b-test-1-gpu-small"]["needs_on"] == {
+        "pull_request": ["base-a-test-1-gpu-small", "base-a-test-cpu"]}
+    assert "needs" not in stages["base-b-test-1-gpu-small"]
+    # one suite, two images, two workflows: the PR one is the stage's, the cron one a variant
+    amd = stages["stage-b-test-1-gpu-small-amd"]
+    assert amd["runs_on"] == ["linux-mi325-1gpu-sglang"]  # inputs.runner_arch empty: 'mi325'
+    assert amd["variants"]["pr-test-amd"]["run_on_changes"] == [
+        {"event": "pull_request", "paths": ["python/**", "test/**"]}]
+    assert amd["variants"]["rocm720"]["events"] == ["schedule", "workflow_dispatch"]
+    assert amd["variants"]["rocm720"]["setup"] == [
+        "bash scripts/ci/amd/amd_ci_start_container.sh --rocm-version rocm720"]
+    # started by hand only, with --nightly
+    assert (stages["full-1-npu-a3"]["events"], stages["full-1-npu-a3"]["registrations"]) == (
+        ["workflow_dispatch"], "nightly")
+    # the cron that runs suite="" files by path
+    npu = stages["nightly-poc-single-node-tests"]
+    assert npu["files"] == ["test/registered/ascend/perf/test_npu_glm_perf.py",
+                            "test/registered/ascend/perf/test_npu_qwen_perf.py"]
+    assert (npu["backend"], npu["registrations"], npu["runs_on"]) == (
+        "npu", "nightly", ["linux-aarch64-a3-2"])
+
+
+#: (hw, suite, --nightly, trigger, changed paths, lane) for every runner call the fixture's
+#: workflows make, on a trigger that starts it
+RUNS = [
+    ("cpu", "base-a-test-cpu", False, Trigger(event="pull_request", labels=("run-ci",)), None, ""),
+    ("cuda", "base-a-test-1-gpu-small", False, Trigger(event="pull_request", labels=("run-ci",)), None, ""),
+    ("cuda", "base-b-test-1-gpu-small", False, Trigger(event="pull_request", labels=("run-ci",)), None, ""),
+    ("cpu", "base-b-test-cpu", False, Trigger(event="pull_request", labels=("run-ci",)), None, ""),
+    ("amd", "stage-b-test-1-gpu-small-amd", False, Trigger(event="pull_request", labels=("run-ci",)),
+     ("python/sglang/srt/server.py",), "pr-test-amd"),
+    ("amd", "stage-b-test-1-gpu-small-amd", False, Trigger(event="schedule", schedule="30 17 * * *"),
+     None, "rocm720"),
+    ("amd", "nightly-amd-accuracy-8-gpu-grok", True, Trigger(event="schedule", schedule="30 17 * * *"), None, ""),
+    ("amd", "nightly-perf-8-gpu-grok", True, Trigger(event="schedule", schedule="30 17 * * *"), None, ""),
+    ("amd", "nightly-perf-8-gpu-grok", True, Trigger(event="push"), ("python/sglang/version.py",), ""),
+    ("cuda", "nightly-1-gpu", True, Trigger(event="schedule", schedule="0 14 */2 * *"), None, ""),
+    ("npu", "full-1-npu-a3", True, Trigger(event="workflow_dispatch"), None, ""),
+]
+
+
+def test_adopted_tree_selects_what_the_workflows_dispatch(tree: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
+    assert code == 0, out + err
+    checked = json.loads(out)
+    assert checked["errors"] == 0
+    # the stage that runs suite="" files by path is theirs, not an unused stage or a hole
+    assert [f["code"] for f in checked["findings"]] == []
+    code, out, err = run_cli(capsys, "-C", str(tree), "list", "--format", "json")
+    ours = sorted([r["file"], {"rocm": "amd"}.get(r["backend"], r["backend"]), r["suite"],
+                   r["nightly"], r["disabled"] is not None] for r in json.loads(out)["registrations"])
+    assert ours == json.loads(project_code(tree, "-c", COLLECT))
+    project = load_project(tree)
+    registry = collect(project, use_cache=False)
+    for hw, suite, nightly, trigger, changed, lane in RUNS:
+        changes = ChangeSet(paths=changed, source="test") if changed is not None else None
+        plan = make_plan(project, registry, PlanRequest(trigger=trigger, changes=changes))
+        planned = {t.file for j in plan.jobs if j.stage == suite and j.variant == lane
+                   for t in j.tests}
+        assert planned == listed(tree, hw, suite, nightly), (hw, suite, trigger)
+    # no push of anything but version.py runs the nightlies; the cron of suite="" files runs
+    # the one that is not disabled
+    push = make_plan(project, registry, PlanRequest(trigger=Trigger(event="push")))
+    assert {j.stage for j in push.jobs} == {"base-b-test-cpu"}
+    cron = make_plan(project, registry, PlanRequest(trigger=Trigger(event="schedule",
+                                                                    schedule="0 18 * * *")))
+    assert [t.file for j in cron.jobs if j.stage == "nightly-poc-single-node-tests"
+            for t in j.tests] == ["test/registered/ascend/perf/test_npu_qwen_perf.py"]
+    # a pull request without run-ci, or a draft, runs nothing, as the gate has it
+    for trigger in (Trigger(event="pull_request"),
+                    Trigger(event="pull_request", labels=("run-ci",), draft=True)):
+        assert make_plan(project, registry, PlanRequest(trigger=trigger)).jobs == ()
+
+
+def test_the_report_describes_the_workflow_it_writes(tree: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "adoption.md"
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--github",
+                             "--dry-run", "--report", str(report))
+    assert code == 0, out + err
+    text = report.read_text()
+    push = text.split("### push")[1].split("###")[0]
+    assert "testfleet runs 0 file(s) in 0 job(s)" in push
+    assert "The generated workflow has no `push:` trigger (`init --push-branch BRANCH` adds one)" in push
+    assert "| `base-b-test-cpu` | yes | no | the generated workflow has no trigger for this event |" in push
+    assert "### release" not in text  # no job of the existing CI takes a cadence by hand
+    assert "1 of its 2 file(s) register disabled ('performance testcase'), and the job runs them " \
+           "by path anyway" in text
+
+
+MILES = Path(__file__).resolve().parents[1] / "fixtures" / "real_trees" / "miles-ci"
+
+
+@pytest.fixture
+def miles(tmp_path: Path) -> Path:
+    dest = tmp_path / "miles"
+    shutil.copytree(MILES, dest)
+    return dest
+
+
+def _steps_before_tests(workflow: Path) -> list[str]:
+    import yaml
+
+    (job,) = yaml.safe_load(workflow.read_text())["jobs"].values()
+    names = []
+    for step in job["steps"]:
+        if step.get("name") == "Run tests":
+            break
+        names.append(step.get("name") or step["uses"])
+    return names
+
+
+def test_every_setup_step_checkout_and_secret_of_miles_is_carried_or_said(
+        miles: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step is its own setup item (the GPU wait's exit 0 ends that item only), in the
+    order the job runs them; setup-python, setup-uv and the other repositories' checkouts
+    are python/uv/checkouts; the tests' HF_TOKEN is a secret; the ROCm stage gets the image
+    its resolve job chooses; the runner's one pytest call per CPU shard is batch = true.
+    Every step before the tests is somewhere: in the stage or in what is not carried."""
+    import testfleet.adopt.job_settings as job_settings
+
+    monkeypatch.setattr(job_settings, "job_keys_supported", lambda: True)
+    result = derive(scan(miles))
+    stages = result.data["stages"]
+    cpu = stages["stage-a-cpu"]
+    assert (cpu["python"], cpu["uv"]) == ("3.11", True)
+    assert cpu["checkouts"] == [{"repository": "sgl-project/sglang", "path": "sglang"},
+                                {"repository": "radixark/Megatron-LM", "path": "Megatron-LM"}]
+    assert cpu["secrets"] == ["HF_TOKEN"]
+    assert cpu["setup"] == [
+        'echo "SGLANG_SOURCE_ROOT=$GITHUB_WORKSPACE/sglang/python" >> "$GITHUB_ENV"',
+        'echo "MEGATRON_SOURCE_ROOT=$GITHUB_WORKSPACE/Megatron-LM" >> "$GITHUB_ENV"',
+        "sudo rm -rf /usr/share/dotnet /usr/local/lib/android /opt/ghc\ndf -h",
+        'echo "PYTHONPATH=$GITHUB_WORKSPACE:$SGLANG_SOURCE_ROOT:$MEGATRON_SOURCE_ROOT" >> "$GITHUB_ENV"',
+        "export UV_SYSTEM_PYTHON=1\nuv pip install -r requirements.txt -r "
+        "tests/ci/requirements-ci-cpu.txt\npython tests/ci/verify_source_resolution.py"]
+    assert (cpu["command"], cpu["batch"], cpu["extra_args"]) == ("pytest", True, ["-v", "-x"])
+    gpu = stages["stage-c-4-gpu-h200"]
+    assert gpu["setup"][0].startswith("for i in $(seq 1 60); do") and "exit 0" in gpu["setup"][0]
+    assert gpu["setup"][1:] == [
+        'python -m pip install -r "$GITHUB_WORKSPACE/requirements.txt" --break-system-packages',
+        "python tests/ci/verify_source_resolution.py"]
+    rocm = stages["stage-c-4-gpu-mi350"]
+    assert rocm["container"]["image"] == "rocm/sgl-dev:miles-rocm720-mi35x"
+    assert rocm["setup"] == ["cd $GITHUB_WORKSPACE && pip install -e . --no-deps --break-system-packages"]
+    # no push trigger anywhere: no stage runs on a push
+    assert all("push" not in s["events"] for s in stages.values())
+    told = "\n".join(n.render() for n in result.not_carried)
+    # a step's own words, to find it among the stage's setup items
+    scripts = {"Free disk space": "sudo rm -rf", "Configure source paths": "PYTHONPATH=",
+               "Install dependencies": "uv pip install", "Wait for GPU ready": "nvidia-smi -L",
+               "Install requirements": "python -m pip install -r",
+               "Verify source resolution": "verify_source_resolution.py",
+               "Install (miles only)": "pip install -e ."}
+    for wf, stage in (("_run-cpu-ci.yml", cpu), ("_run-ci.yml", gpu), ("_run-ci-rocm.yml", rocm)):
+        setup = "\n".join(stage["setup"])
+        for name in _steps_before_tests(miles / ".github/workflows" / wf):
+            somewhere = (f"step '{name}'" in told or scripts.get(name, "\0") in setup
+                         or name in ("actions/checkout@v4", "Checkout miles")  # the job's own
+                         or (name == "Set up Python" and stage.get("python") == "3.11")
+                         or (name == "Install uv" and stage.get("uv") is True)
+                         or (name.startswith("Checkout ") and any(
+                             c["path"] == name.split()[-1] for c in stage.get("checkouts", []))))
+            assert somewhere, (wf, name)
+    for said in ("step 'Resolve dependency refs' -- its env PR_BODY is computed at run time",
+                 "checkout of sgl-project/sglang: ref '${{ steps.resolve-refs.outputs.ci_sglang_pr }}'",
+                 "step 'Install Helm' (uses: azure/setup-helm@v4) -- an action step",
+                 "step 'Install dependencies' -- never runs in this job",
+                 "step 'Resolve suite plan' -- a listing preflight"):
+        assert said in told, said
+
+
+def test_without_the_job_keys_they_are_listed_and_the_config_is_valid(
+        miles: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from testfleet.adopt.job_settings import job_keys_supported
+
+    code, out, err = run_cli(capsys, "-C", str(miles), "init", "--from-existing")
+    assert code == 0, out + err
+    text = (miles / "testfleet.toml").read_text()
+    assert "'''\nfor i in $(seq 1 60); do\n" in text  # the script as it runs, one step
+    assert max(len(line) for line in text.splitlines()) <= 100
+    if not job_keys_supported():
+        assert "python = '3.11' -- this testfleet has no stage key 'python' yet" in out
+    else:
+        assert 'python = "3.11"' in text and "uv = true" in text

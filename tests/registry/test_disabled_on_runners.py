@@ -1,0 +1,83 @@
+"""A registration disabled on one runner class only: a project keyword
+(``disabled_on_runners=["*mi35*"]``) declared through ``[markers]`` narrows ``disabled``
+to the lanes whose runner labels match; it is read from the tree (cached like any
+registration), runs elsewhere, and the disabled ledger says on which runners."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from support import run_cli
+
+CONFIG = '''
+roots = ["tests"]
+[markers."*"]
+keywords = { disabled_on_runners = "list[str]" }
+disabled_on_runners = "disabled_on_runners"
+
+[backends.rocm]
+markers = ["register_amd_ci"]
+labels_required = false
+
+[stages.stage-b-amd]
+backend = "rocm"
+[stages.stage-b-amd.variants.mi325]
+runs_on = ["linux-mi325-gpu-1"]
+[stages.stage-b-amd.variants.mi35x]
+runs_on = ["linux-mi35x-gpu-1"]
+'''
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "testfleet.toml").write_text(CONFIG)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_oom.py").write_text(textwrap.dedent('''
+        from ci import register_amd_ci
+        register_amd_ci(est_time=60, suite="stage-b-amd", disabled="OOM on MI35x, see #2301",
+                        disabled_on_runners=["*mi35*"])
+        def test_x():
+            pass
+        '''))
+    (tmp_path / "tests" / "test_ok.py").write_text(
+        'from ci import register_amd_ci\nregister_amd_ci(est_time=60, suite="stage-b-amd")\n'
+        "def test_y():\n    pass\n")
+    return tmp_path
+
+
+def test_it_runs_on_the_other_runner_class_and_the_ledger_names_the_runners(
+        tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(2):  # the second time from the registry cache
+        code, out, err = run_cli(capsys, "-C", str(tree), "list", "--format", "json")
+        assert code == 0, err
+        rows = {r["file"]: r for r in json.loads(out)["registrations"]}
+        assert rows["tests/test_oom.py"]["disabled_on"] == ["*mi35*"]
+        assert "disabled_on" not in rows["tests/test_ok.py"]
+    code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    ran = {(t["file"], j["variant"]) for j in plan["jobs"] for t in j["tests"]}
+    assert ("tests/test_oom.py", "mi325") in ran and ("tests/test_oom.py", "mi35x") not in ran
+    skip = next(s for s in plan["skipped"] if s["file"] == "tests/test_oom.py")
+    assert (skip["reason"], skip["variant"]) == ("disabled", "mi35x")
+    code, out, err = run_cli(capsys, "-C", str(tree), "report", "--format", "json")
+    assert code == 0, err
+    entry = next(e for e in json.loads(out)["ledger"] if e["file"] == "tests/test_oom.py")
+    assert entry["runners"] == ["*mi35*"]
+    assert entry["reason"] == "OOM on MI35x, see #2301 (only on runners matching *mi35*)"
+    assert [r["number"] for r in entry["references"]] == [2301]
+
+
+def test_patterns_without_a_reason_are_an_error(tree: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "tests" / "test_oom.py").write_text(
+        'from ci import register_amd_ci\n'
+        'register_amd_ci(est_time=60, suite="stage-b-amd", disabled_on_runners=["*mi35*"])\n'
+        "def test_x():\n    pass\n")
+    code, out, _err = run_cli(capsys, "-C", str(tree), "check")
+    assert code == 1
+    assert "tests/test_oom.py" in out and "2:71" in out and "give the reason too" in out
