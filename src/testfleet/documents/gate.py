@@ -14,12 +14,15 @@ from testfleet.documents.vocabulary import GateMode, GateStatus
 #: a recorded value JSON cannot hold as a number (the gate judges it ERROR)
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 
+
+@closed
 class GateCountsDoc(TypedDict):
+    """How many of a declaration's verdicts have each status."""
+
     ERROR: int
     FAIL: int
     PASS: int
     INACTIVE: int
-closed(GateCountsDoc)
 
 
 @closed
