@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.check import FindingDoc
 
 Severity = Literal["error", "warning"]
 
@@ -57,8 +60,10 @@ class Finding:
         props.append(f"title={_escape_property('testfleet ' + self.code)}")
         return f"::{self.severity} {','.join(props)}::{_escape_data(self.message)}"
 
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
+    def to_json(self) -> FindingDoc:
+        return {"file": self.file, "line": self.line, "col": self.col,
+                "severity": self.severity, "code": self.code, "message": self.message,
+                "key": self.key}
 
 
 def _escape_data(value: str) -> str:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
 from testfleet.label_hints import closest_label
+from testfleet.planning.vocabulary import Event, Reason
 from testfleet.stage_triggers import change_trigger, event_excluded
 
+if TYPE_CHECKING:
+    from testfleet.documents.plan import PolicyDoc, TriggerFlagsDoc
+
 PR_EVENTS = ("pull_request", "pull_request_target")
-EVENTS = (*PR_EVENTS, "push", "schedule", "workflow_call", "workflow_dispatch")
+EVENTS: tuple[Event, ...] = get_args(Event)
 
 #: GitHub caps label names at 50 characters; anything far longer is not a real label.
 MAX_LABEL_CHARS = 100
@@ -29,7 +33,7 @@ MAX_LABEL_CHARS = 100
 class Trigger:
     """What happened in CI, as plain values (from flags or a GitHub event payload)."""
 
-    event: str = "push"
+    event: Event = "push"
     labels: tuple[str, ...] = ()
     cadence: str | None = None
     schedule: str | None = None
@@ -44,7 +48,7 @@ class Trigger:
     #: the fork's latest push must not authorize code nobody has looked at.
     authorizing: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TriggerFlagsDoc:
         return {
             "event": self.event,
             "labels": list(self.labels),
@@ -70,7 +74,7 @@ class Policy:
     scope labels); ``authorized`` says whether ``trusted_only`` stages may run.
     """
 
-    event: str
+    event: Event
     cadence: str
     include_labels: tuple[str, ...]
     requested_labels: tuple[str, ...] = ()
@@ -89,7 +93,7 @@ class Policy:
     draft: bool = False
     exact_nightly: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PolicyDoc:
         return {
             "event": self.event,
             "cadence": self.cadence,
@@ -344,7 +348,7 @@ def gate_labels(config: Config) -> set[str]:
 
 
 def stage_gate(config: Config, policy: Policy, name: str,
-               changed: Sequence[str] | None = None) -> tuple[str, str] | None:
+               changed: Sequence[str] | None = None) -> tuple[Reason, str] | None:
     """Why stage ``name`` does not run at all under ``policy``: (reason, detail), or None.
 
     A stage with variants runs when one of its variants does (each variant may set its
@@ -361,7 +365,7 @@ def stage_gate(config: Config, policy: Policy, name: str,
 
 
 def lane_gate(config: Config, policy: Policy, name: str, lane: StageConfig,
-              changed: Sequence[str] | None = None, variant: str = "") -> tuple[str, str] | None:
+              changed: Sequence[str] | None = None, variant: str = "") -> tuple[Reason, str] | None:
     """Why one lane (a stage, or a stage as one of its variants runs it) does not run.
 
     Checked in order: a ``run_on_changes`` entry for this event that a changed path

@@ -31,7 +31,10 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from testfleet.documents.vocabulary import Outcome
 
 import pytest
 
@@ -60,7 +63,7 @@ class _Job:
     empty_reason: str = ""
     partial: str = ""  # why the session runs part of a file's tests ("" whole files)
     durations: dict[str, float] = field(default_factory=dict)
-    outcomes: dict[str, str] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
     failed_elsewhere: set[str] = field(default_factory=set)  # failures outside the job
     collected: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
@@ -361,7 +364,7 @@ class _Tracker:
         _write_status(job, verdicts, status)
 
 
-def _job_exit(job: _Job, verdicts: dict[str, str], status: int) -> int:
+def _job_exit(job: _Job, verdicts: dict[str, Outcome], status: int) -> int:
     """pytest's exit status under ``testfleet run``'s rule: the job passes when every file
     passed or failed while quarantined; a job file that ran nothing fails it; an empty
     shard passes. Interruptions, internal and usage errors keep pytest's status."""
@@ -388,7 +391,7 @@ def _job_exit(job: _Job, verdicts: dict[str, str], status: int) -> int:
     return int(pytest.ExitCode.OK)
 
 
-def _record(job: _Job, verdicts: dict[str, str]) -> None:
+def _record(job: _Job, verdicts: dict[str, Outcome]) -> None:
     rows = [(rel, outcome, job.durations.get(rel, 0.0)) for rel, outcome in verdicts.items()
             if outcome != "NOT_RUN"]
     if not rows:
@@ -417,7 +420,7 @@ def _record(job: _Job, verdicts: dict[str, str]) -> None:
         job.notes.append(f"history database unavailable, nothing recorded: {exc}")
 
 
-def _write_status(job: _Job, verdicts: dict[str, str], status: int) -> None:
+def _write_status(job: _Job, verdicts: dict[str, Outcome], status: int) -> None:
     from dataclasses import replace
 
     from testfleet import __version__

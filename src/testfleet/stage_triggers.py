@@ -24,21 +24,19 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from testfleet.graphs import find_cycle
+from testfleet.planning.vocabulary import Event, Reason
 
 if TYPE_CHECKING:
     from testfleet.config import Config
     from testfleet.registry.model import Registration
 
 #: The CI events a plan can be made for (``testfleet.policy.EVENTS``).
-EVENTS = ("pull_request", "pull_request_target", "push", "schedule", "workflow_call",
-          "workflow_dispatch")
-Event = Literal["pull_request", "pull_request_target", "push", "schedule", "workflow_call",
-                "workflow_dispatch"]
+EVENTS: tuple[Event, ...] = get_args(Event)
 #: The sides of the nightly split a stage can pin (see ``registrations``).
 SIDES = ("nightly", "per-commit")
 
@@ -230,7 +228,7 @@ def needs_for(needs: Sequence[str], needs_on: Mapping[Any, Sequence[str]],
     return list(needs_on[event]) if event in needs_on else list(needs)
 
 
-def side_excluded(side: str | None, name: str, nightly: bool) -> tuple[str, str] | None:
+def side_excluded(side: str | None, name: str, nightly: bool) -> tuple[Reason, str] | None:
     """(fate, detail) when a stage pinned to one side of the nightly split does not run
     this registration, else None."""
     if side == "nightly" and not nightly:

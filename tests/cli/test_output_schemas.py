@@ -1,5 +1,6 @@
-"""Every machine output carries ``schema: testfleet.<kind>/<n>`` and validates against
-the schema ``testfleet schema KIND`` publishes, run for real on the example project."""
+"""Every machine output carries ``schema: testfleet.<kind>/<n>``, validates against the
+schema ``testfleet schema KIND`` publishes, and that schema describes every key of it,
+run for real on the example project (with history: a real run, with failures)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,38 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from testfleet.schemas.kinds import OUTPUT_KINDS
-from testfleet.schemas.outputs import OUTPUTS, validate_output
+from testfleet.schemas.outputs import output_json_schema, output_types, validate_output
+
+from .schema_coverage import coverage
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "fleet"
+
+#: Two files of stage-b-cpu that fail alike (an incident, failing files, a failing stage
+#: health, failure signatures), and a marker call the registry rejects (check errors,
+#: ``durations``' invalid registrations, the plan's ``invalid`` fates).
+BROKEN = '''from testfleet import register_cpu_ci
+
+register_cpu_ci(est_time=1, suite="stage-b-cpu")
+
+raise RuntimeError("the rollout buffer lost its shared memory segment")
+'''
+INVALID = 'from testfleet import register_cpu_ci\n\nregister_cpu_ci(est_time=1, suite="stage-nope")\n'
+
+#: Maps whose keys are the user's, not ours (their values are typed), by kind and place in
+#: the published schema. Every other map names its keys (``propertyNames``).
+FREE_FORM_MAPS = {
+    ("plan", "/$defs/JobDoc/properties/env"):
+        "a job's environment variables: the stage's ``env`` table, named by the project",
+}
 
 
 def _tf(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -30,15 +53,26 @@ def _tf(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("schemas") / "fleet"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".testfleet", "__pycache__"))
+    for name in ("test_zz_broken_a.py", "test_zz_broken_b.py"):
+        (root / "tests" / "unit" / name).write_text(BROKEN, encoding="utf-8")
+    (root / "tests" / "unit" / "test_zz_invalid.py").write_text(INVALID, encoding="utf-8")
     run = _tf(root, "run", "--stage", "stage-b-cpu", "--cadence", "nightly", "--display", "plain",
               "--continue-on-error")
-    assert "Traceback" not in run.stdout + run.stderr
+    # the broken files' own tracebacks are in the output; none of testfleet's may be
+    frames = [line for line in (run.stdout + run.stderr).splitlines()
+              if line.strip().startswith('File "')]
+    assert run.returncode == 1 and not [f for f in frames if "testfleet" in f], run.stderr
     gated = next((root / ".testfleet" / "runs").rglob("tests__unit__test_train_curve_loss/*/*.jsonl")).parent
+    # the whole nightly plan: the report draws its shards, and reconciling the run against
+    # it finds the jobs that never reported and the statuses of another plan
+    planned = _tf(root, "plan", "--cadence", "nightly", "--format", "json", "--output",
+                  str(root / "nightly.json"))
+    assert planned.returncode == 1 and "1 registration error" in planned.stderr  # the invalid one
     commands = {
         "check": ["check", "--format", "json"],
         "list": ["list", "--format", "json"],
         "plan": ["plan", "--format", "json"],
-        "report": ["report", "--format", "json"],
+        "report": ["report", "--format", "json", "--plan", str(root / "nightly.json")],
         "durations": ["durations", "show", "--format", "json"],
         "durations-suggest": ["durations", "suggest", "--format", "json"],
         "gate-history": ["gate", "history", "--test", "tests/unit/test_train_curve_loss.py",
@@ -52,8 +86,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                           str(root / "merged.db"), "--format", "json"],
         "results": ["results", "--tests", "--format", "json"],
         "flaky": ["flaky", "--all", "--format", "json"],
-        # the run's frozen plan against its job status file (#26)
-        "reconcile": ["reconcile", "--plan", str(next((root / ".testfleet" / "plans").glob("*.json"))),
+        "reconcile": ["reconcile", "--plan", str(root / "nightly.json"),
                       str(root / ".testfleet" / "runs"), "--format", "json"],
         "incidents": ["incident", "list", "--format", "json"],
     }
@@ -71,34 +104,112 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return docs
 
 
+@pytest.fixture(scope="module")
+def published() -> Iterator[dict[str, dict[str, Any]]]:
+    """``testfleet schema KIND`` as a tool sees it: the command's stdout."""
+    out = {}
+    for kind in OUTPUT_KINDS:
+        proc = subprocess.run([sys.executable, "-m", "testfleet", "schema", kind],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out[kind] = json.loads(proc.stdout)
+    yield out
+
+
 def test_every_output_kind_is_covered() -> None:
-    assert set(OUTPUT_KINDS) == set(OUTPUTS)
+    assert set(OUTPUT_KINDS) == set(output_types())
+
+
+def test_the_example_exercises_the_lists_that_matter(outputs: dict[str, Any]) -> None:
+    """The coverage below is measured on what the documents hold: these lists must not be
+    empty, or whole objects (an incident, a failing file, a plan's shards) go unwalked."""
+    o = outputs
+    assert o["incidents"]["incidents"] and o["results"]["incidents"]
+    assert o["report"]["results"]["failing"] and o["report"]["failing_stages"]
+    assert o["report"]["plan"]["stages"] and o["report"]["ledger"] and o["report"]["holes"]
+    assert o["report"]["history"]["gates"] and o["report"]["history"]["trends"]
+    assert o["durations"]["invalid"] and o["check"]["findings"]
+    assert o["reconcile"]["missing_jobs"] and o["reconcile"]["other_plan"]
+    assert any(s["reason"] == "invalid" for s in o["plan"]["skipped"])
+    assert o["gate-evaluate"]["specs"] and o["gate-history"]["values"]
 
 
 @pytest.mark.parametrize("kind", OUTPUT_KINDS)
-def test_real_output_validates(kind: str, outputs: dict[str, object]) -> None:
+def test_real_output_validates(kind: str, outputs: dict[str, object],
+                               published: dict[str, dict[str, Any]]) -> None:
     doc = outputs[kind]
     assert isinstance(doc, dict) and doc["schema"].startswith(f"testfleet.{kind}/")
-    validate_output(kind, doc)  # the model
-    proc = subprocess.run([sys.executable, "-m", "testfleet", "schema", kind], capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    jsonschema.validate(doc, json.loads(proc.stdout))  # the published schema
+    validate_output(kind, doc)  # the writer's own type, strictly
+    jsonschema.validate(doc, published[kind])  # the published schema
 
 
 @pytest.mark.parametrize("kind", OUTPUT_KINDS)
-def test_schema_rejects_a_foreign_or_newer_document(kind: str, outputs: dict[str, object]) -> None:
+def test_the_schema_describes_every_field(kind: str, outputs: dict[str, object],
+                                          published: dict[str, dict[str, Any]]) -> None:
+    """Every key path of the real document is reached through declared properties (or a
+    typed map) and the schema says what its value is: nothing is merely allowed."""
+    cov = coverage(outputs[kind], published[kind])
+    print(f"\ncoverage {kind}: {len(cov.described)}/{len(cov.present)} key paths, "
+          f"{cov.keys_described}/{cov.keys} keys")
+    assert cov.present and not cov.missing, {p: cov.undescribed[p] for p in cov.missing}
+
+
+def _objects(node: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every sub-schema of a schema, with where it is."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _objects(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _objects(value, f"{path}/{i}")
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+def test_the_schema_is_closed(kind: str, published: dict[str, dict[str, Any]]) -> None:
+    """Strict where the output is ours, whatever a run happens to hold: every object
+    declares its keys and forbids others; a map names its keys (an enum) unless its keys
+    are the user's; no value is left untyped; ``schema`` is a constant."""
+    schema = published[kind]
+    assert schema["properties"]["schema"]["const"].startswith(f"testfleet.{kind}/")
+    free = {where for (k, where) in FREE_FORM_MAPS if k == kind}
+    maps = []
+    for where, sub in _objects(schema):
+        if sub.get("type") != "object" or where.endswith("/propertyNames"):
+            continue
+        extra = sub.get("additionalProperties")
+        if "properties" in sub:
+            assert extra is False, f"{kind}{where}: an object of ours that is open"
+            for name, prop in sub["properties"].items():
+                assert prop, f"{kind}{where}/properties/{name}: untyped"
+        else:
+            assert isinstance(extra, dict) and extra, f"{kind}{where}: an object without keys"
+            if "propertyNames" not in sub:
+                maps.append(where)
+    assert set(maps) == free
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+def test_schema_rejects_a_foreign_or_newer_document(kind: str, outputs: dict[str, object],
+                                                    published: dict[str, dict[str, Any]]) -> None:
     doc = dict(outputs[kind])  # type: ignore[call-overload]
-    schema = json.loads(subprocess.run([sys.executable, "-m", "testfleet", "schema", kind],
-                                       capture_output=True, text=True, timeout=60).stdout)
-    for bad in ({**doc, "schema": f"testfleet.{kind}/999"}, {k: v for k, v in doc.items()
-                                                             if k != "schema"}):
+    for bad in ({**doc, "schema": f"testfleet.{kind}/999"},
+                {k: v for k, v in doc.items() if k != "schema"}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)
+            jsonschema.validate(bad, published[kind])
 
 
-def test_closed_outputs_reject_unknown_fields(outputs: dict[str, object]) -> None:
-    for kind in ("check", "list", "durations", "gate-history", "db-status"):
-        doc = {**outputs[kind], "surprise": 1}  # type: ignore[dict-item]
-        with pytest.raises(Exception, match="surprise"):
-            validate_output(kind, doc)
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+def test_outputs_reject_unknown_fields(kind: str, outputs: dict[str, object],
+                                       published: dict[str, dict[str, Any]]) -> None:
+    doc = {**outputs[kind], "surprise": 1}  # type: ignore[dict-item]
+    with pytest.raises(Exception, match="surprise"):
+        validate_output(kind, doc)
+    with pytest.raises(jsonschema.ValidationError, match="surprise"):
+        jsonschema.validate(doc, published[kind])
+
+
+def test_published_schema_is_the_documents_type(published: dict[str, dict[str, Any]]) -> None:
+    """`testfleet schema KIND` prints what the writer's type generates, nothing kept by hand."""
+    for kind in OUTPUT_KINDS:
+        assert published[kind] == output_json_schema(kind)

@@ -23,6 +23,7 @@ from testfleet.planning.jobci import (
     job_timeout,
 )
 from testfleet.planning.model import Job, Plan, PlannedTest, load_plan, plan_bytes, seal
+from testfleet.policy import Trigger, resolve_policy
 
 from .test_buildkite import validate
 from .test_github_workflow import GPU_CI, ci_config
@@ -100,8 +101,10 @@ def _plan(ci: JobCI, *, estimate: float = 600.0, stage: str = "gpu") -> Plan:
               ci.container.image if ci.container else None, "pytest", 1, 1, 0, (), estimate,
               (PlannedTest("tests/test_gpu.py", estimate),), env=ci.env, ci=ci,
               timeout_minutes=job_timeout(ci, estimate))
-    return seal(Plan(policy={"bypass_fastfail": False}, jobs=(job,), stages=(), skipped=(),
-                     warnings=()))
+    # a plan file holds the whole policy it was made under (it is read back strictly)
+    policy, _ = resolve_policy(ci_config(), Trigger())
+    assert policy.to_json()["bypass_fastfail"] is False
+    return seal(Plan(policy=policy.to_json(), jobs=(job,), stages=(), skipped=(), warnings=()))
 
 
 def test_the_plan_file_carries_the_settings_and_reads_them_back(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from support import run_cli
+from testfleet.schemas.outputs import validate_output
 
 CONFIG = '''
 roots = ["tests"]
@@ -54,19 +55,24 @@ def test_it_runs_on_the_other_runner_class_and_the_ledger_names_the_runners(
     for _ in range(2):  # the second time from the registry cache
         code, out, err = run_cli(capsys, "-C", str(tree), "list", "--format", "json")
         assert code == 0, err
-        rows = {r["file"]: r for r in json.loads(out)["registrations"]}
+        listed = json.loads(out)
+        validate_output("list", listed)  # disabled_on is part of the published schema
+        rows = {r["file"]: r for r in listed["registrations"]}
         assert rows["tests/test_oom.py"]["disabled_on"] == ["*mi35*"]
         assert "disabled_on" not in rows["tests/test_ok.py"]
     code, out, err = run_cli(capsys, "-C", str(tree), "plan", "--format", "json")
     assert code == 0, err
     plan = json.loads(out)
+    validate_output("plan", plan)
     ran = {(t["file"], j["variant"]) for j in plan["jobs"] for t in j["tests"]}
     assert ("tests/test_oom.py", "mi325") in ran and ("tests/test_oom.py", "mi35x") not in ran
     skip = next(s for s in plan["skipped"] if s["file"] == "tests/test_oom.py")
     assert (skip["reason"], skip["variant"]) == ("disabled", "mi35x")
     code, out, err = run_cli(capsys, "-C", str(tree), "report", "--format", "json")
     assert code == 0, err
-    entry = next(e for e in json.loads(out)["ledger"] if e["file"] == "tests/test_oom.py")
+    report = json.loads(out)
+    validate_output("report", report)  # and so is the ledger's runners
+    entry = next(e for e in report["ledger"] if e["file"] == "tests/test_oom.py")
     assert entry["runners"] == ["*mi35*"]
     assert entry["reason"] == "OOM on MI35x, see #2301 (only on runners matching *mi35*)"
     assert [r["number"] for r in entry["references"]] == [2301]

@@ -110,6 +110,10 @@ def test_every_outcome_is_storable(project: Project, store_url: str | None) -> N
     assert summary[0]["executions"] == len(OUTCOMES)
     assert summary[0]["passing"] == 2
     assert summary[0]["files"] == 1
+    # JSON numbers on every engine (PostgreSQL's SUM is a Decimal, which `db status
+    # --format json` wrote as the string "2")
+    assert {k: type(v) for k, v in summary[0].items()} == {
+        "stage": str, "executions": int, "passing": int, "files": int, "newest": float}
 
 
 def test_run_ids_are_countable(project: Project, store_url: str | None) -> None:

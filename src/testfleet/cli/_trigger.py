@@ -29,6 +29,7 @@ from testfleet.cli._options import file_option, stage_option
 from testfleet.cli.completion import complete_pr_labels
 from testfleet.config import Project
 from testfleet.errors import UsageError
+from testfleet.planning.vocabulary import Event
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,7 +44,7 @@ _NAMES = (
 class TriggerOptions:
     """The raw values of the trigger flags, as click parsed them."""
 
-    event: str | None = None
+    event: Event | None = None
     labels: tuple[str, ...] = ()
     cadence: str | None = None
     schedule: str | None = None

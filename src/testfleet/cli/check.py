@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 import click
 
@@ -29,6 +30,9 @@ from testfleet.errors import ConfigError
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.check import CheckDoc
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def _workflows(project: Project, registry: Registry, scope: Scope) -> list[Findi
 
 PRODUCERS.append(_workflows)
 
-JSON_SCHEMA = "testfleet.check/1"
+JSON_SCHEMA: Final = "testfleet.check/1"
 
 
 def run_check(project: Project, *, use_cache: bool = True,
@@ -220,7 +224,7 @@ def _emit(findings: list[Finding], registry: Registry | None, fmt: str, root: Pa
     n_err = sum(1 for f in findings if f.severity == "error")
     n_warn = len(findings) - n_err
     if fmt == "json":
-        doc = {
+        doc: CheckDoc = {
             "schema": JSON_SCHEMA,
             "ok": n_err == 0,
             "errors": n_err,

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
 import click
 
 from testfleet.cli._common import database_option, finite, project_from
 from testfleet.cli._options import format_option, output_option
+
+if TYPE_CHECKING:
+    from testfleet.documents.db import DbStatusDoc
 
 
 @click.group("db")
@@ -197,7 +200,7 @@ def status_cmd(ctx: click.Context, database: str | None, fmt: str) -> int:
     project = project_from(ctx)
     target = resolve_target(project, database)
     latest = latest_version()
-    info: dict[str, object] = {
+    info: DbStatusDoc = {
         "schema": "testfleet.db-status/1", "database": target.display, "origin": target.origin, "dialect": target.dialect,
         "code_schema_version": latest, "schema_version": None, "state": "missing", "stages": [],
     }
@@ -221,7 +224,7 @@ def status_cmd(ctx: click.Context, database: str | None, fmt: str) -> int:
             if version is not None and version <= latest:
                 info["stages"] = store.stage_summary()
     if as_json:
-        click.echo(json.dumps(info, indent=2, sort_keys=True, default=str))
+        click.echo(json.dumps(info, indent=2, sort_keys=True))
     else:
         _print_status(info)
     return 0 if info["state"] == "ready" else 1
@@ -235,15 +238,15 @@ _HINT = {
 }
 
 
-def _print_status(info: dict[str, object]) -> None:
+def _print_status(info: DbStatusDoc) -> None:
     click.echo(f"database: {info['database']} ({info['dialect']}, from {info['origin']})")
     click.echo(f"schema:   {info['schema_version'] if info['schema_version'] is not None else '-'}"
                f" (this testfleet: {info['code_schema_version']})")
     state = str(info["state"])
     click.echo(f"state:    {state}" + (f" - {_HINT[state]}" if state in _HINT else ""))
-    for line in cast("list[str]", info.get("pending") or []):
+    for line in info.get("pending", []):
         click.echo(f"  pending {line}")
-    stages = cast("list[dict[str, Any]]", info.get("stages") or [])
+    stages = info["stages"]
     if stages:
         click.echo("executions:")
         for row in stages:

@@ -26,6 +26,13 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from testfleet.config import Project
+    from testfleet.documents.durations import (
+        DurationsDoc,
+        DurationsSuggestDoc,
+        EstimateRowDoc,
+        SuggestionDoc,
+    )
+    from testfleet.documents.registrations import InvalidDoc
     from testfleet.planning.estimates import EstimateRow
     from testfleet.registry.model import Registration
 
@@ -52,9 +59,10 @@ def _registrations(project: Project) -> list[Registration]:
     registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
     _TREE["errors"] = len(errors)
-    _TREE["invalid"] = [{"file": bad.file, "backend": bad.backend, "suite": bad.suite,
-                         "line": bad.line, "code": bad.code, "message": bad.message}
-                        for bad in registry.invalid]
+    invalid: list[InvalidDoc] = [{"file": bad.file, "backend": bad.backend, "suite": bad.suite,
+                                  "line": bad.line, "code": bad.code, "message": bad.message}
+                                 for bad in registry.invalid]
+    _TREE["invalid"] = invalid
     shown, left_out = _verbosity.cap(errors)
     for f in shown:
         click.echo(f.render(), err=True)
@@ -271,15 +279,13 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _row_json(row: EstimateRow, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _row_json(row: EstimateRow) -> EstimateRowDoc:
+    return {
         "file": row.file, "stage": row.stage, "backend": row.backend, "est_time": row.literal,
         "history": row.history, "samples": row.samples, "estimate": row.estimate,
         "source": row.source, "drift": row.drift, "implicit": row.implicit,
         "timeout": row.timeout, "history_from": row.history_from,
     }
-    out.update(extra or {})
-    return out
 
 
 @command.command("show")
@@ -303,12 +309,14 @@ def show_cmd(ctx: click.Context, stage: str | None, fmt: str, database: str | No
         click.echo(f"testfleet: warning: {w}", err=True)
     settings = project.config.durations
     if fmt == "json":
-        click.echo(json.dumps({
+        invalid: list[InvalidDoc] = _TREE["invalid"]
+        doc: DurationsDoc = {
             "schema": "testfleet.durations/1", "statistic": settings.statistic,
             "window": settings.window, "min_samples": settings.min_samples,
             "rows": [_row_json(r) for r in rows], "warnings": warnings,
-            "invalid": [bad for bad in _TREE["invalid"] if stage is None or bad["suite"] == stage],
-        }, indent=2))
+            "invalid": [bad for bad in invalid if stage is None or bad["suite"] == stage],
+        }
+        click.echo(json.dumps(doc, indent=2))
         return _tree_status(0)
     if not rows:
         click.echo("no registrations" + (f" in {stage}" if stage else ""))
@@ -369,13 +377,13 @@ def suggest_cmd(ctx: click.Context, stage: str | None, factor: float | None, wri
     if write:
         outcomes = _write(project, drifted)
     if fmt == "json":
-        click.echo(json.dumps({
-            "schema": "testfleet.durations-suggest/1", "factor": limit,
-            "suggestions": [_row_json(r, {"suggested": int(format_seconds(r.estimate)),
-                                          "written": outcomes.get((r.file, r.stage))})
-                            for r in drifted],
-            "warnings": warnings,
-        }, indent=2))
+        suggestions: list[SuggestionDoc] = [
+            {**_row_json(r), "suggested": int(format_seconds(r.estimate)),
+             "written": outcomes.get((r.file, r.stage))} for r in drifted]
+        suggested: DurationsSuggestDoc = {"schema": "testfleet.durations-suggest/1",
+                                          "factor": limit, "suggestions": suggestions,
+                                          "warnings": warnings}
+        click.echo(json.dumps(suggested, indent=2))
     elif not drifted:
         click.echo(f"no literal is off by more than {limit:g}x from history")
     else:

@@ -13,7 +13,7 @@ Exit status 0; 2 for bad options or an unreadable history database.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -22,7 +22,11 @@ from testfleet.cli._common import database_option, project_from
 from testfleet.cli._options import format_option, output_option, stage_option
 from testfleet.errors import UsageError
 
-SCHEMA = "testfleet.flaky/1"
+if TYPE_CHECKING:
+    from testfleet.documents.results import FlakyCauseDoc, FlakyDoc
+    from testfleet.results.flaky import FlakyVerdict
+
+SCHEMA: Final = "testfleet.flaky/1"
 
 
 @click.command("flaky")
@@ -68,7 +72,7 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
     verdicts = [v for v in classify_all(rows, policy) if show_all or v.state != "healthy"]
     groups, alone = group_verdicts(verdicts, cause, signatures)
     if fmt == "json":
-        click.echo(json.dumps({
+        doc: FlakyDoc = {
             "schema": SCHEMA,
             "policy": {"window": policy.window, "threshold": policy.threshold,
                        "min_runs": policy.min_runs, "quarantine": policy.quarantine,
@@ -76,13 +80,14 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
             "files": [_with_cause(v, cause) for v in verdicts if not v.test],
             "tests": [_with_cause(v, cause) for v in verdicts if v.test],
             "incidents": [g.to_json() for g in groups],
-        }, indent=2, sort_keys=True))
+        }
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
     _table(alone, policy, groups)
     return 0
 
 
-def _with_cause(v: Any, cause: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+def _with_cause(v: FlakyVerdict, cause: dict[tuple[str, str, str], str]) -> FlakyCauseDoc:
     return {**v.to_json(), "signature": cause.get((v.stage, v.file, v.test))}
 
 

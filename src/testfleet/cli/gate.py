@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,9 @@ from testfleet.cli._options import (
 )
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.gate import GateHistoryDoc
 
 
 @click.group("gate")
@@ -191,8 +194,9 @@ def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fm
         with store:
             rows = MetricStore(store).history(file, metric_key=metric, runs=runs)
     if fmt == "json":
-        click.echo(json.dumps({"schema": "testfleet.gate-history/1", "test": file, "metric": metric,
-                               "values": [r.to_json() for r in rows]}, indent=2, sort_keys=True))
+        doc: GateHistoryDoc = {"schema": "testfleet.gate-history/1", "test": file,
+                               "metric": metric, "values": [r.to_json() for r in rows]}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
     if not rows:
         click.echo(f"no gated runs stored for {file}" + (f" and metric {metric!r}" if metric else ""))

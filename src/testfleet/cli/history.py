@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -28,6 +28,9 @@ from testfleet.cli._common import (
 )
 from testfleet.cli._options import RenamedOption, output_option
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.history import HistoryMergeDoc, HistoryShowDoc
 
 
 @click.group("history")
@@ -180,8 +183,9 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     for note in result.notes:
         click.echo(f"testfleet: warning: {printable(note)}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"schema": "testfleet.history-merge/1", "database": where,
-                               **result.to_json()}, indent=2, sort_keys=True))
+        doc: HistoryMergeDoc = {"schema": "testfleet.history-merge/1", "database": where,
+                                **result.to_json()}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
     a, k = result.added, result.known
     click.echo(f"merged {result.bundles} bundle(s) into {where}: "
@@ -215,11 +219,11 @@ def show_cmd(ctx: click.Context, file: Path, fmt: str) -> int:
     from testfleet.history.trust import admit
 
     bundle = read_file(file, Path(ctx.find_root().obj.directory))
-    header: dict[str, Any] = {"schema": "testfleet.history-show/1", "file": str(file),
-                              **bundle.header()}
     verdict = admit(bundle.payload.source)
-    header["merge"] = ("refused without --allow-untrusted: " + verdict.refused if verdict.refused
-                       else verdict.note or "accepted; gate runs keep their trust")
+    header: HistoryShowDoc = {
+        "schema": "testfleet.history-show/1", "file": str(file), **bundle.header(),
+        "merge": ("refused without --allow-untrusted: " + verdict.refused if verdict.refused
+                  else verdict.note or "accepted; gate runs keep their trust")}
     if fmt == "json":
         click.echo(json.dumps(header, indent=2, sort_keys=True))
         return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -28,7 +28,9 @@ from testfleet.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-SCHEMA = "testfleet.incidents/1"
+    from testfleet.documents.results import IncidentsDoc
+
+SCHEMA: Final = "testfleet.incidents/1"
 
 
 @click.group("incident")
@@ -87,10 +89,10 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
     suggestions = {n: d for n, i in enumerate(incidents)
                    if (d := dormancy(project, i, link)) is not None}
     if fmt == "json":
-        click.echo(json.dumps({"schema": SCHEMA, "runs": runs, "stage": stage,
-                               "incidents": [incident_json(i, link, suggestions.get(n))
-                                             for n, i in enumerate(incidents)]},
-                              indent=2, sort_keys=True))
+        doc: IncidentsDoc = {"schema": SCHEMA, "runs": runs, "stage": stage,
+                             "incidents": [incident_json(i, link, suggestions.get(n))
+                                           for n, i in enumerate(incidents)]}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
     console = color.console()
     if not incidents:

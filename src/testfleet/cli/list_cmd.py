@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ from testfleet.cli._options import format_option, output_option, stage_option
 from testfleet.cli.completion import complete_backends, complete_labels
 from testfleet.registry.model import Registration
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.registrations import ListDoc
 
 COLUMNS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit")
 
@@ -123,10 +127,12 @@ def to_json(rows: list[Registration]) -> str:
     newline put between objects: ``}, {"file"`` cannot occur inside a JSON
     string (its quote would be escaped), so the split is exact.
     """
-    head = '{"schema": "testfleet.list/1", "registrations": ['
+    doc: ListDoc = {"schema": "testfleet.list/1", "registrations": [r.to_json() for r in rows]}
+    rest = json.dumps({k: v for k, v in doc.items() if k != "registrations"}, ensure_ascii=False)
+    head = rest[:-1] + ', "registrations": ['
     if not rows:
         return head + "]}\n"
-    text = json.dumps([r.to_json() for r in rows], ensure_ascii=False)
+    text = json.dumps(doc["registrations"], ensure_ascii=False)
     return head + "\n" + text[1:-1].replace('}, {"file"', '},\n{"file"') + "\n]}\n"
 
 
@@ -146,7 +152,7 @@ def to_csv(rows: list[Registration]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in rows:
-        d = r.to_json()
+        d: dict[str, object] = dict(r.to_json())
         d["labels"] = ";".join(r.labels)
         d["nightly"] = "true" if r.nightly else "false"
         d["implicit"] = "true" if r.implicit else "false"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -25,7 +25,10 @@ from testfleet.cli._common import database_option, project_from
 from testfleet.cli._options import file_option, format_option, output_option, stage_option
 from testfleet.errors import UsageError
 
-SCHEMA = "testfleet.results/1"
+if TYPE_CHECKING:
+    from testfleet.documents.results import ResultsDoc
+
+SCHEMA: Final = "testfleet.results/1"
 
 
 @click.command("results")
@@ -87,7 +90,7 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
     suggestions = {n: d for n, i in enumerate(incidents)
                    if (d := dormancy(project, i, link.url)) is not None}
     if fmt == "json":
-        doc = {"schema": SCHEMA, "runs": runs, "stage": stage, "file": file,
+        doc: ResultsDoc = {"schema": SCHEMA, "runs": runs, "stage": stage, "file": file,
                "files": [summary_json(f, url) for f in files],
                "incidents": [incident_json(i, link.url, suggestions.get(n))
                              for n, i in enumerate(incidents)],

@@ -20,10 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from testfleet.gate.records import MetricSeries, RecordSet
 from testfleet.gate.spec import STEP_LAST, GateSpec
+
+if TYPE_CHECKING:
+    from testfleet.documents.gate import GateCountsDoc, NonFinite, SpecResultDoc, VerdictDoc
 
 Status = Literal["PASS", "FAIL", "INACTIVE", "ERROR"]
 _RANK = {"ERROR": 3, "FAIL": 2, "PASS": 1, "INACTIVE": 0}
@@ -77,7 +80,7 @@ class Verdict:
     n: int = 0
     message: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerdictDoc:
         return {
             "file": self.spec.file, "metric_key": self.spec.metric_key,
             "steps_key": self.spec.steps_key, "constraint_key": self.spec.constraint_key,
@@ -110,13 +113,13 @@ class SpecResult:
         first = min(failing, key=lambda v: (v.actual_step if v.actual_step is not None else -1))
         return first.actual_step
 
-    def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in _RANK}
+    def counts(self) -> GateCountsDoc:
+        out: GateCountsDoc = {"ERROR": 0, "FAIL": 0, "PASS": 0, "INACTIVE": 0}
         for v in self.verdicts:
             out[v.status] += 1
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SpecResultDoc:
         return {
             "file": self.spec.file, "line": self.spec.line, "metric_key": self.spec.metric_key,
             "label": self.spec.label, "status": self.status, "enforce": self.spec.enforce,
@@ -125,7 +128,7 @@ class SpecResult:
         }
 
 
-def _json_number(v: float | None) -> float | str | None:
+def _json_number(v: float | None) -> float | NonFinite | None:
     if v is None or math.isfinite(v):
         return v
     return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")

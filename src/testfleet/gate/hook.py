@@ -31,6 +31,8 @@ from testfleet.gate.spec import parse_gate_specs
 
 if TYPE_CHECKING:
     from testfleet.config import Project
+    from testfleet.documents.gate import GateEvaluateDoc
+    from testfleet.documents.vocabulary import GateMode, GateStatus
     from testfleet.findings import Finding
 
 
@@ -53,19 +55,19 @@ class FileGateResult:
         return bool(self.results or self.findings)
 
     @property
-    def status(self) -> str | None:
+    def status(self) -> GateStatus | None:
         """The gate's own verdict on the file (worst first), ``None`` when not gated."""
         statuses = {r.status for r in self.results} | ({"ERROR"} if self.findings else set())
         return next((s for s in ("ERROR", "FAIL", "PASS", "INACTIVE") if s in statuses), None)
 
     @property
-    def mode(self) -> str | None:
+    def mode(self) -> GateMode | None:
         """``enforced`` when the verdict could change the test's outcome, else ``shadow``."""
         if not self.gated:
             return None
         return "enforced" if self.enforced else "shadow"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GateEvaluateDoc:
         return {
             "schema": "testfleet.gate-evaluate/1",
             "fails_test": self.fails_test, "trusted": self.trusted, "written": self.written,
@@ -140,7 +142,7 @@ def evaluate_run(
         out.trusted = run_trusted(out.results)
         for result in out.results:
             out.lines.extend(describe(result))
-            out.verdicts.extend(v.to_json() for v in result.verdicts)
+            out.verdicts.extend(dict(v.to_json()) for v in result.verdicts)
 
         switch, switch_warning = enforce_switch(cfg.enforce, environ)
         if switch_warning:

@@ -34,9 +34,12 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from testfleet.documents.history import BundleCountsDoc, BundleHeaderDoc
 
 from testfleet.errors import TestfleetError
 from testfleet.store.durations import CASE_OUTCOMES, GATE_MODES, GATE_STATUSES, OUTCOMES
@@ -194,18 +197,22 @@ class Bundle:
     sha256: str
     name: str = "<bundle>"
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> BundleCountsDoc:
         p = self.payload
         return {"executions": len(p.executions), "gate_runs": len(p.gate_runs),
                 "gate_values": len(p.gate_values), "testcases": len(p.testcases),
                 "signatures": len(p.signatures)}
 
-    def header(self) -> dict[str, Any]:
+    def header(self) -> BundleHeaderDoc:
         """What ``history show`` prints: everything but the rows."""
         p = self.payload
+        s = p.source
         return {"format": SCHEMA, "sha256": self.sha256, "store_schema": p.store_schema,
                 "created_at": p.created_at, "testfleet": p.testfleet,
-                "source": p.source.model_dump(), "counts": self.counts()}
+                "source": {"event": s.event, "ref": s.ref, "cadence": s.cadence,
+                           "write_baseline": s.write_baseline, "ci_run_id": s.ci_run_id,
+                           "repository": s.repository},
+                "counts": self.counts()}
 
 
 # --------------------------------------------------------------------------- encoding

@@ -29,6 +29,13 @@ from testfleet.textsafe import printable
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from testfleet.documents.history import (
+        AddedDoc,
+        AlreadyPresentDoc,
+        FutureTable,
+        HistoryRowsDoc,
+        MergeResultDoc,
+    )
     from testfleet.store.core import Store
 
 #: ``testfleet db prune``'s default: executions kept per (stage, file) and outcome class.
@@ -40,23 +47,35 @@ TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases",
 STORED_TABLES = ("execution_rows", "tested_files", "sources", *TABLES[1:])
 
 
+def _none_added() -> AddedDoc:
+    return {"executions": 0, "gate_runs": 0, "gate_values": 0, "testcases": 0, "signatures": 0}
+
+
+def _already_present() -> AlreadyPresentDoc:
+    return {"executions": 0, "gate_runs": 0}
+
+
+def _no_rows() -> HistoryRowsDoc:
+    return {"executions": 0, "gate_runs": 0, "gate_series": 0, "gate_values": 0,
+            "testcases": 0, "failure_signatures": 0}
+
+
 @dataclass
 class MergeResult:
     """What a merge did, for the command's report."""
 
     bundles: int = 0
-    added: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0,
-                                                            "gate_values": 0, "testcases": 0,
-                                                            "signatures": 0})
-    known: dict[str, int] = field(default_factory=lambda: {"executions": 0, "gate_runs": 0})
+    added: AddedDoc = field(default_factory=_none_added)
+    known: AlreadyPresentDoc = field(default_factory=_already_present)
     untrusted: int = 0  # stored gate runs that a bundle's untrust mark took out of the baseline
-    refused: dict[str, int] = field(default_factory=dict)  # rows dated after the merge, per table
+    # rows dated after the merge, per table
+    refused: dict[FutureTable, int] = field(default_factory=dict)
     pruned: int = 0
     notes: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
+    rows: HistoryRowsDoc = field(default_factory=_no_rows)
     size_bytes: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MergeResultDoc:
         return {"bundles": self.bundles, "added": self.added, "already_present": self.known,
                 "untrusted": self.untrusted, "future_dated": self.refused, "pruned": self.pruned,
                 "notes": self.notes, "rows": self.rows, "size_bytes": self.size_bytes}
@@ -346,7 +365,7 @@ def _untrust_known(conn: Connection, marks: Sequence[tuple[Bundle, Any]],
             result.untrusted += 1
 
 
-def row_counts(conn: Connection) -> dict[str, int]:
+def row_counts(conn: Connection) -> HistoryRowsDoc:
     from sqlalchemy import func, select
 
     from testfleet.store.metrics import gate_runs, gate_series, gate_values
@@ -356,8 +375,11 @@ def row_counts(conn: Connection) -> dict[str, int]:
 
     tables = dict(zip(TABLES, (executions, gate_runs, gate_series, gate_values, testcases,
                                failure_signatures), strict=True))
-    return {name: int(conn.execute(select(func.count()).select_from(t)).scalar() or 0)
-            for name, t in tables.items()}
+    n = {name: int(conn.execute(select(func.count()).select_from(t)).scalar() or 0)
+         for name, t in tables.items()}
+    return {"executions": n["executions"], "gate_runs": n["gate_runs"],
+            "gate_series": n["gate_series"], "gate_values": n["gate_values"],
+            "testcases": n["testcases"], "failure_signatures": n["failure_signatures"]}
 
 
 def compact_and_measure(store: Store) -> tuple[int | None, str | None]:

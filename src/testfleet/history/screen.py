@@ -19,10 +19,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.history.bundle import Bundle
 from testfleet.store.durations import FUTURE_SKEW
+
+if TYPE_CHECKING:
+    from testfleet.documents.history import FutureTable
 from testfleet.textsafe import printable
 
 #: At most this many uid conflicts are listed one by one; the rest are counted.
@@ -37,7 +40,7 @@ class Bounded:
     """A bundle with its rows dated after the merge left out, and what was left out."""
 
     bundle: Bundle
-    dropped: dict[str, int]  # table -> rows left out
+    dropped: dict[FutureTable, int]  # table -> rows left out
     latest: float | None = None  # the latest time claimed by a row left out
     runs: tuple[str, ...] = ()  # the CI run ids those rows name
 
@@ -78,7 +81,7 @@ def bound_times(bundle: Bundle, limit: float) -> Bounded:
                  if not future(r.recorded_at, r.untrusted_at, run=r.ci_run_id)]
     kept_runs = {r.uid for r in gate_runs}
     gate_values = [v for v in p.gate_values if v.run in kept_runs]
-    dropped = {"executions": len(p.executions) - len(executions),
+    dropped: dict[FutureTable, int] = {"executions": len(p.executions) - len(executions),
                "testcase_results": len(p.testcases) - len(testcases),
                "gate_runs": len(p.gate_runs) - len(gate_runs),
                "gate_values": len(p.gate_values) - len(gate_values)}

@@ -11,16 +11,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from testfleet.incidents.signature import Signature
 from testfleet.results.flaky import FlakyVerdict
 from testfleet.results.model import RunResult
 
+if TYPE_CHECKING:
+    from testfleet.documents.results import FlakyGroupDoc
+    from testfleet.documents.vocabulary import FlakyState
+
 
 @dataclass(frozen=True)
 class FlakyGroup:
-    state: str
+    state: FlakyState
     stage: str
     signature: Signature
     verdicts: tuple[FlakyVerdict, ...]
@@ -33,7 +37,7 @@ class FlakyGroup:
     def tests(self) -> tuple[str, ...]:
         return tuple(sorted({f"{v.file}::{v.test}" for v in self.verdicts if v.test}))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FlakyGroupDoc:
         return {"state": self.state, "stage": self.stage, "signature": self.signature.digest,
                 "label": self.signature.label, "text": self.signature.text,
                 "files": list(self.files), "tests": list(self.tests)}
@@ -56,7 +60,7 @@ def causes(results: Sequence[RunResult], window: int) -> dict[tuple[str, str, st
 def group_verdicts(verdicts: Sequence[FlakyVerdict], cause: Mapping[tuple[str, str, str], str],
                    signatures: Mapping[str, Signature]) -> tuple[list[FlakyGroup], list[FlakyVerdict]]:
     """(groups of two or more verdicts with one cause, the verdicts in no group)."""
-    by: dict[tuple[str, str, str], list[FlakyVerdict]] = {}
+    by: dict[tuple[FlakyState, str, str], list[FlakyVerdict]] = {}
     for v in verdicts:
         digest = cause.get((v.stage, v.file, v.test))
         if digest is not None and v.state != "healthy":

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Final
 
 from testfleet.incidents.signature import Signature, make
 
-INFRASTRUCTURE = "infrastructure"
-TEST = "test"
+if TYPE_CHECKING:
+    from testfleet.documents.results import IncidentBaseDoc
+    from testfleet.documents.vocabulary import IncidentCategory
+
+INFRASTRUCTURE: Final = "infrastructure"
+TEST: Final = "test"
 SPREAD_MIN_FILES = 3
 #: Exception types that are a test's own verdict or broken code, never a runner's fault.
 TEST_SHAPED = frozenset({"AssertionError", "Failed", "SyntaxError", "IndentationError",
@@ -67,7 +71,7 @@ class LaneShare:
 class Incident:
     run: str
     signature: Signature
-    category: str  # infrastructure | test
+    category: IncidentCategory
     why: str
     lanes: tuple[LaneShare, ...]
     failures: tuple[Failure, ...] = field(compare=False)
@@ -96,7 +100,7 @@ class Incident:
         """Lanes this infrastructure incident took whole: the stages to make dormant."""
         return tuple(s for s in self.lanes if self.infrastructure and s.whole and s.files >= 1)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IncidentBaseDoc:
         return {
             "id": self.id, "run": self.run, "ci_run_id": self.ci_run_id, "commit": self.commit,
             "ts": self.ts, "category": self.category, "why": self.why,
@@ -161,7 +165,7 @@ def is_test_shaped(sig: Signature) -> bool:
     return sig.kind == "exception" and sig.label.rsplit(".", 1)[-1] in TEST_SHAPED
 
 
-def classify(sig: Signature, shares: Sequence[LaneShare]) -> tuple[str, str]:
+def classify(sig: Signature, shares: Sequence[LaneShare]) -> tuple[IncidentCategory, str]:
     """(category, why) of one incident (see the module docstring)."""
     if sig.kind == "infra":
         backends = "/".join(sorted({s.backend for s in shares}))

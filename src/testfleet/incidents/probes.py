@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.incidents.group import run_key
 from testfleet.results.model import RunResult
+
+if TYPE_CHECKING:
+    from testfleet.documents.results import ProbeDoc
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class ProbeState:
                     f"'disabled' line{where}")
         return f"not ready: {self.clean_streak} of {self.restore_after} clean probe(s) in a row"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ProbeDoc:
         return {"stage": self.stage, "reason": self.reason, "restore_after": self.restore_after,
                 "clean_streak": self.clean_streak, "probed_files": len(self.probed_files),
                 "ready": self.ready, "note": self.note}

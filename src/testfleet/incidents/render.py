@@ -7,11 +7,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.incidents.dormancy import dormant_line, dormant_reason, table_header, table_path
 from testfleet.incidents.group import Incident, LaneShare
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.results import DormancyDoc, IncidentDoc
 
 Link = Callable[[str | None, str | None], str | None]  # (ci run id, commit) -> URL
 
@@ -26,7 +29,7 @@ class Dormancy:
     command: str
     already: str | None  # the stage's current dormancy reason, if it is dormant
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DormancyDoc:
         return {"stage": self.stage, "table": table_header(self.path), "line": self.line,
                 "command": self.command, "already_dormant": self.already}
 
@@ -52,7 +55,7 @@ def dormancy(project: Any, incident: Incident, link: Link | None = None,
 
 
 def incident_json(incident: Incident, link: Link | None = None,
-                  suggestion: Dormancy | None = None) -> dict[str, Any]:
+                  suggestion: Dormancy | None = None) -> IncidentDoc:
     return {**incident.to_json(),
             "url": link(incident.ci_run_id, incident.commit) if link is not None else None,
             "dormancy": suggestion.to_json() if suggestion is not None else None}

@@ -24,16 +24,18 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, get_args
 
+from testfleet.documents.vocabulary import SignatureKind
 from testfleet.incidents.normalize import normalize
 
 if TYPE_CHECKING:
+    from testfleet.documents.results import SignatureDoc
     from testfleet.incidents.patterns import InfraMatcher
 
 CHUNK = 16 * 1024  # characters of output looked at, from the end
 DIGEST_LENGTH = 16  # hex digits stored per signature
-KINDS = ("infra", "timeout", "exception", "fatal", "output", "exit")
+KINDS: tuple[SignatureKind, ...] = get_args(SignatureKind)
 LABEL_MAX = 120
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -54,7 +56,7 @@ class Signature:
     ``kind``, ``label`` and ``text`` once per digest."""
 
     digest: str
-    kind: str
+    kind: SignatureKind
     text: str  # the normalized key line
     label: str = ""  # a short name: the matched words, the exception type, the marker
     pattern: str = ""  # the infra pattern that matched (kind "infra"); not stored
@@ -63,7 +65,7 @@ class Signature:
     def short(self) -> str:
         return self.label or self.text[:60]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SignatureDoc:
         return {"signature": self.digest, "kind": self.kind, "label": self.label,
                 "text": self.text}
 
@@ -72,7 +74,7 @@ def digest_of(kind: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_LENGTH]
 
 
-def make(kind: str, text: str, label: str = "", pattern: str = "") -> Signature:
+def make(kind: SignatureKind, text: str, label: str = "", pattern: str = "") -> Signature:
     text = text or kind
     return Signature(digest_of(kind, text), kind, text, (label or "")[:LABEL_MAX], pattern)
 

@@ -29,6 +29,7 @@ from testfleet.registry.model import Registration
 
 if TYPE_CHECKING:
     from testfleet.config import DurationsConfig, Project
+    from testfleet.planning.vocabulary import Source
 
 Key = tuple[str, str]  # (file, stage)
 # How long a plan waits for a history database another process has locked before it
@@ -64,7 +65,7 @@ class EstimateRow:
         return base if self.timeout is None else max(base, self.timeout)
 
     @property
-    def source(self) -> str:
+    def source(self) -> Source:
         """``history`` when measured history (samples or a timeout) decided the value."""
         if self.history is not None:
             return "history"

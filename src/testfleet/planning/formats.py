@@ -12,10 +12,11 @@ import json
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from testfleet.mdtext import md
 from testfleet.planning.model import REASONS, Job, Plan, plan_bytes
+from testfleet.planning.vocabulary import StageCount
 
 # -- json -----------------------------------------------------------------------
 
@@ -138,14 +139,14 @@ def skipped_by_reason(plan: Plan) -> Counter[str]:
 
 def _fork(plan: Plan) -> str:
     """A fork's PR is planned differently (no trusted_only stages): the header says so."""
-    return " from a fork" if plan.trigger.get("fork") else ""
+    return " from a fork" if plan.trigger is not None and plan.trigger["fork"] else ""
 
 
 def _trust_line(plan: Plan) -> str:
     """Where a fork's trust settings came from (the base commit, or nowhere: fail closed)."""
     from testfleet.planning.trust import describe
 
-    return describe(plan.trust)
+    return describe(plan.trust or {})
 
 
 def dormant_groups(plan: Plan) -> list[tuple[str, list[str]]]:
@@ -304,7 +305,7 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     return buf.getvalue()
 
 
-def _at_risk(counts: dict[str, int]) -> str:
+def _at_risk(counts: Mapping[StageCount, int]) -> str:
     """Quarantined files are scheduled but their failure does not block: at risk (#14)."""
     n = counts.get("quarantined", 0)
     return f" ({n} at risk)" if n else ""

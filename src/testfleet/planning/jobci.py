@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the config (pydantic) is not needed to read a plan
+    from collections.abc import Mapping
+
     from testfleet.config import StageConfig
+    from testfleet.documents.plan import CheckoutDoc, ContainerDoc, JobCIDoc
 
 #: Today's job timeout when a stage sets neither minutes nor a factor (GitHub's default).
 DEFAULT_JOB_TIMEOUT_MINUTES = 360
@@ -34,7 +37,7 @@ class Container:
     options: str = ""
     volumes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ContainerDoc:
         return {"image": self.image, "options": self.options, "volumes": list(self.volumes)}
 
 
@@ -47,7 +50,7 @@ class Checkout:
     ref: str = ""
     token_secret: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CheckoutDoc:
         return {"repository": self.repository, "ref": self.ref, "path": self.path,
                 "token_secret": self.token_secret}
 
@@ -79,16 +82,8 @@ class JobCI:
     uv: bool = False
     checkouts: tuple[Checkout, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        machine: dict[str, Any] = {}
-        if self.python is not None:
-            machine["python"] = self.python
-        if self.uv:
-            machine["uv"] = True
-        if self.checkouts:
-            machine["checkouts"] = [c.to_json() for c in self.checkouts]
-        return {
-            **machine,
+    def to_json(self) -> JobCIDoc:
+        out: JobCIDoc = {
             "container": self.container.to_json() if self.container else None,
             "setup": list(self.setup),
             "secrets": list(self.secrets),
@@ -99,6 +94,13 @@ class JobCI:
             "max_attempts": self.max_attempts,
             "retry_wait": self.retry_wait,
         }
+        if self.python is not None:
+            out["python"] = self.python
+        if self.uv:
+            out["uv"] = True
+        if self.checkouts:
+            out["checkouts"] = [c.to_json() for c in self.checkouts]
+        return out
 
     def fingerprint(self) -> str:
         """A short digest of what a generated workflow writes statically for the stage
@@ -113,7 +115,7 @@ class JobCI:
 PER_JOB_KEYS = ("timeout_minutes", "timeout_factor", "max_attempts", "retry_wait")
 
 
-def static_fingerprint(ci: dict[str, Any], env: dict[str, str]) -> str:
+def static_fingerprint(ci: Mapping[str, Any], env: dict[str, str]) -> str:
     """The digest :meth:`JobCI.fingerprint` names; written out so the workflow's own
     guard script (plain Python reading plan.json) computes the same value."""
     body = {k: v for k, v in ci.items() if k not in PER_JOB_KEYS}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,19 @@ from testfleet.planning.vocabulary import SOURCES as SOURCES
 from testfleet.planning.vocabulary import STATUSES as STATUSES
 
 if TYPE_CHECKING:
-    from testfleet.planning.plan_file import JobFile
+    from testfleet.documents.plan import (
+        JobDoc,
+        PlanContentDoc,
+        PlanDoc,
+        PlanInputsDoc,
+        PlannedTestDoc,
+        PolicyDoc,
+        SkippedDoc,
+        StageDoc,
+        TriggerDoc,
+        TrustDoc,
+    )
+    from testfleet.planning.vocabulary import Reason, Source, StageCount, Status
 
 #: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a
 #: template (see testfleet.commands; a template is checked like the config checks it).
@@ -43,15 +56,15 @@ class PlannedTest:
 
     file: str
     estimate: float
-    source: str = "est_time"
+    source: Source = "est_time"
     #: the command this file runs with when its stage's is ``auto`` (resolved when planning
     #: from the file's syntax tree); None: the job's command
     command: str | None = None
     # results (issue #14): why a flaky file is quarantined (runs, never blocks); "" if not
     quarantined: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"file": self.file, "estimate": _r(self.estimate),
+    def to_json(self) -> PlannedTestDoc:
+        out: PlannedTestDoc = {"file": self.file, "estimate": _r(self.estimate),
                                "source": self.source}
         if self.command is not None:
             out["command"] = self.command
@@ -91,9 +104,8 @@ class Job:
         """``<stage>.<variant>``, or the stage: what the job's history is keyed by."""
         return f"{self.stage}.{self.variant}" if self.variant else self.stage
 
-    def to_json(self) -> dict[str, Any]:
-        return {**({"probe": True} if self.probe else {}),
-            **({"variant": self.variant} if self.variant else {}),
+    def to_json(self) -> JobDoc:
+        out: JobDoc = {
             "id": self.id,
             "stage": self.stage,
             "backend": self.backend,
@@ -110,11 +122,16 @@ class Job:
             "ci": self.ci.to_json(),
             "timeout_minutes": self.timeout_minutes,
         }
+        if self.probe:
+            out["probe"] = True
+        if self.variant:
+            out["variant"] = self.variant
+        return out
 
     def matrix_entry(self) -> dict[str, Any]:
         """The job as a CI matrix entry: everything but the file list (shards read
         their files from the plan file, so the matrix stays small)."""
-        entry = self.to_json()
+        entry: dict[str, Any] = dict(self.to_json())
         entry.pop("tests")
         entry["n_tests"] = len(self.tests)
         return entry
@@ -126,10 +143,10 @@ class StageSummary:
 
     name: str
     backend: str
-    status: str
+    status: Status
     reason: str
     wave: int
-    counts: dict[str, int]
+    counts: dict[StageCount, int]
     shards: int = 0
     makespan: float = 0.0
     lower_bound: float = 0.0
@@ -143,9 +160,8 @@ class StageSummary:
     def lane(self) -> str:
         return f"{self.name}.{self.variant}" if self.variant else self.name
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **({"variant": self.variant} if self.variant else {}),
+    def to_json(self) -> StageDoc:
+        out: StageDoc = {
             "name": self.name,
             "backend": self.backend,
             "status": self.status,
@@ -159,6 +175,9 @@ class StageSummary:
             "history_share": _r(self.history_share, 4),
             "hole": self.hole,
         }
+        if self.variant:
+            out["variant"] = self.variant
+        return out
 
 
 @dataclass(frozen=True, order=True)
@@ -168,7 +187,7 @@ class Skipped:
     file: str
     backend: str
     suite: str
-    reason: str
+    reason: Reason
     detail: str
     # Stage variants (#12): a registration of a stage with variants has one fate per variant.
     variant: str = ""
@@ -177,33 +196,35 @@ class Skipped:
     def lane(self) -> str:
         return f"{self.suite}.{self.variant}" if self.variant else self.suite
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **({"variant": self.variant} if self.variant else {}),
+    def to_json(self) -> SkippedDoc:
+        out: SkippedDoc = {
             "file": self.file,
             "backend": self.backend,
             "suite": self.suite,
             "reason": self.reason,
             "detail": self.detail,
         }
+        if self.variant:
+            out["variant"] = self.variant
+        return out
 
 
 @dataclass(frozen=True)
 class Plan:
     """Everything one trigger decided. ``digest`` is filled by :func:`seal`."""
 
-    policy: dict[str, Any]
+    policy: PolicyDoc
     jobs: tuple[Job, ...]
     stages: tuple[StageSummary, ...]
     skipped: tuple[Skipped, ...]
     warnings: tuple[str, ...]
-    trigger: dict[str, Any] = field(default_factory=dict)
+    trigger: TriggerDoc | None = None
     digest: str = ""
     #: fork pull requests only: where the trust settings came from (planning/trust.py)
-    trust: dict[str, Any] = field(default_factory=dict)
+    trust: TrustDoc | None = None
     #: what the plan pins about the history it was made from (planning/inputs.py):
-    #: ``{"history": "sha256:..."}``; empty in plans written before it existed
-    inputs: dict[str, Any] = field(default_factory=dict)
+    #: ``{"history": "sha256:..."}``; None in plans written before it existed
+    inputs: PlanInputsDoc | None = None
     #: canonical bytes of ``content()``, kept by :func:`seal` so writing the plan does
     #: not encode it twice; not an init field, so ``replace()`` never carries it over.
     _content_bytes: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -225,27 +246,27 @@ class Plan:
         raise UsageError(f"the plan has no job {job_id!r}; its jobs: {known}")
 
     # -- JSON ------------------------------------------------------------
-    def content(self) -> dict[str, Any]:
+    def content(self) -> PlanContentDoc:
         """The canonical content, without the digest."""
-        content = {
+        content: PlanContentDoc = {
             "schema": SCHEMA,
             "policy": self.policy,
-            "trigger": self.trigger,
             "jobs": [j.to_json() for j in self.jobs],
             "stages": [s.to_json() for s in self.stages],
             "skipped": [s.to_json() for s in self.skipped],
             "warnings": list(self.warnings),
         }
+        if self.trigger is not None:
+            content["trigger"] = self.trigger
         if self.trust:
             content["trust"] = self.trust
         if self.inputs:
             content["inputs"] = self.inputs
         return content
 
-    def to_json(self) -> dict[str, Any]:
-        data = self.content()
-        data["digest"] = self.digest or content_digest(data)
-        return data
+    def to_json(self) -> PlanDoc:
+        content = self.content()
+        return {**content, "digest": self.digest or content_digest(content)}
 
     @classmethod
     def from_json(cls, data: Any) -> Plan:
@@ -256,7 +277,7 @@ class Plan:
 _canonical = canonical_bytes
 
 
-def content_digest(content: dict[str, Any]) -> str:
+def content_digest(content: Mapping[str, Any]) -> str:
     body = {k: v for k, v in content.items() if k != "digest"}
     return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
 
@@ -357,33 +378,50 @@ def _parse_plan(data: Any) -> Plan:
 
     doc = validate_plan_document(data)
     return Plan(
-        policy=doc.policy,
-        trigger=doc.trigger,
-        jobs=tuple(_job(j) for j in doc.jobs),
-        stages=tuple(StageSummary(**s.model_dump()) for s in doc.stages),
-        skipped=tuple(Skipped(**s.model_dump()) for s in doc.skipped),
-        warnings=tuple(doc.warnings),
-        digest=doc.digest,
-        trust=doc.trust,
-        inputs=doc.inputs.model_dump() if doc.inputs is not None else {},
+        policy=doc["policy"],
+        trigger=doc.get("trigger"),
+        jobs=tuple(_job(j) for j in doc["jobs"]),
+        stages=tuple(_stage(s) for s in doc["stages"]),
+        skipped=tuple(Skipped(s["file"], s["backend"], s["suite"], s["reason"], s["detail"],
+                              s.get("variant", "")) for s in doc["skipped"]),
+        warnings=tuple(doc["warnings"]),
+        digest=doc["digest"],
+        trust=doc.get("trust"),
+        inputs=doc.get("inputs"),
     )
 
 
-def _job(j: JobFile) -> Job:
-    c = j.ci
-    container = (Container(c.container.image, c.container.options, tuple(c.container.volumes))
-                 if c.container is not None else None)
+def _stage(s: StageDoc) -> StageSummary:
+    return StageSummary(
+        name=s["name"], backend=s["backend"], status=s["status"], reason=s["reason"],
+        wave=s["wave"], counts=dict(s["counts"]), shards=s.get("shards", 0),
+        makespan=s.get("makespan", 0.0), lower_bound=s.get("lower_bound", 0.0),
+        ratio=s.get("ratio", 1.0), history_share=s.get("history_share", 0.0),
+        hole=s.get("hole", False), variant=s.get("variant", ""))
+
+
+def _job(j: JobDoc) -> Job:
+    """A job as read (keys a plan may leave out take the defaults a writer leaves out)."""
+    c = j.get("ci", {})
+    box = c.get("container")
+    container = (Container(box["image"], box.get("options", ""), tuple(box.get("volumes", [])))
+                 if box is not None else None)
+    env = dict(j.get("env", {}))
     return Job(
-        id=j.id, stage=j.stage, backend=j.backend, runs_on=tuple(j.runs_on),
-        container=j.container, command=j.command, shard=j.shard, shards=j.shards,
-        wave=j.wave, needs=tuple(j.needs), estimate=j.estimate,
-        tests=tuple(PlannedTest(**t.model_dump()) for t in j.tests),
-        env=dict(j.env), probe=j.probe, timeout_minutes=j.timeout_minutes, variant=j.variant,
-        ci=JobCI(container=container, setup=tuple(c.setup), secrets=tuple(c.secrets),
-                 fail_fast=c.fail_fast, max_parallel=c.max_parallel,
-                 timeout_minutes=c.timeout_minutes, timeout_factor=c.timeout_factor,
-                 env=dict(j.env), max_attempts=c.max_attempts, retry_wait=c.retry_wait,
-                 python=c.python, uv=c.uv,
-                 checkouts=tuple(Checkout(k.repository, k.path, k.ref, k.token_secret)
-                                 for k in c.checkouts)),
+        id=j["id"], stage=j["stage"], backend=j["backend"], runs_on=tuple(j["runs_on"]),
+        container=j["container"], command=j["command"], shard=j["shard"], shards=j["shards"],
+        wave=j["wave"], needs=tuple(j["needs"]), estimate=j["estimate"],
+        tests=tuple(PlannedTest(t["file"], t["estimate"], t["source"], t.get("command"),
+                                t.get("quarantined", "")) for t in j["tests"]),
+        env=env, probe=j.get("probe", False),
+        timeout_minutes=j.get("timeout_minutes", DEFAULT_JOB_TIMEOUT_MINUTES),
+        variant=j.get("variant", ""),
+        ci=JobCI(container=container, setup=tuple(c.get("setup", [])),
+                 secrets=tuple(c.get("secrets", [])), fail_fast=c.get("fail_fast"),
+                 max_parallel=c.get("max_parallel"), timeout_minutes=c.get("timeout_minutes"),
+                 timeout_factor=c.get("timeout_factor"), env=env,
+                 max_attempts=c.get("max_attempts"), retry_wait=c.get("retry_wait"),
+                 python=c.get("python"), uv=c.get("uv", False),
+                 checkouts=tuple(Checkout(k["repository"], k["path"], k.get("ref", ""),
+                                          k.get("token_secret")) for k in c.get("checkouts", []))),
     )

@@ -1,204 +1,39 @@
-"""The plan file's shape as pydantic models: what ``load_plan`` validates against, and the
-JSON Schema ``testfleet schema plan`` publishes.
+"""Reading a plan file through its document type (:mod:`testfleet.documents.plan`), the
+one the planner writes and ``testfleet schema plan`` publishes.
 
 A plan file crosses a trust boundary (it is an artifact a CI job downloads, and it may
 have been edited), so it is read strictly: no coercion (``"1"`` is not a shard, ``true``
 is not a count), no unknown fields (a newer testfleet's plan is refused, not half-read),
 numbers finite and bounded. Every problem is reported with its path, all of them at
-once. The planner's dataclasses (``planning/model.py``) stay the in-memory form; these
-models only guard the door.
+once, in the plan's own words. The planner's dataclasses (``planning/model.py``) stay
+the in-memory form.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, TypeAdapter, ValidationError
 
+from testfleet.documents.plan import MAX_NUMBER, PlanDoc, unique_job_ids
 from testfleet.errors import UsageError
-from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, MAX_JOB_TIMEOUT_MINUTES
-from testfleet.planning.vocabulary import Reason, Source, Status
+from testfleet.planning.jobci import MAX_JOB_TIMEOUT_MINUTES
 
-#: Far beyond any real estimate or ratio; a bigger one (1e308) is corruption, and
-#: timelines and timeouts computed from it overflow.
-MAX_NUMBER = 1e12
 #: How many problems one error message lists before it counts the rest.
 SHOWN_PROBLEMS = 10
 
-Number = Annotated[float, Field(ge=0, le=MAX_NUMBER, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=0)]
-Positive = Annotated[int, Field(ge=1)]
+
+@cache
+def _reader() -> TypeAdapter[PlanDoc]:
+    return TypeAdapter(Annotated[PlanDoc, AfterValidator(unique_job_ids)])
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-
-def _problem(message: str) -> PydanticCustomError:
-    return PydanticCustomError("plan", message)
-
-
-def _command(value: str, *, auto: bool) -> None:
-    """A plan's command is a shorthand, a template (checked as the config checks it) or
-    ``auto`` where allowed. A plan is data and may lie: it never reaches a shell."""
-    from testfleet.commands import AUTO, command_problem
-
-    if value == AUTO and not auto:
-        raise _problem("a file's command cannot be 'auto' (planning resolves it)")
-    problem = command_problem(value)
-    if problem:
-        raise _problem(problem)
-
-
-class PlannedTestFile(_Strict):
-    file: str
-    estimate: Number
-    source: Source
-    command: str | None = None
-    quarantined: str = ""
-
-    @field_validator("command")
-    @classmethod
-    def _check_command(cls, value: str | None) -> str | None:
-        if value is not None:
-            _command(value, auto=False)
-        return value
-
-
-class ContainerFile(_Strict):
-    image: Annotated[str, Field(min_length=1)]
-    options: str = ""
-    volumes: list[str] = Field(default_factory=list)
-
-
-class CheckoutFile(_Strict):
-    repository: str
-    ref: str = ""
-    path: str
-    token_secret: str | None = None
-
-
-class JobCIFile(_Strict):
-    container: ContainerFile | None = None
-    setup: list[str] = Field(default_factory=list)
-    secrets: list[str] = Field(default_factory=list)
-    fail_fast: bool | None = None
-    max_parallel: Positive | None = None
-    timeout_minutes: Annotated[int, Field(ge=1, le=MAX_JOB_TIMEOUT_MINUTES)] | None = None
-    timeout_factor: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-    max_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
-    retry_wait: Annotated[float, Field(ge=0, le=3600, allow_inf_nan=False)] | None = None
-    python: str | None = None
-    uv: bool = False
-    checkouts: list[CheckoutFile] = Field(default_factory=list)
-
-
-class JobFile(_Strict):
-    id: str
-    stage: str
-    backend: str
-    runs_on: list[str]
-    container: str | None
-    command: str
-    shard: Positive
-    shards: Positive
-    wave: Count
-    needs: list[str]
-    estimate: Number
-    tests: list[PlannedTestFile]
-    env: dict[str, str] = Field(default_factory=dict)
-    probe: bool = False
-    ci: JobCIFile = Field(default_factory=JobCIFile)
-    timeout_minutes: Positive = DEFAULT_JOB_TIMEOUT_MINUTES
-    # stage variants (#12): written only for a job of a stage with variants
-    variant: str = ""
-
-    @field_validator("command")
-    @classmethod
-    def _check_command(cls, value: str) -> str:
-        _command(value, auto=True)
-        return value
-
-    @model_validator(mode="after")
-    def _check_job(self) -> JobFile:
-        if self.shard > self.shards:
-            raise _problem(f"shard {self.shard} is beyond shards {self.shards}")
-        if not self.tests:
-            raise _problem("a job must hold at least one test")
-        if self.command == "auto" and any(t.command is None for t in self.tests):
-            raise _problem("an 'auto' job names each file's command")
-        return self
-
-
-class StageFile(_Strict):
-    name: str
-    backend: str
-    status: Status
-    reason: str
-    wave: Count
-    counts: dict[str, Count]
-    shards: Count = 0
-    makespan: Number = 0.0
-    lower_bound: Number = 0.0
-    ratio: Number = 1.0
-    history_share: Number = 0.0
-    hole: bool = False
-    variant: str = ""  # stage variants (#12): one summary per variant
-
-
-class SkippedFile(_Strict):
-    file: str
-    backend: str
-    suite: str
-    reason: Reason
-    detail: str
-    variant: str = ""  # stage variants (#12): one fate per variant
-
-
-class PlanInputsFile(_Strict):
-    """What the plan pins about the history it was made from (planning/inputs.py)."""
-
-    history: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-
-
-class PlanFile(_Strict):
-    """``testfleet plan --format json``: the plan file every shard runs from."""
-
-    schema_: Literal["testfleet.plan/1"] = Field(alias="schema")
-    digest: Annotated[str, Field(min_length=1)]
-    policy: dict[str, Any]
-    trigger: dict[str, Any] = Field(default_factory=dict)
-    jobs: list[JobFile]
-    stages: list[StageFile]
-    skipped: list[SkippedFile]
-    warnings: list[str]
-    #: fork pull requests only: where the trust settings came from (planning/trust.py)
-    trust: dict[str, Any] = Field(default_factory=dict)
-    #: the digest of the history-derived inputs (estimates, quarantine) the plan used
-    inputs: PlanInputsFile | None = None
-
-    @model_validator(mode="after")
-    def _unique_ids(self) -> PlanFile:
-        ids = [j.id for j in self.jobs]
-        dupes = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) < len(ids) else []
-        if dupes:
-            raise _problem(f"duplicate job id(s) {', '.join(dupes)}")
-        return self
-
-
-def validate_plan_document(data: dict[str, Any]) -> PlanFile:
+def validate_plan_document(data: dict[str, Any]) -> PlanDoc:
     """Validate a decoded plan document; raises :class:`UsageError` listing every problem
     with its path (``jobs[0].tests[2].estimate: expected a number >= 0``)."""
     try:
-        return PlanFile.model_validate(data)
+        return _reader().validate_python(data)
     except ValidationError as exc:
         problems = [_describe(err) for err in exc.errors(include_url=False)]
     if len(problems) == 1:

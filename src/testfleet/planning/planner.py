@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cache
+from typing import TYPE_CHECKING
 
 from testfleet.commands import AUTO, Style, resolve
 from testfleet.config import Config, Project, StageConfig
@@ -38,6 +39,10 @@ from testfleet.planning.select import changed_paths, select, validate_request
 from testfleet.policy import label_problem, lane_gate, resolve_policy
 from testfleet.registry.model import Registration, Registry
 from testfleet.stage_triggers import bind_stage_files, needs_for
+
+if TYPE_CHECKING:
+    from testfleet.documents.plan import TrustDoc
+    from testfleet.planning.vocabulary import Reason, Source, StageCount, Status
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
 
@@ -69,14 +74,14 @@ def stage_waves(config: Config, event: str | None = None) -> dict[str, int]:
     return {name: depth(name) for name in graph}
 
 
-def _literal(reg: Registration) -> tuple[float, str]:
+def _literal(reg: Registration) -> tuple[float, Source]:
     if not math.isfinite(reg.est_time) or reg.est_time < 0:
         raise UsageError(f"{reg.file}:{reg.line}: est_time {reg.est_time!r} is not a finite "
                          "number of seconds; run 'testfleet check'")
     return rounded(reg.est_time), "est_time"
 
 
-def _estimate(reg: Registration, estimates: Estimates | None, lane: str = "") -> tuple[float, str]:
+def _estimate(reg: Registration, estimates: Estimates | None, lane: str = "") -> tuple[float, Source]:
     """A variant's own history first (it runs on other hardware), else its stage's, else
     the registration's literal."""
     if estimates is None:
@@ -154,9 +159,9 @@ def _bind_path_only(registrations: list[Registration], config: Config,
     return out
 
 
-def _runner_disabled(lane: Lane, status: str, reason: str, chosen: list[Registration],
+def _runner_disabled(lane: Lane, status: Status, reason: str, chosen: list[Registration],
                      skipped: list[Skipped], skip_counts: dict[str, Counter[str]],
-                     ) -> tuple[str, str, list[Registration]]:
+                     ) -> tuple[Status, str, list[Registration]]:
     """Registrations disabled on this lane's runner class only (``disabled_on``) get the
     fate ``disabled`` here, with the runner label that matched; the other lanes run them."""
     kept: list[Registration] = []
@@ -201,7 +206,7 @@ def make_plan(
     # A fork's trust settings come from its base commit (planning/trust.py).
     denied: dict[str, str] = {}
     trust_config: Config | None = None
-    trust_json: dict[str, object] = {}
+    trust_json: TrustDoc | None = None
     # (and any pull request the trusted workflow plans with --trust-base: the base
     # branch's settings are what its jobs run with).
     fork_pr = request.trigger.is_pull_request and request.trigger.fork
@@ -334,7 +339,7 @@ def make_plan(
         elif cause:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) has no enabled "
                                  f"registrations: {cause}")
-        counts: dict[str, int] = {
+        counts: dict[StageCount, int] = {
             "registered": len(regs),
             "enabled": sum(1 for r in regs if not r.disabled_for(stage.runs_on)),
             "scheduled": len(tests),
@@ -469,16 +474,16 @@ def _lane_fates(config: Config, skipped: list[Skipped]) -> list[Skipped]:
     return out
 
 
-def _lane_status(lane: Lane, status: str, reason: str, chosen: list[Registration],
+def _lane_status(lane: Lane, status: Status, reason: str, chosen: list[Registration],
                  wanted: Mapping[str, set[str]], skipped: list[Skipped],
                  skip_counts: dict[str, Counter[str]],
-                 gate: tuple[str, str] | None = None) -> tuple[str, str, list[Registration]]:
+                 gate: tuple[Reason, str] | None = None) -> tuple[Status, str, list[Registration]]:
     """A variant's status from its stage's: dormant by its own ``disabled``; of a scheduled
     stage, left out by ``--stage S.V`` naming another variant, excluded by its own trigger
     gate (``gate``: its events, cadences, run_on_changes), empty when no selected
     registration is of its backend, else scheduled. Registrations it does not run get
     their fate here."""
-    def skip_all(why: str, detail: str) -> None:
+    def skip_all(why: Reason, detail: str) -> None:
         for r in chosen:
             skipped.append(Skipped(r.file, r.backend, r.suite, why, detail, lane.variant))
             skip_counts[lane.key][why] += 1

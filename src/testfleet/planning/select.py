@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from testfleet.config import Config, StageConfig
 from testfleet.errors import UsageError
@@ -27,6 +28,9 @@ from testfleet.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.registry.model import Registration
 from testfleet.stage_triggers import side_excluded
 
+if TYPE_CHECKING:
+    from testfleet.planning.vocabulary import Reason, Status
+
 
 @dataclass
 class Selection:
@@ -34,7 +38,7 @@ class Selection:
 
     chosen: dict[str, list[Registration]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
-    status: dict[str, tuple[str, str]] = field(default_factory=dict)
+    status: dict[str, tuple[Status, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -118,7 +122,7 @@ def select(
                               for name in config.stages}
     accepted = {name: stage_backends(config, name) for name in config.stages}
 
-    def skip(reg: Registration, reason: str, detail: str) -> None:
+    def skip(reg: Registration, reason: Reason, detail: str) -> None:
         assert reason in REASONS, reason
         sel.skipped.append(Skipped(reg.file, reg.backend, reg.suite, reason, detail))
 
@@ -213,7 +217,7 @@ def _prune(config: Config, policy: Policy, request: PlanRequest, impact: Impact 
 
 
 def _statuses(config: Config, policy: Policy, request: PlanRequest, sel: Selection,
-              auth_hint: str, gates: dict[str, tuple[str, str] | None],
+              auth_hint: str, gates: dict[str, tuple[Reason, str] | None],
               denied: Mapping[str, str]) -> None:
     reasons: dict[str, dict[str, int]] = {name: defaultdict(int) for name in config.stages}
     for s in sel.skipped:

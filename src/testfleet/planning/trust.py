@@ -24,10 +24,13 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.config import Config, Project, StageConfig, config_from_text
 from testfleet.errors import ConfigError
+
+if TYPE_CHECKING:
+    from testfleet.documents.plan import TrustDoc
 
 #: Per-stage settings that decide where a fork's code runs and what it can reach.
 #: Keys that this version's StageConfig does not have are skipped.
@@ -59,7 +62,7 @@ class Trust:
     base: Config | None = field(default=None, compare=False)
     problem: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrustDoc:
         return {
             "source": "base" if self.base is not None else "unavailable",
             "commit": self.commit,

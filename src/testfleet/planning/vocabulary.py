@@ -7,9 +7,9 @@ construction costs start-up time.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Final, Literal, get_args
 
-SCHEMA = "testfleet.plan/1"
+SCHEMA: Final = "testfleet.plan/1"
 Status = Literal["scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty"]
 Reason = Literal[
     "disabled",
@@ -32,6 +32,11 @@ Reason = Literal[
     "path-only",
 ]
 Source = Literal["history", "est_time"]
-STATUSES: tuple[str, ...] = get_args(Status)
-REASONS: tuple[str, ...] = get_args(Reason)
-SOURCES: tuple[str, ...] = get_args(Source)
+#: what a stage summary counts: its registrations, and how many of them each skip reason took
+StageCount = Literal["registered", "enabled", "scheduled", "quarantined", Reason]
+#: the CI events a trigger can be (policy.EVENTS)
+Event = Literal["pull_request", "pull_request_target", "push", "schedule", "workflow_call",
+                "workflow_dispatch"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+REASONS: tuple[Reason, ...] = get_args(Reason)
+SOURCES: tuple[Source, ...] = get_args(Source)

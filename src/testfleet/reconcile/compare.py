@@ -29,9 +29,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.reconcile.status import JobStatus
+
+if TYPE_CHECKING:
+    from testfleet.documents.reconcile import FileProblemDoc, JobProblemDoc
+    from testfleet.documents.vocabulary import Outcome
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class FileProblem:
     planned_job: str | None  # None: the plan does not hold it
     jobs: tuple[str, ...] = ()  # the jobs that executed (or reported) it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FileProblemDoc:
         return {"stage": self.stage, "file": self.file, "planned_job": self.planned_job,
                 "jobs": list(self.jobs)}
 
@@ -57,7 +61,7 @@ class JobProblem:
     detail: str
     source: str = ""  # the status file it comes from ("" for a missing job)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JobProblemDoc:
         return {"job_id": self.job_id, "stage": self.stage, "detail": self.detail,
                 "source": self.source}
 
@@ -71,7 +75,7 @@ class Reconciliation:
     planned_files: int
     statuses: int
     executed: int  # (stage, file) pairs executed at least once
-    outcomes: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[Outcome, int] = field(default_factory=dict)
     missing_jobs: list[JobProblem] = field(default_factory=list)
     missing: list[FileProblem] = field(default_factory=list)
     not_run: list[FileProblem] = field(default_factory=list)
@@ -138,7 +142,7 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
     reported_jobs: set[str] = set()
     executed: dict[tuple[str, str], list[str]] = defaultdict(list)
     reported: dict[tuple[str, str], list[str]] = defaultdict(list)
-    outcomes: Counter[str] = Counter()
+    outcomes: Counter[Outcome] = Counter()
     for s in kept:
         if s.plan_digest != plan.digest:
             out.other_plan.append(JobProblem(

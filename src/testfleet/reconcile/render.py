@@ -6,15 +6,16 @@ GitHub's workflow-command escaping)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Final
 
 from testfleet.mdtext import md
 from testfleet.reconcile.compare import FileProblem, JobProblem, Reconciliation
 from testfleet.textsafe import printable
 
-SCHEMA = "testfleet.reconcile/1"
+if TYPE_CHECKING:
+    from testfleet.documents.reconcile import ReconcileDoc
+
+SCHEMA: Final = "testfleet.reconcile/1"
 #: rows listed per kind of problem in text and Markdown (JSON lists them all)
 SHOWN = 50
 
@@ -39,58 +40,25 @@ KINDS: dict[str, tuple[str, str]] = {
 # -- JSON ------------------------------------------------------------------------------------
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FileProblemOut(_Closed):
-    stage: str
-    file: str
-    planned_job: str | None
-    jobs: list[str]
-
-
-class JobProblemOut(_Closed):
-    job_id: str
-    stage: str
-    detail: str
-    source: str
-
-
-class ReconcileOutput(_Closed):
-    """``testfleet reconcile --format json``: the plan against what its jobs reported."""
-
-    schema_: str = Field(alias="schema", pattern=r"^testfleet\.reconcile/1$")
-    ok: bool
-    plan_digest: str
-    planned: dict[str, int]
-    reported: dict[str, int]
-    outcomes: dict[str, int]
-    missing_jobs: list[JobProblemOut]
-    missing: list[FileProblemOut]
-    not_run: list[FileProblemOut]
-    duplicated: list[FileProblemOut]
-    moved: list[FileProblemOut]
-    unplanned: list[FileProblemOut]
-    other_plan: list[JobProblemOut]
-    incomplete: list[JobProblemOut]
-    unplanned_jobs: list[JobProblemOut]
-    empty_shards: list[JobProblemOut]
-    superseded: list[JobProblemOut]
-    problems: list[str]
-
-
-def to_json(r: Reconciliation) -> dict[str, Any]:
-    doc: dict[str, Any] = {
+def to_json(r: Reconciliation) -> ReconcileDoc:
+    return {
         "schema": SCHEMA, "ok": r.ok, "plan_digest": r.plan_digest,
         "planned": {"jobs": r.planned_jobs, "files": r.planned_files},
         "reported": {"statuses": r.statuses, "files_executed": r.executed},
         "outcomes": dict(r.outcomes),
+        "missing_jobs": [p.to_json() for p in r.missing_jobs],
+        "missing": [p.to_json() for p in r.missing],
+        "not_run": [p.to_json() for p in r.not_run],
+        "duplicated": [p.to_json() for p in r.duplicated],
+        "moved": [p.to_json() for p in r.moved],
+        "unplanned": [p.to_json() for p in r.unplanned],
+        "other_plan": [p.to_json() for p in r.other_plan],
+        "incomplete": [p.to_json() for p in r.incomplete],
+        "unplanned_jobs": [p.to_json() for p in r.unplanned_jobs],
+        "empty_shards": [p.to_json() for p in r.empty_shards],
+        "superseded": [p.to_json() for p in r.superseded],
+        "problems": problem_lines(r),
     }
-    for name in (*Reconciliation.PROBLEMS, "empty_shards", "superseded"):
-        doc[name] = [p.to_json() for p in getattr(r, name)]
-    doc["problems"] = problem_lines(r)
-    return doc
 
 
 # -- words -----------------------------------------------------------------------------------

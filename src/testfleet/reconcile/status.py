@@ -8,7 +8,8 @@ writes a placeholder saying "started, not finished" before it runs anything, so 
 killed outright leaves a status that says so instead of none.
 
 One canonical JSON form (``testfleet.job-status/1``, ``testfleet schema job-status``). The
-dataclasses are what flows; :class:`JobStatusFile` guards the file boundary: a status file
+dataclasses are what flows; the document's type (:mod:`testfleet.documents.job_status`)
+guards the file boundary: a status file
 is an artifact a CI job uploaded, written next to a pull request's code, so it is read
 strictly, every problem named with its path.
 """
@@ -17,17 +18,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from testfleet.canonical import canonical_bytes
+from testfleet.documents.vocabulary import Outcome
 from testfleet.errors import UsageError
 
-SCHEMA = "testfleet.job-status/1"
+if TYPE_CHECKING:
+    from testfleet.documents.job_status import FileStatusDoc, JobStatusDoc, Runner
+
+SCHEMA: Final = "testfleet.job-status/1"
 #: what a file's outcome may be (the history's vocabulary; NOT_RUN: reported, not executed)
-OUTCOMES = ("PASSED", "FLAKY", "FAILED", "TIMEOUT", "ERROR", "NOT_RUN")
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 #: a status file larger than this is not one testfleet wrote (10,000 files are ~1.5 MiB)
 MAX_STATUS_BYTES = 64 << 20
 #: ``exit_status`` of the placeholder written before a job runs anything
@@ -41,7 +47,7 @@ class FileStatus:
 
     file: str
     stage: str  # the lane: ``<stage>`` or ``<stage>.<variant>``
-    outcome: str
+    outcome: Outcome
     attempts: int
     quarantined: bool = False
 
@@ -49,7 +55,7 @@ class FileStatus:
     def executed(self) -> bool:
         return self.outcome != "NOT_RUN"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FileStatusDoc:
         return {"file": self.file, "stage": self.stage, "outcome": self.outcome,
                 "attempts": self.attempts, "quarantined": self.quarantined}
 
@@ -73,7 +79,7 @@ class JobStatus:
     #: the planned job ids this status accounts for (one; every shard's for shard 0; none
     #: for an empty shard, which has no job in the plan)
     jobs: tuple[str, ...] = ()
-    runner: str = "testfleet run"
+    runner: Runner = "testfleet run"
     ci_attempt: int | None = None
     #: why the job is incomplete, empty or refused ("" when it simply finished)
     reason: str = ""
@@ -88,7 +94,7 @@ class JobStatus:
     def lane(self) -> str:
         return f"{self.stage}.{self.variant}" if self.variant else self.stage
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JobStatusDoc:
         return {
             "schema": SCHEMA, "plan_digest": self.plan_digest, "plan_file": self.plan_file,
             "job_id": self.job_id, "jobs": list(self.jobs), "stage": self.stage,
@@ -119,47 +125,14 @@ def write_status(path: Path, status: JobStatus) -> None:
 
 # -- the file boundary ---------------------------------------------------------------------
 
-Text = Annotated[str, Field(max_length=4096)]
-Name = Annotated[str, Field(max_length=500)]
-Digest = Annotated[str, Field(max_length=100)]
 
+@cache
+def _reader() -> TypeAdapter[JobStatusDoc]:
+    """The status file's own type, strict (built on first use: a run that writes a status
+    never pays for it)."""
+    from testfleet.documents.job_status import JobStatusDoc
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-
-class FileStatusFile(_Strict):
-    file: Annotated[str, Field(min_length=1, max_length=4096)]
-    stage: Name
-    outcome: Literal["PASSED", "FLAKY", "FAILED", "TIMEOUT", "ERROR", "NOT_RUN"]
-    attempts: Annotated[int, Field(ge=0, le=1000)]
-    quarantined: bool
-
-
-class JobStatusFile(_Strict):
-    """``testfleet schema job-status``: one job's status file."""
-
-    schema_: Literal["testfleet.job-status/1"] = Field(alias="schema")
-    plan_digest: Digest
-    plan_file: Text | None = None
-    job_id: Annotated[str, Field(min_length=1, max_length=500)]
-    jobs: list[Name] = Field(default_factory=list)
-    stage: Name
-    variant: Name
-    shard: Annotated[int, Field(ge=0)]
-    shards: Annotated[int, Field(ge=0)]
-    run_id: Name
-    ci_run_id: Name | None
-    ci_attempt: Annotated[int, Field(ge=1)] | None = None
-    runner: Literal["testfleet run", "pytest"] = "testfleet run"
-    empty: bool
-    complete: bool
-    exit_status: int
-    reason: Text = ""
-    started_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    finished_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    testfleet_version: Name = ""
-    files: list[FileStatusFile]
+    return TypeAdapter(JobStatusDoc)
 
 
 def parse_status(data: Any, source: str) -> JobStatus:
@@ -171,7 +144,7 @@ def parse_status(data: Any, source: str) -> JobStatus:
         raise UsageError(f"{source}: not a job status (schema {str(data.get('schema'))[:60]!r}, "
                          f"this testfleet reads {SCHEMA!r})")
     try:
-        doc = JobStatusFile.model_validate(data)
+        doc = _reader().validate_python(data)
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or 'status'}: {e['msg']}"
                     for e in exc.errors(include_url=False)]
@@ -179,14 +152,17 @@ def parse_status(data: Any, source: str) -> JobStatus:
                                              if len(problems) > 10 else "")
         raise UsageError(f"{source}: invalid job status: {shown}") from None
     return JobStatus(
-        plan_digest=doc.plan_digest, job_id=doc.job_id, stage=doc.stage, variant=doc.variant,
-        shard=doc.shard, shards=doc.shards, run_id=doc.run_id, ci_run_id=doc.ci_run_id,
-        empty=doc.empty, complete=doc.complete, exit_status=doc.exit_status,
-        files=tuple(FileStatus(f.file, f.stage, f.outcome, f.attempts, f.quarantined)
-                    for f in doc.files),
-        jobs=tuple(doc.jobs), runner=doc.runner, ci_attempt=doc.ci_attempt, reason=doc.reason,
-        plan_file=doc.plan_file, started_at=doc.started_at, finished_at=doc.finished_at,
-        testfleet_version=doc.testfleet_version, source=source)
+        plan_digest=doc["plan_digest"], job_id=doc["job_id"], stage=doc["stage"],
+        variant=doc["variant"], shard=doc["shard"], shards=doc["shards"], run_id=doc["run_id"],
+        ci_run_id=doc["ci_run_id"], empty=doc["empty"], complete=doc["complete"],
+        exit_status=doc["exit_status"],
+        files=tuple(FileStatus(f["file"], f["stage"], f["outcome"], f["attempts"],
+                               f["quarantined"]) for f in doc["files"]),
+        jobs=tuple(doc.get("jobs", [])), runner=doc.get("runner", "testfleet run"),
+        ci_attempt=doc.get("ci_attempt"), reason=doc.get("reason", ""),
+        plan_file=doc.get("plan_file"), started_at=doc.get("started_at", 0.0),
+        finished_at=doc.get("finished_at"), testfleet_version=doc.get("testfleet_version", ""),
+        source=source)
 
 
 def decode_status(raw: bytes, source: str) -> Any:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.findings import Finding
+
+if TYPE_CHECKING:
+    from testfleet.documents.registrations import InvalidDoc, RegistrationDoc
 
 # The longest duration an est_time literal, an implicit directory or an imported JUnit
 # time may claim: a week. Beyond it a number is a typo (or 1e308), and timeouts and
@@ -38,8 +41,8 @@ class Registration:
     #: see ``MarkerRoles``); empty: ``disabled`` applies everywhere
     disabled_on: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> RegistrationDoc:
+        out: RegistrationDoc = {
             "file": self.file,
             "line": self.line,
             "backend": self.backend,
@@ -83,7 +86,7 @@ class InvalidRegistration:
     code: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InvalidDoc:
         return {"file": self.file, "line": self.line, "backend": self.backend, "suite": self.suite,
                 "code": self.code, "message": self.message}
 

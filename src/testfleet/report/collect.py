@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from typing import TYPE_CHECKING
 
 from testfleet.config import Config
 from testfleet.registry.model import Registration
@@ -26,6 +27,9 @@ from testfleet.report.model import (
     StageRow,
 )
 from testfleet.report.references import parse_references
+
+if TYPE_CHECKING:
+    from testfleet.documents.report import HoleCause
 
 
 def category(reg: Registration) -> str:
@@ -183,6 +187,7 @@ def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow],
         if not own or group.scheduled > 0:
             continue
         dormant = [s for s in own if s.status == "dormant"]
+        cause: HoleCause
         if dormant and len(dormant) == len(own):
             cause = "all-stages-dormant"
             names = ", ".join(s.name for s in dormant)

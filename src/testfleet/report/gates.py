@@ -16,7 +16,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from testfleet.config import Project
 from testfleet.report.model import GateRow, TrendPoint, TrendSeries
@@ -95,7 +95,7 @@ def summarize(file: str, history: Sequence[Any], window: int
     return rows, series
 
 
-def verdict(h: Any) -> str:
+def verdict(h: Any) -> Literal["PASS", "FAIL", "UNTRUSTED"]:
     if h.trusted:
         return "PASS"
     return "UNTRUSTED" if getattr(h, "untrusted_by", None) else "FAIL"

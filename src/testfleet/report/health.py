@@ -20,7 +20,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from testfleet.documents.report import HealthDoc, LastRunDoc
 
 BROKEN_AFTER = 3
 
@@ -59,7 +62,7 @@ class LastRun:
             return f"commit {self.commit[:12]}"
         return self.when
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LastRunDoc:
         return {"ts": self.ts, "when": self.when, "outcome": self.outcome,
                 "ci_run_id": self.ci_run_id, "commit": self.commit, "url": self.url}
 
@@ -96,7 +99,7 @@ class StageHealth:
                 f"{'s' if self.failing_files > 2 else ''} failing)" if self.failing_files > 1 else "")
         return f"{self.state}: {self.file} failed {self.streak_text}{more}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HealthDoc:
         return {"state": self.state, "failing_files": self.failing_files, "streak": self.streak,
                 "streak_complete": self.complete, "since": self.since, "file": self.file,
                 "summary": self.summary, "last_run": self.last.to_json()}

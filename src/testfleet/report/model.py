@@ -8,16 +8,21 @@ the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from testfleet.report.health import StageHealth
 from testfleet.report.links import RepoLinks
 from testfleet.report.references import Reference
 
 if TYPE_CHECKING:
+    from testfleet.documents.plan import PolicyDoc
+    from testfleet.documents.report import CountsDoc, HoleCause
+    from testfleet.documents.vocabulary import GateMode
+    from testfleet.planning.vocabulary import Source, Status
+    from testfleet.report.gitage import AgeStatus
     from testfleet.report.results import ResultsSection
 
-SCHEMA = "testfleet.report/1"
+SCHEMA: Final = "testfleet.report/1"
 
 Category = Literal["enabled", "label-gated", "nightly-only", "at-risk", "disabled"]
 CATEGORIES: tuple[Category, ...] = ("enabled", "label-gated", "nightly-only", "at-risk", "disabled")
@@ -56,7 +61,7 @@ class Counts:
                 "nightly-only": self.nightly_only, "at-risk": self.at_risk,
                 "disabled": self.disabled}[category]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> CountsDoc:
         return {"enabled": self.enabled, "label-gated": self.label_gated,
                 "nightly-only": self.nightly_only, "at-risk": self.at_risk,
                 "disabled": self.disabled,
@@ -103,7 +108,7 @@ class Hole:
 
     kind: Literal["stage", "backend"]
     name: str
-    cause: str
+    cause: HoleCause
     detail: str
     lost: int = 0  # registrations that would run but for this hole
 
@@ -119,7 +124,7 @@ class LedgerEntry:
     reason: str
     references: tuple[Reference, ...]
     age_days: int | None
-    age_status: str
+    age_status: AgeStatus
     age_note: str
     changed: str | None  # ISO date of the change, when known
     commit: str | None
@@ -163,12 +168,12 @@ class GateRow:
     suite: str
     metric: str
     coordinates: int
-    last_verdict: str | None  # PASS | FAIL | ERROR | INACTIVE | UNTRUSTED (baseline only)
+    last_verdict: Literal["PASS", "FAIL", "ERROR", "INACTIVE", "UNTRUSTED"] | None
     last_run: str | None
     runs: int  # baseline runs stored in the gate's history
     untrusted_runs: int
-    last_mode: str | None = None  # enforced | shadow (from a result)
-    last_source: str | None = None  # result | baseline
+    last_mode: GateMode | None = None  # from a result
+    last_source: Literal["result", "baseline"] | None = None
     last_ts: float | None = None
     last_ci_run_id: str | None = None
     last_url: str | None = None
@@ -199,7 +204,7 @@ class TrendSeries:
 class ShardBar:
     shard: int
     estimate: float
-    files: tuple[tuple[str, float, str], ...]  # (file, estimate, source)
+    files: tuple[tuple[str, float, Source], ...]  # (file, estimate, source)
     job_id: str = ""
 
 
@@ -209,7 +214,7 @@ class StageTimeline:
 
     stage: str
     backend: str
-    status: str
+    status: Status
     reason: str | None
     shards: tuple[ShardBar, ...]
     makespan: float
@@ -221,7 +226,7 @@ class StageTimeline:
 class PlanSection:
     source: str
     digest: str | None
-    policy: dict[str, object]
+    policy: PolicyDoc
     timelines: tuple[StageTimeline, ...]
     warnings: tuple[str, ...]
 

@@ -14,10 +14,15 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from testfleet.errors import UsageError
+from testfleet.planning.vocabulary import SOURCES, STATUSES
 from testfleet.report.model import PlanSection, ShardBar, StageTimeline
+
+if TYPE_CHECKING:
+    from testfleet.documents.plan import PolicyDoc
+    from testfleet.planning.vocabulary import Source
 
 PLAN_SCHEMA_PREFIX = "testfleet.plan/"
 # the planner's wording (planning/planner.py) for a stage hole and a backend with no coverage
@@ -56,9 +61,10 @@ def plan_section(data: Any, source: str) -> PlanSection:
         for j, t in enumerate(_list(job, "tests", where)):
             if not isinstance(t, Mapping):
                 raise UsageError(f"{where}.tests[{j}]: must be an object")
+            origin = t.get("source")
+            kind: Source = origin if isinstance(origin, str) and origin in SOURCES else "est_time"
             tests.append((_str(t, "file", f"{where}.tests[{j}]"),
-                          _num(t, "estimate", f"{where}.tests[{j}]"),
-                          str(t.get("source", ""))))
+                          _num(t, "estimate", f"{where}.tests[{j}]"), kind))
         estimate = job.get("estimate")
         total = (_num(job, "estimate", where) if estimate is not None
                  else sum(t[1] for t in tests))
@@ -84,19 +90,21 @@ def plan_section(data: Any, source: str) -> PlanSection:
         ratio = _opt_num(st.get("ratio"))
         if ratio is None and lower > 0:
             ratio = makespan / lower
+        status = st.get("status", "scheduled")
         timelines.append(StageTimeline(
             stage=name, backend=str(st.get("backend", "")),
-            status=str(st.get("status", "scheduled" if bars else "")),
+            status=status if status in STATUSES else "scheduled",
             reason=st.get("reason") if isinstance(st.get("reason"), str) else None,
             shards=bars, makespan=makespan, lower_bound=lower, ratio=ratio,
         ))
     raw_policy = data.get("policy")
-    policy: Mapping[str, object] = raw_policy if isinstance(raw_policy, Mapping) else {}
+    # a plan load_plan validated holds a policy of the plan's type (a test's may not)
+    policy = cast("PolicyDoc", dict(raw_policy) if isinstance(raw_policy, Mapping) else {})
     warnings = [w if isinstance(w, str) else json.dumps(w, sort_keys=True)
                 for w in data.get("warnings", []) or []]
     warnings = [w for w in warnings if not is_hole_warning(w)]
     digest = data.get("digest") if isinstance(data.get("digest"), str) else None
-    return PlanSection(source, digest, dict(policy), tuple(timelines), tuple(warnings))
+    return PlanSection(source, digest, policy, tuple(timelines), tuple(warnings))
 
 
 def is_hole_warning(warning: str) -> bool:

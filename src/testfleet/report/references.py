@@ -18,7 +18,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from testfleet.documents.report import ReferenceDoc
 
 RefKind = Literal["issue", "pull", "url", "custom"]
 
@@ -53,7 +56,7 @@ class Reference:
     repo: str | None = None
     url: str | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ReferenceDoc:
         return {"kind": self.kind, "text": self.text, "number": self.number,
                 "repo": self.repo, "url": self.url}
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from testfleet.report.model import SCHEMA, GroupRow, LedgerEntry, Report, StageRow
 from testfleet.report.render_results import json_data as results_json
 
+if TYPE_CHECKING:
+    from testfleet.documents.report import GroupDoc, LedgerEntryDoc, ReportDoc, StageRowDoc
 
-def to_json_data(report: Report) -> dict[str, Any]:
+
+def to_json_data(report: Report) -> ReportDoc:
     h = report.history
-    data: dict[str, Any] = {
+    data: ReportDoc = {
         "schema": SCHEMA,
         "project": report.project,
         "config_file": report.config_file,
@@ -90,7 +93,7 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _stage(s: StageRow, report: Report) -> dict[str, Any]:
+def _stage(s: StageRow, report: Report) -> StageRowDoc:
     """``status`` is the configuration's; ``health`` what its results say (null: none)."""
     health = report.health_of(s.name)
     return {"name": s.name, "backend": s.backend, "status": s.status, "reason": s.reason,
@@ -99,13 +102,13 @@ def _stage(s: StageRow, report: Report) -> dict[str, Any]:
             "health": health.to_json() if health is not None else None}
 
 
-def _group(g: GroupRow) -> dict[str, Any]:
+def _group(g: GroupRow) -> GroupDoc:
     return {"name": g.name, "counts": g.counts.to_json(), "scheduled": g.scheduled,
             "stages": list(g.stages)}
 
 
-def _entry(e: LedgerEntry) -> dict[str, Any]:
-    return {
+def _entry(e: LedgerEntry) -> LedgerEntryDoc:
+    out: LedgerEntryDoc = {
         "file": e.file, "line": e.line, "reason_line": e.reason_line, "backend": e.backend,
         "suite": e.suite, "labels": list(e.labels), "reason": e.reason,
         "references": [r.to_json() for r in e.references],
@@ -114,5 +117,7 @@ def _entry(e: LedgerEntry) -> dict[str, Any]:
         "expiry": {"date": e.expiry, "error": e.expiry_error, "expired": e.expired,
                    "days_left": e.days_left} if (e.expiry or e.expiry_error) else None,
         "shared_reason": e.shared_reason, "stage_dormant": e.stage_dormant,
-        **({"runners": list(e.runners)} if e.runners else {}),
     }
+    if e.runners:
+        out["runners"] = list(e.runners)
+    return out

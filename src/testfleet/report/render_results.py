@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.report.fmt import PATH_COLUMN, path_lines, path_width
 from testfleet.report.htmlparts import path as html_path
@@ -20,6 +20,9 @@ from testfleet.report.results import ResultsSection
 from testfleet.report.svg import esc
 from testfleet.results.summary import LETTERS
 from testfleet.textsafe import printable
+
+if TYPE_CHECKING:
+    from testfleet.documents.report import ReportResultsDoc
 
 LEGEND = "P pass, R pass on retry, F fail, T timeout, E error; oldest left"
 
@@ -167,7 +170,7 @@ def markdown_lines(r: ResultsSection | None, now: float) -> list[str]:
 # --------------------------------------------------------------------------- json
 
 
-def json_data(r: ResultsSection | None) -> dict[str, Any] | None:
+def json_data(r: ResultsSection | None) -> ReportResultsDoc | None:
     if r is None:
         return None
     from testfleet.results.summary import summary_json

@@ -30,11 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, get_args
 
+from testfleet.documents.vocabulary import FlakyState
 from testfleet.results.model import RunResult
 
-STATES = ("flaky", "broken", "recovered", "healthy")
+if TYPE_CHECKING:
+    from testfleet.documents.results import FlakyVerdictDoc
+
+STATES: tuple[FlakyState, ...] = get_args(FlakyState)
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class FlakyVerdict:
 
     file: str
     stage: str
-    state: str
+    state: FlakyState
     runs: int
     evidence_runs: int
     retry_passes: int
@@ -69,8 +73,8 @@ class FlakyVerdict:
     def rate(self) -> float:
         return self.evidence_runs / self.runs if self.runs else 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> FlakyVerdictDoc:
+        out: FlakyVerdictDoc = {
             "file": self.file, "stage": self.stage, "state": self.state,
             "rate": round(self.rate, 4), "runs": self.runs, "evidence_runs": self.evidence_runs,
             "retry_passes": self.retry_passes, "failures": self.failures,
@@ -129,6 +133,7 @@ def classify(runs: Sequence[RunResult], policy: FlakyPolicy) -> FlakyVerdict | N
             break
         streak += 1
     rate = len(evidence) / len(window)
+    state: FlakyState
     if failures == len(window):
         state = "broken"
     elif evidence and len(window) >= policy.min_runs and rate >= policy.threshold:

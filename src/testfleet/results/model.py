@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from testfleet.documents.results import RunDoc
+    from testfleet.documents.vocabulary import GateMode, GateStatus, ResultOutcome
 
 PASSING = ("PASSED", "FLAKY")
 FAILING = ("FAILED", "TIMEOUT", "ERROR")
@@ -16,14 +20,14 @@ class RunResult:
 
     file: str
     stage: str
-    outcome: str  # PASSED | FLAKY | FAILED | TIMEOUT | ERROR (NOT_RUN rows are not results)
+    outcome: ResultOutcome  # NOT_RUN rows are not results
     ts: float
     commit: str | None = None
     ci_run_id: str | None = None
     attempt: int = 1
     duration: float = 0.0
-    gate_status: str | None = None
-    gate_mode: str | None = None
+    gate_status: GateStatus | None = None
+    gate_mode: GateMode | None = None
     reason: str | None = None
     test: str = ""
     signature: str | None = None  # a failure's signature digest (incidents, schema step 8)
@@ -41,8 +45,8 @@ class RunResult:
         """Passed on its first attempt (a pass on a retry is evidence of flakiness)."""
         return self.outcome == "PASSED"
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> RunDoc:
+        out: RunDoc = {
             "outcome": self.outcome, "ts": self.ts, "commit": self.commit,
             "ci_run_id": self.ci_run_id, "attempt": self.attempt,
             "duration": round(self.duration, 3),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from testfleet.results.model import RunResult
+
+if TYPE_CHECKING:
+    from testfleet.documents.results import ResultFileDoc
 
 LETTERS = {"PASSED": "P", "FLAKY": "R", "FAILED": "F", "TIMEOUT": "T", "ERROR": "E"}
 
@@ -70,7 +73,7 @@ class StageSummary:
     files: int
     runs: int
     passes: int
-    last_outcome: str  # of the stage's newest run: failing if any file failed in it
+    last_outcome: Literal["PASSED", "FAILED"]  # of the stage's newest run: FAILED if any file failed in it
     last_ts: float
     last_run_id: str | None
 
@@ -114,13 +117,13 @@ def by_stage(files: Sequence[FileSummary]) -> list[StageSummary]:
         key = (newest.ci_run_id, None) if newest.ci_run_id else (None, newest.commit)
         same = [r for r in runs if (r.ci_run_id, None if r.ci_run_id else r.commit) == key] \
             if (newest.ci_run_id or newest.commit) else [newest]
-        last = "FAILED" if any(r.failed for r in same) else "PASSED"
+        last: Literal["PASSED", "FAILED"] = "FAILED" if any(r.failed for r in same) else "PASSED"
         out.append(StageSummary(stage, len(group), len(runs), sum(1 for r in runs if r.passed),
                                 last, newest.ts, newest.ci_run_id))
     return out
 
 
-def summary_json(f: FileSummary, url: Any = None) -> dict[str, Any]:
+def summary_json(f: FileSummary, url: Any = None) -> ResultFileDoc:
     """A file's JSON form; ``url(run)`` adds each run's CI link."""
     return {
         "stage": f.stage, "file": f.file, "pass_rate": round(f.pass_rate, 4),

@@ -13,12 +13,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testfleet.config import Project
 from testfleet.runner.executor import GateVerdict
 from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, Outcome, RunItem
 from testfleet.vcs import current_commit
+
+if TYPE_CHECKING:
+    from testfleet.documents.vocabulary import Outcome as HistoryOutcome
 
 Warn = Callable[[str], None]
 CHECKPOINT_EVERY = 2.0  # seconds between JUnit checkpoints (the final write is always done)
@@ -67,13 +70,18 @@ def history_outcome(attempt: Attempt) -> str:
     return attempt.outcome.name
 
 
-def final_outcome(result: FileResult) -> str:
+#: the runner's outcome as the history's word (an interrupted file is an ERROR)
+_HISTORY: dict[Outcome, HistoryOutcome] = {
+    Outcome.PASSED: "PASSED", Outcome.FLAKY: "FLAKY", Outcome.FAILED: "FAILED",
+    Outcome.TIMEOUT: "TIMEOUT", Outcome.ERROR: "ERROR", Outcome.INTERRUPTED: "ERROR",
+    Outcome.NOT_RUN: "NOT_RUN"}
+
+
+def final_outcome(result: FileResult) -> HistoryOutcome:
     """The history's vocabulary for a file's final verdict (a failed enforced gate is FAILED)."""
-    if result.outcome is Outcome.INTERRUPTED:
-        return "ERROR"
     if result.outcome is Outcome.PASSED and result.attempts and result.attempts[-1].number > 1:
         return "FLAKY"
-    return result.outcome.name
+    return _HISTORY[result.outcome]
 
 
 def case_rows(spec: JobSpec, item: RunItem, attempt: Attempt, commit: str | None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from testfleet.store.engine import Target, create_engine_for, resolve_target, translate
 from testfleet.store.errors import (
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from testfleet.config import Project
+    from testfleet.documents.db import StageExecutionsDoc
     from testfleet.incidents.signature import Signature
     from testfleet.store.caserow import CaseRow
     from testfleet.store.durations import Execution, FileSamples
@@ -257,7 +258,7 @@ class Store:
             prune_signatures(AlchemyDb(conn))
             return deleted
 
-    def stage_summary(self) -> list[dict[str, Any]]:
+    def stage_summary(self) -> list[StageExecutionsDoc]:
         from testfleet.store.durations import stage_summary
 
         with self.read() as conn:

@@ -23,18 +23,21 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
+from testfleet.documents.vocabulary import CaseOutcome, GateMode, GateStatus, Outcome
 from testfleet.store.errors import InvalidExecution
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-OUTCOMES = ("PASSED", "FAILED", "TIMEOUT", "FLAKY", "ERROR", "NOT_RUN")
-GATE_STATUSES = ("PASS", "FAIL", "ERROR", "INACTIVE")
-GATE_MODES = ("enforced", "shadow")
+    from testfleet.documents.db import StageExecutionsDoc
+
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+GATE_STATUSES: tuple[GateStatus, ...] = get_args(GateStatus)
+GATE_MODES: tuple[GateMode, ...] = get_args(GateMode)
 #: A testcase's outcomes (``testcases``); here, without SQLAlchemy, for the bundle model.
-CASE_OUTCOMES = ("PASSED", "FLAKY", "FAILED", "ERROR", "SKIPPED", "XFAILED")
+CASE_OUTCOMES: tuple[CaseOutcome, ...] = get_args(CaseOutcome)
 REASON_MAX = 500
 #: Clock skew tolerated between a machine that recorded a row (a runner, a JUnit file's
 #: writer) and the one storing it; a time further ahead is refused.
@@ -301,7 +304,7 @@ def duration_samples(conn: Connection, stage: str, files: Iterable[str] | None,
             for file in sorted(passing.keys() | timeouts.keys())}
 
 
-def stage_summary(conn: Connection) -> list[dict[str, Any]]:
+def stage_summary(conn: Connection) -> list[StageExecutionsDoc]:
     """Per stage: executions, passing executions, distinct files, newest timestamp."""
     from sqlalchemy import case, func, select
 
@@ -314,7 +317,8 @@ def stage_summary(conn: Connection) -> list[dict[str, Any]]:
         func.count(ex.c.file.distinct()).label("files"),
         func.max(ex.c.ts).label("newest"),
     ).group_by(ex.c.stage).order_by(ex.c.stage)
-    return [dict(row._mapping) for row in conn.execute(query)]
+    return [{"stage": row.stage, "executions": int(row.executions), "passing": int(row.passing),
+             "files": int(row.files), "newest": float(row.newest)} for row in conn.execute(query)]
 
 
 def count_run(conn: Connection, ci_run_id: str, stage: str | None = None) -> int:

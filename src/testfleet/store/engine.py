@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from testfleet.store.errors import (
     PermissionDenied,
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from testfleet.config import Project
+    from testfleet.documents.db import Origin
 
-ENV_URL = "TESTFLEET_DATABASE_URL"
+ENV_URL: Final = "TESTFLEET_DATABASE_URL"
 DEFAULT_FILE = "history.db"
 
 
@@ -46,8 +47,8 @@ class Target:
 
     url: str
     display: str
-    origin: str
-    dialect: str  # "sqlite" | "postgresql"
+    origin: Origin
+    dialect: Literal["sqlite", "postgresql"]
     path: Path | None = None
     default: bool = False
 
@@ -74,7 +75,7 @@ def resolve_target(project: Project, url: str | None = None) -> Target:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-def _parse(project: Project, value: str, origin: str) -> Target:
+def _parse(project: Project, value: str, origin: Origin) -> Target:
     if not value.strip() or not value.isprintable():
         # "   " or a stray newline would otherwise become a SQLite file of that name.
         raise StoreError(f"{origin}: {value!r} is not a database URL or file path")

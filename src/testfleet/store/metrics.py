@@ -50,6 +50,7 @@ from testfleet.store.tables import metadata
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from testfleet.documents.gate import GateValueDoc
     from testfleet.store.core import Store
 
 _ID = BigInteger().with_variant(Integer, "sqlite")
@@ -182,7 +183,7 @@ class HistoryRow:
     value: float
     untrusted_by: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GateValueDoc:
         return {
             "run_pk": self.run_pk, "run_id": self.run_id, "recorded_at": self.recorded_at,
             "trusted": self.trusted, "ci_run_id": self.ci_run_id, "commit": self.commit,

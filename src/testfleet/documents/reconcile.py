@@ -1,0 +1,74 @@
+"""``testfleet reconcile --format json`` (``testfleet.reconcile/1``): a plan against what
+its jobs reported."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from typing_extensions import TypedDict
+
+from testfleet.documents.base import closed
+from testfleet.documents.vocabulary import Outcome
+
+
+@closed
+class FileProblemDoc(TypedDict):
+    """A planned or executed (stage, file) that is not accounted for exactly once."""
+
+    stage: str
+    file: str
+    planned_job: str | None
+    """The job the plan gave it; null: the plan does not hold it."""
+    jobs: list[str]
+    """The jobs that executed (or reported) it."""
+
+
+@closed
+class JobProblemDoc(TypedDict):
+    """A planned job that did not report, or a status that cannot count as its job's."""
+
+    job_id: str
+    stage: str
+    detail: str
+    source: str
+    """The status file it comes from ("" for a missing job)."""
+
+
+@closed
+class PlannedDoc(TypedDict):
+    jobs: int
+    files: int
+
+
+@closed
+class ReportedDoc(TypedDict):
+    statuses: int
+    files_executed: int
+
+
+@closed
+class ReconcileDoc(TypedDict):
+    """Every planned file ran exactly once, or what did not."""
+
+    schema: Literal["testfleet.reconcile/1"]
+    ok: bool
+    plan_digest: str
+    planned: PlannedDoc
+    reported: ReportedDoc
+    outcomes: dict[Outcome, int]
+    """Files per outcome, over the statuses that count."""
+    missing_jobs: list[JobProblemDoc]
+    missing: list[FileProblemDoc]
+    not_run: list[FileProblemDoc]
+    duplicated: list[FileProblemDoc]
+    moved: list[FileProblemDoc]
+    unplanned: list[FileProblemDoc]
+    other_plan: list[JobProblemDoc]
+    incomplete: list[JobProblemDoc]
+    unplanned_jobs: list[JobProblemDoc]
+    empty_shards: list[JobProblemDoc]
+    """Statuses of shards the plan left without files (accepted, shown)."""
+    superseded: list[JobProblemDoc]
+    """Statuses a later CI attempt of the same job replaced (accepted, shown)."""
+    problems: list[str]
+    """One line per kind of problem."""
