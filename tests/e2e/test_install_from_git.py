@@ -41,15 +41,19 @@ def test_install_pinned_by_tag_and_by_commit_records_the_commit(tmp_path: Path) 
     clone = tmp_path / "testfleet"
     assert _run(["git", "clone", "-q", "--no-local", str(REPO), str(clone)]).returncode == 0
     git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    assert _run([*git, "tag", "-a", f"v{VERSION}", "-m", "release"]).returncode == 0
+    # the release tag of this version, made here when this checkout does not carry it
+    tag = f"v{VERSION}"
+    if _run([*git, "rev-parse", "-q", "--verify", f"refs/tags/{tag}"]).returncode:
+        assert _run([*git, "tag", "-a", tag, "-m", "release"]).returncode == 0
     head = _run([*git, "rev-parse", "HEAD"]).stdout.strip()
+    commits = {tag: _run([*git, "rev-parse", f"{tag}^{{commit}}"]).stdout.strip(), head: head}
     env_dir = tmp_path / "venv"
     # system site packages: the dependencies are there already; the install under test is
     # testfleet itself, from the repository URL (file://localhost: pip before 23.3 wants a
     # host in a PEP 508 URL)
     venv.EnvBuilder(with_pip=True, system_site_packages=True, clear=True).create(env_dir)
     py = str(env_dir / "bin" / "python")
-    for rev in (f"v{VERSION}", head):
+    for rev in (tag, head):
         proc = _run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
                      f"testfleet @ git+file://localhost{clone}@{rev}"])
         out = proc.stdout + proc.stderr
@@ -63,7 +67,8 @@ def test_install_pinned_by_tag_and_by_commit_records_the_commit(tmp_path: Path) 
                      "print(m.distribution('testfleet').read_text('direct_url.json'))"])
         direct = json.loads(proc.stdout)
         assert direct["url"] == f"file://localhost{clone}"
-        assert direct["vcs_info"] == {"vcs": "git", "commit_id": head, "requested_revision": rev}
+        assert direct["vcs_info"] == {"vcs": "git", "commit_id": commits[rev],
+                                      "requested_revision": rev}
 
 
 def test_every_pinned_install_in_the_docs_names_this_version_and_repository() -> None:
