@@ -12,8 +12,8 @@ from testfleet.documents.base import closed
 
 
 @closed
-class AddedDoc(TypedDict):
-    """Rows a merge added, per kind of record."""
+class RecordCountsDoc(TypedDict):
+    """Records per kind: those a merge added, or those a bundle holds."""
 
     executions: int
     gate_runs: int
@@ -52,7 +52,7 @@ class MergeResultDoc(TypedDict):
     history after it."""
 
     bundles: int
-    added: AddedDoc
+    added: RecordCountsDoc
     already_present: AlreadyPresentDoc
     untrusted: int
     """Stored gate runs a bundle's untrust mark took out of the baseline."""
@@ -88,17 +88,6 @@ class BundleSourceDoc(TypedDict):
 
 
 @closed
-class BundleCountsDoc(TypedDict):
-    """Records in the bundle, per kind."""
-
-    executions: int
-    gate_runs: int
-    gate_values: int
-    testcases: int
-    signatures: int
-
-
-@closed
 class BundleHeaderDoc(TypedDict):
     """A verified bundle, without its rows."""
 
@@ -111,7 +100,7 @@ class BundleHeaderDoc(TypedDict):
     testfleet: str
     """The version that wrote it."""
     source: BundleSourceDoc
-    counts: BundleCountsDoc
+    counts: RecordCountsDoc
 
 
 @closed

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if TYPE_CHECKING:
-    from testfleet.documents.history import BundleCountsDoc, BundleHeaderDoc
+    from testfleet.documents.history import BundleHeaderDoc, RecordCountsDoc
 
 from testfleet.errors import TestfleetError
 from testfleet.store.durations import CASE_OUTCOMES, GATE_MODES, GATE_STATUSES, OUTCOMES
@@ -197,7 +197,7 @@ class Bundle:
     sha256: str
     name: str = "<bundle>"
 
-    def counts(self) -> BundleCountsDoc:
+    def counts(self) -> RecordCountsDoc:
         p = self.payload
         return {"executions": len(p.executions), "gate_runs": len(p.gate_runs),
                 "gate_values": len(p.gate_values), "testcases": len(p.testcases),

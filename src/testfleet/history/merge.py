@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from testfleet.documents.history import (
-        AddedDoc,
         AlreadyPresentDoc,
         FutureTable,
         HistoryRowsDoc,
         MergeResultDoc,
+        RecordCountsDoc,
     )
     from testfleet.store.core import Store
 
@@ -47,7 +47,7 @@ TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases",
 STORED_TABLES = ("execution_rows", "tested_files", "sources", *TABLES[1:])
 
 
-def _none_added() -> AddedDoc:
+def _none_added() -> RecordCountsDoc:
     return {"executions": 0, "gate_runs": 0, "gate_values": 0, "testcases": 0, "signatures": 0}
 
 
@@ -65,7 +65,7 @@ class MergeResult:
     """What a merge did, for the command's report."""
 
     bundles: int = 0
-    added: AddedDoc = field(default_factory=_none_added)
+    added: RecordCountsDoc = field(default_factory=_none_added)
     known: AlreadyPresentDoc = field(default_factory=_already_present)
     untrusted: int = 0  # stored gate runs that a bundle's untrust mark took out of the baseline
     # rows dated after the merge, per table
