@@ -110,3 +110,25 @@ def test_imports_flow_one_way() -> None:
         if module not in index:
             visit(module)
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_tomllib_is_imported_only_on_python_311_and_later() -> None:
+    """The suite runs on 3.10 too (requires-python), where ``tomllib`` does not exist: every
+    import of it sits under ``if sys.version_info >= (3, 11):`` with ``tomli`` as the
+    fallback. A bare import broke collection of a whole test module on 3.10 once."""
+    import ast
+
+    bare = []
+    for path in sorted([*REPO.glob("src/**/*.py"), *REPO.glob("tests/**/*.py"),
+                        *REPO.glob("benchmarks/**/*.py")]):
+        if "fixtures" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        guarded = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "version_info" in ast.unparse(node.test) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "tomllib" in names and id(node) not in guarded:
+                bare.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not bare, bare

@@ -16,12 +16,17 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps
 from integrations.gha_expr import evaluate, interpolate, truthy
