@@ -48,11 +48,16 @@ def test_install_pinned_by_tag_and_by_commit_records_the_commit(tmp_path: Path) 
     head = _run([*git, "rev-parse", "HEAD"]).stdout.strip()
     commits = {tag: _run([*git, "rev-parse", f"{tag}^{{commit}}"]).stdout.strip(), head: head}
     env_dir = tmp_path / "venv"
-    # system site packages: the dependencies are there already; the install under test is
-    # testfleet itself, from the repository URL (file://localhost: pip before 23.3 wants a
-    # host in a PEP 508 URL)
-    venv.EnvBuilder(with_pip=True, system_site_packages=True, clear=True).create(env_dir)
+    # the dependencies come from this interpreter's packages (a .pth below); the install
+    # under test is testfleet itself, from the repository URL (file://localhost: pip
+    # before 23.3 wants a host in a PEP 508 URL)
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     py = str(env_dir / "bin" / "python")
+    # this interpreter's packages (a venv's or the system's), below the new venv's own
+    purelib = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    import site
+
+    Path(purelib, "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     for rev in (tag, head):
         proc = _run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
                      f"testfleet @ git+file://localhost{clone}@{rev}"])

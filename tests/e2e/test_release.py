@@ -85,7 +85,11 @@ def _build_and_check(tmp_path: Path, tag: str) -> tuple[subprocess.CompletedProc
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTHON"))}
     bindir = tmp_path / "bin"  # `python3` in the script is this interpreter, with the tools
     bindir.mkdir()
-    (bindir / "python3").symlink_to(sys.executable)
+    # a wrapper, not a symlink: a symlink outside a virtual environment loses its
+    # site-packages (pyvenv.cfg is looked up beside the link)
+    wrapper = bindir / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
     env.update(step.get("env", {}) | {"TAG": tag}, PATH=f"{bindir}{os.pathsep}{env['PATH']}",
                PIP_DISABLE_PIP_VERSION_CHECK="1")
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
