@@ -98,6 +98,13 @@ def _build_and_check(tmp_path: Path, tag: str) -> tuple[subprocess.CompletedProc
     return proc, src / "dist"
 
 
+#: The workflow runs its script under the Python it sets up (3.12), which reads the version
+#: with ``tomllib``; an older test interpreter cannot stand in for it.
+SCRIPT_PYTHON = pytest.mark.skipif(sys.version_info < (3, 11),
+                                   reason="the release script runs under the workflow's Python 3.12 (tomllib)")
+
+
+@SCRIPT_PYTHON
 @pytest.mark.timeout(900)
 def test_build_and_check_makes_a_clean_sdist_and_wheel(tmp_path: Path) -> None:
     proc, dist = _build_and_check(tmp_path, f"v{VERSION}")
@@ -112,6 +119,7 @@ def test_build_and_check_makes_a_clean_sdist_and_wheel(tmp_path: Path) -> None:
     assert "OK" in out  # check-wheel-contents
 
 
+@SCRIPT_PYTHON
 def test_a_tag_that_is_not_the_version_stops_the_release(tmp_path: Path) -> None:
     proc, dist = _build_and_check(tmp_path, "v99.0.0")
     assert proc.returncode == 1, proc.stdout + proc.stderr
