@@ -665,6 +665,28 @@ CORPUS: list[Row] = [
 ]
 
 
+# -- third audit (#36) --------------------------------------------------------------------
+
+# #36 item 1: a test's helpers: zombies reaped while the test runs, a bounded sweep, signals.
+CORPUS += [
+]
+
+
+# #36 item 2-3: a label authorizes only the commit it was set on; forks choosing runners via reusable workflows.
+CORPUS += [
+]
+
+
+# #36 item 4-5: reconcile checks every status field against its plan job; edited plans with a recomputed digest.
+CORPUS += [
+]
+
+
+# #36 item 6: merges under load, list/plan/check agree on files Python cannot read, patterns, enable/disable.
+CORPUS += [
+]
+
+
 # -- running a row -----------------------------------------------------------------------
 
 def _project(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
