@@ -36,12 +36,12 @@ from testfleet.ci_keys import (
 )
 from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
+from testfleet.documents.vocabulary import MAX_EST_TIME
 from testfleet.errors import ConfigError
 from testfleet.fileio import read_capped
 from testfleet.findings import Finding
 from testfleet.graphs import find_cycle
 from testfleet.incidents.config import BackendIncidentKeys, backend_table_problems, patched_backend
-from testfleet.registry.model import MAX_EST_TIME
 from testfleet.stage_triggers import MarkerRoles, StageTriggers, VariantTriggers, trigger_problems
 
 if sys.version_info >= (3, 11):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from testfleet.documents.vocabulary import Severity as Severity
 from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from testfleet.documents.check import FindingDoc
 
-Severity = Literal["error", "warning"]
 
 
 @dataclass(frozen=True, order=True)

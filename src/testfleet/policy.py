@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
 from testfleet.config import Config, StageConfig
+from testfleet.documents.vocabulary import Event, Reason
 from testfleet.errors import UsageError
 from testfleet.label_hints import closest_label
-from testfleet.planning.vocabulary import Event, Reason
 from testfleet.stage_triggers import change_trigger, event_excluded
 
 if TYPE_CHECKING:

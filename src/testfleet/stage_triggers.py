@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from testfleet.documents.vocabulary import Event, Reason
 from testfleet.graphs import find_cycle
-from testfleet.planning.vocabulary import Event, Reason
 
 if TYPE_CHECKING:
     from testfleet.config import Config

@@ -28,8 +28,8 @@ import click
 from testfleet.cli._options import file_option, stage_option
 from testfleet.cli.completion import complete_pr_labels
 from testfleet.config import Project
+from testfleet.documents.vocabulary import Event
 from testfleet.errors import UsageError
-from testfleet.planning.vocabulary import Event
 from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
 
 F = TypeVar("F", bound=Callable[..., Any])

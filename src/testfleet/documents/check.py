@@ -8,7 +8,7 @@ from typing import Literal
 from typing_extensions import TypedDict
 
 from testfleet.documents.base import closed
-from testfleet.findings import Severity
+from testfleet.documents.vocabulary import Severity
 
 
 @closed

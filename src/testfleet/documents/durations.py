@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from testfleet.documents.base import closed
 from testfleet.documents.registrations import InvalidDoc
-from testfleet.planning.vocabulary import Source
+from testfleet.documents.vocabulary import Source
 
 
 @closed

@@ -23,8 +23,14 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import NotRequired, TypedDict
 
 from testfleet.documents.base import boundary
-from testfleet.planning.jobci import MAX_JOB_TIMEOUT_MINUTES
-from testfleet.planning.vocabulary import Event, Reason, Source, StageCount, Status
+from testfleet.documents.vocabulary import (
+    MAX_JOB_TIMEOUT_MINUTES,
+    Event,
+    Reason,
+    Source,
+    StageCount,
+    Status,
+)
 
 #: Far beyond any real estimate or ratio; a bigger one (1e308) is corruption, and
 #: timelines and timeouts computed from it overflow.

@@ -12,11 +12,15 @@ from typing_extensions import NotRequired, TypedDict
 from testfleet.documents.base import closed
 from testfleet.documents.plan import PolicyDoc
 from testfleet.documents.results import FlakyVerdictDoc, ResultFileDoc
-from testfleet.documents.vocabulary import GateMode, ResultOutcome
-from testfleet.planning.vocabulary import Source, Status
-from testfleet.report.gitage import AgeStatus
-from testfleet.report.health import State
-from testfleet.report.references import RefKind
+from testfleet.documents.vocabulary import (
+    AgeStatus,
+    GateMode,
+    RefKind,
+    ResultOutcome,
+    Source,
+    State,
+    Status,
+)
 
 #: why a stage or backend has nothing that can run
 HoleCause = Literal["dormant", "all-stages-dormant", "all-invalid", "no-registrations",

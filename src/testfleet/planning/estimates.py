@@ -29,7 +29,7 @@ from testfleet.registry.model import Registration
 
 if TYPE_CHECKING:
     from testfleet.config import DurationsConfig, Project
-    from testfleet.planning.vocabulary import Source
+    from testfleet.documents.vocabulary import Source
 
 Key = tuple[str, str]  # (file, stage)
 # How long a plan waits for a history database another process has locked before it

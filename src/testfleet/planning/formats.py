@@ -14,9 +14,9 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+from testfleet.documents.vocabulary import StageCount
 from testfleet.mdtext import md
 from testfleet.planning.model import REASONS, Job, Plan, plan_bytes
-from testfleet.planning.vocabulary import StageCount
 
 # -- json -----------------------------------------------------------------------
 

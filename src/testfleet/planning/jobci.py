@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from testfleet.documents.vocabulary import MAX_JOB_TIMEOUT_MINUTES as MAX_JOB_TIMEOUT_MINUTES
+
 if TYPE_CHECKING:  # the config (pydantic) is not needed to read a plan
     from collections.abc import Mapping
 
@@ -24,8 +26,6 @@ if TYPE_CHECKING:  # the config (pydantic) is not needed to read a plan
 
 #: Today's job timeout when a stage sets neither minutes nor a factor (GitHub's default).
 DEFAULT_JOB_TIMEOUT_MINUTES = 360
-#: GitHub's maximum for a job on a self-hosted runner (72 hours).
-MAX_JOB_TIMEOUT_MINUTES = 4320
 #: A factor-sized timeout adds this for checkout, install, container pull and setup,
 #: and is never below it: a 20-second shard still needs a machine to start.
 JOB_OVERHEAD_MINUTES = 15

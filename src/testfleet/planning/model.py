@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testfleet.canonical import canonical_bytes
+from testfleet.documents.vocabulary import REASONS as REASONS  # the plan's vocabulary
+from testfleet.documents.vocabulary import SCHEMA as SCHEMA
+from testfleet.documents.vocabulary import SOURCES as SOURCES
+from testfleet.documents.vocabulary import STATUSES as STATUSES
 from testfleet.errors import UsageError
 from testfleet.fileio import read_capped
 from testfleet.planning.jobci import DEFAULT_JOB_TIMEOUT_MINUTES, Checkout, Container, JobCI
-from testfleet.planning.vocabulary import REASONS as REASONS  # the plan's vocabulary
-from testfleet.planning.vocabulary import SCHEMA as SCHEMA
-from testfleet.planning.vocabulary import SOURCES as SOURCES
-from testfleet.planning.vocabulary import STATUSES as STATUSES
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import (
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         TriggerDoc,
         TrustDoc,
     )
-    from testfleet.planning.vocabulary import Reason, Source, StageCount, Status
+    from testfleet.documents.vocabulary import Reason, Source, StageCount, Status
 
 #: Shorthands; a job's command may also be "auto" or a template, a test's a shorthand or a
 #: template (see testfleet.commands; a template is checked like the config checks it).

@@ -17,8 +17,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 
 from testfleet.documents.plan import MAX_NUMBER, PlanDoc, unique_job_ids
+from testfleet.documents.vocabulary import MAX_JOB_TIMEOUT_MINUTES
 from testfleet.errors import UsageError
-from testfleet.planning.jobci import MAX_JOB_TIMEOUT_MINUTES
 
 #: How many problems one error message lists before it counts the rest.
 SHOWN_PROBLEMS = 10

@@ -42,7 +42,7 @@ from testfleet.stage_triggers import bind_stage_files, needs_for
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import TrustDoc
-    from testfleet.planning.vocabulary import Reason, Source, StageCount, Status
+    from testfleet.documents.vocabulary import Reason, Source, StageCount, Status
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
 

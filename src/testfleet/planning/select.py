@@ -29,7 +29,7 @@ from testfleet.registry.model import Registration
 from testfleet.stage_triggers import side_excluded
 
 if TYPE_CHECKING:
-    from testfleet.planning.vocabulary import Reason, Status
+    from testfleet.documents.vocabulary import Reason, Status
 
 
 @dataclass

@@ -7,15 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from testfleet.documents.vocabulary import MAX_EST_TIME as MAX_EST_TIME
 from testfleet.findings import Finding
 
 if TYPE_CHECKING:
     from testfleet.documents.registrations import InvalidDoc, RegistrationDoc
 
-# The longest duration an est_time literal, an implicit directory or an imported JUnit
-# time may claim: a week. Beyond it a number is a typo (or 1e308), and timeouts and
-# shard estimates computed from it overflow.
-MAX_EST_TIME = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, order=True)

@@ -21,11 +21,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
+from testfleet.documents.vocabulary import AgeStatus
 from testfleet.registry.model import Registration
 
-AgeStatus = Literal["committed", "uncommitted", "unknown"]
 _ZERO_SHA = "0" * 40
 
 

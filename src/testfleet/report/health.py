@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from testfleet.documents.vocabulary import State
+
 if TYPE_CHECKING:
     from testfleet.documents.report import HealthDoc, LastRunDoc
 
 BROKEN_AFTER = 3
 
-State = Literal["passing", "failing", "broken"]
 STATES: tuple[State, ...] = ("broken", "failing", "passing")  # most urgent first
 
 

@@ -17,9 +17,7 @@ from testfleet.report.references import Reference
 if TYPE_CHECKING:
     from testfleet.documents.plan import PolicyDoc
     from testfleet.documents.report import CountsDoc, HoleCause
-    from testfleet.documents.vocabulary import GateMode
-    from testfleet.planning.vocabulary import Source, Status
-    from testfleet.report.gitage import AgeStatus
+    from testfleet.documents.vocabulary import AgeStatus, GateMode, Source, Status
     from testfleet.report.results import ResultsSection
 
 SCHEMA: Final = "testfleet.report/1"

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from testfleet.documents.vocabulary import SOURCES, STATUSES
 from testfleet.errors import UsageError
-from testfleet.planning.vocabulary import SOURCES, STATUSES
 from testfleet.report.model import PlanSection, ShardBar, StageTimeline
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import PolicyDoc
-    from testfleet.planning.vocabulary import Source
+    from testfleet.documents.vocabulary import Source
 
 PLAN_SCHEMA_PREFIX = "testfleet.plan/"
 # the planner's wording (planning/planner.py) for a stage hole and a backend with no coverage

@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from testfleet.documents.vocabulary import RefKind
 
 if TYPE_CHECKING:
     from testfleet.documents.report import ReferenceDoc
-
-RefKind = Literal["issue", "pull", "url", "custom"]
 
 # An http(s) URL up to whitespace or a closing bracket/quote; trailing punctuation
 # that usually ends a sentence is trimmed afterwards.

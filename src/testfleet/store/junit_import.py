@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from testfleet.documents.vocabulary import MAX_EST_TIME
 from testfleet.errors import UsageError
-from testfleet.registry.model import MAX_EST_TIME
 from testfleet.store.durations import FUTURE_SKEW, Execution
 from testfleet.textsafe import printable
 
