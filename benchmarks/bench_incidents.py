@@ -77,10 +77,10 @@ def synth(n: int, seed: int, pad_kb: int = 0) -> list[tuple[str, str, str, str]]
 
 
 def incidents(failures: list[tuple[str, str, str, str]]) -> int:
+    from testfleet.failures.normalize import _normalize
+    from testfleet.failures.patterns import matcher_for
+    from testfleet.failures.signature import failure_signature
     from testfleet.incidents.group import Failure, group
-    from testfleet.incidents.normalize import _normalize
-    from testfleet.incidents.patterns import matcher_for
-    from testfleet.incidents.signature import failure_signature
 
     _normalize.cache_clear()  # every timed run starts cold: no line is known yet
     signatures = {}

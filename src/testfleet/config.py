@@ -38,10 +38,10 @@ from testfleet.configfile import CONFIG_NAMES as CONFIG_NAMES
 from testfleet.configfile import find_config as find_config
 from testfleet.documents.vocabulary import MAX_EST_TIME
 from testfleet.errors import ConfigError
+from testfleet.failures.keys import BackendIncidentKeys, backend_table_problems, patched_backend
 from testfleet.fileio import read_capped
 from testfleet.findings import Finding
 from testfleet.graphs import find_cycle
-from testfleet.incidents.config import BackendIncidentKeys, backend_table_problems, patched_backend
 from testfleet.stage_triggers import MarkerRoles, StageTriggers, VariantTriggers, trigger_problems
 
 if sys.version_info >= (3, 11):
@@ -125,7 +125,7 @@ class ImplicitDir(_Strict):
 
 class BackendConfig(BackendIncidentKeys, _Strict):
     """An extra hardware family (npu, xpu, ...), or keys over a built-in one's (the keys
-    a built-in's table omits keep the built-in values; incidents' keys: incidents/config)."""
+    a built-in's table omits keep the built-in values; incidents' keys: failures/keys)."""
 
     markers: list[str] = Field(default_factory=list)  # required unless built in
     labels_required: bool = True

@@ -17,7 +17,7 @@ def seed_records(project: Project, url: str | None, *, ci_run_id: str = "100", f
     """Executions of ``files`` files in one CI run with two testcases each (as the runner
     records them: same file, stage, attempt, run and time), the failed file and test with
     their failure signatures, and a trusted and an untrusted gate run."""
-    from testfleet.incidents.signature import failure_signature
+    from testfleet.failures.signature import failure_signature
     from testfleet.store import open_store
     from testfleet.store.durations import Execution
     from testfleet.store.metrics import GateRun, MetricStore, StoredValue

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from testfleet.failures.signature import make
 from testfleet.incidents.dormancy import DormancyError, dormant_line, dormant_reason, set_disabled
 from testfleet.incidents.group import Failure, group
-from testfleet.incidents.signature import make
 
 PYPROJECT = """\
 [project]

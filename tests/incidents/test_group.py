@@ -3,8 +3,8 @@ start-up pattern or by spread over one stage, never for a test's own verdict."""
 
 from __future__ import annotations
 
+from testfleet.failures.signature import make
 from testfleet.incidents.group import Failure, classify, group, run_key
-from testfleet.incidents.signature import make
 
 INFRA = make("infra", "what(): HIP error: hipErrorNoDevice", "hipErrorNoDevice")
 NCCLISH = make("exception", "RuntimeError: connection to the store timed out", "RuntimeError")

@@ -9,8 +9,8 @@ import pytest
 
 from testfleet.config import config_from_text
 from testfleet.errors import ConfigError
-from testfleet.incidents.patterns import SEARCH_TIMEOUT, matcher_for, pattern_problem
-from testfleet.incidents.signature import failure_signature
+from testfleet.failures.patterns import SEARCH_TIMEOUT, matcher_for, pattern_problem
+from testfleet.failures.signature import failure_signature
 
 
 @pytest.mark.parametrize(("pattern", "problem"), [
@@ -44,7 +44,7 @@ def test_a_signature_from_hostile_output_is_one_inert_line() -> None:
     sig = failure_signature(out)
     assert "\n" not in sig.text and "\x1b" not in sig.text and "\u2028" not in sig.text
 
-    from testfleet.incidents.step_summary import code
+    from testfleet.runner.step_summary import code
 
     span = code("a`b``c|d")
     assert span.startswith("```") and "\\|" in span

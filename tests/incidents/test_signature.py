@@ -8,9 +8,9 @@ import random
 import pytest
 from tests.incidents import real_texts as rt
 
-from testfleet.incidents.normalize import normalize
-from testfleet.incidents.patterns import matcher_for
-from testfleet.incidents.signature import CHUNK, failure_signature
+from testfleet.failures.normalize import normalize
+from testfleet.failures.patterns import matcher_for
+from testfleet.failures.signature import CHUNK, failure_signature
 
 
 @pytest.mark.parametrize(("raw", "shape"), [

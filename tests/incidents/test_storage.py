@@ -15,10 +15,10 @@ from tests.store.conftest import MINIMAL_CONFIG, engine_name, project, store_url
 from tests.store.test_recorded_index import migrate_to
 
 from testfleet.config import Project
+from testfleet.failures.signature import failure_signature
 from testfleet.history.bundle import BundleError, Source, decode, encode
 from testfleet.history.export import export_payload
 from testfleet.history.merge import merge_bundles
-from testfleet.incidents.signature import failure_signature
 from testfleet.store import connect, open_store
 from testfleet.store.caserow import CaseRow
 from testfleet.store.durations import Execution

@@ -157,7 +157,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], stage: str, commit: 
     matcher = FileMatcher(registered, project.root)
     lane = find_lane(project.config, stage)
     backend = lane.backend if lane is not None else project.config.stages[stage].backend
-    from testfleet.incidents.patterns import matcher_for
+    from testfleet.failures.patterns import matcher_for
 
     spec = project.config.backend_specs().get(backend)
     infra = matcher_for(backend, spec.infra_patterns if spec else (),

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from testfleet.incidents.signature import Signature
+from testfleet.failures.signature import Signature
 from testfleet.results.flaky import FlakyVerdict
 from testfleet.results.model import RunResult
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from testfleet.incidents.signature import Signature, make
+from testfleet.failures.signature import Signature, make
 
 if TYPE_CHECKING:
     from testfleet.documents.results import IncidentBaseDoc

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from testfleet.failures.signature import Signature, make
 from testfleet.incidents.group import Failure, Incident, group, run_key
-from testfleet.incidents.signature import Signature, make
 
 FAILING = ("FAILED", "TIMEOUT", "ERROR")
 MAX_RUNS = 200

@@ -39,7 +39,7 @@ Entry = tuple[RunItem, Attempt, str, str, "str | None", "str | None", "set[str] 
 
 def _named_signatures(spec: JobSpec, entries: Sequence[Entry]) -> list[Any]:
     """The signatures the rows and their testcases name (each written once per digest)."""
-    from testfleet.incidents.job import case_signatures
+    from testfleet.runner.incident_job import case_signatures
 
     found = {sig.digest: sig for *_, sig in entries if sig is not None}
     for _, attempt, *_ in entries:
@@ -89,8 +89,8 @@ def case_rows(spec: JobSpec, item: RunItem, attempt: Attempt, commit: str | None
               retried: set[str] | frozenset[str]) -> list[Any]:
     """The history rows of one attempt's testcases; a test that failed in an earlier
     attempt of this run and passed now is FLAKY (a pass on a retry). A failing test's
-    row names its failure signature (incidents.job computed it for the attempt)."""
-    from testfleet.incidents.job import case_signatures
+    row names its failure signature (runner.incident_job computed it for the attempt)."""
+    from testfleet.runner.incident_job import case_signatures
     from testfleet.store.caserow import CaseRow
 
     signatures = case_signatures(spec, attempt) if attempt.cases else {}
@@ -210,7 +210,7 @@ class RunHooks:
                 old.close()
 
     def attempt_done(self, spec: JobSpec, item: RunItem, attempt: Attempt) -> None:
-        from testfleet.incidents.job import attempt_signature
+        from testfleet.runner.incident_job import attempt_signature
 
         self._record(spec, [(item, attempt, history_outcome(attempt), attempt.reason, None, None,
                              frozenset(), attempt_signature(spec, attempt))], final=False)
@@ -221,7 +221,7 @@ class RunHooks:
     def files_done(self, spec: JobSpec, done: list[tuple[RunItem, FileResult]]) -> None:
         """Final verdicts of several files in one history transaction (a pytest session's
         files finish together; one write instead of one per file)."""
-        from testfleet.incidents.job import file_signature
+        from testfleet.runner.incident_job import file_signature
 
         rows = []
         for item, result in done:

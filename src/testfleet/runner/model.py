@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from testfleet.incidents.signature import Signature
+    from testfleet.failures.signature import Signature
     from testfleet.runner.testcases import CaseResult
 
 #: "pytest", "python" or a command template (testfleet.commands); never "auto" here.
@@ -129,7 +129,7 @@ class Attempt:
     leftovers: int = 0  # processes still alive after the test ended, killed by the runner
     output_bytes: int = 0
     cases: list[CaseResult] | None = None  # pytest stages: the tests pytest reported
-    # incidents (#29): computed once by incidents.job for history and the summary
+    # incidents (#29): computed once by runner.incident_job for history and the summary
     signature: Signature | None = None
     case_signatures: dict[str, Signature] | None = None
 

@@ -97,8 +97,8 @@ def _fence(text: str) -> str:
 
 
 def step_summary_markdown(job: JobResult) -> str:
-    from testfleet.incidents.job import job_incidents
-    from testfleet.incidents.step_summary import incident_lines, probe_lines
+    from testfleet.runner.incident_job import job_incidents
+    from testfleet.runner.step_summary import incident_lines, probe_lines
 
     spec = job.spec
     icon = "✅" if job.exit_code == 0 else ("🛑" if job.interrupted_by is not None else "❌")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from testfleet.config import Project
     from testfleet.documents.db import StageExecutionsDoc
-    from testfleet.incidents.signature import Signature
+    from testfleet.failures.signature import Signature
     from testfleet.store.caserow import CaseRow
     from testfleet.store.durations import Execution, FileSamples
     from testfleet.store.schema import Migration

@@ -313,7 +313,7 @@ def _file_signature(group: list[Case], infra: Any) -> Any:
     """The signature most failing cases of one file share (the first of equals)."""
     from collections import Counter
 
-    from testfleet.incidents.signature import failure_signature
+    from testfleet.failures.signature import failure_signature
 
     sigs = [failure_signature(c.message, outcome="FAILED", reason=f"{c.outcome.lower()} in JUnit",
                               matcher=infra)

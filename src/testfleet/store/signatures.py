@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from testfleet.store.errors import InvalidExecution
 
 if TYPE_CHECKING:
-    from testfleet.incidents.signature import Signature
+    from testfleet.failures.signature import Signature
     from testfleet.store.execution_rows import Db
 
 DIGEST_RE = r"^[0-9a-f]{16}$"
@@ -67,7 +67,7 @@ def insert_signatures(db: Db, payload: Sequence[dict[str, Any]]) -> None:
 
 def read_signatures(db: Db, digests: Iterable[str]) -> dict[str, Signature]:
     """The stored signatures among ``digests`` (a digest without a row is absent)."""
-    from testfleet.incidents.signature import Signature
+    from testfleet.failures.signature import Signature
 
     wanted = sorted({d for d in digests if d})
     out: dict[str, Signature] = {}

@@ -25,7 +25,7 @@ from testfleet.store.signatures import insert_signatures, signature_payload
 from testfleet.store.sqlite_read import READS_SCHEMA, schema_version
 
 if TYPE_CHECKING:
-    from testfleet.incidents.signature import Signature
+    from testfleet.failures.signature import Signature
 
 
 class SqliteWriter:

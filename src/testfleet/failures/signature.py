@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, get_args
 
 from testfleet.documents.vocabulary import SignatureKind
-from testfleet.incidents.normalize import normalize
+from testfleet.failures.normalize import normalize
 
 if TYPE_CHECKING:
     from testfleet.documents.results import SignatureDoc
-    from testfleet.incidents.patterns import InfraMatcher
+    from testfleet.failures.patterns import InfraMatcher
 
 CHUNK = 16 * 1024  # characters of output looked at, from the end
 DIGEST_LENGTH = 16  # hex digits stored per signature

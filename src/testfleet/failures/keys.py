@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from testfleet.incidents.patterns import patterns_problems
+from testfleet.failures.patterns import patterns_problems
 
 
 class BackendIncidentKeys(BaseModel):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from testfleet.failures.patterns import InfraMatcher, matcher_for
+from testfleet.failures.signature import Signature, failure_signature, make
 from testfleet.incidents.group import Failure, Incident, group
-from testfleet.incidents.patterns import InfraMatcher, matcher_for
-from testfleet.incidents.signature import Signature, failure_signature, make
 from testfleet.runner.model import Attempt, FileResult, JobResult, JobSpec, Outcome
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def file_signature(spec: JobSpec, result: FileResult) -> Signature | None:
     found = attempt_signature(spec, result.attempts[-1])
     if found is not None:
         return found
-    from testfleet.incidents.normalize import normalize
+    from testfleet.failures.normalize import normalize
 
     return make("exit", normalize(result.message or "failed after its last attempt passed"),
                 "metric gate" if result.gate_failed else "")
