@@ -26,8 +26,8 @@ from pathlib import Path
 
 from testfleet.config import load_project
 from testfleet.planning import make_plan
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 DEFAULT_TREE = Path("/work/trees/miles")

@@ -178,7 +178,7 @@ def evaluate_once(ms: Any, batched: bool, eval_coords: int,
 
 def bench_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
     from testfleet.store.core import connect, open_store
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     work = Path(args.workdir)
     project = project_at(work / "project")

@@ -95,7 +95,7 @@ def gate_runs(job: int, run: int, t0: float, rng: random.Random) -> list[tuple[A
 
 
 def write(store: Any, rows: list[Any], runs: list[tuple[Any, list[Any]]]) -> None:
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     store.record_executions(rows)
     ms = MetricStore(store)

@@ -90,9 +90,9 @@ from testfleet.config import load_project
 from testfleet.registry import collect
 from testfleet.planning import make_plan
 from testfleet.planning.estimates import estimates_for
-from testfleet.planning.formats import render_json
+from testfleet.integrations.plan_formats import render_json
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
+from testfleet.planning.policy import Trigger
 c.append(time.process_time())
 project = load_project(Path("."))
 c.append(time.process_time())

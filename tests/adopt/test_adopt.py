@@ -19,8 +19,8 @@ from testfleet.adopt.scan import scan
 from testfleet.adopt.toml_text import render_toml
 from testfleet.config import load_project, validate_config
 from testfleet.planning import make_plan
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 MI300X = "stage-c-4-gpu-mi300x"

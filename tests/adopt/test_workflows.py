@@ -20,8 +20,8 @@ from testfleet.adopt.scan import scan
 from testfleet.adopt.toml_text import render_toml
 from testfleet.config import load_project
 from testfleet.planning import make_plan
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 COLLECTOR = '''

@@ -29,7 +29,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def metric_store(store_url: str, tmp_path: Path) -> Iterator[object]:
     from testfleet.store.core import open_store
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     store = open_store(make_project(tmp_path), store_url)
     try:

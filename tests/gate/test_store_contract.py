@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
+from testfleet.store.metric_store import MetricStore
 from testfleet.store.metrics import (
     GateRun,
     InvalidMetricRun,
-    MetricStore,
     StoredValue,
     gate_runs,
     gate_series,
@@ -145,7 +145,8 @@ import sys
 from pathlib import Path
 from testfleet.config import Config, Project
 from testfleet.store.core import open_store
-from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+from testfleet.store.metric_store import MetricStore
+from testfleet.store.metrics import GateRun, StoredValue
 root = Path(sys.argv[1]); url = sys.argv[2]; me = int(sys.argv[3])
 project = Project(root=root, config_path=root / "t.toml", config=Config(), raw_config_text="")
 ms = MetricStore(open_store(project, url))

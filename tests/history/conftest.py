@@ -20,7 +20,8 @@ def seed_records(project: Project, url: str | None, *, ci_run_id: str = "100", f
     from testfleet.failures.signature import failure_signature
     from testfleet.store import open_store
     from testfleet.store.durations import Execution
-    from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+    from testfleet.store.metric_store import MetricStore
+    from testfleet.store.metrics import GateRun, StoredValue
     from testfleet.store.testcases import CaseRow
 
     file_sig = failure_signature("E   KeyError: 'max_new_tokens'\n")

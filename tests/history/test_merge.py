@@ -14,7 +14,8 @@ from testfleet.history.bundle import BundleError, Payload, Source, decode, encod
 from testfleet.history.export import EXECUTION_COLUMNS, GATE_RUN_COLUMNS, export_payload
 from testfleet.history.merge import merge_bundles, read_bundles
 from testfleet.store import open_store
-from testfleet.store.metrics import MetricStore, gate_runs
+from testfleet.store.metric_store import MetricStore
+from testfleet.store.metrics import gate_runs
 from testfleet.store.schema import executions
 
 PUSH = Source(event="push", ref="refs/heads/main", cadence="nightly", write_baseline=True)

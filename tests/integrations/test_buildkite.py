@@ -31,8 +31,8 @@ from testfleet.integrations.buildkite import (
 )
 from testfleet.planning import make_plan
 from testfleet.planning.model import Job, Plan, PlannedTest, StageSummary, seal
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 from .conftest import MI300X, run_tool, tool

@@ -24,7 +24,7 @@ from testfleet.integrations.github_workflow import (
     stage_waves,
     wave_count,
 )
-from testfleet.planning.formats import github_outputs
+from testfleet.integrations.plan_formats import github_outputs
 
 from .conftest import run_tool, tool
 
@@ -302,8 +302,8 @@ def test_outputs_match_what_the_planner_writes(example_project: Path,
     """Every needs.plan.outputs.X used downstream is declared by the plan job, and
     every declared output is one the planner really writes for this config."""
     from testfleet.planning import make_plan
+    from testfleet.planning.policy import Trigger
     from testfleet.planning.request import PlanRequest
-    from testfleet.policy import Trigger
     from testfleet.registry import collect
 
     project = load_project(example_project)
@@ -450,8 +450,8 @@ def test_rendering_is_deterministic() -> None:
 
 def test_waves_agree_with_the_planner_dormant_stages_included(tmp_path: Path) -> None:
     from testfleet.planning import make_plan
+    from testfleet.planning.policy import Trigger
     from testfleet.planning.request import PlanRequest
-    from testfleet.policy import Trigger
 
     config = validate_config({"stages": {
         "unit": {"backend": "cpu"}, "lint": {"backend": "cpu", "disabled": "off for now"},

@@ -23,7 +23,7 @@ from testfleet.planning.jobci import (
     job_timeout,
 )
 from testfleet.planning.model import Job, Plan, PlannedTest, load_plan, plan_bytes, seal
-from testfleet.policy import Trigger, resolve_policy
+from testfleet.planning.policy import Trigger, resolve_policy
 
 from .test_buildkite import validate
 from .test_github_workflow import GPU_CI, ci_config

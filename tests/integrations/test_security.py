@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from support import parse_github_output, run_cli
 from testfleet.config import Project, load_project
+from testfleet.integrations.plan_formats import github_outputs
 from testfleet.planning import make_plan
-from testfleet.planning.formats import github_outputs
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 from testfleet.registry.model import Registry
 
@@ -75,8 +75,8 @@ def _fleet(path: str, authorize: tuple[str, ...] | None) -> tuple[Project, Regis
     if authorize is not None:
         text = (root / "pyproject.toml").read_text()
         if "authorize_labels" not in text:
-            text = text.replace("[tool.testfleet.policy]\n",
-                                f"[tool.testfleet.policy]\nauthorize_labels = {json.dumps(list(authorize))}\n")
+            text = text.replace("[tool.testfleet.planning.policy]\n",
+                                f"[tool.testfleet.planning.policy]\nauthorize_labels = {json.dumps(list(authorize))}\n")
             (root / "pyproject.toml").write_text(text)
     project = load_project(root)
     return project, collect(project, use_cache=False)

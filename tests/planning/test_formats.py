@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 
 from support import github_output_dict
-from testfleet.planning import make_plan
-from testfleet.planning.formats import (
+from testfleet.integrations.plan_formats import (
     FORMATS,
     github_output_text,
     md,
     render_markdown,
     render_table,
 )
+from testfleet.planning import make_plan
 from testfleet.planning.model import Plan, StageSummary, seal
 from testfleet.planning.planner import PlanInvariantError, check_invariants
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 
 from .conftest import make_config, make_project, sample_registrations
 

@@ -10,7 +10,7 @@ import pytest
 
 from testfleet.errors import UsageError
 from testfleet.integrations.github_event import trigger_from_github, trigger_from_payload
-from testfleet.policy import Trigger
+from testfleet.planning.policy import Trigger
 
 
 def pr_payload(labels: list[Any], head: str | None = "me/repo", base: str = "me/repo") -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 from support import run_cli
 from testfleet.label_hints import closest_label
-from testfleet.policy import Trigger, resolve_policy
+from testfleet.planning.policy import Trigger, resolve_policy
 
 from .conftest import make_config
 

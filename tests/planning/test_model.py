@@ -10,8 +10,8 @@ import pytest
 from testfleet.errors import UsageError
 from testfleet.planning import make_plan
 from testfleet.planning.model import Plan, load_plan, plan_bytes
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 
 from .conftest import make_project, sample_registrations
 

@@ -33,8 +33,8 @@ from testfleet.planning.model import (
     load_plan,
 )
 from testfleet.planning.plan_file import SHOWN_PROBLEMS, validate_plan_document
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.schemas.outputs import output_json_schema
 
 from .conftest import make_project, sample_registrations

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from testfleet.errors import UsageError
-from testfleet.policy import Trigger, resolve_policy
+from testfleet.planning.policy import Trigger, resolve_policy
 
 from .conftest import LABELS, make_config
 
@@ -173,7 +173,7 @@ def test_unknown_cron_lists_known_schedules() -> None:
 
 
 def test_policy_json_round_trip() -> None:
-    from testfleet.policy import Policy
+    from testfleet.planning.policy import Policy
 
     policy, _ = resolve_policy(make_config(), Trigger(event=PR, labels=("run-ci-all", "nightly")))
     assert Policy.from_json(policy.to_json()) == policy

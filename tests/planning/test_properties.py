@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from support import github_output_dict
 from testfleet.errors import UsageError
+from testfleet.integrations.plan_formats import FORMATS, github_outputs
 from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
-from testfleet.planning.formats import FORMATS, github_outputs
 from testfleet.planning.model import Plan, plan_bytes
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry.model import Registration
 
 from .conftest import LABELS, make_config, make_project

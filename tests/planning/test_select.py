@@ -11,8 +11,8 @@ from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
 from testfleet.planning.model import Plan
 from testfleet.planning.planner import stage_waves
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry.model import Registration
 
 from .conftest import make_config, make_project, reg, sample_registrations

@@ -12,8 +12,8 @@ from testfleet.errors import ConfigError, UsageError
 from testfleet.integrations.github_event import trigger_from_payload
 from testfleet.planning import make_plan
 from testfleet.planning.model import Plan, load_plan, plan_bytes
+from testfleet.planning.policy import Policy, Trigger, resolve_policy
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Policy, Trigger, resolve_policy
 
 from .conftest import LABELS, make_project, reg
 

@@ -1,4 +1,4 @@
-"""When a stage or one variant runs beyond cadences and labels (testfleet.stage_triggers):
+"""When a stage or one variant runs beyond cadences and labels (testfleet.config.triggers):
 per-event stage sets, changed-path triggers, a variant's own cadences, the nightly split
 per stage, per-event needs, path-only files run by a stage, and a registration disabled
 on one runner class. Each rule positive and negative, with the fate every registration
@@ -17,8 +17,8 @@ from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
 from testfleet.planning.model import Plan
 from testfleet.planning.planner import stage_waves
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry.model import Registration
 
 from .conftest import make_project
@@ -274,7 +274,7 @@ def test_disabled_on_runners_must_name_a_declared_list_keyword() -> None:
 def test_dormant_stages_are_printed_once_per_reason() -> None:
     """A tree adopted with many stages no job runs: the table and Markdown name each reason
     once with its stages, the warnings too; every dormant stage is still named."""
-    from testfleet.planning.formats import render_markdown, render_table
+    from testfleet.integrations.plan_formats import render_markdown, render_table
 
     reason = "no job of the existing CI (pr-test.yml) runs this stage; remove this line to schedule it"
     stages = {f"nightly-{i}": {"backend": "cuda", "disabled": reason} for i in range(12)}

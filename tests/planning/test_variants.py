@@ -18,12 +18,12 @@ from testfleet.config import validate_config
 from testfleet.errors import ConfigError, UsageError
 from testfleet.integrations.buildkite import pipeline
 from testfleet.integrations.github_workflow import render_workflow, stage_job_ids
+from testfleet.integrations.plan_formats import github_outputs, render_markdown, render_table
 from testfleet.planning import make_plan
-from testfleet.planning.formats import github_outputs, render_markdown, render_table
 from testfleet.planning.lanes import find_lane, stage_lanes
 from testfleet.planning.model import Plan, load_plan, plan_bytes
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.runner.jobs import build_spec, select_plan_job, select_stage_jobs
 from testfleet.runner.model import RunOptions
 from testfleet.runner.settings import run_options

@@ -57,7 +57,8 @@ def seed_history(project_root: Path) -> None:
     from testfleet.config import load_project
     from testfleet.store import open_store
     from testfleet.store.durations import Execution
-    from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+    from testfleet.store.metric_store import MetricStore
+    from testfleet.store.metrics import GateRun, StoredValue
 
     project = load_project(project_root)
     with open_store(project) as store:

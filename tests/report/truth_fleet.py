@@ -85,7 +85,8 @@ def seed(root: Path) -> None:
     from testfleet.config import load_project
     from testfleet.store import open_store
     from testfleet.store.durations import Execution
-    from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+    from testfleet.store.metric_store import MetricStore
+    from testfleet.store.metrics import GateRun, StoredValue
 
     project = load_project(root)
     rows = []

@@ -84,7 +84,7 @@ def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
             # decreasing estimates keep the planned order equal to the given order
             regs.append(Registration(f"tests/{name}", "cpu", stage, 100.0 - i))
         project = load_project(root)
-        from testfleet.policy import Trigger
+        from testfleet.planning.policy import Trigger
 
         plan = make_plan(project, regs, PlanRequest(trigger=Trigger(cadence=cadence)))
         plan_path = tmp_path / "plan.json"

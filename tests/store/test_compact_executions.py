@@ -15,7 +15,8 @@ from store.test_recorded_index import migrate_to
 from testfleet.config import Project
 from testfleet.store import connect, open_store
 from testfleet.store.durations import Execution, execution_payload
-from testfleet.store.metrics import GateRun, MetricStore, StoredValue
+from testfleet.store.metric_store import MetricStore
+from testfleet.store.metrics import GateRun, StoredValue
 from testfleet.store.schema import executions, latest_version
 from testfleet.store.sqlite_write import open_writer
 

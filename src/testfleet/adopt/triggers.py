@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from testfleet.policy import Trigger
+from testfleet.planning.policy import Trigger
 
 
 @dataclass(frozen=True)

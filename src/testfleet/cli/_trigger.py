@@ -30,7 +30,7 @@ from testfleet.cli.completion import complete_pr_labels
 from testfleet.config import Project
 from testfleet.documents.vocabulary import Event
 from testfleet.errors import UsageError
-from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
+from testfleet.planning.policy import EVENTS, PR_EVENTS, Trigger, show
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,7 +74,7 @@ def trigger_options(f: F) -> F:
                           "everything else."),
         click.option("--schedule", default=None, metavar="CRON",
                      help="The cron string of a schedule trigger; must map to a cadence in "
-                          "[tool.testfleet.policy] schedules."),
+                          "[tool.testfleet.planning.policy] schedules."),
         click.option("--fork", is_flag=True, help="The pull request comes from a fork."),
         click.option("--match-all-labels", is_flag=True,
                      help="Include every registered label (manual runs)."),

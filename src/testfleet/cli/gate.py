@@ -182,7 +182,7 @@ def history_cmd(ctx: click.Context, test: str, metric: str | None, runs: int, fm
     """
     from testfleet.store.core import open_store
     from testfleet.store.errors import StoreMissing
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     project = project_from(ctx)
     file = _test_path(project, test)
@@ -249,7 +249,7 @@ def untrust_cmd(ctx: click.Context, run_id: str | None, ci_run_id: str | None,
       testfleet gate untrust --run-id manual-0123456789ab
     """
     from testfleet.store.core import open_store
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     given = [(n, v) for n, v in (("--run-id", run_id), ("--ci-run-id", ci_run_id),
                                  ("--commit", commit)) if v is not None]

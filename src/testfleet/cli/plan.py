@@ -21,7 +21,7 @@ from testfleet.cli._options import format_option
 from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.findings import Finding
-from testfleet.planning.formats import FORMATS, render_table
+from testfleet.integrations.plan_formats import FORMATS, render_table
 
 MAX_FINDINGS_SHOWN = 20
 

@@ -186,7 +186,7 @@ class SkippedDoc(TypedDict):
 
 @boundary
 class PolicyDoc(TypedDict):
-    """What the trigger resolved to (:class:`testfleet.policy.Policy`)."""
+    """What the trigger resolved to (:class:`testfleet.planning.policy.Policy`)."""
 
     event: Event
     cadence: str
@@ -217,7 +217,7 @@ class ChangesDoc(TypedDict):
 
 @boundary
 class TriggerFlagsDoc(TypedDict):
-    """The CI event as plain values (:class:`testfleet.policy.Trigger`)."""
+    """The CI event as plain values (:class:`testfleet.planning.policy.Trigger`)."""
 
     event: Event
     labels: list[str]

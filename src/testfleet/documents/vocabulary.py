@@ -41,7 +41,7 @@ Reason = Literal[
     # Stages and triggers (#12): the stage is not on this cadence, the PR is a draft, the PR
     # lacks a required label; the cadence's exact nightly split leaves out per-commit tests.
     "cadence-excluded",
-    # the stage (or variant) does not run on this event (its ``events``, testfleet.stage_triggers)
+    # the stage (or variant) does not run on this event (its ``events``, testfleet.config.triggers)
     "event-excluded",
     "draft",
     "label-required",

@@ -176,7 +176,7 @@ def _baselines(project: Project, database: str | None, identity: RunIdentity,
     try:
         from testfleet.store.core import open_store
         from testfleet.store.errors import StoreError
-        from testfleet.store.metrics import MetricStore
+        from testfleet.store.metric_store import MetricStore
     except ImportError as exc:  # pragma: no cover - a broken installation
         return None, None, f"history store cannot be loaded ({exc}); verdicts without history"
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from testfleet.errors import UsageError
 from testfleet.fileio import read_regular
-from testfleet.policy import EVENTS, PR_EVENTS, Trigger, show
+from testfleet.planning.policy import EVENTS, PR_EVENTS, Trigger, show
 from testfleet.textsafe import printable
 
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024

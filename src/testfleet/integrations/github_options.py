@@ -116,7 +116,7 @@ def workflow_needs(stage: Any) -> list[str]:
     """What a stage's workflow job waits for: a job's ``needs`` are the same on every event,
     so ``needs`` and every event's ``needs_on`` together (a plan waits per event; on an event
     where a needed stage has no jobs, that job is skipped and the stage still runs)."""
-    from testfleet.stage_triggers import needs_for
+    from testfleet.config.triggers import needs_for
 
     return needs_for(stage.needs, getattr(stage, "needs_on", {}) or {}, None)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from testfleet.commands import AUTO, Style, resolve
 from testfleet.config import Config, Project, StageConfig
+from testfleet.config.triggers import needs_for
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning import sharding
 from testfleet.planning.changes import impact as change_impact
@@ -34,11 +35,11 @@ from testfleet.planning.model import (
     rounded,
     seal,
 )
+from testfleet.planning.policy import label_problem, lane_gate, resolve_policy
 from testfleet.planning.request import PlanRequest
 from testfleet.planning.select import changed_paths, select, validate_request
-from testfleet.policy import label_problem, lane_gate, resolve_policy
+from testfleet.planning.stage_files import bind_stage_files
 from testfleet.registry.model import Registration, Registry
-from testfleet.stage_triggers import bind_stage_files, needs_for
 
 if TYPE_CHECKING:
     from testfleet.documents.plan import TrustDoc

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testfleet.planning.changes import ChangeSet
+from testfleet.planning.policy import Trigger
 from testfleet.planning.trust import Trust
-from testfleet.policy import Trigger
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from testfleet.config import Config, StageConfig
+from testfleet.config.triggers import side_excluded
 from testfleet.errors import UsageError
 from testfleet.planning.changes import Impact
 from testfleet.planning.lanes import stage_backends
 from testfleet.planning.model import REASONS, Skipped
+from testfleet.planning.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Policy, authorization_hint, show, stage_gate
 from testfleet.registry.model import Registration
-from testfleet.stage_triggers import side_excluded
 
 if TYPE_CHECKING:
     from testfleet.documents.vocabulary import Reason, Status

@@ -464,7 +464,7 @@ def _unused_stages(settings: Settings, registrations: list[Registration],
     used = {r.suite for r in registrations}
     by_path = [r for r in registrations if r.suite == ""]
     if by_path:
-        from testfleet.stage_triggers import files_match
+        from testfleet.config.triggers import files_match
 
         # a stage that runs path-only registrations by path is used by them
         used |= {name for name, rule in settings.rules.stages.items() if rule.files and any(

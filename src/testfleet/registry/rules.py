@@ -59,7 +59,7 @@ class StageRule:
     dormant: bool
     # #12: the backends whose registrations the stage takes (its variants' may add one)
     backends: tuple[str, ...] = ()
-    # path-only registrations (suite "") it runs by path (testfleet.stage_triggers)
+    # path-only registrations (suite "") it runs by path (testfleet.config.triggers)
     files: tuple[str, ...] = ()
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING
 
 from testfleet.config import Config
+from testfleet.config.keyloc import config_line
 from testfleet.registry.model import Registration
-from testfleet.report.configloc import config_line
 from testfleet.report.expiry import parse_expiry
 from testfleet.report.gitage import LineAge
 from testfleet.report.model import (
@@ -77,7 +77,7 @@ def build_report(
     """Everything the report shows, computed from its inputs only. ``invalid`` counts the
     registrations the registry rejected, per stage they name (#12: holes name that cause);
     ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk)."""
-    from testfleet.stage_triggers import bind_stage_files
+    from testfleet.planning.stage_files import bind_stage_files
 
     # files a stage runs by path (suite "") count as that stage's
     registrations = bind_stage_files(list(registrations), config)

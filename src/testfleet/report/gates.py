@@ -31,7 +31,7 @@ Coord = tuple[str, str, str, str, str, str, int]  # backend, suite, env, metric,
 def gate_history(store: Any, project: Project, gate_files: Iterable[str]
                  ) -> tuple[tuple[GateRow, ...], tuple[TrendSeries, ...], str]:
     """(gate rows, trend series, note) for the gated files; empty when nothing was recorded."""
-    from testfleet.store.metrics import MetricStore
+    from testfleet.store.metric_store import MetricStore
 
     ms = MetricStore(store)
     rows: list[GateRow] = []

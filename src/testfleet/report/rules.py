@@ -17,10 +17,10 @@ from __future__ import annotations
 import datetime as dt
 
 from testfleet.config import Config, Project
+from testfleet.config.keyloc import config_line
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
 from testfleet.report import fmt
-from testfleet.report.configloc import config_line
 from testfleet.report.gitage import RepoInfo
 from testfleet.report.model import Report
 

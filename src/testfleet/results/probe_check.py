@@ -16,7 +16,7 @@ from testfleet.registry.model import Registry
 
 def probe_findings(project: Project, registry: Registry) -> list[Finding]:
     """One error per ``probe.files`` entry that no registration of its stage names."""
-    from testfleet.report.configloc import config_line
+    from testfleet.config.keyloc import config_line
 
     try:
         config_file = project.relpath(project.config_path)

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from testfleet.documents.gate import GateValueDoc
-    from testfleet.store.core import Store
 
 _ID = BigInteger().with_variant(Integer, "sqlite")
 _IN_CHUNK = 2000  # coordinates per baseline query; a run with more is read in a few queries
@@ -518,50 +517,3 @@ def history(conn: Connection, test_path: str, *, metric_key: str | None = None,
     return [HistoryRow(int(row[0]), row[1], float(row[2]), bool(row[3]), row[4], row[5], row[6],
                        row[7], row[8], row[9], row[10], row[11], int(row[12]), row[13],
                        float(row[14]), row[15]) for row in conn.execute(query)]
-
-
-# --------------------------------------------------------------------------- store facade
-
-
-class MetricStore:
-    """The metric-gate contract on an open :class:`~testfleet.store.core.Store`."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def write_run(self, run: GateRun, values: Sequence[StoredValue], *, trusted: bool) -> int:
-        """One transaction; invalid input (non-finite values, ...) is refused before any write."""
-        values = list(values)
-        validate_run(run, values)
-        with self.store.write() as conn:
-            return write_run(conn, run, values, trusted)
-
-    def baselines(self, identity: tuple[str, str, str, str],
-                  coordinates: Sequence[tuple[str, str, str, int]],
-                  limit: int) -> dict[tuple[str, str, str, int], list[float]]:
-        if not coordinates:
-            return {}
-        with self.store.read() as conn:
-            return read_baselines(conn, identity, coordinates, limit)
-
-    def baselines_per_coordinate(self, identity: tuple[str, str, str, str],
-                                 coordinates: Sequence[tuple[str, str, str, int]],
-                                 limit: int) -> dict[tuple[str, str, str, int], list[float]]:
-        """One query per coordinate (the benchmark's reference point)."""
-        out: dict[tuple[str, str, str, int], list[float]] = {}
-        with self.store.read() as conn:
-            for c in coordinates:
-                values = read_baseline_one(conn, identity, c, limit)
-                if values:
-                    out[tuple(c)] = values  # type: ignore[index]
-        return out
-
-    def mark_untrusted(self, *, run_id: str | None = None, ci_run_id: str | None = None,
-                       commit: str | None = None) -> int:
-        with self.store.write() as conn:
-            return mark_untrusted(conn, run_id=run_id, ci_run_id=ci_run_id, commit=commit)
-
-    def history(self, test_path: str, *, metric_key: str | None = None,
-                runs: int = 20) -> list[HistoryRow]:
-        with self.store.read() as conn:
-            return history(conn, test_path, metric_key=metric_key, runs=runs)

@@ -14,28 +14,24 @@ starts it, a cron runs files that register no suite at all. These keys say so:
 - ``needs_on`` (stage): per event, the stages this one waits for instead of ``needs``;
 - ``files`` (stage): path-only registrations (``suite = ""``) the stage runs, by path.
 
-The models are mixins of ``StageConfig`` / ``VariantConfig`` (``testfleet.config``
+The models are mixins of ``StageConfig`` / ``VariantConfig`` (:mod:`testfleet.config.stages`
 imports this module, never the other way round); the predicates are pure functions the
-policy and the planner call.
+policy and the planner call. Binding path-only registrations to stages is planning
+(:mod:`testfleet.planning.stage_files`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from testfleet.documents.vocabulary import Event, Reason
 from testfleet.graphs import find_cycle
 
-if TYPE_CHECKING:
-    from testfleet.config import Config
-    from testfleet.registry.model import Registration
-
-#: The CI events a plan can be made for (``testfleet.policy.EVENTS``).
+#: The CI events a plan can be made for (``testfleet.planning.policy.EVENTS``).
 EVENTS: tuple[Event, ...] = get_args(Event)
 #: The sides of the nightly split a stage can pin (see ``registrations``).
 SIDES = ("nightly", "per-commit")
@@ -251,24 +247,3 @@ def runner_match(patterns: Sequence[str], labels: Sequence[str]) -> str | None:
         if any(fnmatch.fnmatchcase(label, p) for p in patterns):
             return label
     return None
-
-
-def bind_stage_files(registrations: list[Registration], config: Config) -> list[Registration]:
-    """A path-only registration (suite "") whose file a stage's ``files`` names is a
-    registration of that stage (of each such stage of its backend): planned under its gates,
-    counted in its coverage, like any other."""
-    takers = [(n, st) for n, st in config.stages.items() if st.files]
-    if not takers or not any(r.suite == "" for r in registrations):
-        return registrations
-    out: list[Registration] = []
-    for reg in registrations:
-        if reg.suite == "":
-            taken = {r.suite for r in registrations if r.file == reg.file and r.backend == reg.backend}
-            bound = [replace(reg, suite=n) for n, st in takers
-                     if reg.backend in st.accepted_backends() and n not in taken
-                     and files_match(st.files, reg.file)]
-            if bound:
-                out.extend(bound)
-                continue
-        out.append(reg)
-    return out
