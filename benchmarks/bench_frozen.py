@@ -73,13 +73,13 @@ def main(argv: list[str] | None = None) -> None:
         replay(args.tree, args.stage, args.seed)
         return
 
+    from testfleet.app.estimates import estimates_for
+    from testfleet.app.inprocess import plan_in_process
     from testfleet.cli._trigger import TriggerOptions, build_request
     from testfleet.config import load_project
     from testfleet.planning import make_plan
-    from testfleet.planning.estimates import estimates_for
     from testfleet.registry import collect
     from testfleet.results.quarantine import quarantine_for
-    from testfleet.runner.inprocess import plan_in_process
     from testfleet.store import open_store
     from testfleet.store.durations import Execution
 
@@ -134,13 +134,13 @@ def replay(root: Path, stage: str, seed: int) -> None:
     import random
     from collections import Counter
 
+    from testfleet.app.estimates import estimates_for
+    from testfleet.app.inprocess import plan_in_process
     from testfleet.cli._trigger import TriggerOptions, build_request
     from testfleet.config import load_project
     from testfleet.configfile import find_config
     from testfleet.planning import make_plan
-    from testfleet.planning.estimates import estimates_for
     from testfleet.registry import collect
-    from testfleet.runner.inprocess import plan_in_process
     from testfleet.runner.jobs import select_stage_jobs
     from testfleet.store import open_store
     from testfleet.store.durations import Execution

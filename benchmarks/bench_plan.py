@@ -89,7 +89,7 @@ from pathlib import Path
 from testfleet.config import load_project
 from testfleet.registry import collect
 from testfleet.planning import make_plan
-from testfleet.planning.estimates import estimates_for
+from testfleet.app.estimates import estimates_for
 from testfleet.integrations.plan_formats import render_json
 from testfleet.planning.request import PlanRequest
 from testfleet.planning.policy import Trigger

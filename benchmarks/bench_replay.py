@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from testfleet.app.estimates import estimates_for
 from testfleet.config import load_project
-from testfleet.planning.estimates import estimates_for
 from testfleet.planning.sharding import choose_shards, partition
 from testfleet.registry.model import Registration
 from testfleet.store import open_store

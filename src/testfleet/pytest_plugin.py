@@ -4,7 +4,7 @@
     pytest --testfleet-plan plan.json --testfleet-job stage-a-cpu-2-of-4
 
 The job's files come from the same plan ``testfleet run`` executes: a plan file's job, or
-for a stage this run's frozen in-process plan (``runner/inprocess.py``: same registry,
+for a stage this run's frozen in-process plan (``app/inprocess.py``: same registry,
 estimates and quarantine as ``testfleet plan``, planned once per CI run and machine, so
 shards run one after another never re-plan from the history the earlier ones wrote).
 Files outside the job are not collected at all (a GPU test's imports never run on a CPU
@@ -248,8 +248,8 @@ def _from_plan(base: Path, plan_path: str, job_id: str, digest: str | None) -> A
 def _from_stage(project: Any, registry: Any, stage: str, shard: str | None,
                 cadence: str | None, database: str | None, digest: str | None,
                 notes: list[str]) -> Any:
+    from testfleet.app.inprocess import plan_in_process
     from testfleet.cli._trigger import TriggerOptions, build_request
-    from testfleet.runner.inprocess import plan_in_process
     from testfleet.runner.jobs import parse_shard, require_digest, select_stage_jobs
 
     request = build_request(project, project.root,

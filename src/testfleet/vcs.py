@@ -1,6 +1,6 @@
 """Which commit the tree is at, for records and for the key of a frozen plan.
 
-Its own module so that planning (``runner/inprocess.py``) and the pytest plugin can ask
+Its own module so that planning (``app/inprocess.py``) and the pytest plugin can ask
 without importing the runner's process machinery (psutil is the runner extra's).
 """
 

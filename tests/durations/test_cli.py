@@ -150,7 +150,7 @@ def test_plan_uses_history_and_reports_its_share(cli: Cli, example_project: Path
 def test_plan_falls_back_when_history_is_locked_or_corrupt(cli: Cli, example_project: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     root = str(example_project)
-    monkeypatch.setattr("testfleet.planning.estimates.BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr("testfleet.app.estimates.BUSY_TIMEOUT", 0.2)
     db = example_project / ".testfleet" / "history.db"
     db.parent.mkdir(exist_ok=True)
     holder = sqlite3.connect(db, isolation_level=None)

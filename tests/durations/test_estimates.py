@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from testfleet.app.estimates import estimate_rows, estimates_for
 from testfleet.config import DurationsConfig, Project
-from testfleet.planning.estimates import compute, estimate_rows, estimates_for, statistic
+from testfleet.planning.estimates import compute, statistic
 from testfleet.registry.model import Registration
 from testfleet.store import open_store
 from testfleet.store.durations import Execution
@@ -96,7 +97,7 @@ def test_missing_database_does_not_import_sqlalchemy(project: Project) -> None:
     code = (
         "import sys; from pathlib import Path\n"
         "from testfleet.config import load_project\n"
-        "from testfleet.planning.estimates import estimates_for\n"
+        "from testfleet.app.estimates import estimates_for\n"
         "from testfleet.registry.model import Registration\n"
         f"p = load_project(Path({str(project.root)!r}))\n"
         "est, warn = estimates_for(p, [Registration('tests/a.py', 'cpu', 'stage-a-cpu', 5.0)])\n"
@@ -115,7 +116,7 @@ def test_corrupt_database_falls_back(project: Project) -> None:
 
 
 def test_locked_database_falls_back(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("testfleet.planning.estimates.BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr("testfleet.app.estimates.BUSY_TIMEOUT", 0.2)
     path = project.root / ".testfleet" / "history.db"
     path.parent.mkdir()
     holder = sqlite3.connect(path, isolation_level=None)

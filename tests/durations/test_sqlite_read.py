@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from testfleet.app.estimates import estimates_for
 from testfleet.config import Project
-from testfleet.planning.estimates import estimates_for
 from testfleet.registry.model import Registration
 from testfleet.store import open_store
 from testfleet.store.durations import OUTCOMES, Execution

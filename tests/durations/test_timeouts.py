@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from testfleet.app.estimates import estimate_rows, estimates_for
 from testfleet.config import DurationsConfig, Project, load_project
 from testfleet.planning.estimates import (
     MAX_TIMEOUTS_NAMED,
     compute,
-    estimate_rows,
-    estimates_for,
     timeout_warning,
 )
 from testfleet.registry.model import Registration

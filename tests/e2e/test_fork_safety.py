@@ -69,8 +69,8 @@ def _edit_config(text: str) -> str:
     text = re.sub(r'(?m)^trusted_only = true\n', "", text)
     text = text.replace('runs_on = ["self-hosted", "nvidia", "h100", "8gpu"]',
                         f"runs_on = {json.dumps(H200)}")
-    return text.replace("[tool.testfleet.planning.policy]\n",
-                        '[tool.testfleet.planning.policy]\nauthorize_labels = ["please"]\n')
+    return text.replace("[tool.testfleet.policy]\n",
+                        '[tool.testfleet.policy]\nauthorize_labels = ["please"]\n')
 
 
 @pytest.fixture

@@ -75,8 +75,8 @@ def _fleet(path: str, authorize: tuple[str, ...] | None) -> tuple[Project, Regis
     if authorize is not None:
         text = (root / "pyproject.toml").read_text()
         if "authorize_labels" not in text:
-            text = text.replace("[tool.testfleet.planning.policy]\n",
-                                f"[tool.testfleet.planning.policy]\nauthorize_labels = {json.dumps(list(authorize))}\n")
+            text = text.replace("[tool.testfleet.policy]\n",
+                                f"[tool.testfleet.policy]\nauthorize_labels = {json.dumps(list(authorize))}\n")
             (root / "pyproject.toml").write_text(text)
     project = load_project(root)
     return project, collect(project, use_cache=False)

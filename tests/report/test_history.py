@@ -8,8 +8,8 @@ from pathlib import Path
 
 from report_helpers import H200, LOSS, config, reg, seed_history
 
+from testfleet.app.report import gather
 from testfleet.config import load_project
-from testfleet.report.build import gather
 from testfleet.report.gates import corridor, summarize
 from testfleet.report.history import drift_rows, statistic
 from testfleet.report.render_html import render_html

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import truth_fleet as fleet
 
+from testfleet.app.report import gather
 from testfleet.config import load_project
-from testfleet.report.build import gather
 from testfleet.report.model import Report
 from testfleet.report.render_html import render_html
 from testfleet.report.render_json import render_json

@@ -32,7 +32,7 @@ runs_on = ["self-hosted", "h100"]
 container = "nvcr.io/base:1"
 trusted_only = true
 
-[tool.testfleet.planning.policy]
+[tool.testfleet.policy]
 authorize_labels = ["ok-to-test"]
 """
 

@@ -74,7 +74,7 @@ def trigger_options(f: F) -> F:
                           "everything else."),
         click.option("--schedule", default=None, metavar="CRON",
                      help="The cron string of a schedule trigger; must map to a cadence in "
-                          "[tool.testfleet.planning.policy] schedules."),
+                          "[tool.testfleet.policy] schedules."),
         click.option("--fork", is_flag=True, help="The pull request comes from a fork."),
         click.option("--match-all-labels", is_flag=True,
                      help="Include every registered label (manual runs)."),

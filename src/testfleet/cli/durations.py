@@ -242,7 +242,7 @@ def _already_imported(store: Any, batches: list[tuple[Path, str, Any]], stage: s
 
 
 def _rows(project: Project, stage: str | None, database: str | None) -> tuple[list[EstimateRow], list[str]]:
-    from testfleet.planning.estimates import estimate_rows
+    from testfleet.app.estimates import estimate_rows
 
     _check_stage(project, stage)
     rows, warnings = estimate_rows(project, _registrations(project), url=database,

@@ -85,7 +85,6 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
       testfleet plan --stage stage-c-4-gpu-h200 --cadence nightly
       testfleet plan --file tests/unit/test_fault_injection_cpu.py --include-disabled
     """
-    from testfleet.planning import make_plan
     from testfleet.planning.model import plan_bytes
     from testfleet.registry import collect
 
@@ -97,19 +96,13 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     if errors and strict:
         raise RegistryInvalid(_errors_message(errors, "fix them before planning (--strict)"), errors)
 
-    # Measured durations (median/p90 of recent passing runs per file and stage); when
-    # history is unavailable the literals are used and the plan's warnings say so.
-    from testfleet.planning.estimates import estimates_for
+    # Measured durations (median/p90 of recent passing runs per file and stage) and the
+    # flaky quarantine; when history is unavailable the literals are used and the plan's
+    # warnings say so.
+    from testfleet.app.plan import plan_from_history
 
-    estimates, history_warnings = estimates_for(project, registry, url=database)
-    problem = history_location_problem(project, database)
-    if problem is not None:  # no history could be read: say why, not "no database yet"
-        history_warnings = [f"{problem}; all estimates are est_time literals"]
-    from testfleet.results.quarantine import quarantine_for
-
-    quarantine, quarantine_warnings = quarantine_for(project, database)
-    plan = make_plan(project, registry, request, estimates,
-                     warnings=[*history_warnings, *quarantine_warnings], quarantine=quarantine)
+    plan, _ = plan_from_history(project, registry, request, database, notes_in_plan=True,
+                                history_problem=history_location_problem(project, database))
 
     if plan_file is not None:
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),

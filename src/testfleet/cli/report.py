@@ -49,7 +49,7 @@ def command(ctx: click.Context, fmt: str, output: Path | None, plan_path: Path |
       testfleet report --format markdown --max-rows 20 >> "$GITHUB_STEP_SUMMARY"
       testfleet report --format json --no-history -o report.json
     """
-    from testfleet.report.build import gather
+    from testfleet.app.report import gather
 
     project = project_from(ctx)
     base: Path = ctx.find_root().obj.directory  # -C DIR: relative paths are DIR's, as in plan/run

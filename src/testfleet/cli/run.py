@@ -11,7 +11,7 @@ that is not the expected one included), 130/143 when interrupted by SIGINT/SIGTE
 
 Every run writes a job status file (``--status-file``, else ``<records>/job-status.json``)
 that ``testfleet reconcile`` compares with the plan; ``--stage`` runs execute the run's
-frozen plan (see ``runner/inprocess.py``).
+frozen plan (see ``app/inprocess.py``).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def _select(project: Any, base: Path, opts: TriggerOptions, plan_path: Path | No
 
 def _plan_in_process(project: Any, base: Path, opts: TriggerOptions, shard: str | None,
                      database: str | None, digest: str | None) -> tuple[Any, Any, str | None]:
-    from testfleet.runner.inprocess import plan_in_process
+    from testfleet.app.inprocess import plan_in_process
     from testfleet.runner.jobs import (
         parse_shard,
         require_digest,

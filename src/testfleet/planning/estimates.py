@@ -12,10 +12,8 @@ anything; when the database is missing, locked, corrupt or of a newer schema,
 estimates fall back to the literals and the returned warnings say so — a plan never
 fails because history is unavailable.
 
-The computation (:func:`compute`) is pure; only :func:`load_history` touches the
-database: an SQLite history is read with the standard library (store.sqlite_read;
-SQLAlchemy's import alone would dominate a small project's plan), PostgreSQL through
-the store.
+Everything here is pure (planning does no I/O): the application floor reads the samples
+once (:mod:`testfleet.app.estimates`) and hands them to :func:`compute`.
 """
 
 from __future__ import annotations
@@ -28,13 +26,10 @@ from typing import TYPE_CHECKING, Any
 from testfleet.registry.model import Registration
 
 if TYPE_CHECKING:
-    from testfleet.config import DurationsConfig, Project
+    from testfleet.config import DurationsConfig
     from testfleet.documents.vocabulary import Source
 
 Key = tuple[str, str]  # (file, stage)
-# How long a plan waits for a history database another process has locked before it
-# falls back to literals: long enough for a runner's write, short for a CI plan step.
-BUSY_TIMEOUT = 5.0
 History = Mapping[str, Mapping[str, Sequence[float]]]  # stage -> file -> durations, newest first
 Timeouts = Mapping[str, Mapping[str, float]]  # stage -> file -> longest recent TIMEOUT duration
 # The timed-out-files warning names at most this many (file, stage) pairs.
@@ -134,65 +129,7 @@ def timeout_warning(rows: Iterable[EstimateRow], window: int) -> list[str]:
             f"least the timed-out duration: {named}{more}"]
 
 
-def load_history(project: Project, stages: Iterable[str], files: Iterable[str] | None = None,
-                 *, url: str | None = None,
-                 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, float]], list[str]]:
-    """Passing durations and longest recent timeouts per stage and file from the
-    history database, or ``({}, {}, warnings)`` saying why there are none. Never
-    raises for an unavailable database."""
-    from testfleet.store.engine import resolve_target
-    from testfleet.store.errors import StoreError
-
-    fallback = "all estimates are est_time literals"
-    try:
-        target = resolve_target(project, url)
-    except StoreError as exc:
-        return {}, {}, [f"history database not usable ({exc}); {fallback}"]
-    if target.path is not None and not target.path.exists():
-        return {}, {}, [f"no history database at {target.display} yet; {fallback}"]
-    if target.path is not None and not target.path.is_file():  # a FIFO, device, directory
-        from testfleet.fileio import file_kind
-
-        kind = file_kind(target.path.stat().st_mode)
-        return {}, {}, [f"history database {target.display} is {kind}, not a database file; "
-                        f"{fallback}"]
-    window = project.config.durations.window
-    wanted = None if files is None else sorted(set(files))
-    if target.path is not None:  # SQLite: the standard library, not SQLAlchemy (start-up)
-        import sqlite3
-
-        from testfleet.store.engine import translate
-        from testfleet.store.sqlite_read import read_samples
-
-        try:
-            read = read_samples(target.path, list(stages), wanted, window=window,
-                                busy_timeout=BUSY_TIMEOUT)
-        except sqlite3.Error as exc:
-            return {}, {}, [f"history unavailable: {translate(exc, target)}; {fallback}"]
-        if read is not None:
-            return ({stage: {f: s.passing for f, s in got.items() if s.passing}
-                     for stage, got in read.items()},
-                    {stage: {f: s.timeout for f, s in got.items() if s.timeout is not None}
-                     for stage, got in read.items()}, [])
-        # another schema version: the general path below says what it makes of it
-    try:
-        from testfleet.store import open_store
-
-        history: dict[str, dict[str, list[float]]] = {}
-        timeouts: dict[str, dict[str, float]] = {}
-        with open_store(project, url, readonly=True, busy_timeout=BUSY_TIMEOUT) as store:
-            for stage in sorted(set(stages)):
-                samples = store.duration_samples(stage, wanted, window)
-                history[stage] = {f: s.passing for f, s in samples.items() if s.passing}
-                timeouts[stage] = {f: s.timeout for f, s in samples.items() if s.timeout is not None}
-        return history, timeouts, []
-    except StoreError as exc:
-        return {}, {}, [f"history unavailable: {exc}; {fallback}"]
-    except Exception as exc:  # the promise: history trouble never fails a plan
-        return {}, {}, [f"history unavailable ({type(exc).__name__}: {exc}); {fallback}"]
-
-
-def _registrations(value: Any) -> list[Registration]:
+def registrations_of(value: Any) -> list[Registration]:
     """Accept a ``Registry`` or any iterable of registrations."""
     regs = getattr(value, "registrations", value)
     return list(regs)
@@ -214,55 +151,7 @@ def lane_registrations(config: Any, regs: Iterable[Registration]) -> list[Regist
             if lane.backend == r.backend]
 
 
-def estimates_for(
-    project: Project,
-    registrations: Iterable[Registration] | Any,
-    *,
-    url: str | None = None,
-    stages: Iterable[str] | None = None,
-) -> tuple[dict[Key, tuple[float, str]], list[str]]:
-    """``(file, stage) -> (seconds, "history" | "est_time")`` for every registration,
-    and warnings (e.g. the database was missing or locked and literals were used).
-
-    ``stages`` limits which stages read history; the others get their literals.
-    """
-    regs = _registrations(registrations)
-    regs += lane_registrations(project.config, regs)
-    allowed = None if stages is None else set(stages)
-    wanted = sorted({r.suite for r in regs if allowed is None or r.suite in allowed})
-    history: dict[str, dict[str, list[float]]] = {}
-    timeouts: dict[str, dict[str, float]] = {}
-    warnings: list[str] = []
-    if wanted:
-        files = {r.file for r in regs if r.suite in wanted}
-        history, timeouts, warnings = load_history(project, wanted, files, url=url)
-    rows = compute(regs, history, project.config.durations, wanted, timeouts)
-    warnings += timeout_warning(rows, project.config.durations.window)
-    return {(row.file, row.stage): (row.estimate, row.source) for row in rows}, warnings
-
-
-def estimate_rows(project: Project, registrations: Iterable[Registration] | Any, *,
-                  url: str | None = None, stages: Iterable[str] | None = None,
-                  ) -> tuple[list[EstimateRow], list[str]]:
-    """Like :func:`estimates_for`, with samples and drift (for ``durations show``)."""
-    regs = _registrations(registrations)
-    regs += lane_registrations(project.config, regs)
-    parents = _variant_stages(project.config)
-    keep = None if stages is None else set(stages)
-    if keep is not None:  # a variant's rows may fall back on its stage's: read that too
-        read = keep | {parents[k] for k in keep if k in parents}
-        regs = [r for r in regs if r.suite in read]
-    wanted = sorted({r.suite for r in regs})
-    history, timeouts, warnings = (load_history(project, wanted, {r.file for r in regs}, url=url)
-                                   if wanted else ({}, {}, []))
-    rows = _fall_back_to_stages(compute(regs, history, project.config.durations, timeouts=timeouts),
-                                parents)
-    if keep is not None:
-        rows = [r for r in rows if r.stage in keep]
-    return rows, warnings + timeout_warning(rows, project.config.durations.window)
-
-
-def _variant_stages(config: Any) -> dict[str, str]:
+def variant_stages(config: Any) -> dict[str, str]:
     """Each variant's lane key -> its stage's name."""
     from testfleet.planning.lanes import stage_lanes
 
@@ -270,7 +159,7 @@ def _variant_stages(config: Any) -> dict[str, str]:
             for lane in stage_lanes(config, name)}
 
 
-def _fall_back_to_stages(rows: list[EstimateRow], parents: dict[str, str]) -> list[EstimateRow]:
+def fall_back_to_stages(rows: list[EstimateRow], parents: dict[str, str]) -> list[EstimateRow]:
     """The planner's rule (:func:`~testfleet.planning.lanes.uses_stage_estimate`), shown: a
     variant's row takes its stage's history when it has none of its own."""
     if not parents:

@@ -1,7 +1,7 @@
 """Trigger -> policy: what one CI event is allowed and asked to run.
 
 A pure function of the configuration and the trigger, so that every rule of
-``[tool.testfleet.planning.policy]`` can be tested as a table without a repository, a
+``[tool.testfleet.policy]`` can be tested as a table without a repository, a
 registry or a CI engine. Problems the trigger author could not have avoided
 (a strange PR label) become warnings and a documented fallback; problems of the
 command line itself (an unknown cadence or cron) raise :class:`UsageError`.
@@ -178,7 +178,7 @@ def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list
             known = ", ".join(repr(k) for k in sorted(mapping)) or "none configured"
             raise UsageError(
                 f"schedule {show(trigger.schedule)} maps to no cadence; add it to "
-                f"[tool.testfleet.planning.policy] schedules (known: {known})"
+                f"[tool.testfleet.policy] schedules (known: {known})"
             )
         notes.append(f"schedule {cron!r} -> cadence {mapping[cron]}")
         return mapping[cron]
@@ -187,7 +187,7 @@ def _cadence_for(config: Config, trigger: Trigger, labels: set[str], notes: list
             notes.append(f"label {policy.nightly_label!r} selects cadence nightly")
             return "nightly"
         warnings.append(f"label {policy.nightly_label!r} ignored: no 'nightly' cadence is "
-                        "configured in [tool.testfleet.planning.policy] cadences")
+                        "configured in [tool.testfleet.policy] cadences")
     return "regular"
 
 

@@ -1,7 +1,7 @@
 """Metric-gate history for the report: gated tests, last verdicts, untrusted runs, trends.
 
-Reads the gate tables of the history database (``testfleet.store.metrics``) for every
-file that declares a gate. A run is stored with ``trusted`` = its verdict on baseline
+Derived from the gate tables of the history database (``testfleet.store.metrics``), read
+once by the application floor, for every file that declares a gate. A run is stored with ``trusted`` = its verdict on baseline
 cadences, or flipped later by ``testfleet gate untrust``; so the latest run of a
 metric reads as PASS (trusted), FAIL (the gate rejected it) or UNTRUSTED (marked).
 The band drawn for a coordinate is the corridor the next run will be judged against:
@@ -15,10 +15,9 @@ import datetime as dt
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from testfleet.config import Project
 from testfleet.report.model import GateRow, TrendPoint, TrendSeries
 from testfleet.report.trends import worth_drawing
 
@@ -28,18 +27,16 @@ RUNS_PER_TEST = 60
 Coord = tuple[str, str, str, str, str, str, int]  # backend, suite, env, metric, steps, constraint, step
 
 
-def gate_history(store: Any, project: Project, gate_files: Iterable[str]
+def gate_section(histories: Mapping[str, Sequence[Any]], window: int
                  ) -> tuple[tuple[GateRow, ...], tuple[TrendSeries, ...], str]:
-    """(gate rows, trend series, note) for the gated files; empty when nothing was recorded."""
-    from testfleet.store.metric_store import MetricStore
-
-    ms = MetricStore(store)
+    """(gate rows, trend series, note) from each gated file's metric history (newest run
+    first, at most :data:`RUNS_PER_TEST` runs, read by the application floor); empty when
+    nothing was recorded."""
     rows: list[GateRow] = []
     series: list[TrendSeries] = []
-    files = sorted(set(gate_files))
+    files = sorted(histories)
     for file in files:
-        history = ms.history(file, runs=RUNS_PER_TEST)
-        file_rows, file_series = summarize(file, history, project.config.gate.window)
+        file_rows, file_series = summarize(file, histories[file], window)
         rows.extend(file_rows)
         series.extend(file_series)
     note = ""

@@ -1,5 +1,8 @@
 """The report's results section: pass rates, failing files, strips, flaky files, probes.
 
+Derived from the rows the application floor read (:mod:`testfleet.app.report_history`);
+nothing here opens a database.
+
 Read-only and fail-soft like the rest of the history: a database without results (or
 with a schema older than the results columns) is a note, never an error.
 """
@@ -7,6 +10,7 @@ with a schema older than the results columns) is a note, never an error.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,25 +64,18 @@ class ResultsSection:
         return self.links.url(run.ci_run_id, run.commit)
 
 
-def load_results(store: Any, project: Any, runs: int = RUNS) -> ResultsSection:
-    """The section from an open (read-only) store."""
-    from sqlalchemy.exc import SQLAlchemyError
-
+def results_from(project: Any, rows: Sequence[Any], cases: Sequence[Any],
+                 incidents: Sequence[Any], runs: int = RUNS) -> ResultsSection:
+    """The section from the history's rows (read once by the application floor): file
+    verdicts of the newest ``max(runs, flaky window)`` runs, test-case verdicts of the
+    flaky window, the newest CI runs' incidents."""
     from testfleet.results.flaky import classify_all
     from testfleet.results.links import linker
-    from testfleet.results.query import case_results, file_results
     from testfleet.results.settings import flaky_policy
     from testfleet.results.summary import by_file, by_stage, failing_now
-    from testfleet.store.errors import StoreError
 
     cfg = project.config
     policy = flaky_policy(cfg)
-    try:
-        rows = file_results(store, runs=max(runs, policy.window))
-        cases = case_results(store, runs=policy.window)
-    except (SQLAlchemyError, StoreError) as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        return ResultsSection(False, f"results unreadable ({first}); run 'testfleet db upgrade'")
     verdicts = [v for v in classify_all([*rows, *cases], policy) if v.state != "healthy"]
     files = by_file(rows)
     shown = tuple(FileSummary(f.stage, f.file, f.runs[:runs]) for f in files)
@@ -96,27 +93,14 @@ def load_results(store: Any, project: Any, runs: int = RUNS) -> ResultsSection:
                                        stage.probe.files)
         probed = [f for f in shown if f.stage == name and f.file in probed_files]
         probes.append(ProbeView(name, stage.disabled, stage.probe.restore_after, tuple(probed)))
-    incidents, dormancy = _incidents(store, project, link)
+    dormancy = _dormancy(project, incidents, link)
     return ResultsSection(True, note, runs, tuple(by_stage(shown)), tuple(failing_now(files)),
                           shown, tuple(verdicts), policy.quarantine, link, tuple(probes),
-                          incidents, dormancy)
+                          tuple(incidents), dormancy)
 
 
-def _incidents(store: Any, project: Any, link: RunLinker) -> tuple[tuple[Any, ...], dict[int, Any]]:
-    from testfleet.incidents.history import recent_incidents
+def _dormancy(project: Any, incidents: Sequence[Any], link: RunLinker) -> dict[int, Any]:
     from testfleet.incidents.render import dormancy
 
-    incidents = tuple(recent_incidents(store, runs=INCIDENT_RUNS))
-    return incidents, {n: d for n, i in enumerate(incidents)
-                       if (d := dormancy(project, i, link.url)) is not None}
-
-
-def results_section(project: Any, url: str | None = None) -> ResultsSection:
-    """Open the history read-only and read the section; every problem is a note."""
-    from testfleet.store import StoreError, open_store
-
-    try:
-        with open_store(project, url, readonly=True) as store:
-            return load_results(store, project)
-    except StoreError as exc:
-        return ResultsSection(False, f"no results: {exc}")
+    return {n: d for n, i in enumerate(incidents)
+            if (d := dormancy(project, i, link.url)) is not None}

@@ -1,8 +1,9 @@
 """Gather the report's inputs (registry, git, plan, history) and build it.
 
-This is the only place in the report package that does I/O on the project; every
-input that is unavailable becomes a note in the report instead of an error, except
-an explicitly requested plan file, which must be readable.
+The report's I/O happens on the application floor: the history is opened once
+(:mod:`testfleet.app.report_history`) and ``report/`` derives its sections from the
+values read. Every input that is unavailable becomes a note in the report instead of
+an error, except an explicitly requested plan file, which must be readable.
 """
 
 from __future__ import annotations
@@ -43,22 +44,15 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
         git = "shallow clone, ages are lower bounds" if info.shallow else "full history"
     else:
         git = f"ages unknown: {info.note}"
-    if history:
-        from testfleet.report.history import load_history
-
-        hist = load_history(project, regs, database,
-                            gate_files=sorted({g.file for g in registry.gates}))
-    else:
-        hist = HistorySection(False, "history not requested (--no-history)")
     results = None
     quarantined: set[tuple[str, str]] = set()
     if history:
-        from testfleet.report.results import results_section
-        from testfleet.results.quarantine import quarantine_for
+        from testfleet.app.report_history import read_report_history
 
-        results = results_section(project, database)
-        # the plan's own rule, so the matrix's "at risk" is exactly what plan quarantines
-        quarantined = set(quarantine_for(project, database)[0])
+        read = read_report_history(project, registry, database)
+        hist, results, quarantined = read.history, read.results, read.quarantined
+    else:
+        hist = HistorySection(False, "history not requested (--no-history)")
     notes = []
     n_err = sum(1 for f in registry.findings if f.severity == "error")
     if n_err:

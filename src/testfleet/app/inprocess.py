@@ -1,7 +1,8 @@
-"""The one way a path without a plan file plans what it runs: ``testfleet run --stage/--file``
+"""How a path without a plan file plans what it runs: ``testfleet run --stage/--file``
 and the pytest plugin's ``--testfleet-stage`` both come here.
 
-Same registry, same estimates, same quarantine as ``testfleet plan``; and the first plan of
+Same registry, same estimates, same quarantine as ``testfleet plan`` (one function makes
+both: :func:`testfleet.app.plan.plan_from_history`); and the first plan of
 a CI run on a machine is frozen (:mod:`testfleet.planning.frozen`), so later shards of the
 run execute it instead of re-planning from the history earlier shards wrote.
 """
@@ -36,6 +37,7 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
                     environ: Mapping[str, str] | None = None) -> InProcessPlan:
     """This run's plan for ``request``: the frozen one when this machine has it, else a plan
     made now from the history (estimates and quarantine of ``stage``), then frozen."""
+    from testfleet.app.plan import plan_from_history
     from testfleet.cachedir import cache_dir_problem
     from testfleet.planning import make_plan
     from testfleet.planning.frozen import freeze, frozen_key, frozen_path, load_frozen
@@ -45,7 +47,8 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
     env = os.environ if environ is None else environ
     unusable = cache_dir_problem(project.root, project.config.cache_dir)
     if unusable is not None:  # nothing is read or written through a symlinked cache_dir
-        plan, notes = _from_history(project, registry, request, database, stage, history_problem)
+        plan, notes = plan_from_history(project, registry, request, database, stage=stage,
+                                     history_problem=history_problem)
         return InProcessPlan(plan, None, False, [
             *notes, f"{unusable}: this run's plan is not frozen; a later shard on this "
                     "machine may plan again; give every shard --plan-digest to make it "
@@ -59,7 +62,8 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
             f"executing this run's frozen plan {existing.digest[:19]}… ({_shown(project, path)}), "
             "made by its first shard on this machine: shard membership is not re-planned from "
             "history recorded since"])
-    plan, out = _from_history(project, registry, request, database, stage, history_problem)
+    plan, out = plan_from_history(project, registry, request, database, stage=stage,
+                                     history_problem=history_problem)
     try:
         frozen = freeze(path, plan)
     except OSError as exc:
@@ -68,25 +72,6 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
                    "newer history; give every shard --plan-digest to make it refuse instead")
         return InProcessPlan(plan, None, False, out)
     return InProcessPlan(frozen, path, frozen.digest != plan.digest, out)
-
-
-def _from_history(project: Project, registry: Any, request: Any, database: str | None,
-                  stage: str | None, history_problem: str | None) -> tuple[Plan, list[str]]:
-    """The plan from the history of the moment: measured durations where it has them and
-    its quarantine (the same sources as `testfleet plan`), with notes on what was used."""
-    from testfleet.planning import make_plan
-    from testfleet.planning.estimates import estimates_for
-    from testfleet.planning.lanes import find_lane
-    from testfleet.results.quarantine import quarantine_for
-
-    lane = find_lane(project.config, stage) if stage else None
-    wanted = None if stage is None else [stage, lane.stage] if lane else [stage]
-    estimates, notes = estimates_for(project, registry, url=database, stages=wanted)
-    if history_problem is not None:  # no history could be read: say why, not "no database yet"
-        notes = [f"{history_problem}; all estimates are est_time literals"]
-    quarantine, quarantine_notes = quarantine_for(project, database, [stage] if stage else None)
-    plan = make_plan(project, registry, request, estimates, quarantine=quarantine)
-    return plan, [*notes, *quarantine_notes]
 
 
 def _shown(project: Project, path: Path) -> str:
