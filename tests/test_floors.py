@@ -56,3 +56,25 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, upwar
     proc = _lint_imports(src, tmp_path)
     assert proc.returncode != 0, proc.stdout
     assert "BROKEN" in proc.stdout
+
+
+def test_report_reads_no_file_and_runs_no_git() -> None:
+    """The import contract keeps ``report/`` off the store and the history queries; this
+    keeps it off the disk and git as well (the application floor reads the plan file,
+    ``pyproject.toml`` and ``git blame`` and hands the report values)."""
+    import ast
+
+    reads = {"read_text", "read_bytes", "open", "read_capped", "stat", "is_file", "exists"}
+    modules = {"subprocess", "sqlite3", "shutil"}
+    found = []
+    for path in sorted((ROOT / "src" / "testfleet" / "report").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                found += [f"{path.name}: import {n}" for n in names if n.split(".")[0] in modules]
+            elif isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in reads:
+                    found.append(f"{path.name}:{node.lineno}: {name}()")
+    assert not found, found

@@ -6,8 +6,8 @@ import datetime as dt
 
 from report_helpers import NOW, config, fleet, reg
 
+from testfleet.report.ages import LineAge
 from testfleet.report.collect import build_report, category
-from testfleet.report.gitage import LineAge
 
 
 def _report(regs=None, cfg=None, ages=None):

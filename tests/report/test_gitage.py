@@ -6,8 +6,8 @@ import datetime as dt
 import subprocess
 from pathlib import Path
 
+from testfleet.app.gitage import disabled_ages, disabled_span, parse_porcelain, repo_info
 from testfleet.registry.model import Registration
-from testfleet.report.gitage import disabled_ages, disabled_span, parse_porcelain, repo_info
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
 

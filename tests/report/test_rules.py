@@ -7,11 +7,12 @@ from pathlib import Path
 
 from report_helpers import NOW, config, fleet, reg
 
+from testfleet.app.check import check_rules
 from testfleet.config import Project, validate_config
 from testfleet.registry.model import Registry
+from testfleet.report.ages import LineAge
 from testfleet.report.collect import build_report
-from testfleet.report.gitage import LineAge
-from testfleet.report.rules import check_rules, config_line, evaluate_rules
+from testfleet.report.rules import config_line, evaluate_rules
 
 TOML = """[tool.testfleet]
 roots = ["tests"]

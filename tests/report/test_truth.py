@@ -211,7 +211,7 @@ def test_demo_gate_table_agrees_with_failing_now(example_project: Path) -> None:
      "tmp.Xy7Qk2"),
 ])
 def test_project_name(tmp_path: Path, files: dict[str, str], expected: str) -> None:
-    from testfleet.report.project_name import project_name
+    from testfleet.app.project_name import project_name
 
     root = tmp_path / "tmp.Xy7Qk2"
     (root / "tests").mkdir(parents=True)

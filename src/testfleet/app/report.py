@@ -15,7 +15,7 @@ from pathlib import Path
 from testfleet.config import Project
 from testfleet.errors import UsageError
 from testfleet.registry.model import Registry
-from testfleet.report.model import HistorySection, Report
+from testfleet.report.model import HistorySection, PlanSection, Report
 
 
 def collect_registry(project: Project) -> Registry:
@@ -27,8 +27,8 @@ def collect_registry(project: Project) -> Registry:
 def gather(project: Project, *, plan_path: Path | None = None, database: str | None = None,
            history: bool = True, now: dt.datetime | None = None,
            registry: Registry | None = None) -> Report:
+    from testfleet.app.gitage import disabled_ages
     from testfleet.report.collect import build_report
-    from testfleet.report.gitage import disabled_ages
     from testfleet.report.rules import evaluate_rules, git_findings
 
     now = now or report_time()
@@ -36,8 +36,6 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
     regs = registry.registrations
     plan = None
     if plan_path is not None:
-        from testfleet.report.planview import load_plan_section
-
         plan = load_plan_section(plan_path)
     ages, info = disabled_ages(project.root, regs)
     if info.is_repo:
@@ -107,6 +105,19 @@ def with_results(report: Report, registry: Registry) -> Report:
     return replace(report, health=health, history=replace(report.history, gates=gates))
 
 
+def load_plan_section(path: Path) -> PlanSection:
+    """Read and verify ``path`` with the planner's own loader (digest, schema, fields).
+
+    Every problem is a :class:`UsageError` naming the file, exactly as ``testfleet run``
+    would report it.
+    """
+    from testfleet.planning.model import load_plan
+    from testfleet.report.planview import plan_section
+
+    plan = load_plan(path)
+    return plan_section(plan.to_json(), str(path))
+
+
 def report_time() -> dt.datetime:
     """Now, or ``SOURCE_DATE_EPOCH`` when set, so a report can be reproduced byte for byte."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
@@ -119,7 +130,7 @@ def report_time() -> dt.datetime:
 
 
 def _name(project: Project) -> str:
-    from testfleet.report.project_name import project_name
+    from testfleet.app.project_name import project_name
 
     return project_name(project)
 

@@ -51,7 +51,7 @@ PRODUCERS: list[FindingProducer] = []
 
 def _report_rules(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
     """[tool.testfleet.check] rules (disabled references and ages, dormant stages, holes)."""
-    from testfleet.report.rules import check_rules  # lazy: only 'check' pays for it
+    from testfleet.app.check import check_rules  # lazy: only 'check' pays for it
 
     return check_rules(project, registry)
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from testfleet.config import Config
 from testfleet.config.keyloc import config_line
 from testfleet.registry.model import Registration
+from testfleet.report.ages import LineAge
 from testfleet.report.expiry import parse_expiry
-from testfleet.report.gitage import LineAge
 from testfleet.report.model import (
     Counts,
     GroupRow,

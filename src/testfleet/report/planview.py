@@ -13,7 +13,6 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from testfleet.documents.vocabulary import SOURCES, STATUSES
@@ -27,18 +26,6 @@ if TYPE_CHECKING:
 PLAN_SCHEMA_PREFIX = "testfleet.plan/"
 # the planner's wording (planning/planner.py) for a stage hole and a backend with no coverage
 _HOLE_WARNING = re.compile(r"coverage hole: stage \S+ |backend \S+ has no enabled coverage at all ")
-
-
-def load_plan_section(path: Path) -> PlanSection:
-    """Read and verify ``path`` with the planner's own loader (digest, schema, fields).
-
-    Every problem is a :class:`UsageError` naming the file, exactly as ``testfleet run``
-    would report it.
-    """
-    from testfleet.planning.model import load_plan
-
-    plan = load_plan(path)
-    return plan_section(plan.to_json(), str(path))
 
 
 def plan_section(data: Any, source: str) -> PlanSection:

@@ -1,4 +1,5 @@
-"""Check rules from ``[tool.testfleet.check]``, enforced by ``testfleet check``.
+"""Check rules from ``[tool.testfleet.check]``, enforced by ``testfleet check``
+(:func:`testfleet.app.check.check_rules` reads git and calls them).
 
 The rules read the same :class:`~testfleet.report.model.Report` the dashboard shows,
 so ``check`` and ``report`` can never disagree about what is a hole or how old a
@@ -14,33 +15,13 @@ disabled test is.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from testfleet.config import Config, Project
 from testfleet.config.keyloc import config_line
 from testfleet.findings import Finding
 from testfleet.registry.model import Registry
 from testfleet.report import fmt
-from testfleet.report.gitage import RepoInfo
+from testfleet.report.ages import RepoInfo
 from testfleet.report.model import Report
-
-
-def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None = None) -> list[Finding]:
-    """All rule findings for the project; git is consulted only when ``max_disabled_days`` is set."""
-    from testfleet.report.collect import build_report
-    from testfleet.report.gitage import disabled_ages
-
-    cfg = project.config
-    now = now or dt.datetime.now(dt.timezone.utc)
-    regs = registry.registrations
-    needs_git = cfg.check.max_disabled_days is not None
-    ages, info = disabled_ages(project.root, regs, use_git=needs_git)
-    report = build_report(project=project.root.name, config=cfg, registrations=regs,
-                          now=now, ages=ages, invalid=invalid_by_stage(registry))
-    findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)
-    if needs_git:
-        findings += git_findings(project, report, info)
-    return findings
 
 
 def git_findings(project: Project, report: Report, info: RepoInfo) -> list[Finding]:

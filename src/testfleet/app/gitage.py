@@ -19,43 +19,13 @@ import tokenize
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from testfleet.documents.vocabulary import AgeStatus
 from testfleet.registry.model import Registration
+from testfleet.report.ages import LineAge, RepoInfo
 
 _ZERO_SHA = "0" * 40
-
-
-@dataclass(frozen=True)
-class LineAge:
-    """When a line last changed, or why that is not known."""
-
-    status: AgeStatus
-    changed: dt.datetime | None = None
-    commit: str | None = None
-    boundary: bool = False
-    note: str = ""
-    line: int = 0  # the line of the ``disabled=`` keyword, when located
-
-    def days(self, now: dt.datetime) -> int | None:
-        """Calendar days (UTC) since the change; 0 for uncommitted edits; ``None`` when unknown."""
-        if self.status == "uncommitted":
-            return 0
-        if self.changed is None:
-            return None
-        utc = dt.timezone.utc
-        return max(0, (now.astimezone(utc).date() - self.changed.astimezone(utc).date()).days)
-
-
-@dataclass(frozen=True)
-class RepoInfo:
-    """What git says about the project directory."""
-
-    is_repo: bool
-    shallow: bool = False
-    note: str = ""
 
 
 def disabled_span(source: str, reg: Registration) -> tuple[int, int]:

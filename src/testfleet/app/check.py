@@ -1,0 +1,37 @@
+"""What ``testfleet check`` adds to the registry's findings: the ``[tool.testfleet.check]``
+rules, on the same report the dashboard shows, with git consulted (``git blame``) only
+when ``max_disabled_days`` is set. The git reads happen here; the rules are pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from testfleet.config import Project
+    from testfleet.findings import Finding
+    from testfleet.registry.model import Registry
+
+
+def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None = None) -> list[Finding]:
+    """All rule findings for the project; git is consulted only when ``max_disabled_days`` is set."""
+    from testfleet.app.gitage import disabled_ages
+    from testfleet.report.collect import build_report
+    from testfleet.report.rules import (
+        _config_name,
+        evaluate_rules,
+        git_findings,
+        invalid_by_stage,
+    )
+
+    cfg = project.config
+    now = now or dt.datetime.now(dt.timezone.utc)
+    regs = registry.registrations
+    needs_git = cfg.check.max_disabled_days is not None
+    ages, info = disabled_ages(project.root, regs, use_git=needs_git)
+    report = build_report(project=project.root.name, config=cfg, registrations=regs,
+                          now=now, ages=ages, invalid=invalid_by_stage(registry))
+    findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)
+    if needs_git:
+        findings += git_findings(project, report, info)
+    return findings
