@@ -221,9 +221,11 @@ def audit_workflow(text: str, file: str, repo: Path | None = None,
                 and not guarded:
             with_ = job.get("with")
             at = fields["uses"][0].start_mark.line + 1
-            for called, inner, inner_labels in _called_runners(
-                    repo, uses, with_ if isinstance(with_, Mapping) else {},
-                    {} if cache is None else cache):
+            reached = _called_runners(repo, uses, with_ if isinstance(with_, Mapping) else {},
+                                      {} if cache is None else cache)
+            # a workflow that calls itself reaches the same job at every level: said once
+            for called, inner, inner_labels in dict.fromkeys(
+                    (c, j, tuple(ls)) for c, j, ls in reached):
                 findings.append(Finding(
                     file, at, 0, "warning", "fork-self-hosted",
                     f"job {name} calls {called}, whose job {inner} runs on "
