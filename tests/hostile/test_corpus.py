@@ -672,8 +672,129 @@ CORPUS += [
 ]
 
 
-# #36 item 2-3: a label authorizes only the commit it was set on; forks choosing runners via reusable workflows.
+# #36 item 2: the trusted workflow plans with --pr-head <the event's head.sha>; a checkout of
+# refs/pull/<n>/merge that merges another head (a push after the label) is refused.
+LABELLED = "1" * 40  # the head the maintainer labelled, as the event names it
+PR_HEAD_PLAN = ["plan", "--github", "--trust-base", "HEAD^1", "--format", "json",
+                "--plan-file", "plan-out.json", "--pr-head"]
+TRUSTED_ENV = {"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_EVENT_PATH": "event.json",
+               "GITHUB_ACTIONS": "true"}
+
+
+def _fork_event(action: str) -> str:
+    added = {"label": {"name": "ok-to-test"}} if action == "labeled" else {}
+    return json.dumps({"action": action, **added, "pull_request": {
+        "labels": [{"name": "ok-to-test"}, {"name": "run-ci-x"}],
+        "head": {"sha": LABELLED, "repo": {"full_name": "mallory/r"}},
+        "base": {"repo": {"full_name": "o/r"}}}})
+
+
+def _merge_of_a_later_push(ctx: Ctx) -> None:
+    """refs/pull/<n>/merge as GitHub recomputes it after the fork pushed again: a merge
+    commit whose second parent is the fork's newest head, not the one the event named."""
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "base")
+    _git(ctx, "checkout", "-qb", "fork")
+    (ctx.root / "tests/test_g.py").write_text(GPU_TEST + "# pushed after the label\n")
+    _git(ctx, "commit", "-qam", "fork: after the label")
+    _git(ctx, "checkout", "-q", "main")
+    _git(ctx, "merge", "-q", "--no-ff", "-m", "merge", "fork")
+
+
+def _one_commit(ctx: Ctx) -> None:
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "the head itself, not a merge commit")
+
+
+def _refused(ask_label: bool) -> Check:
+    """No plan was written, the error names the head the checkout really merges, and only
+    a labelled run asks for the label again (on the run's page too)."""
+    def check(ctx: Ctx, out: str) -> list[str]:
+        now = subprocess.run(["git", "-C", str(ctx.root), "rev-parse", "HEAD^2"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        problems = ["a plan was written"] if (ctx.root / "plan-out.json").exists() else []
+        if f"now {now})" not in out:
+            problems.append(f"the message does not name the merged head {now}")
+        if ("a maintainer must label it again" in out) != ask_label:
+            problems.append("asks for a label" if not ask_label else "does not ask for the label")
+        if "::error title=testfleet plan::" not in out:
+            problems.append("no error annotation")
+        return problems
+    return check
+
+
+# #36 item 3: a pull_request workflow that picks its runner through a reusable workflow.
+CALLED_GPU = """\
+on:
+  workflow_call:
+    inputs:
+      runs_on: {type: string, required: true}
+jobs:
+  run:
+    runs-on: ${{ fromJSON(inputs.runs_on) }}
+    steps:
+      - run: make test
+"""
+SELF_CALL = """\
+on: [pull_request, workflow_call]
+jobs:
+  again:
+    uses: ./.github/workflows/loop.yml
+  gpu:
+    runs-on: [self-hosted, x]
+    steps:
+      - run: make test
+"""
+
+
+def _pr_calls_gpu(runs_on: list[str]) -> dict[str, str | bytes]:
+    caller = ("on: [pull_request]\njobs:\n  gpu:\n    uses: ./.github/workflows/_gpu.yml\n"
+              f"    with:\n      runs_on: '{json.dumps(runs_on)}'\n")
+    return {".github/workflows/pr.yml": caller, ".github/workflows/_gpu.yml": CALLED_GPU}
+
+
+def _no_fork_finding(ctx: Ctx, out: str) -> list[str]:
+    return ["a hosted runner was reported"] if "fork-self-hosted" in out else []
+
+
+def _said_once(ctx: Ctx, out: str) -> list[str]:
+    n = out.count("job again calls .github/workflows/loop.yml")
+    return [] if n == 1 else [f"the self-call was reported {n} times"]
+
+
 CORPUS += [
+    row("label-then-push-moved-ref",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2,
+        f"the pull request moved after it was labelled (labelled {LABELLED}, now ",
+        setup=_merge_of_a_later_push, intact=_refused(ask_label=True)),
+    row("push-then-moved-ref",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST,
+         "event.json": _fork_event("synchronize")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2, "the pull request moved after this event",
+        setup=_merge_of_a_later_push, intact=_refused(ask_label=False)),
+    row("pr-head-checkout-not-a-merge",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2, "not a pull request's merge commit",
+        setup=_one_commit, intact=lambda ctx, out: ["a plan was written"]
+        if (ctx.root / "plan-out.json").exists() else []),
+    row("pr-head-hostile-value",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED + SMUGGLED], TRUSTED_ENV, 2, "not a full commit id"),
+    row("reusable-workflow-self-hosted-input", _pr_calls_gpu(["h200", "4gpu"]), ["check"], {}, 0,
+        "job gpu calls .github/workflows/_gpu.yml, whose job run runs on h200, 4gpu"),
+    row("reusable-workflow-hosted-input", _pr_calls_gpu(["ubuntu-latest"]), ["check"], {}, 0,
+        "testfleet check: ok", intact=_no_fork_finding),
+    row("reusable-workflow-hostile-label", _pr_calls_gpu(["h200" + SMUGGLED]), ["check"], {}, 0,
+        f"whose job run runs on h200{SHOWN}"),
+    row("reusable-workflow-calls-itself", {".github/workflows/loop.yml": SELF_CALL}, ["check"], {},
+        0, "job again calls .github/workflows/loop.yml, whose job gpu runs on self-hosted, x",
+        intact=_said_once),
+    row("reusable-workflow-not-yaml",
+        {**_pr_calls_gpu(["h200"]), ".github/workflows/_gpu.yml": "on: [workflow_call\n"},
+        ["check"], {}, 0, "(workflow-unreadable)"),
 ]
 
 
