@@ -8,8 +8,8 @@ tree. Two mechanisms make sure such processes are still found:
   descendants, so every live descendant is either below the test process or a direct
   child of the runner. Checked cheaply via ``/proc/self/task/*/children``.
 * polling (everywhere, and the only mechanism where the prctl is unavailable): the
-  descendants seen while the test runs are remembered (as :class:`psutil.Process`, which
-  guards against pid reuse by comparing creation times).
+  descendants seen while the test runs are remembered (with their start times, which
+  guard against pid reuse).
 
 Deliberately no ``PR_SET_PDEATHSIG``: it needs a ``preexec_fn``, which makes every spawn
 a full ``fork()`` of the runner (~10 ms here instead of a ~0.4 ms ``vfork``). A runner
@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from functools import cache
 
 import psutil
+
+from testfleet.runner.procscan import Proc, children_map, read_proc, same, snapshot
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -115,82 +117,110 @@ def group_alive(pgid: int) -> bool:
     return signal_group(pgid, 0)
 
 
+#: At most this many listings per :meth:`ProcessTree.alive` (each one /proc scan).
 _SETTLE_ROUNDS = 20
+#: ... and at most this long, so a fork loop cannot hold the runner (signals wait on it).
+_ALIVE_BUDGET = 0.5
+#: Direct-children kill passes per :meth:`ProcessTree.kill_all` round (each a few µs).
+_FAST_ROUNDS = 200
 
 
 class ProcessTree:
-    """Everything one test process spawned, found by descent, orphan adoption and memory."""
+    """Everything one test process spawned, found by descent, orphan adoption and memory.
+
+    With the subreaper, every orphan the test leaves becomes the runner's child, alive or
+    dead. :meth:`reap` collects the dead ones; the attempt calls it continuously while
+    the test runs, because a test that backgrounds helpers (``cmd &``, server launchers,
+    ``torchrun``) or a helper that forks and exits in a loop otherwise piles up zombies
+    until the host's pid table is full.
+
+    It must never collect the test process itself (``subprocess`` waits for it and would
+    read a stolen status as 0) nor a child the runner had before the test started (its
+    owner waits for it): only the pids in the runner's children list minus those.
+    """
 
     def __init__(self, root_pid: int, baseline: set[int], subreaper: bool) -> None:
         self.root_pid = root_pid
         self.pgid = root_pid  # the test process leads its own session and group
         self.baseline = set(baseline)
         self.subreaper = subreaper
-        self.seen: dict[int, psutil.Process] = {}
-        # The root is looked up lazily (most tests never need it) and never after it was
-        # reaped, when its pid may already belong to an unrelated process.
-        self._root: psutil.Process | None = None
+        # Without a subreaper: every descendant seen while the test ran (orphans go to
+        # init, so this memory is the only way to find them again).
+        self.seen: dict[int, Proc] = {}
         self.root_reaped = False
-
-    def _root_proc(self) -> psutil.Process | None:
-        if self._root is None and not self.root_reaped:
-            try:
-                self._root = psutil.Process(self.root_pid)
-            except psutil.Error:
-                self.root_reaped = True
-        return None if self.root_reaped else self._root
+        self.reaped = 0  # orphans collected, over the attempt
+        self._me = os.getpid()
 
     def mark_reaped(self) -> None:
-        """The root was waited for: from now on only its orphans and known pids count."""
+        """The root was waited for: from now on its pid is an ordinary one (it may be
+        reused, even by an orphan of this very test, which must then be found)."""
         self.root_reaped = True
 
-    def poll(self) -> None:
-        """Remember the descendants alive right now (cheap enough to call periodically)."""
-        for proc in self._current():
-            self.seen.setdefault(proc.pid, proc)
+    def _protected(self) -> set[int]:
+        return self.baseline if self.root_reaped else self.baseline | {self.root_pid}
 
     def _orphans(self) -> set[int]:
-        return direct_children() - self.baseline - {self.root_pid}
+        return direct_children() - self._protected()
 
-    def _current(self) -> list[psutil.Process]:
-        found: list[psutil.Process] = []
-        roots: list[psutil.Process] = []
-        root = self._root_proc()
-        if root is not None:
-            roots.append(root)
+    def reap(self) -> int:
+        """Collect the orphans that died (we are their subreaper); returns how many."""
+        count = 0
         for pid in self._orphans():
             try:
-                proc = psutil.Process(pid)
-            except psutil.Error:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
                 continue
-            found.append(proc)
-            roots.append(proc)
-        for root in roots:
-            with contextlib.suppress(psutil.Error):
-                found.extend(root.children(recursive=True))
+            if done:
+                count += 1
+        self.reaped += count
+        return count
+
+    def _descendants(self, snap: dict[int, Proc]) -> dict[int, Proc]:
+        """Everything of this test in ``snap`` (the root excluded), zombies included."""
+        protected = self._protected()
+        roots = [pid for pid, p in snap.items() if p.ppid == self._me and pid not in protected]
+        if not self.root_reaped and self.root_pid in snap:
+            roots.append(self.root_pid)
+        if not self.subreaper:
+            roots.extend(pid for pid, p in self.seen.items() if same(snap.get(pid), p))
+        kids = children_map(snap.values())
+        found: dict[int, Proc] = {}
+        stack = list(roots)
+        while stack:
+            pid = stack.pop()
+            if pid in found or pid not in snap:
+                continue
+            found[pid] = snap[pid]
+            stack.extend(kids.get(pid, ()))
+        if not self.root_reaped:
+            found.pop(self.root_pid, None)
         return found
 
-    def alive(self) -> list[psutil.Process]:
+    def poll(self) -> None:
+        """Remember the descendants alive right now (one scan; cheap enough to repeat)."""
+        for pid, proc in self._descendants(snapshot()).items():
+            self.seen.setdefault(pid, proc)
+
+    def alive(self, until: float | None = None) -> list[Proc]:
         """Live (non-zombie) descendants, excluding the root test process itself.
 
-        The listing is a snapshot: a descendant that forks and exits while it is taken
-        hands its child to us (the subreaper) after we listed our children and before we
-        listed its own, so that child is in neither list. Whatever became our child while
-        we looked is therefore looked at again, until nothing new has come (bounded: a
-        fork loop is killed by :meth:`kill_all`'s own repetition).
+        One /proc scan per round. The scan is not atomic: a descendant that forks and
+        exits while it is read hands its child to us (the subreaper) after its own
+        entry was read and possibly after the child's slot was passed, so the child is in
+        no list. Whatever became our child and was not in the scan is looked at again in
+        another round, until nothing new has come, at most :data:`_SETTLE_ROUNDS` rounds
+        or ``until`` (a fork loop is ended by :meth:`kill_all`'s own repetition).
         """
+        end = until if until is not None else time.monotonic() + _ALIVE_BUDGET
+        out: list[Proc] = []
         for _ in range(_SETTLE_ROUNDS):
-            self.poll()
-            out = []
-            for pid, proc in list(self.seen.items()):
-                if pid == self.root_pid:
-                    continue
-                try:
-                    if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                        out.append(proc)
-                except psutil.Error:
-                    continue
-            if not self._orphans() - self.seen.keys():
+            snap = snapshot()
+            found = self._descendants(snap)
+            if not self.subreaper:
+                for pid, proc in found.items():
+                    self.seen.setdefault(pid, proc)
+            out = [p for p in found.values() if not p.zombie]
+            if not self._orphans() - found.keys() or time.monotonic() >= end:
                 break
         return out
 
@@ -200,26 +230,58 @@ class ProcessTree:
             return True
         if self.subreaper:
             return False
-        return any(_running(p) for pid, p in self.seen.items() if pid != self.root_pid)
+        return any(same(read_proc(pid), p) and not _dead(pid)
+                   for pid, p in self.seen.items() if pid != self.root_pid)
+
+    def send(self, proc: Proc, sig: int) -> bool:
+        """``sig`` to ``proc`` if it is still that process; True when it was sent.
+
+        Our own child cannot be recycled before we collect it, so it is signalled by pid;
+        any other pid is checked against the start time it had when it was seen."""
+        if proc.ppid != self._me and not same(read_proc(proc.pid), proc):
+            return False
+        try:
+            os.kill(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
         """Polite stop: ``sig`` to the group, and to known descendants that left it."""
         signal_group(self.pgid, sig)
         for proc in self.alive():
-            with contextlib.suppress(psutil.Error, OSError):
-                if os.getpgid(proc.pid) != self.pgid:
-                    proc.send_signal(sig)
+            if proc.pgrp != self.pgid:
+                self.send(proc, sig)
+
+    def _kill_orphans(self, killed: set[int]) -> None:
+        """SIGKILL our direct children by pid until no new one appears: a few µs a pass, so
+        a helper that forks and exits every few ms cannot outrun it (a /proc scan can
+        take longer than one of its hops)."""
+        hit: set[int] = set()
+        for _ in range(_FAST_ROUNDS):
+            new = self._orphans() - hit
+            if not new:
+                return
+            for pid in new:
+                hit.add(pid)
+                if not _dead(pid):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.add(pid)
 
     def kill_all(self, settle: float = 2.0) -> int:
-        """SIGKILL every descendant until none is left; returns how many were killed."""
+        """SIGKILL every descendant until none is left; returns how many were killed.
+
+        Bounded by ``settle`` seconds: what survives that (uninterruptible sleep) is
+        reported by the caller, never waited for."""
         killed: set[int] = set()
         deadline = time.monotonic() + settle
         while True:
             signal_group(self.pgid, signal.SIGKILL)
-            procs = self.alive()
+            self._kill_orphans(killed)
+            procs = self.alive(deadline)
             for proc in procs:
-                with contextlib.suppress(psutil.Error):
-                    proc.kill()
+                if self.send(proc, signal.SIGKILL):
                     killed.add(proc.pid)
             self.reap()
             if not procs or time.monotonic() > deadline:
@@ -228,15 +290,7 @@ class ProcessTree:
         self.reap()
         return len(killed)
 
-    def reap(self) -> None:
-        """Collect orphaned descendants that died as our children (we are their subreaper)."""
-        for pid in self._orphans() | (set(self.seen) - {self.root_pid}):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
 
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+def _dead(pid: int) -> bool:
+    proc = read_proc(pid)
+    return proc is None or proc.zombie
