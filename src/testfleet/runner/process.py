@@ -194,15 +194,13 @@ class _Attempt:
         if not self.tree.maybe_leftovers():
             return
         left = self.tree.alive()
-        if not left and not group_alive(self.tree.pgid):
-            self.tree.reap()
+        if not left and self.tree.gone():
             return
-        self.result.leftovers = len(left)
+        self.result.leftovers = max(len(left), 1)  # 0 seen: it moved while it was looked for
         self.tree.terminate(signal.SIGTERM)
         grace_end = min(time.monotonic() + self.grace, self.deadline)
         while (now := time.monotonic()) < grace_end and not self._signalled():
-            self.tree.reap()
-            if not self.tree.alive() and not group_alive(self.tree.pgid):
+            if self.tree.gone():
                 break
             self._pump(min(EXIT_TICK, max(grace_end - now, 0.0)))
         else:

@@ -121,8 +121,6 @@ def group_alive(pgid: int) -> bool:
 _SETTLE_ROUNDS = 20
 #: ... and at most this long, so a fork loop cannot hold the runner (signals wait on it).
 _ALIVE_BUDGET = 0.5
-#: Direct-children kill passes per :meth:`ProcessTree.kill_all` round (each a few µs).
-_FAST_ROUNDS = 200
 
 
 class ProcessTree:
@@ -176,22 +174,29 @@ class ProcessTree:
         return count
 
     def _descendants(self, snap: dict[int, Proc]) -> dict[int, Proc]:
-        """Everything of this test in ``snap`` (the root excluded), zombies included."""
-        protected = self._protected()
-        roots = [pid for pid, p in snap.items() if p.ppid == self._me and pid not in protected]
-        if not self.root_reaped and self.root_pid in snap:
-            roots.append(self.root_pid)
-        if not self.subreaper:
-            roots.extend(pid for pid, p in self.seen.items() if same(snap.get(pid), p))
-        kids = children_map(snap.values())
+        """Everything of this test (the root excluded, zombies included): our orphans as
+        they are now, and below them and the root what ``snap`` saw.
+
+        The orphans are listed and read after the scan, one by one: a helper that forks
+        and exits every few ms is gone from a scan that takes longer than that (its
+        successor's pid comes after the scan's listing), never from this."""
         found: dict[int, Proc] = {}
-        stack = list(roots)
+        stack: list[Proc] = []
+        for pid in self._orphans():
+            proc = read_proc(pid)
+            if proc is not None:
+                stack.append(proc)
+        if not self.root_reaped and self.root_pid in snap:
+            stack.append(snap[self.root_pid])
+        if not self.subreaper:
+            stack.extend(snap[pid] for pid, p in self.seen.items() if same(snap.get(pid), p))
+        kids = children_map(snap.values())
         while stack:
-            pid = stack.pop()
-            if pid in found or pid not in snap:
+            proc = stack.pop()
+            if proc.pid in found:
                 continue
-            found[pid] = snap[pid]
-            stack.extend(kids.get(pid, ()))
+            found[proc.pid] = proc
+            stack.extend(snap[kid] for kid in kids.get(proc.pid, ()) if kid not in found)
         if not self.root_reaped:
             found.pop(self.root_pid, None)
         return found
@@ -207,7 +212,7 @@ class ProcessTree:
         One /proc scan per round. The scan is not atomic: a descendant that forks and
         exits while it is read hands its child to us (the subreaper) after its own
         entry was read and possibly after the child's slot was passed, so the child is in
-        no list. Whatever became our child and was not in the scan is looked at again in
+        no list. Whatever became our child since the round began is looked at in
         another round, until nothing new has come, at most :data:`_SETTLE_ROUNDS` rounds
         or ``until`` (a fork loop is ended by :meth:`kill_all`'s own repetition).
         """
@@ -223,6 +228,17 @@ class ProcessTree:
             if not self._orphans() - found.keys() or time.monotonic() >= end:
                 break
         return out
+
+    def gone(self) -> bool:
+        """Nothing of this test is left, zombies collected. With the subreaper that is
+        exact and cheap (no orphan of ours and no member of the group), whatever a
+        listing of the tree might have missed."""
+        self.reap()
+        if group_alive(self.pgid):
+            return False
+        if self.subreaper:
+            return not self._orphans()
+        return not self.alive()
 
     def maybe_leftovers(self) -> bool:
         """Cheap check after the root exited: could anything of this test still be alive?"""
@@ -253,22 +269,6 @@ class ProcessTree:
             if proc.pgrp != self.pgid:
                 self.send(proc, sig)
 
-    def _kill_orphans(self, killed: set[int]) -> None:
-        """SIGKILL our direct children by pid until no new one appears: a few µs a pass, so
-        a helper that forks and exits every few ms cannot outrun it (a /proc scan can
-        take longer than one of its hops)."""
-        hit: set[int] = set()
-        for _ in range(_FAST_ROUNDS):
-            new = self._orphans() - hit
-            if not new:
-                return
-            for pid in new:
-                hit.add(pid)
-                if not _dead(pid):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                        killed.add(pid)
-
     def kill_all(self, settle: float = 2.0) -> int:
         """SIGKILL every descendant until none is left; returns how many were killed.
 
@@ -278,13 +278,11 @@ class ProcessTree:
         deadline = time.monotonic() + settle
         while True:
             signal_group(self.pgid, signal.SIGKILL)
-            self._kill_orphans(killed)
-            procs = self.alive(deadline)
+            procs = self.alive(time.monotonic())  # one round: this loop is the repetition
             for proc in procs:
                 if self.send(proc, signal.SIGKILL):
                     killed.add(proc.pid)
-            self.reap()
-            if not procs or time.monotonic() > deadline:
+            if (not procs and self.gone()) or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
         self.reap()
