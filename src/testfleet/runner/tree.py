@@ -121,6 +121,8 @@ def group_alive(pgid: int) -> bool:
 _SETTLE_ROUNDS = 20
 #: ... and at most this long, so a fork loop cannot hold the runner (signals wait on it).
 _ALIVE_BUDGET = 0.5
+#: At most this many children collected per :meth:`ProcessTree.reap` (the rest next time).
+_REAP_BATCH = 10_000
 
 
 class ProcessTree:
@@ -134,7 +136,9 @@ class ProcessTree:
 
     It must never collect the test process itself (``subprocess`` waits for it and would
     read a stolen status as 0) nor a child the runner had before the test started (its
-    owner waits for it): only the pids in the runner's children list minus those.
+    owner waits for it): only the pids in the runner's children list minus those. The
+    runner starts no other child while a test runs (hooks and history writes run between
+    attempts), so every other child of the runner is an orphan of this test.
     """
 
     def __init__(self, root_pid: int, baseline: set[int], subreaper: bool) -> None:
@@ -161,16 +165,40 @@ class ProcessTree:
         return direct_children() - self._protected()
 
     def reap(self) -> int:
-        """Collect the orphans that died (we are their subreaper); returns how many."""
+        """Collect the orphans that died (we are their subreaper); returns how many.
+
+        Called every few ms while a test runs, so it costs one syscall when nothing died:
+        ``waitid(WNOWAIT)`` names a dead child without collecting it, and only an orphan
+        is then collected. When the dead child it names is protected (the test process
+        before ``subprocess`` collected it), the orphans are listed and tried one by one."""
+        protected = self._protected()
         count = 0
-        for pid in self._orphans():
+        for _ in range(_REAP_BATCH):
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
+                info = _peek_dead_child()
+            except ChildProcessError:  # no child at all
+                break
+            if info is None:
+                break
+            if info < 0 or info in protected:
+                count += self._reap_listed(protected)
+                break
+            try:
+                if os.waitpid(info, os.WNOHANG)[0]:
+                    count += 1
             except ChildProcessError:
                 continue
-            if done:
-                count += 1
         self.reaped += count
+        return count
+
+    def _reap_listed(self, protected: set[int]) -> int:
+        count = 0
+        for pid in direct_children() - protected:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    count += 1
+            except ChildProcessError:
+                continue
         return count
 
     def _descendants(self, snap: dict[int, Proc]) -> dict[int, Proc]:
@@ -287,6 +315,17 @@ class ProcessTree:
             time.sleep(0.01)
         self.reap()
         return len(killed)
+
+
+def _peek_dead_child() -> int | None:
+    """The pid of a dead child of ours, left uncollected; None: none is dead; -1: this
+    system cannot say (no ``waitid``/``WNOWAIT``), list the children instead."""
+    waitid = getattr(os, "waitid", None)
+    nowait = getattr(os, "WNOWAIT", None)
+    if waitid is None or nowait is None:  # pragma: no cover - macOS
+        return -1
+    info = waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | nowait)
+    return None if info is None else int(info.si_pid)
 
 
 def _dead(pid: int) -> bool:
