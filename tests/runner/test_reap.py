@@ -20,7 +20,7 @@ import pytest
 from testfleet.runner import tree as tree_module
 from testfleet.runner.interrupt import Interrupt
 from testfleet.runner.process import ProcessResult, run_process
-from testfleet.runner.procscan import Proc, read_proc, snapshot
+from testfleet.runner.procscan import Proc, parse_stat, read_proc, snapshot
 from testfleet.runner.tree import ProcessTree, direct_children, subreaper
 
 # N shells that background a short sleep and exit: N orphans, dead shortly after; then
@@ -107,8 +107,7 @@ def test_reap_collects_dead_orphans_only(reaping: set[int]) -> None:
                             start_new_session=True)
     baseline = reaping | {older.pid}
     tree = ProcessTree(root.pid, baseline, subreaper=True)
-    _wait_for(lambda: read_proc(root.pid) is not None and read_proc(root.pid).zombie,  # type: ignore[union-attr]
-              "the test process to exit")
+    _wait_for(lambda: _zombies({root.pid}) == {root.pid}, "the test process to exit")
     _wait_for(lambda: len(_zombies(_orphans(baseline) - {root.pid})) == 20, "20 dead orphans")
     assert tree.reap() == 20
     assert tree.reaped == 20
@@ -206,3 +205,10 @@ def test_an_orphan_that_got_the_reaped_test_process_pid_is_still_found(reaping: 
     assert [p.pid for p in tree.alive()] == [helper.pid]
     assert tree.kill_all() == 1
     assert _orphans(reaping) == set()
+
+
+def test_a_stat_line_is_read_past_a_command_name_with_parentheses_and_spaces() -> None:
+    rest = b" ".join([b"Z", b"17", b"99", *([b"0"] * 16), b"4242", b"0"])
+    proc = parse_stat(123, b"123 (evil) Z 1 1 (x) " + rest + b"\n")
+    assert proc == Proc(123, 17, 99, True, 4242.0)
+    assert parse_stat(7, b"7 (truncated") is None

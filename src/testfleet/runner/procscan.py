@@ -32,7 +32,8 @@ class Proc:
     start: float
 
 
-def _parse_stat(pid: int, data: bytes) -> Proc | None:
+def parse_stat(pid: int, data: bytes) -> Proc | None:
+    """One ``/proc/PID/stat`` line; None when it is not one (a truncated read)."""
     # The command name (field 2) may hold spaces and parentheses: fields start after the
     # last ")".
     end = data.rfind(b")")
@@ -50,7 +51,7 @@ def read_proc(pid: int) -> Proc | None:
     """One process, now; None when it is gone (or ``/proc`` is not there)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            return _parse_stat(pid, fh.read())
+            return parse_stat(pid, fh.read())
     except OSError:
         return _psutil_proc(pid) if not os.path.isdir("/proc/self") else None
 
@@ -72,7 +73,7 @@ def snapshot() -> dict[int, Proc]:
                 data = fh.read()
         except OSError:  # exited while we looked
             continue
-        proc = _parse_stat(int(name), data)
+        proc = parse_stat(int(name), data)
         if proc is not None:
             out[proc.pid] = proc
     return out
