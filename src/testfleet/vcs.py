@@ -25,3 +25,16 @@ def current_commit(root: Path, environ: Mapping[str, str] | None = None) -> str 
         return None
     value = out.stdout.strip()
     return value if out.returncode == 0 and value else None
+
+
+def merge_head(root: Path) -> str | None:
+    """The second parent of the checkout's HEAD: a pull request's head commit when HEAD is
+    GitHub's merge commit (``refs/pull/<n>/merge``). None when HEAD has no second parent,
+    or without git or a repository."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "HEAD^2^{commit}"],
+                             cwd=root, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    value = out.stdout.strip()
+    return value if out.returncode == 0 and value else None

@@ -36,6 +36,7 @@ METAVARS = {
     "--keep": "N", "--max-rows": "N", "--max-attempts": "N", "--width": "N",
     "--cadence": "CADENCE", "--event": "EVENT", "--ref": "URL|#N", "--older-than": "DAYS",
     "--diff-base": "REF", "--trust-base": "REF", "--require-ref": "REF", "--git-ref": "REF",
+    "--pr-head": "SHA",
 }
 
 #: Names that say the same thing as another: each may exist only as a hidden old spelling.

@@ -109,16 +109,16 @@ def fork_pr(example_project: Path) -> dict[str, Any]:
 
 
 def _payload(tmp_path: Path, pr: dict[str, Any], action: str, labels: list[str],
-             added: str | None) -> Path:
+             added: str | None, head: str | None = None) -> Path:
     data = json.loads((EVENTS / "pr_fork_labeled.json").read_text())
     data["action"] = action
     data["number"] = data["pull_request"]["number"] = 414
     data["pull_request"]["labels"] = [{"name": n} for n in labels]
     data["pull_request"]["base"]["sha"] = pr["base"]
-    data["pull_request"]["head"]["sha"] = pr["head"]
+    data["pull_request"]["head"]["sha"] = head or pr["head"]
     if added is not None:
         data["label"] = {"name": added}
-    path = tmp_path / f"payload-{action}.json"
+    path = tmp_path / f"payload-{action}-{data['pull_request']['head']['sha'][:12]}.json"
     path.write_text(json.dumps(data))
     return path
 
@@ -143,30 +143,34 @@ def _checkout(root: Path, ws: Path) -> Any:
 
 
 def play(pr: dict[str, Any], tmp_path: Path, action: str, labels: list[str],
-         added: str | None = None) -> dict[str, Any]:
-    """The base branch's trusted workflow for one pull_request_target event: the plan job
-    run for real, then each stage job's ``if`` and ``runs-on``. Returns what GitHub would
-    dispatch: {job id: runs-on} for every job whose ``if`` holds, with its matrix."""
+         added: str | None = None, head: str | None = None) -> dict[str, Any]:
+    """The base branch's trusted workflow for one pull_request_target event (``head``: the
+    payload's pull_request.head.sha, the fork's first head by default): the plan job run
+    for real, then each stage job's ``if``, ``runs-on`` and checkout. Returns what GitHub
+    would dispatch: {job id: runs-on} for every job whose ``if`` holds, with its matrix and
+    the commit it checks out; or, when the plan job fails, {"failed": its log}."""
     root: Path = pr["root"]
     workflow = yaml.safe_load(subprocess.run(
         ["git", "-C", str(root), "show", f"{pr['base']}:.github/workflows/testfleet-trusted.yml"],
         capture_output=True, text=True, check=True).stdout)
-    payload = _payload(tmp_path, pr, action, labels, added)
+    payload = _payload(tmp_path, pr, action, labels, added, head)
     event = json.loads(payload.read_text())
-    ws = tmp_path / f"ws-{action}"
+    run = f"{payload.stem.removeprefix('payload-')}-{len(list(tmp_path.glob('ws-*')))}"
+    ws = tmp_path / f"ws-{run}"
     git(tmp_path, "clone", "-q", str(root), str(ws))
     git(ws, "checkout", "-q", pr["base"])
-    temp = tmp_path / f"runner-temp-{action}"
+    temp = tmp_path / f"runner-temp-{run}"
     temp.mkdir()
     runner = Runner(tmp_path, "pull_request_target", payload, env={"RUNNER_TEMP": str(temp)})
     contexts: dict[str, Any] = {"inputs": {}, "matrix": {}, "github": {
         "event_name": "pull_request_target", "ref": "refs/heads/main", "event": event,
         "repository": "fleet-org/fleet"}}
     plan_job = workflow["jobs"]["plan"]
-    ok, _, logs = run_steps(runner, plan_job, ws, contexts, f"trusted-{action}",
+    ok, _, logs = run_steps(runner, plan_job, ws, contexts, f"trusted-{run}",
                             uses=_checkout(root, ws))
-    assert ok, logs
     assert not (temp / MARKER).exists(), "the fork's action ran in the trusted plan job"
+    if not ok:
+        return {"failed": logs}
     outputs = {k: resolve(v, contexts) for k, v in plan_job["outputs"].items()}
     plan = json.loads((ws / "plan.json").read_text())
     assert outputs["digest"] == plan["digest"]
@@ -182,8 +186,11 @@ def play(pr: dict[str, Any], tmp_path: Path, action: str, labels: list[str],
             secrets = {k: interpolate(v, {**contexts, "secrets": {k: "s3cret"}})
                        for s in job["steps"] if s.get("name") == "Run"
                        for k, v in s.get("env", {}).items()}
+            checkout = next(s for s in job["steps"]
+                            if s.get("uses", "").startswith("actions/checkout@"))
             dispatched[lane] = {"runs-on": job["runs-on"], "secrets": secrets,
-                                "matrix": stages[lane]["matrix"]["include"]}
+                                "matrix": stages[lane]["matrix"]["include"],
+                                "commit": interpolate(checkout["with"]["ref"], contexts)}
     return {"plan": plan, "outputs": outputs, "dispatched": dispatched}
 
 
@@ -237,6 +244,54 @@ def test_a_maintainer_label_authorizes_the_base_runners_only(fork_pr: dict[str, 
     # authorized: the stage's secrets reach its Run step
     assert all(v == "s3cret" for k, v in dispatched[MI300X]["secrets"].items()) or \
         not dispatched[MI300X]["secrets"]
+
+
+def _rev(root: Path, rev: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", rev], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def _push_after_the_label(pr: dict[str, Any]) -> str:
+    """The fork pushes again after a maintainer labelled its head; GitHub recomputes
+    refs/pull/<n>/merge. Returns the new head."""
+    root: Path = pr["root"]
+    git(root, "checkout", "-q", "fork")
+    train = root / "fleetlib" / "train.py"
+    train.write_text(train.read_text() + "# pushed after the label\n")
+    git(root, "commit", "-q", "-am", "fork: nobody looked at this one")
+    new_head = _rev(root, "HEAD")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "-m", "Merge fork into main", "fork")
+    git(root, "update-ref", "refs/pull/414/merge", "HEAD")
+    git(root, "reset", "-q", "--hard", pr["base"])
+    return new_head
+
+
+def test_a_label_authorizes_only_the_commit_it_was_set_on(fork_pr: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """#36 item 2 (TOCTOU): the maintainer labels the fork's head, the fork pushes before
+    the labelled run's plan job starts, so refs/pull/414/merge already merges the new push.
+    The plan job refuses it and asks for the label again; nothing is planned or dispatched.
+    Labelled again (an event naming the new head), the run is authorized for that head, and
+    every test job checks out the merge commit of exactly the head that was labelled."""
+    labelled = play(fork_pr, tmp_path, "labeled", ["run-ci-amd"], added="run-ci-amd")
+    assert labelled["plan"]["policy"]["authorized"] is True
+    for job in labelled["dispatched"].values():  # unmoved: the labelled head's merge commit
+        assert _rev(fork_pr["root"], f"{job['commit']}^2") == fork_pr["head"]
+    new_head = _push_after_the_label(fork_pr)
+    moved = play(fork_pr, tmp_path, "labeled", ["run-ci-amd"], added="run-ci-amd")
+    assert set(moved) == {"failed"}
+    message = (f"the pull request moved after it was labelled (labelled {fork_pr['head']}, "
+               f"now {new_head}): a maintainer must label it again")
+    assert f"::error title=testfleet plan::{message}" in moved["failed"]
+    # a push is no label: the fork's own synchronize run for the new head stays unauthorized
+    pushed = play(fork_pr, tmp_path, "synchronize", ["run-ci-amd"], head=new_head)
+    assert pushed["plan"]["policy"]["authorized"] is False and MI300X not in pushed["dispatched"]
+    again = play(fork_pr, tmp_path, "labeled", ["run-ci-amd"], added="run-ci-amd", head=new_head)
+    assert again["plan"]["policy"]["authorized"] is True and MI300X in again["dispatched"]
+    for job in again["dispatched"].values():
+        assert job["commit"] == _rev(fork_pr["root"], "refs/pull/414/merge")
+        assert _rev(fork_pr["root"], f"{job['commit']}^2") == new_head
 
 
 def test_the_pull_request_workflow_never_dispatches_a_self_hosted_job(example_project: Path) -> None:

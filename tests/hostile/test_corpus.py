@@ -668,12 +668,242 @@ CORPUS: list[Row] = [
 # -- third audit (#36) --------------------------------------------------------------------
 
 # #36 item 1: a test's helpers: zombies reaped while the test runs, a bounded sweep, signals.
+def _orphan_config(floor: int, grace: int) -> str:
+    return CONFIG + (f'command = "python"\n[runner]\ntimeout_floor = {floor}\n'
+                     f"timeout_factor = 0.01\ngrace_seconds = {grace}\n")
+
+
+# The test's own check, at the end of its body: how many zombies its parent (the runner,
+# their subreaper) holds. Nothing reaped them while the test ran before #36.
+ZOMBIE_COUNT = (GOOD_TEST + "import os, subprocess, sys, time\n\n\n"
+                "def zombies_of_runner():\n"
+                "    n = 0\n"
+                "    for name in os.listdir('/proc'):\n"
+                "        try:\n"
+                "            with open(f'/proc/{name}/stat', 'rb') as fh:\n"
+                "                rest = fh.read().rsplit(b')', 1)[1].split()\n"
+                "        except (OSError, IndexError):\n"
+                "            continue\n"
+                "        n += rest[0] == b'Z' and int(rest[1]) == os.getppid()\n"
+                "    return n\n\n\n"
+                "def verdict():\n"
+                "    time.sleep(0.3)\n"
+                "    z = zombies_of_runner()\n"
+                "    print(f'zombies held by the runner: {z}', flush=True)\n"
+                "    sys.exit(1 if z > 50 else 0)\n\n\n")
+# 1,000 shells that background a short sleep and exit: 1,000 orphans, dead 50 ms later.
+HELPERS_1000 = (ZOMBIE_COUNT + "if __name__ == '__main__':\n"
+                "    open('pids/test', 'w').write(str(os.getpid()))\n"
+                "    for _ in range(1000):\n"
+                "        subprocess.run(['sh', '-c', '(sleep 0.05 &)'])\n"
+                "    verdict()\n")
+# 500 shells that background a long sleep (named by a marker, so the check finds any left).
+HELPERS_LIVE_500 = (ZOMBIE_COUNT + "if __name__ == '__main__':\n"
+                    "    marker = f'tf-orphan-{os.getpid()}'\n"
+                    "    open('marker', 'w').write(marker)\n"
+                    "    for _ in range(500):\n"
+                    "        subprocess.run(['bash', '-c', '(exec -a \"$0\" sleep 30 &)', marker])\n"
+                    "    verdict()\n")
+# A helper that leaves the test's group, ignores SIGTERM and forks and exits every 3 ms
+# (a new pid each time, each dead parent one more zombie of the runner); it stops by itself
+# after ``sys.argv[1]`` s, so a runner that cannot catch it leaks it for that long, never
+# for good.
+PID_HOPPER = ("import os, signal, sys, time\n"
+              "end = time.time() + float(sys.argv[1])\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "os.setsid()\n"
+              "while time.time() < end:\n"
+              "    if os.fork():\n"
+              "        os._exit(0)\n"
+              "    with open(f'pids/test.{os.getpid()}', 'w') as fh:\n"
+              "        fh.write(str(os.getpid()))\n"
+              "    os.replace(f'pids/test.{os.getpid()}', 'pids/test')\n"
+              "    time.sleep(0.003)\n")
+
+
+def _hopping(lifetime: int) -> dict[str, str | bytes]:
+    """A test that starts the pid hopper and passes 0.8 s later."""
+    test = (ZOMBIE_COUNT + "if __name__ == '__main__':\n"
+            f"    subprocess.Popen([sys.executable, 'hopper.py', '{lifetime}'])\n"
+            "    time.sleep(0.5)\n"
+            "    verdict()\n")
+    return {"tests/test_a.py": test, "hopper.py": PID_HOPPER, "pids/.keep": ""}
+
+
+def _hopper_stopped(ctx: Ctx, out: str) -> list[str]:
+    """The hopper no longer hops (a live one rewrites pids/test every few ms)."""
+    before = (ctx.root / "pids/test").read_bytes()
+    time.sleep(0.3)
+    return [] if (ctx.root / "pids/test").read_bytes() == before else ["the pid hopper still runs"]
+
+
+def _hopper_stopped_by_signal(ctx: Ctx, out: str) -> list[str]:
+    said = [] if "interrupted by signal 15" in out else ["the sweep's SIGTERM was not reported"]
+    return said + _hopper_stopped(ctx, out)
+
+
+def _no_marked_helper(ctx: Ctx, out: str) -> list[str]:
+    marker = (ctx.root / "marker").read_bytes()
+    left = []
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if name.isdigit() and _alive(int(name)) and (
+                    Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")[0] == marker):
+                left.append(name)
+    return [f"helper(s) {', '.join(left)} outlived the run"] if left else []
+
+
 CORPUS += [
+    # Zombies reaped while the test runs; the test returns at once after its body.
+    row("orphans-1000-short-helpers-reaped",
+        {"testfleet.toml": _orphan_config(50, 5), "tests/test_a.py": HELPERS_1000, "pids/.keep": ""},
+        ["run", "--stage", "a", "--no-history"], {}, 0, "zombies held by the runner: ", pids=True),
+    # 500 live orphans at the end: one /proc scan per sweep round (it was one per orphan:
+    # quadratic, 38 s for 300), all killed.
+    row("orphans-500-live-helpers-swept",
+        {"testfleet.toml": _orphan_config(50, 5), "tests/test_a.py": HELPERS_LIVE_500},
+        ["run", "--stage", "a", "--no-history"], {}, 0,
+        "500 leftover process(es) killed after the test ended", intact=_no_marked_helper),
+    # The pid hopper: reaped while the test runs, caught and killed by the file's timeout
+    # (3 s) although the grace period (30 s) is longer.
+    row("orphans-pid-hopper-file-timeout",
+        {"testfleet.toml": _orphan_config(3, 30), **_hopping(10)},
+        ["run", "--stage", "a", "--no-history"], {}, 0,
+        "1 leftover process(es) killed after the test ended (at the file's 3s timeout)",
+        intact=_hopper_stopped, pids=True),
+    # A SIGTERM during the sweep (a 600 s timeout and grace; it comes when the test, 0.8 s,
+    # is long over, and the hopper still has 15 s to go): acted on at once.
+    row("orphans-sigterm-during-sweep",
+        {"testfleet.toml": _orphan_config(600, 600), **_hopping(20)},
+        ["run", "--stage", "a", "--no-history"], {}, 143,
+        "1 leftover process(es) killed after the test ended", sigterm_after=5.0,
+        intact=_hopper_stopped_by_signal, pids=True),
 ]
 
 
-# #36 item 2-3: a label authorizes only the commit it was set on; forks choosing runners via reusable workflows.
+# #36 item 2: the trusted workflow plans with --pr-head <the event's head.sha>; a checkout of
+# refs/pull/<n>/merge that merges another head (a push after the label) is refused.
+LABELLED = "1" * 40  # the head the maintainer labelled, as the event names it
+PR_HEAD_PLAN = ["plan", "--github", "--trust-base", "HEAD^1", "--format", "json",
+                "--plan-file", "plan-out.json", "--pr-head"]
+TRUSTED_ENV = {"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_EVENT_PATH": "event.json",
+               "GITHUB_ACTIONS": "true"}
+
+
+def _fork_event(action: str) -> str:
+    added = {"label": {"name": "ok-to-test"}} if action == "labeled" else {}
+    return json.dumps({"action": action, **added, "pull_request": {
+        "labels": [{"name": "ok-to-test"}, {"name": "run-ci-x"}],
+        "head": {"sha": LABELLED, "repo": {"full_name": "mallory/r"}},
+        "base": {"repo": {"full_name": "o/r"}}}})
+
+
+def _merge_of_a_later_push(ctx: Ctx) -> None:
+    """refs/pull/<n>/merge as GitHub recomputes it after the fork pushed again: a merge
+    commit whose second parent is the fork's newest head, not the one the event named."""
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "base")
+    _git(ctx, "checkout", "-qb", "fork")
+    (ctx.root / "tests/test_g.py").write_text(GPU_TEST + "# pushed after the label\n")
+    _git(ctx, "commit", "-qam", "fork: after the label")
+    _git(ctx, "checkout", "-q", "main")
+    _git(ctx, "merge", "-q", "--no-ff", "-m", "merge", "fork")
+
+
+def _one_commit(ctx: Ctx) -> None:
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "the head itself, not a merge commit")
+
+
+def _refused(ask_label: bool) -> Check:
+    """No plan was written, the error names the head the checkout really merges, and only
+    a labelled run asks for the label again (on the run's page too)."""
+    def check(ctx: Ctx, out: str) -> list[str]:
+        now = subprocess.run(["git", "-C", str(ctx.root), "rev-parse", "HEAD^2"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        problems = ["a plan was written"] if (ctx.root / "plan-out.json").exists() else []
+        if f"now {now})" not in out:
+            problems.append(f"the message does not name the merged head {now}")
+        if ("a maintainer must label it again" in out) != ask_label:
+            problems.append("asks for a label" if not ask_label else "does not ask for the label")
+        if "::error title=testfleet plan::" not in out:
+            problems.append("no error annotation")
+        return problems
+    return check
+
+
+# #36 item 3: a pull_request workflow that picks its runner through a reusable workflow.
+CALLED_GPU = """\
+on:
+  workflow_call:
+    inputs:
+      runs_on: {type: string, required: true}
+jobs:
+  run:
+    runs-on: ${{ fromJSON(inputs.runs_on) }}
+    steps:
+      - run: make test
+"""
+SELF_CALL = """\
+on: [pull_request, workflow_call]
+jobs:
+  again:
+    uses: ./.github/workflows/loop.yml
+  gpu:
+    runs-on: [self-hosted, x]
+    steps:
+      - run: make test
+"""
+
+
+def _pr_calls_gpu(runs_on: list[str]) -> dict[str, str | bytes]:
+    caller = ("on: [pull_request]\njobs:\n  gpu:\n    uses: ./.github/workflows/_gpu.yml\n"
+              f"    with:\n      runs_on: '{json.dumps(runs_on)}'\n")
+    return {".github/workflows/pr.yml": caller, ".github/workflows/_gpu.yml": CALLED_GPU}
+
+
+def _no_fork_finding(ctx: Ctx, out: str) -> list[str]:
+    return ["a hosted runner was reported"] if "fork-self-hosted" in out else []
+
+
+def _said_once(ctx: Ctx, out: str) -> list[str]:
+    n = out.count("job again calls .github/workflows/loop.yml")
+    return [] if n == 1 else [f"the self-call was reported {n} times"]
+
+
 CORPUS += [
+    row("label-then-push-moved-ref",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2,
+        f"the pull request moved after it was labelled (labelled {LABELLED}, now ",
+        setup=_merge_of_a_later_push, intact=_refused(ask_label=True)),
+    row("push-then-moved-ref",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST,
+         "event.json": _fork_event("synchronize")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2, "the pull request moved after this event",
+        setup=_merge_of_a_later_push, intact=_refused(ask_label=False)),
+    row("pr-head-checkout-not-a-merge",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED], TRUSTED_ENV, 2, "not a pull request's merge commit",
+        setup=_one_commit, intact=lambda ctx, out: ["a plan was written"]
+        if (ctx.root / "plan-out.json").exists() else []),
+    row("pr-head-hostile-value",
+        {"testfleet.toml": STRICT, "tests/test_g.py": GPU_TEST, "event.json": _fork_event("labeled")},
+        [*PR_HEAD_PLAN, LABELLED + SMUGGLED], TRUSTED_ENV, 2, "not a full commit id"),
+    row("reusable-workflow-self-hosted-input", _pr_calls_gpu(["h200", "4gpu"]), ["check"], {}, 0,
+        "job gpu calls .github/workflows/_gpu.yml, whose job run runs on h200, 4gpu"),
+    row("reusable-workflow-hosted-input", _pr_calls_gpu(["ubuntu-latest"]), ["check"], {}, 0,
+        "testfleet check: ok", intact=_no_fork_finding),
+    row("reusable-workflow-hostile-label", _pr_calls_gpu(["h200" + SMUGGLED]), ["check"], {}, 0,
+        f"whose job run runs on h200{SHOWN}"),
+    row("reusable-workflow-calls-itself", {".github/workflows/loop.yml": SELF_CALL}, ["check"], {},
+        0, "job again calls .github/workflows/loop.yml, whose job gpu runs on self-hosted, x",
+        intact=_said_once),
+    row("reusable-workflow-not-yaml",
+        {**_pr_calls_gpu(["h200"]), ".github/workflows/_gpu.yml": "on: [workflow_call\n"},
+        ["check"], {}, 0, "(workflow-unreadable)"),
 ]
 
 

@@ -668,7 +668,8 @@ def test_plan_job_keeps_the_collection_cache_and_only_the_default_branch_saves_i
 @pytest.mark.parametrize("where", ["stage", "variant"])
 def test_an_auto_lane_keeps_the_file_styles_with_the_collection(where: str) -> None:
     """A plan parses every file of a ``command = "auto"`` lane for its style unless the style
-    cache is there too: 3,000 files cost 9.9 s against 1.4 s (BENCHMARKS.md, stop 24)."""
+    cache is there too: ~3,000 files cost 14.7 s against 1.3 s (BENCHMARKS.md, "CI plan with a
+    restored cache")."""
     stage: dict[str, Any] = {"backend": "cpu", "command": "auto"}
     if where == "variant":  # a stage of variants: every lane inherits the command
         stage["variants"] = {"a": {}, "b": {"runs_on": ["self-hosted", "b"]}}

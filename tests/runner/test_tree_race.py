@@ -4,7 +4,9 @@ Found as a rare failure of ``test_process_that_survives_sigkill_is_reported_not_
 (about one run in ten on Python 3.10, never seen on 3.11): the runner listed its own
 children, then the daemon's parent forked and exited, handing the daemon to the runner
 (its subreaper) before the runner listed that parent's children. The daemon was in
-neither list, and the test file passed with a live process left behind.
+neither list, and the test file passed with a live process left behind. The runner now
+reads the process table once per round: the same race is a fork-and-exit right after
+that read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from testfleet.runner import tree as tree_module
+from testfleet.runner.procscan import Proc
 from testfleet.runner.tree import ProcessTree, direct_children, subreaper
 
 # The test process's child A (its own session) waits for the go file, then forks the
@@ -56,20 +60,21 @@ def test_a_child_handed_over_while_the_tree_is_listed_is_found(
         tree = ProcessTree(root.pid, baseline, subreaper=True)
         tree.mark_reaped()
         _wait(lambda: bool(direct_children() - baseline), "the test process's child to be ours")
-        real_children = psutil.Process.children
+        real_snapshot = tree_module.snapshot
 
-        def children(self: psutil.Process, recursive: bool = False) -> list[psutil.Process]:
-            found = real_children(self, recursive=recursive)
+        def snapshot() -> dict[int, Proc]:
+            found = real_snapshot()
             if not go.exists():  # the race, made certain: A forks and exits right after
                 go.touch()
-                _wait(lambda: self.status() == psutil.STATUS_ZOMBIE, "A to exit")
+                _wait(lambda: psutil.Process(a_pid).status() == psutil.STATUS_ZOMBIE, "A to exit")
             return found
 
-        monkeypatch.setattr(psutil.Process, "children", children)
+        [a_pid] = direct_children() - baseline
+        monkeypatch.setattr(tree_module, "snapshot", snapshot)
         try:
             left = tree.alive()
             assert len(left) == 1, f"the daemon was not found: {left}"
-            assert left[0].ppid() == os.getpid() and left[0].status() != psutil.STATUS_ZOMBIE
+            assert left[0].pid != a_pid and left[0].ppid == os.getpid() and not left[0].zombie
         finally:
             monkeypatch.undo()
             for pid in direct_children() - baseline:

@@ -282,3 +282,61 @@ def test_the_trusted_workflow_plans_a_same_repo_pr_with_the_base_settings(
         assert plan["policy"]["authorized"] and not plan["policy"]["fork"]
         images[event_name] = {j["container"] for j in plan["jobs"] if j["stage"] == "gpu"}
     assert images == {"pull_request": {"nvcr.io/pr:2"}, "pull_request_target": {"nvcr.io/base:1"}}
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=x", "-c", "user.email=x@x",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_pr_head_binds_the_plan_to_the_labelled_commit(
+        repo: tuple[Path, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """#36 item 2: the trusted workflow passes --pr-head <the event's head.sha>; the plan is
+    made only when the checkout is the merge commit of that head (its second parent).
+    A push after the label moves refs/pull/<n>/merge: refused, asking for the label again."""
+    root, base = repo
+    _git(root, "checkout", "-qb", "fork")
+    (root / "tests" / "test_cpu.py").write_text(CPU_TEST + "# the labelled change\n")
+    _git(root, "commit", "-qam", "labelled")
+    labelled = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", "fork")
+    plan_fork(capsys, monkeypatch, root, ["run-ci-gpu", "ok-to-test"], base)  # the payload
+    event = root.parent / "event.json"
+    payload = json.loads(event.read_text())
+    payload["pull_request"]["head"]["sha"] = labelled
+    event.write_text(json.dumps({**payload, "action": "labeled", "label": {"name": "ok-to-test"}}))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
+    argv = ("-C", str(root), "plan", "--github", "--trust-base", "HEAD^1", "--format", "json",
+            "--pr-head")
+    code, out, err = run_cli(capsys, *argv, labelled)
+    assert code == 0, err
+    assert stage(json.loads(out), "gpu")["status"] == "scheduled"
+    code, out, err = run_cli(capsys, *argv, labelled.upper())  # any case of the same id
+    assert code == 0, err
+    # the fork pushes again and GitHub recomputes the merge commit
+    _git(root, "checkout", "-q", "fork")
+    (root / "tests" / "test_gpu.py").write_text(GPU_TEST + "# pushed after the label\n")
+    _git(root, "commit", "-qam", "after the label")
+    pushed = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", "fork")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, err = run_cli(capsys, *argv, labelled)
+    message = (f"the pull request moved after it was labelled (labelled {labelled}, now "
+               f"{pushed}): a maintainer must label it again")
+    assert code == 2 and message in err and not out.lstrip().startswith("{")
+    assert f"::error title=testfleet plan::{message}" in out
+    # a push's own event is no label: its run is told why, not asked for a label
+    event.write_text(json.dumps({**payload, "action": "synchronize"}))
+    code, _, err = run_cli(capsys, *argv, labelled)
+    assert code == 2 and "moved after this event" in err and "label it again" not in err
+    # not a merge commit at all (the checkout is the head itself): nothing shows what it merges
+    _git(root, "checkout", "-q", pushed)
+    code, _, err = run_cli(capsys, *argv, pushed)
+    assert code == 2 and "not a pull request's merge commit" in err
+    code, _, err = run_cli(capsys, *argv, "HEAD")
+    assert code == 2 and "not a full commit id" in err
+    code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--pr-head", pushed)
+    assert code == 2 and "only to a pull request" in err

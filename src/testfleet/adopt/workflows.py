@@ -39,13 +39,14 @@ from testfleet.adopt.workflow_yaml import (
     short,
     text_of,
 )
+from testfleet.workflow_calls import MAX_CALL_DEPTH
 
 _SUITE_ARG = re.compile(r"--suite[= ]+(\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}|[A-Za-z0-9][A-Za-z0-9._-]*)")
 _HW = re.compile(r"--hw[= ]+([A-Za-z0-9_-]+)")
 #: the events a testfleet plan is made for, of those a workflow can name
 PLAN_EVENTS = ("pull_request", "pull_request_target", "push", "schedule", "workflow_call",
                "workflow_dispatch")
-MAX_DEPTH = 3  # reusable workflows followed this many levels deep
+MAX_DEPTH = MAX_CALL_DEPTH  # reusable workflows followed this many levels deep
 
 
 @dataclass

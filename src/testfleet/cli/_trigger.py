@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +30,7 @@ from testfleet.cli._options import file_option, stage_option
 from testfleet.cli.completion import complete_pr_labels
 from testfleet.config import Project
 from testfleet.documents.vocabulary import Event
-from testfleet.errors import UsageError
+from testfleet.errors import TestfleetError, UsageError
 from testfleet.planning.policy import EVENTS, PR_EVENTS, Trigger, show
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,7 +38,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 _NAMES = (
     "event", "labels", "cadence", "schedule", "fork", "match_all_labels", "changed_files",
     "diff_base", "files", "stages", "include_disabled", "github", "draft", "trust_base",
+    "pr_head",
 )
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,12 @@ class TriggerOptions:
     github: bool = False
     draft: bool = False
     trust_base: str | None = None
+    pr_head: str | None = None
+
+
+class PullRequestMoved(TestfleetError):
+    """The checkout is not the merge commit of the pull request head the event named: a
+    push came after the event (after the label), and what was authorized is not this."""
 
 
 def trigger_options(f: F) -> F:
@@ -99,6 +108,11 @@ def trigger_options(f: F) -> F:
                           "container, authorize_labels, ...) from the configuration at this "
                           "commit, not from the checkout. --github reads it from the payload "
                           "unless this names it (e.g. HEAD^1 of the PR's merge commit)."),
+        click.option("--pr-head", default=None, metavar="SHA",
+                     help="The pull request head the event named (pull_request.head.sha): "
+                          "plan only if the checkout is the merge commit whose second parent "
+                          "is SHA, so that a push after the event (after a label) is never "
+                          "planned under it."),
     ]
 
     @functools.wraps(f)
@@ -146,6 +160,37 @@ def safe_ref(ref: str, flag: str = "--diff-base") -> str:
             or len(ref) > 256:
         raise UsageError(f"{flag} {show(ref)}: not a usable git revision")
     return ref
+
+
+def bind_to_head(root: Path, trigger: Trigger, pr_head: str) -> None:
+    """Refuse unless the checkout at ``root`` is the merge commit of ``pr_head``.
+
+    The trusted workflow checks out ``refs/pull/<n>/merge`` when its job starts, and the
+    pull request may have moved since the event: a label a maintainer added to one commit
+    would then authorize a push nobody looked at. The merge commit's second parent is the
+    head it merges, so comparing it with the event's head binds the run to that commit."""
+    if not trigger.is_pull_request:
+        raise UsageError("--pr-head applies only to a pull request's event")
+    want = pr_head.strip().lower()
+    if not _SHA.match(want):
+        raise UsageError(f"--pr-head {show(pr_head)}: not a full commit id")
+    from testfleet.vcs import merge_head
+
+    now = merge_head(root)
+    if now is None:
+        raise PullRequestMoved(
+            f"the checkout is not a pull request's merge commit (HEAD has no second parent), "
+            f"so nothing shows that it merges {want}: check out refs/pull/<n>/merge with "
+            "fetch-depth 2")
+    if now.lower() == want:
+        return
+    if trigger.authorizing:
+        raise PullRequestMoved(
+            f"the pull request moved after it was labelled (labelled {want}, now {now}): a "
+            "maintainer must label it again (a label authorizes only the commit it was set on)")
+    raise PullRequestMoved(
+        f"the pull request moved after this event (the event named {want}, now {now}): the "
+        "run of the newer push plans it")
 
 
 def resolve_file(project: Project, base: Path, raw: str) -> str:
@@ -235,6 +280,9 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
                           match_all_labels=opts.match_all_labels, draft=opts.draft,
                           base_sha=None if opts.trust_base is None else safe_ref(
                               opts.trust_base, "--trust-base"))
+
+    if opts.pr_head is not None:
+        bind_to_head(project.root, trigger, opts.pr_head)
 
     changes = None
     if opts.changed_files is not None:

@@ -18,7 +18,12 @@ from testfleet.cli._common import (
     write_output,
 )
 from testfleet.cli._options import format_option
-from testfleet.cli._trigger import TriggerOptions, build_request, trigger_options
+from testfleet.cli._trigger import (
+    PullRequestMoved,
+    TriggerOptions,
+    build_request,
+    trigger_options,
+)
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.findings import Finding
 from testfleet.integrations.plan_formats import FORMATS, render_table
@@ -90,7 +95,12 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
 
     project = project_from(ctx)
     base = ctx.find_root().obj.directory
-    request = build_request(project, base, trigger_options)
+    try:
+        request = build_request(project, base, trigger_options)
+    except PullRequestMoved as exc:
+        if os.environ.get("GITHUB_ACTIONS") == "true":  # on the run's page, not only its log
+            click.echo(_error_annotation(str(exc)))
+        raise
     registry = collect(project, gates=False)
     errors = [f for f in registry.findings if f.severity == "error"]
     if errors and strict:

@@ -12,7 +12,11 @@ from the base branch. So everything that decides a fork's jobs comes from the ba
 * the trust settings (``trusted_only``, ``runs_on``, ``authorize_labels``, ...): read
   from the base commit's configuration (the merge commit's first parent);
 * authorization: for a fork, only a label a maintainer adds with this very event
-  (``labeled``); a push after the label was added is not authorized until it is added again.
+  (``labeled``), and only for the commit it was added to: ``refs/pull/<n>/merge`` is read
+  when the plan job starts and may already merge a later push, so the plan refuses a
+  checkout whose second parent is not the event's ``pull_request.head.sha`` (``--pr-head``),
+  and every test job checks out that verified merge commit by its id. A push after the
+  label needs the label again.
 
 The plan job checks the pull request out into ``pull-request/`` as data: the planner
 reads its test files' syntax and its configuration, and nothing from it is executed (no
@@ -71,8 +75,11 @@ def _plan_job(config: Config, opts: WorkflowOptions, stages: list[str]) -> Note:
         "working-directory": PR_PATH,
         "plan-file": "../plan.json",
         "stages": ",".join(stages),
-        # a fork's trust settings: the base's configuration at the merge commit's first parent
-        "args": steps.args("--trust-base", "HEAD^1"),
+        # a fork's trust settings: the base's configuration at the merge commit's first
+        # parent; and only the merge of the head this event named (a label authorizes the
+        # commit it was set on, not a push that came after it)
+        "args": steps.args("--trust-base", "HEAD^1",
+                           "--pr-head", "${{ github.event.pull_request.head.sha }}"),
     }
     if opts.diff_pruning:
         inputs["diff-base"] = "HEAD^1"
@@ -96,7 +103,8 @@ def _plan_job(config: Config, opts: WorkflowOptions, stages: list[str]) -> Note:
         Note({"name": "The commit every job tests", "id": "pr",
               "env": {"PR_PATH": PR_PATH},
               "run": 'echo "sha=$(git -C "$PR_PATH" rev-parse HEAD)" >> "$GITHUB_OUTPUT"\n'},
-             before=("The merge commit planned here, so that no job tests a newer one.",)),
+             before=("The merge commit planned here (the plan checked that it merges the",
+                     "event's head), so that no job tests a newer one.")),
         {"name": "Check the plan fits this workflow", "run": guard_script(config, lanes)},
         steps.upload(PLAN_ARTIFACT, "plan.json", cond=None, if_no_files="error", overwrite=True,
                      retention_days=opts.artifact_retention_days),
@@ -132,9 +140,11 @@ def render_trusted_workflow(config: Config, options: WorkflowOptions | None = No
         "nothing here. The plan job runs the base's testfleet on the pull request's files",
         "as data (checked out into pull-request/, never executed) and reads the trust",
         "settings from the base commit; a fork is authorized only by a label a maintainer",
-        "adds (a push after that needs the label again). Test jobs run the pull request's",
-        "code with read-only contents, no credentials and the stage's secrets only when",
-        "authorized. Nothing here saves a cache or writes history.",
+        "adds, for the commit it was added to: the plan refuses a merge commit that is not",
+        "of the event's head (a push after the label needs the label again), and test jobs",
+        "check out the merge commit it planned. They run the pull request's code with",
+        "read-only contents, no credentials and the stage's secrets only when authorized.",
+        "Nothing here saves a cache or writes history.",
         "GitHub settings this relies on: see 'testfleet init --github' and",
         "docs/recipes/github-actions.md (runner groups limited to this workflow and",
         f"{WORKFLOW_PATH.rsplit('/', 1)[-1]} at the default branch; approval for fork runs).",

@@ -7,7 +7,11 @@ for three patterns that hand a fork what only the base branch should decide:
   workflow triggered by ``pull_request``, with no ``if:`` that keeps pull requests out.
   GitHub reads such a workflow from the pull request's merge commit, so a fork runs
   whatever it likes there, on those machines, unless a runner group limits them to
-  workflows at the default branch;
+  workflows at the default branch. A job that calls a reusable workflow of the repository
+  (``uses: ./.github/workflows/x.yml``) is read through it, as adoption reads it
+  (:mod:`testfleet.workflow_calls`): the called jobs' ``runs-on`` with the caller's
+  ``with:`` values in place (``runs_on: '["h200"]'`` into ``${{ fromJSON(inputs.runs_on) }}``),
+  nested calls followed; a value the caller computes at run time is not guessed;
 * ``fork-chosen-runner``: a job whose ``runs-on`` comes from another job's outputs (directly
   or through a matrix built from them) when that job ran code from the pull request: in a
   ``pull_request`` workflow any ``run:`` step or local action (``uses: ./...``) after a
@@ -16,20 +20,31 @@ for three patterns that hand a fork what only the base branch should decide:
 * ``fork-executed-checkout``: in a ``pull_request_target`` workflow, a local action from the
   pull request's checkout, or a step run inside it (the "pwn request").
 
-Each finding names the file, the job and the line of its ``runs-on`` (or of the step).
-:func:`audit_workflow` is pure; :func:`audit_tree` finds the files.
+Each finding names the file, the job and the line of its ``runs-on`` (or of the step, or
+of the ``uses:`` of a call). :func:`audit_workflow` reads nothing but the text it is given
+and, for calls, the repository's workflows it names; :func:`audit_tree` finds the files.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from testfleet.findings import Finding
+from testfleet.workflow_calls import (
+    MAX_CALL_DEPTH,
+    WorkflowUnreadable,
+    call_inputs,
+    jobs_with_inputs,
+    local_workflow,
+    parse_workflow,
+    workflow_text,
+)
 
 _HOSTED = re.compile(r"^(ubuntu|windows|macos)-(latest|\d[\w.]*)(-[\w.]+)*$")
 _NEEDS_OUTPUT = re.compile(r"needs\.([A-Za-z_][\w-]*)\.outputs")
@@ -129,8 +144,52 @@ def _runs_pr_code(job: dict[str, Any], event: str) -> str | None:
     return None
 
 
-def audit_workflow(text: str, file: str) -> list[Finding]:
-    """The findings for one workflow's text (see the module docstring)."""
+def _called(path: Path, cache: dict[Path, Any]) -> Any:
+    """A called workflow as data, read once per audit (None when it cannot be read: the
+    file's own audit says so when it is in .github/workflows)."""
+    if path not in cache:
+        try:
+            cache[path] = parse_workflow(workflow_text(path))
+        except WorkflowUnreadable:
+            cache[path] = None
+    return cache[path]
+
+
+def _called_runners(repo: Path, uses: str, with_: Mapping[str, Any], cache: dict[Path, Any],
+                    depth: int = 0) -> list[tuple[str, str, list[str]]]:
+    """(workflow, job, labels) of each job a call reaches on a pull request that runs on
+    non-GitHub-hosted runners: the called jobs with the caller's literal ``with:`` values
+    in place (one it computes at run time stays unknown, so no label is guessed), nested
+    calls followed ``MAX_CALL_DEPTH`` levels, a job whose ``if:`` keeps pull requests out
+    left out."""
+    path = local_workflow(repo, uses)
+    data = _called(path, cache) if path is not None else None
+    if not isinstance(data, dict):
+        return []
+    inputs, computed = call_inputs(data, with_)
+    known = {k: v for k, v in inputs.items() if k not in computed}
+    found: list[tuple[str, str, list[str]]] = []
+    for job_id, job in jobs_with_inputs(data, known):
+        if _EXCLUDES_PR.search(str(job.get("if", ""))):
+            continue
+        inner = job.get("uses")
+        if isinstance(inner, str):
+            inner_with = job.get("with")
+            if depth + 1 < MAX_CALL_DEPTH:
+                found += _called_runners(repo, inner, inner_with if isinstance(
+                    inner_with, Mapping) else {}, cache, depth + 1)
+            continue
+        labels = _labels(job.get("runs-on"))
+        if labels and _self_hosted(labels):
+            found.append((uses[2:], job_id, labels))
+    return found
+
+
+def audit_workflow(text: str, file: str, repo: Path | None = None,
+                   cache: dict[Path, Any] | None = None) -> list[Finding]:
+    """The findings for one workflow's text (see the module docstring). ``repo``: the
+    repository whose reusable workflows its jobs call (None: calls are not followed);
+    ``cache`` keeps each called workflow read once over many callers."""
     try:
         tree = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -157,6 +216,23 @@ def audit_workflow(text: str, file: str) -> list[Finding]:
                 "a fork's pull request runs it from its own copy of this file; dispatch such jobs "
                 "from a pull_request_target workflow (testfleet init --github writes one), or "
                 "limit the runner group to workflows at the default branch"))
+        uses = job.get("uses")
+        if "pull_request" in events and repo is not None and isinstance(uses, str) \
+                and not guarded:
+            with_ = job.get("with")
+            at = fields["uses"][0].start_mark.line + 1
+            reached = _called_runners(repo, uses, with_ if isinstance(with_, Mapping) else {},
+                                      {} if cache is None else cache)
+            # a workflow that calls itself reaches the same job at every level: said once
+            for called, inner, inner_labels in dict.fromkeys(
+                    (c, j, tuple(ls)) for c, j, ls in reached):
+                findings.append(Finding(
+                    file, at, 0, "warning", "fork-self-hosted",
+                    f"job {name} calls {called}, whose job {inner} runs on "
+                    f"{', '.join(inner_labels)}, in a workflow triggered by pull_request: a "
+                    "fork's pull request runs it from its own copy of these files; dispatch "
+                    "such jobs from a pull_request_target workflow (testfleet init --github "
+                    "writes one), or limit the runner group to workflows at the default branch"))
         for source in sorted(_runner_sources(job)):
             upstream = plain.get(source)
             for event in sorted(events):
@@ -198,6 +274,8 @@ def audit_tree(root: Path, only: frozenset[str] | None = None) -> list[Finding]:
     directory = workflows_dir(root)
     if directory is None:
         return []
+    repo = directory.parent.parent
+    cache: dict[Path, Any] = {}
     findings: list[Finding] = []
     for path in sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")]):
         rel = os.path.relpath(path, root).replace(os.sep, "/")
@@ -211,5 +289,5 @@ def audit_tree(root: Path, only: frozenset[str] | None = None) -> list[Finding]:
             findings.append(Finding(rel, 0, 0, "warning", "workflow-unreadable",
                                     f"cannot read it: {exc}"))
             continue
-        findings += audit_workflow(text, rel)
+        findings += audit_workflow(text, rel, repo, cache)
     return findings

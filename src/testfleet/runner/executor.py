@@ -260,6 +260,8 @@ def _run_file(spec: JobSpec, index: int, item: RunItem, reporter: Reporter,
             fatal_hits.insert(0, f"killed by {_signame(-res.returncode)}")
         if res.leftovers:
             reason += f"; {res.leftovers} leftover process(es) killed after the test ended"
+            if res.sweep_cut:
+                reason += f" (at the file's {limit:g}s timeout)"
         if res.unkillable:
             pids = ", ".join(map(str, res.unkillable))
             reason += f"; process(es) {pids} survived SIGKILL (uninterruptible?), abandoned"

@@ -5,6 +5,13 @@ interrupted) -> stop (signal the group, keep draining output for the grace perio
 SIGKILL every descendant, also those that left the group) -> sweep (after any exit, kill
 processes the test left behind so they cannot poison the next file) -> drain (read what
 is left in the pipe, never waiting forever on a writer that escaped).
+
+Throughout, the orphans the test leaves (they become the runner's children, it is their
+subreaper) are reaped every :data:`REAP_TICK`, so a test that backgrounds helpers all day
+leaves no zombies. The sweep is part of the file's time: its polite wait ends at the
+file's deadline, the first signal to the runner ends it at once, and the SIGKILL that
+follows is bounded (:data:`KILL_SETTLE`); every wait in it is short, so a signal is acted
+on within a fraction of a second.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ EXIT_TICK = 0.1  # without a pidfd: how often to check for an exit (and in stop/
 EOF_TICK = 0.002  # without a pidfd, after EOF: the exit is imminent, check often
 FINAL_DRAIN = 1.0  # seconds to wait for the pipe's EOF once every known writer is dead
 KILL_WAIT = 5.0  # seconds to wait for a SIGKILLed test process before giving up on it
+REAP_TICK = 0.05  # with a subreaper: how often dead orphans are collected (zombies <= rate x tick)
+KILL_SETTLE = 2.0  # seconds of SIGKILL rounds before what is left is reported as unkillable
 
 
 @dataclass
@@ -42,6 +51,9 @@ class ProcessResult:
     # Pids that survived SIGKILL (uninterruptible sleep, e.g. stuck in a GPU driver): the
     # runner stops waiting for them instead of hanging the whole job.
     unkillable: list[int] = field(default_factory=list)
+    reaped: int = 0  # orphans of the test collected by the runner (its subreaper)
+    # The sweep reached the file's deadline and went straight to SIGKILL.
+    sweep_cut: bool = False
 
 
 def run_process(
@@ -104,6 +116,8 @@ class _Attempt:
             self.sel.register(interrupt.fileno(), selectors.EVENT_READ, "int")
         self.result = ProcessResult(None, 0.0)
         self.exit_time: float | None = None
+        self.reaping = subreaper
+        self.next_reap = start + REAP_TICK
 
     def run(self) -> ProcessResult:
         try:
@@ -121,6 +135,8 @@ class _Attempt:
             self.proc.stdout.close()
             if self.proc.returncode is None:  # pragma: no cover - defensive
                 self._kill_root()
+            self.tree.reap()
+            self.result.reaped = self.tree.reaped
         self.result.returncode = self.proc.returncode
         end = self.exit_time if self.exit_time is not None else time.monotonic()
         self.result.duration = end - self.start
@@ -139,7 +155,7 @@ class _Attempt:
             if self.interrupt is not None and self.interrupt.signum is not None:
                 self.result.interrupted = self.interrupt.signum
                 return
-            wait = self.deadline - now
+            wait = min(self.deadline - now, self._reap_due(now))
             if self.pidfd is None:
                 wait = min(wait, EOF_TICK if self.eof else EXIT_TICK)
             if self.poll_interval is not None:
@@ -156,35 +172,40 @@ class _Attempt:
         self.tree.poll()
         self.tree.terminate(sig)
         grace_end = time.monotonic() + self.grace
-        while time.monotonic() < grace_end:
+        while (now := time.monotonic()) < grace_end:
             if self.interrupt is not None and self.interrupt.urgent:
                 break
             if self._exited() and not group_alive(self.tree.pgid):
                 break
-            self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
-        self.result.killed += self.tree.kill_all()
+            self._pump(min(EXIT_TICK, self._reap_due(now), max(grace_end - now, 0.0)))
+        self.result.killed += self.tree.kill_all(KILL_SETTLE)
         if self.proc.returncode is None:
             self._kill_root()
         self._note_exit()
         self._note_unkillable()
 
     def _sweep(self) -> None:
-        """After the test process is gone, nothing it started may survive it."""
+        """After the test process is gone, nothing it started may survive it.
+
+        The polite wait ends at the file's deadline (the sweep counts against the file's
+        timeout) or at the first signal to the runner, whichever comes first; then
+        SIGKILL, bounded by :data:`KILL_SETTLE`."""
+        self.tree.reap()
         if not self.tree.maybe_leftovers():
-            self.tree.reap()
             return
         left = self.tree.alive()
-        if not left and not group_alive(self.tree.pgid):
-            self.tree.reap()
+        if not left and self.tree.gone():
             return
-        self.result.leftovers = len(left)
+        self.result.leftovers = max(len(left), 1)  # 0 seen: it moved while it was looked for
         self.tree.terminate(signal.SIGTERM)
-        grace_end = time.monotonic() + self.grace
-        while time.monotonic() < grace_end and not (self.interrupt and self.interrupt.urgent):
-            if not self.tree.alive() and not group_alive(self.tree.pgid):
+        grace_end = min(time.monotonic() + self.grace, self.deadline)
+        while (now := time.monotonic()) < grace_end and not self._signalled():
+            if self.tree.gone():
                 break
-            self._pump(min(EXIT_TICK, max(grace_end - time.monotonic(), 0.0)))
-        self.result.killed += self.tree.kill_all()
+            self._pump(min(EXIT_TICK, max(grace_end - now, 0.0)))
+        else:
+            self.result.sweep_cut = now >= self.deadline
+        self.result.killed += self.tree.kill_all(KILL_SETTLE)
         self._note_unkillable()
 
     def _kill_root(self) -> None:
@@ -204,6 +225,18 @@ class _Attempt:
             self._pump(max(until - time.monotonic(), 0.0), interruptible=False)
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _signalled(self) -> bool:
+        return self.interrupt is not None and self.interrupt.signum is not None
+
+    def _reap_due(self, now: float) -> float:
+        """Reap if it is time; the seconds until the next reap (inf without a subreaper)."""
+        if not self.reaping:
+            return float("inf")
+        if now >= self.next_reap:
+            self.tree.reap()
+            self.next_reap = now + REAP_TICK
+        return max(self.next_reap - now, 0.0)
 
     def _exited(self) -> bool:
         if self.proc.returncode is not None:

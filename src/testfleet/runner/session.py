@@ -395,6 +395,8 @@ def _session(spec: JobSpec, indices: list[int], number: int, reporter: Reporter,
     outcome, reason = attempt_outcome(res, "pytest", limit)
     if res.leftovers:
         reason += f"; {res.leftovers} leftover process(es) killed after the session ended"
+        if res.sweep_cut:
+            reason += f" (at the session's {limit:g}s timeout)"
     log = read_log(log_path(session_dir))
     rootdir = Path(log.rootdir) if log.rootdir else spec.root
     resolved: dict[str, str | None] = {}

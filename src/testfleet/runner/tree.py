@@ -8,8 +8,8 @@ tree. Two mechanisms make sure such processes are still found:
   descendants, so every live descendant is either below the test process or a direct
   child of the runner. Checked cheaply via ``/proc/self/task/*/children``.
 * polling (everywhere, and the only mechanism where the prctl is unavailable): the
-  descendants seen while the test runs are remembered (as :class:`psutil.Process`, which
-  guards against pid reuse by comparing creation times).
+  descendants seen while the test runs are remembered (with their start times, which
+  guard against pid reuse).
 
 Deliberately no ``PR_SET_PDEATHSIG``: it needs a ``preexec_fn``, which makes every spawn
 a full ``fork()`` of the runner (~10 ms here instead of a ~0.4 ms ``vfork``). A runner
@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from functools import cache
 
 import psutil
+
+from testfleet.runner.procscan import Proc, children_map, read_proc, same, snapshot
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -115,84 +117,156 @@ def group_alive(pgid: int) -> bool:
     return signal_group(pgid, 0)
 
 
+#: At most this many listings per :meth:`ProcessTree.alive` (each one /proc scan).
 _SETTLE_ROUNDS = 20
+#: ... and at most this long, so a fork loop cannot hold the runner (signals wait on it).
+_ALIVE_BUDGET = 0.5
+#: At most this many children collected per :meth:`ProcessTree.reap` (the rest next time).
+_REAP_BATCH = 10_000
 
 
 class ProcessTree:
-    """Everything one test process spawned, found by descent, orphan adoption and memory."""
+    """Everything one test process spawned, found by descent, orphan adoption and memory.
+
+    With the subreaper, every orphan the test leaves becomes the runner's child, alive or
+    dead. :meth:`reap` collects the dead ones; the attempt calls it continuously while
+    the test runs, because a test that backgrounds helpers (``cmd &``, server launchers,
+    ``torchrun``) or a helper that forks and exits in a loop otherwise piles up zombies
+    until the host's pid table is full.
+
+    It must never collect the test process itself (``subprocess`` waits for it and would
+    read a stolen status as 0) nor a child the runner had before the test started (its
+    owner waits for it): only the pids in the runner's children list minus those. The
+    runner starts no other child while a test runs (hooks and history writes run between
+    attempts), so every other child of the runner is an orphan of this test.
+    """
 
     def __init__(self, root_pid: int, baseline: set[int], subreaper: bool) -> None:
         self.root_pid = root_pid
         self.pgid = root_pid  # the test process leads its own session and group
         self.baseline = set(baseline)
         self.subreaper = subreaper
-        self.seen: dict[int, psutil.Process] = {}
-        # The root is looked up lazily (most tests never need it) and never after it was
-        # reaped, when its pid may already belong to an unrelated process.
-        self._root: psutil.Process | None = None
+        # Without a subreaper: every descendant seen while the test ran (orphans go to
+        # init, so this memory is the only way to find them again).
+        self.seen: dict[int, Proc] = {}
         self.root_reaped = False
-
-    def _root_proc(self) -> psutil.Process | None:
-        if self._root is None and not self.root_reaped:
-            try:
-                self._root = psutil.Process(self.root_pid)
-            except psutil.Error:
-                self.root_reaped = True
-        return None if self.root_reaped else self._root
+        self.reaped = 0  # orphans collected, over the attempt
+        self._me = os.getpid()
 
     def mark_reaped(self) -> None:
-        """The root was waited for: from now on only its orphans and known pids count."""
+        """The root was waited for: from now on its pid is an ordinary one (it may be
+        reused, even by an orphan of this very test, which must then be found)."""
         self.root_reaped = True
 
-    def poll(self) -> None:
-        """Remember the descendants alive right now (cheap enough to call periodically)."""
-        for proc in self._current():
-            self.seen.setdefault(proc.pid, proc)
+    def _protected(self) -> set[int]:
+        return self.baseline if self.root_reaped else self.baseline | {self.root_pid}
 
     def _orphans(self) -> set[int]:
-        return direct_children() - self.baseline - {self.root_pid}
+        return direct_children() - self._protected()
 
-    def _current(self) -> list[psutil.Process]:
-        found: list[psutil.Process] = []
-        roots: list[psutil.Process] = []
-        root = self._root_proc()
-        if root is not None:
-            roots.append(root)
-        for pid in self._orphans():
+    def reap(self) -> int:
+        """Collect the orphans that died (we are their subreaper); returns how many.
+
+        Called every few ms while a test runs, so it costs one syscall when nothing died:
+        ``waitid(WNOWAIT)`` names a dead child without collecting it, and only an orphan
+        is then collected. When the dead child it names is protected (the test process
+        before ``subprocess`` collected it), the orphans are listed and tried one by one."""
+        protected = self._protected()
+        count = 0
+        for _ in range(_REAP_BATCH):
             try:
-                proc = psutil.Process(pid)
-            except psutil.Error:
+                info = _peek_dead_child()
+            except ChildProcessError:  # no child at all
+                break
+            if info is None:
+                break
+            if info < 0 or info in protected:
+                count += self._reap_listed(protected)
+                break
+            try:
+                if os.waitpid(info, os.WNOHANG)[0]:
+                    count += 1
+            except ChildProcessError:
                 continue
-            found.append(proc)
-            roots.append(proc)
-        for root in roots:
-            with contextlib.suppress(psutil.Error):
-                found.extend(root.children(recursive=True))
+        self.reaped += count
+        return count
+
+    def _reap_listed(self, protected: set[int]) -> int:
+        count = 0
+        for pid in direct_children() - protected:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    count += 1
+            except ChildProcessError:
+                continue
+        return count
+
+    def _descendants(self, snap: dict[int, Proc]) -> dict[int, Proc]:
+        """Everything of this test (the root excluded, zombies included): our orphans as
+        they are now, and below them and the root what ``snap`` saw.
+
+        The orphans are listed and read after the scan, one by one: a helper that forks
+        and exits every few ms is gone from a scan that takes longer than that (its
+        successor's pid comes after the scan's listing), never from this."""
+        found: dict[int, Proc] = {}
+        stack: list[Proc] = []
+        for pid in self._orphans():
+            proc = read_proc(pid)
+            if proc is not None:
+                stack.append(proc)
+        if not self.root_reaped and self.root_pid in snap:
+            stack.append(snap[self.root_pid])
+        if not self.subreaper:
+            stack.extend(snap[pid] for pid, p in self.seen.items() if same(snap.get(pid), p))
+        kids = children_map(snap.values())
+        while stack:
+            proc = stack.pop()
+            if proc.pid in found:
+                continue
+            found[proc.pid] = proc
+            stack.extend(snap[kid] for kid in kids.get(proc.pid, ()) if kid not in found)
+        if not self.root_reaped:
+            found.pop(self.root_pid, None)
         return found
 
-    def alive(self) -> list[psutil.Process]:
+    def poll(self) -> None:
+        """Remember the descendants alive right now (one scan; cheap enough to repeat)."""
+        for pid, proc in self._descendants(snapshot()).items():
+            self.seen.setdefault(pid, proc)
+
+    def alive(self, until: float | None = None) -> list[Proc]:
         """Live (non-zombie) descendants, excluding the root test process itself.
 
-        The listing is a snapshot: a descendant that forks and exits while it is taken
-        hands its child to us (the subreaper) after we listed our children and before we
-        listed its own, so that child is in neither list. Whatever became our child while
-        we looked is therefore looked at again, until nothing new has come (bounded: a
-        fork loop is killed by :meth:`kill_all`'s own repetition).
+        One /proc scan per round. The scan is not atomic: a descendant that forks and
+        exits while it is read hands its child to us (the subreaper) after its own
+        entry was read and possibly after the child's slot was passed, so the child is in
+        no list. Whatever became our child since the round began is looked at in
+        another round, until nothing new has come, at most :data:`_SETTLE_ROUNDS` rounds
+        or ``until`` (a fork loop is ended by :meth:`kill_all`'s own repetition).
         """
+        end = until if until is not None else time.monotonic() + _ALIVE_BUDGET
+        out: list[Proc] = []
         for _ in range(_SETTLE_ROUNDS):
-            self.poll()
-            out = []
-            for pid, proc in list(self.seen.items()):
-                if pid == self.root_pid:
-                    continue
-                try:
-                    if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                        out.append(proc)
-                except psutil.Error:
-                    continue
-            if not self._orphans() - self.seen.keys():
+            snap = snapshot()
+            found = self._descendants(snap)
+            if not self.subreaper:
+                for pid, proc in found.items():
+                    self.seen.setdefault(pid, proc)
+            out = [p for p in found.values() if not p.zombie]
+            if not self._orphans() - found.keys() or time.monotonic() >= end:
                 break
         return out
+
+    def gone(self) -> bool:
+        """Nothing of this test is left, zombies collected. With the subreaper that is
+        exact and cheap (no orphan of ours and no member of the group), whatever a
+        listing of the tree might have missed."""
+        self.reap()
+        if group_alive(self.pgid):
+            return False
+        if self.subreaper:
+            return not self._orphans()
+        return not self.alive()
 
     def maybe_leftovers(self) -> bool:
         """Cheap check after the root exited: could anything of this test still be alive?"""
@@ -200,43 +274,60 @@ class ProcessTree:
             return True
         if self.subreaper:
             return False
-        return any(_running(p) for pid, p in self.seen.items() if pid != self.root_pid)
+        return any(same(read_proc(pid), p) and not _dead(pid)
+                   for pid, p in self.seen.items() if pid != self.root_pid)
+
+    def send(self, proc: Proc, sig: int) -> bool:
+        """``sig`` to ``proc`` if it is still that process; True when it was sent.
+
+        Our own child cannot be recycled before we collect it, so it is signalled by pid;
+        any other pid is checked against the start time it had when it was seen."""
+        if proc.ppid != self._me and not same(read_proc(proc.pid), proc):
+            return False
+        try:
+            os.kill(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def terminate(self, sig: int = signal.SIGTERM) -> None:
         """Polite stop: ``sig`` to the group, and to known descendants that left it."""
         signal_group(self.pgid, sig)
         for proc in self.alive():
-            with contextlib.suppress(psutil.Error, OSError):
-                if os.getpgid(proc.pid) != self.pgid:
-                    proc.send_signal(sig)
+            if proc.pgrp != self.pgid:
+                self.send(proc, sig)
 
     def kill_all(self, settle: float = 2.0) -> int:
-        """SIGKILL every descendant until none is left; returns how many were killed."""
+        """SIGKILL every descendant until none is left; returns how many were killed.
+
+        Bounded by ``settle`` seconds: what survives that (uninterruptible sleep) is
+        reported by the caller, never waited for."""
         killed: set[int] = set()
         deadline = time.monotonic() + settle
         while True:
             signal_group(self.pgid, signal.SIGKILL)
-            procs = self.alive()
+            procs = self.alive(time.monotonic())  # one round: this loop is the repetition
             for proc in procs:
-                with contextlib.suppress(psutil.Error):
-                    proc.kill()
+                if self.send(proc, signal.SIGKILL):
                     killed.add(proc.pid)
-            self.reap()
-            if not procs or time.monotonic() > deadline:
+            if (not procs and self.gone()) or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
         self.reap()
         return len(killed)
 
-    def reap(self) -> None:
-        """Collect orphaned descendants that died as our children (we are their subreaper)."""
-        for pid in self._orphans() | (set(self.seen) - {self.root_pid}):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+
+def _peek_dead_child() -> int | None:
+    """The pid of a dead child of ours, left uncollected; None: none is dead; -1: this
+    system cannot say (no ``waitid``/``WNOWAIT``), list the children instead."""
+    waitid = getattr(os, "waitid", None)
+    nowait = getattr(os, "WNOWAIT", None)
+    if waitid is None or nowait is None:  # pragma: no cover - macOS
+        return -1
+    info = waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | nowait)
+    return None if info is None else int(info.si_pid)
 
 
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+def _dead(pid: int) -> bool:
+    proc = read_proc(pid)
+    return proc is None or proc.zombie
