@@ -75,6 +75,73 @@ def _image_or_table(schema: dict[str, Any]) -> None:
     schema.setdefault("anyOf", []).insert(0, {"type": "string", "minLength": 1})
 
 
+# -- the lane validator: a stage and each of its variants are lanes, and a value is refused
+# on a variant exactly as on its stage, by the same functions -------------------------
+
+
+def lane_container(v: Any) -> Any:
+    """``container = "rocm/x:1"``: just the image, made a table."""
+    return {"image": v} if isinstance(v, str) else v
+
+
+def lane_one_line(v: Any) -> Any:
+    """#17: runner labels and container values land in CI files one per line."""
+    for item in v if isinstance(v, list) else [v]:
+        if isinstance(item, str) and _control_char(item) is not None:
+            raise ValueError(f"{item!r} holds a newline or control character")
+    return v
+
+
+def lane_env(v: dict[str, str]) -> dict[str, str]:
+    for name, value in v.items():
+        if not _SECRET_NAME.match(name):  # also an empty name, '=' or NUL: Popen crashed
+            raise ValueError(f"{name[:60]!r} is not an environment variable name")
+        _ci_text(value, f"env.{name}", multiline=True)
+    return v
+
+
+def lane_setup(v: list[str]) -> list[str]:
+    for command in v:
+        if not command.strip():
+            raise ValueError("a setup command is empty")
+        _ci_text(command, "setup command", multiline=True)
+    return v
+
+
+def lane_secrets(v: list[str]) -> list[str]:
+    for name in v:
+        if not _SECRET_NAME.match(name) or name.upper().startswith("GITHUB_"):
+            raise ValueError(f"{name[:60]!r} is not a secret name (letters, digits and '_', "
+                             "not starting with a digit or GITHUB_)")
+    if len(set(v)) != len(v):
+        raise ValueError("secrets lists a name more than once")
+    return v
+
+
+def lane_extra_args(v: list[str]) -> list[str]:
+    for arg in v:
+        if "\x00" in arg:
+            raise ValueError(f"extra argument {arg!r} contains a NUL character")
+    return v
+
+
+def lane_reason(v: str | None) -> str | None:
+    if v is not None and not v.strip():
+        raise ValueError("a dormant stage needs a non-empty reason (or remove the key)")
+    return v
+
+
+def lane_not_bool(v: Any) -> Any:
+    if isinstance(v, bool):  # TOML true would otherwise be taken as 1
+        raise ValueError(f"must be a whole number, not {str(v).lower()}")
+    return v
+
+
+def lane_one_job_timeout(minutes: int | None, factor: float | None) -> None:
+    if minutes is not None and factor is not None:
+        raise ValueError("use either 'job_timeout_minutes' or 'job_timeout_factor', not both")
+
+
 # -- stage variants (#12): one suite on several runner classes or images ---------------
 
 
@@ -105,51 +172,50 @@ class VariantConfig(VariantJobKeys, VariantTriggers, _Strict):
     extra_args: list[str] | None = None
     disabled: str | None = None
 
-    # The stage's validators, so a value is refused here exactly as it is on the stage.
+    # The lane validator, so a value is refused here exactly as it is on the stage.
     @field_validator("container", mode="before")
     @classmethod
     def _container(cls, v: Any) -> Any:
-        return {"image": v} if isinstance(v, str) else v
+        return lane_container(v)
 
     @field_validator("runs_on", "container")
     @classmethod
     def _one_line(cls, v: Any) -> Any:
-        return v if v is None else StageConfig._one_line(v)
+        return v if v is None else lane_one_line(v)
 
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        return StageConfig._env(v)
+        return lane_env(v)
 
     @field_validator("setup")
     @classmethod
     def _setup(cls, v: list[str] | None) -> list[str] | None:
-        return v if v is None else StageConfig._setup(v)
+        return v if v is None else lane_setup(v)
 
     @field_validator("secrets")
     @classmethod
     def _secrets(cls, v: list[str] | None) -> list[str] | None:
-        return v if v is None else StageConfig._secrets(v)
+        return v if v is None else lane_secrets(v)
 
     @field_validator("extra_args")
     @classmethod
     def _extra_args(cls, v: list[str] | None) -> list[str] | None:
-        return v if v is None else StageConfig._extra_args(v)
+        return v if v is None else lane_extra_args(v)
 
     @field_validator("disabled")
     @classmethod
     def _reason(cls, v: str | None) -> str | None:
-        return StageConfig._reason(v)
+        return lane_reason(v)
 
     @field_validator("max_parallel", mode="before")
     @classmethod
     def _not_bool(cls, v: Any) -> Any:
-        return StageConfig._not_bool(v)
+        return lane_not_bool(v)
 
     @model_validator(mode="after")
     def _one_timeout(self) -> VariantConfig:
-        if self.job_timeout_minutes is not None and self.job_timeout_factor is not None:
-            raise ValueError("use either 'job_timeout_minutes' or 'job_timeout_factor', not both")
+        lane_one_job_timeout(self.job_timeout_minutes, self.job_timeout_factor)
         return self
 
 
@@ -197,10 +263,7 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
     @field_validator("extra_args")
     @classmethod
     def _extra_args(cls, v: list[str]) -> list[str]:
-        for arg in v:
-            if "\x00" in arg:
-                raise ValueError(f"extra argument {arg!r} contains a NUL character")
-        return v
+        return lane_extra_args(v)
     # Results (#14): a dormant stage's probe job.
     probe: ProbeConfig | None = None
 
@@ -223,36 +286,22 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
     @field_validator("container", mode="before")
     @classmethod
     def _container(cls, v: Any) -> Any:
-        return {"image": v} if isinstance(v, str) else v
+        return lane_container(v)
 
     @field_validator("setup")
     @classmethod
     def _setup(cls, v: list[str]) -> list[str]:
-        for command in v:
-            if not command.strip():
-                raise ValueError("a setup command is empty")
-            _ci_text(command, "setup command", multiline=True)
-        return v
+        return lane_setup(v)
 
     @field_validator("secrets")
     @classmethod
     def _secrets(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not _SECRET_NAME.match(name) or name.upper().startswith("GITHUB_"):
-                raise ValueError(f"{name[:60]!r} is not a secret name (letters, digits and '_', "
-                                 "not starting with a digit or GITHUB_)")
-        if len(set(v)) != len(v):
-            raise ValueError("secrets lists a name more than once")
-        return v
+        return lane_secrets(v)
 
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
-        for name, value in v.items():
-            if not _SECRET_NAME.match(name):  # also an empty name, '=' or NUL: Popen crashed
-                raise ValueError(f"{name[:60]!r} is not an environment variable name")
-            _ci_text(value, f"env.{name}", multiline=True)
-        return v
+        return lane_env(v)
 
     @property
     def container_image(self) -> str | None:
@@ -262,33 +311,25 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
     @field_validator("disabled")
     @classmethod
     def _reason(cls, v: str | None) -> str | None:
-        if v is not None and not v.strip():
-            raise ValueError("a dormant stage needs a non-empty reason (or remove the key)")
-        return v
+        return lane_reason(v)
 
     # -- hardening (#17): values that pass here must not crash `run` or inject lines ----
     # (env names and values: `_env` above refuses '=', empty names, NUL and newlines)
     @field_validator("runs_on", "container")
     @classmethod
     def _one_line(cls, v: Any) -> Any:
-        for item in v if isinstance(v, list) else [v]:
-            if isinstance(item, str) and _control_char(item) is not None:
-                raise ValueError(f"{item!r} holds a newline or control character")
-        return v
+        return lane_one_line(v)
 
     @field_validator("shards", "max_shards", mode="before")
     @classmethod
     def _not_bool(cls, v: Any) -> Any:
-        if isinstance(v, bool):  # TOML true would otherwise be taken as 1
-            raise ValueError(f"must be a whole number, not {str(v).lower()}")
-        return v
+        return lane_not_bool(v)
 
     @model_validator(mode="after")
     def _shard_mode(self) -> StageConfig:
         if self.shards is not None and (self.target_minutes is not None or self.max_shards is not None):
             raise ValueError("use either 'shards' or 'target_minutes'/'max_shards', not both")
-        if self.job_timeout_minutes is not None and self.job_timeout_factor is not None:
-            raise ValueError("use either 'job_timeout_minutes' or 'job_timeout_factor', not both")
+        lane_one_job_timeout(self.job_timeout_minutes, self.job_timeout_factor)
         return self
 
     @property
