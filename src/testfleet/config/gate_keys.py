@@ -4,7 +4,6 @@ of the configuration, which must not import the gate feature to say so."""
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import Counter
 from typing import Any, Literal
@@ -24,6 +23,8 @@ def _is_number(v: Any) -> bool:
 def validate_steps(value: Any) -> tuple[Steps | None, str | None]:
     """``"last"``, ``"all"`` or a non-empty list of distinct non-negative ints (no bools)."""
     if isinstance(value, str):
+        import difflib  # lazy: only a misspelt value pays for it
+
         if value in ("last", "all"):
             return value, None  # type: ignore[return-value]
         hint = difflib.get_close_matches(value, ["last", "all"], n=1)
@@ -53,6 +54,8 @@ def validate_constraint(value: Any) -> tuple[dict[str, float] | None, list[str]]
     out: dict[str, float] = {}
     for key, v in value.items():
         if key not in CONSTRAINT_KEYS:
+            import difflib  # lazy: only an unknown key pays for it
+
             hint = difflib.get_close_matches(str(key), CONSTRAINT_KEYS, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
             problems.append(f"constraint: unknown key {key!r}{extra} "
