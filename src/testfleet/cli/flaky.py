@@ -46,13 +46,10 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
       testfleet flaky --stage stage-a-cpu --all
       testfleet flaky --format json -o flaky.json
     """
-    from testfleet.incidents.flaky_groups import causes, group_verdicts
+    from testfleet.app.results import read_flaky
+    from testfleet.incidents.flaky_groups import group_verdicts
     from testfleet.results.flaky import classify_all
-    from testfleet.results.query import case_results, file_results
     from testfleet.results.settings import flaky_policy
-    from testfleet.store import open_store
-    from testfleet.store.execution_rows import AlchemyDb
-    from testfleet.store.signatures import read_signatures
 
     project = project_from(ctx)
     from testfleet.planning.lanes import find_lane
@@ -63,12 +60,8 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
         raise UsageError(f"--stage {stage!r} is not a configured stage "
                          f"({', '.join(sorted(project.config.stages)) or 'none'})")
     policy = flaky_policy(project.config)
-    with open_store(project, database) as store:
-        rows = file_results(store, runs=policy.window, stage=stage)
-        rows += case_results(store, runs=policy.window, stage=stage)
-        cause = causes(rows, policy.window)
-        with store.read() as conn:
-            signatures = read_signatures(AlchemyDb(conn), set(cause.values()))
+    read = read_flaky(project, database, stage=stage)
+    rows, cause, signatures = read.rows, read.cause, read.signatures
     verdicts = [v for v in classify_all(rows, policy) if show_all or v.state != "healthy"]
     groups, alone = group_verdicts(verdicts, cause, signatures)
     if fmt == "json":

@@ -53,14 +53,11 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
       testfleet results --file tests/unit/test_rollout_buffer.py --tests
       testfleet results --format json -o results.json
     """
-    from testfleet.incidents.history import recent_incidents
+    from testfleet.app.results import read_results
     from testfleet.incidents.probes import probe_states
     from testfleet.incidents.render import dormancy, incident_json
     from testfleet.results.links import linker
-    from testfleet.results.query import case_results, file_results
-    from testfleet.results.settings import flaky_policy
     from testfleet.results.summary import by_file, summary_json
-    from testfleet.store import open_store
 
     project = project_from(ctx)
     from testfleet.planning.lanes import find_lane
@@ -70,13 +67,8 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
             and find_lane(project.config, stage) is None:
         raise UsageError(f"--stage {stage!r} is not a configured stage "
                          f"({', '.join(sorted(project.config.stages)) or 'none'})")
-    probe_window = max(runs, flaky_policy(project.config).window)
-    with open_store(project, database) as store:
-        results = file_results(store, runs=runs, stage=stage, file=file)
-        probe_rows = file_results(store, runs=probe_window, stage=stage)
-        cases = case_results(store, runs=runs, stage=stage, file=file) if tests else []
-        incidents = [] if file is not None else recent_incidents(store, runs=min(runs, 200),
-                                                                 stage=stage)
+    read = read_results(project, database, stage=stage, file=file, runs=runs, tests=tests)
+    results, probe_rows, cases, incidents = read.results, read.probe_rows, read.cases, read.incidents
     files = by_file(results)
     probes = [p for p in probe_states(project.config, probe_rows,
                                       pyproject=project.config_path.name == "pyproject.toml")
