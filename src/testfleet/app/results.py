@@ -70,3 +70,14 @@ def read_flaky(project: Project, database: str | None, *, stage: str | None) -> 
         with store.read() as conn:
             signatures = read_signatures(AlchemyDb(conn), set(cause.values()))
     return FlakyRows(rows, cause, signatures)
+
+
+def read_incidents(project: Project, database: str | None, *, runs: int,
+                   stage: str | None) -> list[Incident]:
+    """The incidents of the newest ``runs`` CI runs (of ``stage``), newest first:
+    ``testfleet incident list`` and ``incident suggest``."""
+    from testfleet.incidents.history import recent_incidents
+    from testfleet.store import open_store
+
+    with open_store(project, database) as store:
+        return recent_incidents(store, runs=runs, stage=stage)

@@ -77,14 +77,12 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
       testfleet incident list --stage stage-c-4-gpu-h200 --runs 30
       testfleet incident list --format json -o incidents.json
     """
-    from testfleet.incidents.history import recent_incidents
+    from testfleet.app.results import read_incidents
     from testfleet.incidents.render import dormancy, incident_json, incidents_table
-    from testfleet.store import open_store
 
     project = project_from(ctx)
     _check_stage(project, stage)
-    with open_store(project, database) as store:
-        incidents = recent_incidents(store, runs=runs, stage=stage)
+    incidents = read_incidents(project, database, runs=runs, stage=stage)
     link = _linker(project)
     suggestions = {n: d for n, i in enumerate(incidents)
                    if (d := dormancy(project, i, link)) is not None}
@@ -121,18 +119,16 @@ def dormant_cmd(ctx: click.Context, stage: str, run: str | None, ref: str | None
       testfleet incident dormant stage-c-4-gpu-mi300x --ref "#2230" --dry-run
       testfleet incident dormant stage-c-8-gpu-h100 --run 9876543210 --ref "#2242"
     """
+    from testfleet.app.results import read_incidents
     from testfleet.incidents.dormancy import DormancyError, set_disabled, table_header
-    from testfleet.incidents.history import recent_incidents
     from testfleet.incidents.render import dormancy
     from testfleet.results.disabling import valid_ref
-    from testfleet.store import open_store
 
     project = project_from(ctx)
     _check_stage(project, stage)
     if ref is not None and not valid_ref(ref):
         raise UsageError(f"--ref {ref!r}: expected #N (an issue or pull request) or an http(s) URL")
-    with open_store(project, database) as store:
-        incidents = recent_incidents(store, runs=50, stage=stage)
+    incidents = read_incidents(project, database, runs=50, stage=stage)
     link = _linker(project)
     found = next(((i, d) for i in incidents if run is None or run in (i.ci_run_id, i.run)
                   if (d := dormancy(project, i, link, ref)) is not None and d.stage == stage), None)
