@@ -40,9 +40,12 @@ class ImplicitDir(_Strict):
         return _relative_path(v)
 
 
+# The docstring below is the published JSON Schema's description of [backends.<name>]
+# (schemas/testfleet-config.schema.json), so it keeps its words; the incident keys it
+# names are defined in testfleet.failures.keys.
 class BackendConfig(BackendIncidentKeys, _Strict):
     """An extra hardware family (npu, xpu, ...), or keys over a built-in one's (the keys
-    a built-in's table omits keep the built-in values; incidents' keys: failures/keys)."""
+    a built-in's table omits keep the built-in values; incidents' keys: incidents/config)."""
 
     markers: list[str] = Field(default_factory=list)  # required unless built in
     labels_required: bool = True

@@ -184,9 +184,11 @@ class SkippedDoc(TypedDict):
     variant: NotRequired[str]
 
 
+# The docstring is the published schema's description (testfleet schema plan|report), so it
+# keeps its words; Policy is testfleet.planning.policy.Policy since the floors (#37).
 @boundary
 class PolicyDoc(TypedDict):
-    """What the trigger resolved to (:class:`testfleet.planning.policy.Policy`)."""
+    """What the trigger resolved to (:class:`testfleet.policy.Policy`)."""
 
     event: Event
     cadence: str
