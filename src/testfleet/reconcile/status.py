@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 from pydantic import TypeAdapter, ValidationError
 
 from testfleet.canonical import canonical_bytes
+from testfleet.documents.job_status import MAX_ATTEMPTS as MAX_ATTEMPTS
 from testfleet.documents.vocabulary import Outcome
 from testfleet.errors import UsageError
 
@@ -38,6 +39,10 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 MAX_STATUS_BYTES = 64 << 20
 #: ``exit_status`` of the placeholder written before a job runs anything
 NOT_FINISHED = -1
+#: digits of the longest integer a status holds (a time in ms, 2**63): a longer one is no
+#: status testfleet wrote, refused before Python converts it (quadratic in its length, and
+#: refused or not depending on the interpreter's int-string limit)
+MAX_INT_DIGITS = 20
 RUNNERS = ("testfleet run", "pytest")
 
 
@@ -165,13 +170,27 @@ def parse_status(data: Any, source: str) -> JobStatus:
         source=source)
 
 
+class _TooLong(ValueError):
+    """An integer too long for any status field, found while decoding."""
+
+
 def decode_status(raw: bytes, source: str) -> Any:
     """The JSON document in ``raw`` (no NaN, no lone surrogates), or :class:`UsageError`."""
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
+    def bounded_int(text: str) -> int:
+        if len(text.lstrip("-")) > MAX_INT_DIGITS:
+            raise _TooLong(f"{source}: invalid job status: an integer of "
+                           f"{len(text.lstrip('-'))} digits (a status holds none longer than "
+                           f"{MAX_INT_DIGITS})")
+        return int(text)
+
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=no_constant)
+        return json.loads(raw.decode("utf-8"), parse_constant=no_constant,
+                          parse_int=bounded_int)
+    except _TooLong as exc:
+        raise UsageError(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{source}: not valid JSON ({exc})") from None
     except RecursionError:
