@@ -65,7 +65,7 @@ def test_a_file_the_checkout_does_not_register_for_the_stage_is_refused(file: st
     plan = _add_file(_plan(), "s-1-of-2", file)
     assert unregistered_files(_project().config, REGS, plan.jobs) == [
         f"job s-1-of-2: {file} not registered for stage s in this checkout"], why
-    with pytest.raises(UsageError, match="was not pinned .* nothing was run"):
+    with pytest.raises(UsageError, match=r"was not pinned .* nothing was run"):
         require_registered(_project().config, REGS, plan, ["s-1-of-2"], "plan file p")
     require_registered(_project().config, REGS, plan, ["s-2-of-2"], "plan file p")  # not that job
 
@@ -114,5 +114,5 @@ def test_a_frozen_plan_holding_what_the_fresh_one_does_not_is_refused(
     fresh = _plan()
     frozen = edit(fresh)
     assert any(problem in p for p in frozen_plan_problems(frozen, fresh))
-    with pytest.raises(UsageError, match="is not what this project plans for it.*nothing was run"):
+    with pytest.raises(UsageError, match=r"is not what this project plans for it.*nothing was run"):
         require_frozen_matches(frozen, fresh, ".testfleet/plans/k.json")
