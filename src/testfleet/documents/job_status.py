@@ -13,9 +13,6 @@ from typing_extensions import NotRequired, TypedDict
 from testfleet.documents.base import boundary
 from testfleet.documents.vocabulary import Outcome
 
-#: the most attempts any run makes of one file (``--max-attempts`` and every config's
-#: ``max_attempts`` are at most 10); reconcile holds each reported file to it
-MAX_ATTEMPTS = 10
 #: far beyond any plan's shard count (a stage's ``shards``/``max_shards`` are at most 256)
 MAX_SHARDS = 100_000
 #: CI attempts of one job (GitHub's run attempts, Buildkite's retries) stay far below this

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 from pydantic import TypeAdapter, ValidationError
 
 from testfleet.canonical import canonical_bytes
-from testfleet.documents.job_status import MAX_ATTEMPTS as MAX_ATTEMPTS
 from testfleet.documents.vocabulary import Outcome
 from testfleet.errors import UsageError
 
@@ -39,6 +38,9 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 MAX_STATUS_BYTES = 64 << 20
 #: ``exit_status`` of the placeholder written before a job runs anything
 NOT_FINISHED = -1
+#: the most attempts any run makes of one file (``--max-attempts`` and every config's
+#: ``max_attempts`` are at most 10); reconcile holds each reported file to it
+MAX_ATTEMPTS = 10
 #: digits of the longest integer a status holds (a time in ms, 2**63): a longer one is no
 #: status testfleet wrote, refused before Python converts it (quadratic in its length, and
 #: refused or not depending on the interpreter's int-string limit)
