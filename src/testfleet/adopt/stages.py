@@ -11,6 +11,7 @@ from typing import Any
 from testfleet.adopt.calls import ALIASES, NAME, FoundCall
 from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
 from testfleet.adopt.job_settings import job_settings, unmapped, unsupported_job_keys
+from testfleet.adopt.parallelism import incomplete_reason, partition_keys
 from testfleet.adopt.scan import Scan
 from testfleet.adopt.stage_events import PLAN_EVENTS
 from testfleet.config import BUILTIN_BACKENDS
@@ -60,6 +61,18 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         from_ci = _job_for(ci.stages.get(suite), backend)
         stage["runs_on"] = (from_ci.runs_on if from_ci and from_ci.runs_on
                             else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
+        unknown_runner = from_ci is not None and not from_ci.runs_on \
+            and from_ci.runs_on_unresolved is not None
+        if unknown_runner:
+            assert from_ci is not None and from_ci.runs_on_unresolved is not None
+            # never a placeholder any runner of the backend would take: the stage waits
+            # for its labels, and adoption stops until someone gives them
+            del stage["runs_on"]
+            expression, why = from_ci.runs_on_unresolved
+            findings.append(Finding(from_ci.workflow, 0, 0, "error", "adopt-runs-on",
+                                    f"stage {suite}: job {from_ci.job}'s runs-on {expression} "
+                                    f"cannot be known without running code ({why}); set the "
+                                    f"stage's runs_on and remove its disabled line"))
         if from_ci and from_ci.container:
             stage["container"] = _container(from_ci)
         if others:
@@ -70,7 +83,7 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             notes.append(f"stage {suite}: {from_ci.workflow} job {from_ci.job} runs it on "
                          f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
         if from_ci:
-            notes += from_ci.notes
+            notes += from_ci.notes + from_ci.lookup_notes
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci is not None:
             stage["command"] = runner_command(stage["command"], from_ci, suite, files, notes)
@@ -85,6 +98,10 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                                 "only on some runs)" if runner.batch_args else ""))
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
+        elif from_ci is not None and from_ci.partition_rule is not None:
+            per_commit = [c.est_time for c in scalls if c.backend == backend and not c.disabled
+                          and c.nightly == from_ci.nightly_run]
+            stage.update(partition_keys(suite, from_ci, per_commit, notes))
         if gpu:
             stage["trusted_only"] = True
         if from_ci is None and have_ci:
@@ -94,6 +111,11 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                       "schedule it")
             stage["disabled"] = reason
             dormant[suite] = reason
+        elif from_ci is not None:
+            reason = incomplete_reason(from_ci, stage, unknown_runner)
+            if reason is not None:
+                stage["disabled"] = reason
+                dormant[suite] = reason
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
