@@ -139,7 +139,7 @@ def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], jo
             else:
                 job = _resolved_body(job, lookups)
             commands = str(resolve_value(commands, lookups))
-        stage.lookup_notes = [f"{where}: {n}" for n in lookups.notes]
+        stage.lookup_notes = list(lookups.notes)
         stage.partition_rule = lookups.partition_rule
     computed: Mapping[str, Any] = inner.get("\0computed", {})
 
@@ -344,7 +344,7 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
                 and not _LISTING.search(run):
             if not ran:
                 stage.test_timeout_minutes = _minutes(step.get("timeout-minutes"))
-                wrapper = _WRAPPER.search(run)
+                wrapper = _WRAPPER.search(run.replace("\\\n", " "))
                 if wrapper:
                     stage.incomplete.append(
                         f"its tests run through {wrapper.group(1) or wrapper.group(2)} (a container or environment "
@@ -386,7 +386,7 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         item, why = _shell_item(step, run, runs)
         if why is not None:
             not_carried.append(NotCarried(where, f"step {label}", why))
-            if _INSTALL.search(f"{step.get('name') or ''} {run}"):
+            if _INSTALL.search(str(step.get("name") or run)):
                 stage.incomplete.append(f"its step {label} ({why})")
             continue
         setup.append(item)

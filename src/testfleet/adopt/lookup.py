@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testfleet.adopt.workflow_yaml import EXPR, on_of
+from testfleet.adopt.workflow_yaml import EXPR, on_of, text_of
 
 #: ``python3 path/to/script.py ARGS >> "$GITHUB_OUTPUT"``
 _SCRIPT_TO_OUTPUT = re.compile(
@@ -326,7 +326,7 @@ def job_lookups(repo: Path, caller: Mapping[str, Any], inner: Mapping[str, Any] 
         if _scalar(value) is not None:
             out.contexts[f"inputs.{name}"] = value
     body = inner if inner is not None else caller
-    text = json.dumps(_strip_private(body), default=str)
+    text = text_of({k: v for k, v in body.items() if not str(k).startswith("\0")})
     for expr in EXPR.finditer(text):
         for m in re.finditer(r"needs\.([\w-]+)\.outputs\.([\w-]+)", out.rewrite(expr.group(1))):
             path = m.group(0)
@@ -362,23 +362,24 @@ def job_lookups(repo: Path, caller: Mapping[str, Any], inner: Mapping[str, Any] 
     return out
 
 
-def _strip_private(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip_private(v) for k, v in value.items() if not str(k).startswith("\0")}
-    if isinstance(value, list):
-        return [_strip_private(v) for v in value]
-    return value
-
-
-def resolve_value(value: Any, lookups: JobLookups) -> Any:
+def resolve_value(value: Any, lookups: JobLookups, memo: dict[int, Any] | None = None) -> Any:
     """``value`` with each ``${{ }}`` the lookups settle replaced by its text (a whole
-    expression keeps a list or number as it is); the rest left as written."""
+    expression keeps a list or number as it is); the rest left as written. A list or table
+    reached twice (a YAML alias) is resolved once."""
     from testfleet.adopt.expr import Unknown, Unresolved, evaluate
 
-    if isinstance(value, list):
-        return [resolve_value(v, lookups) for v in value]
-    if isinstance(value, Mapping):
-        return {k: (v if str(k).startswith("\0") else resolve_value(v, lookups)) for k, v in value.items()}
+    if isinstance(value, (list, Mapping)):
+        memo = {} if memo is None else memo
+        if id(value) in memo:
+            return memo[id(value)]
+        out: Any = {} if isinstance(value, Mapping) else []
+        memo[id(value)] = out
+        if isinstance(value, Mapping):
+            out.update({k: (v if str(k).startswith("\0") else resolve_value(v, lookups, memo))
+                        for k, v in value.items()})
+        else:
+            out.extend(resolve_value(v, lookups, memo) for v in value)
+        return out
     if not isinstance(value, str) or "${{" not in value:
         return value
 

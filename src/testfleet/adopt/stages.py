@@ -67,7 +67,6 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             assert from_ci is not None and from_ci.runs_on_unresolved is not None
             # never a placeholder any runner of the backend would take: the stage waits
             # for its labels, and adoption stops until someone gives them
-            del stage["runs_on"]
             expression, why = from_ci.runs_on_unresolved
             findings.append(Finding(from_ci.workflow, 0, 0, "error", "adopt-runs-on",
                                     f"stage {suite}: job {from_ci.job}'s runs-on {expression} "
@@ -83,7 +82,8 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             notes.append(f"stage {suite}: {from_ci.workflow} job {from_ci.job} runs it on "
                          f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
         if from_ci:
-            notes += from_ci.notes + from_ci.lookup_notes
+            notes += from_ci.notes
+            notes += [n for n in from_ci.lookup_notes if n not in notes]  # one fact, said once
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci is not None:
             stage["command"] = runner_command(stage["command"], from_ci, suite, files, notes)
@@ -135,6 +135,11 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             if from_ci.alternates and "variants" not in stage:
                 stage["variants"] = _job_variants(suite, stage, from_ci, notes, not_carried,
                                                   lane_jobs)
+        if unknown_runner:
+            placeholder = stage.pop("runs_on")
+            for variant in stage.get("variants", {}).values():
+                if variant.get("runs_on") == placeholder:
+                    del variant["runs_on"]
         stages[suite] = stage
     for suite, stage in stages.items():
         from_ci = ci.stages.get(suite)
@@ -277,6 +282,9 @@ def _backend_variants(suite: str, backend: str, others: list[str], runs_on: list
         labels = job.runs_on if job is not None and job.runs_on else (
             ["self-hosted", other] if other != "cpu" else ["ubuntu-latest"])
         out[other] = {"backend": other, "runs_on": labels}
+        if job is not None and job is not _job_for(ci, backend):
+            # its own job's set-up, never the other backend's install
+            out[other]["setup"] = [*job.env_setup, *job.setup]
     notes.append(f"stage {suite}: registered for {', '.join([backend, *others])}; one variant per "
                  "backend (each runs only its backend's registrations)")
     return out
