@@ -787,3 +787,25 @@ def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
     assert "requires_labels" not in stages["base-a-test-cpu"]
     assert "requires_labels" not in stages["base-b-test-1-gpu-small"]  # its jobs want different labels
     assert any("on a draft pull request but not the others" in n for n in result.notes)
+
+
+def test_plan_warns_when_a_shard_outlasts_its_jobs_timeout(tree: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard estimated longer than its job's timeout would be cancelled before its tests
+    end: the plan says so, once per stage, with the way out."""
+    attention = tree / "test/registered/attention/test_attention.py"
+    attention.write_text(attention.read_text().replace(
+        'register_cuda_ci(est_time=120, stage="base-b"', 'register_cuda_ci(est_time=15000, stage="base-b"'))
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    project = load_project(tree)
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="push")))
+    over = [w for w in plan.warnings if "longer than the job's" in w]
+    assert over == ["stage base-b-test-1-gpu-small variant cuda: 1 of 1 shard(s) are estimated "
+                    "longer than the job's 240-minute timeout (longest 250.0 min): set "
+                    "target_minutes or raise job_timeout_minutes"]
+    attention.write_text(attention.read_text().replace("est_time=15000", "est_time=120"))
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="push")))
+    assert not [w for w in plan.warnings if "longer than the job's" in w]

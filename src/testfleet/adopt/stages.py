@@ -279,9 +279,14 @@ def _backend_variants(suite: str, backend: str, others: list[str], runs_on: list
         job = _job_for(ci, other) if ci is not None else None
         if job is not None and (job.hw is None or ALIASES.get(job.hw.lower(), job.hw.lower()) != other):
             job = None
-        labels = job.runs_on if job is not None and job.runs_on else (
-            ["self-hosted", other] if other != "cpu" else ["ubuntu-latest"])
-        out[other] = {"backend": other, "runs_on": labels}
+        if job is None or not job.runs_on:
+            # no job runs this backend's registrations: never a placeholder any runner of
+            # the backend would take
+            out[other] = {"backend": other, "disabled": (
+                f"no job of the existing CI runs {suite} for {other} with runner labels "
+                "adoption could read; set runs_on and remove this line to schedule it")}
+            continue
+        out[other] = {"backend": other, "runs_on": job.runs_on}
         if job is not None and job is not _job_for(ci, backend):
             # its own job's set-up, never the other backend's install
             out[other]["setup"] = [*job.env_setup, *job.setup]
