@@ -216,8 +216,10 @@ class _Resolver:
         jobs = data.get("jobs")
         return (jobs if isinstance(jobs, Mapping) else {}), (outputs if isinstance(outputs, Mapping) else {})
 
-    def job_output(self, jobs: Mapping[str, Any], job_id: str, output: str, depth: int = 0) -> Any:
-        """The static value of ``needs.<job_id>.outputs.<output>``, or None."""
+    def job_output(self, jobs: Mapping[str, Any], job_id: str, output: str, depth: int = 0,
+                   workflow: str = "") -> Any:
+        """The static value of ``needs.<job_id>.outputs.<output>``, or None (``workflow``:
+        the reusable workflow ``jobs`` belong to, for the notes)."""
         job = jobs.get(job_id)
         if not isinstance(job, Mapping) or depth > _MAX_DEPTH:
             return None
@@ -228,7 +230,8 @@ class _Resolver:
             value = decl.get("value") if isinstance(decl, Mapping) else None
             whole = EXPR.fullmatch(value.strip()) if isinstance(value, str) else None
             ref = _JOBS_OUTPUT.match(whole.group(1)) if whole else None
-            return self.job_output(inner_jobs, ref.group(1), ref.group(2), depth + 1) if ref else None
+            return self.job_output(inner_jobs, ref.group(1), ref.group(2), depth + 1,
+                                   uses[2:]) if ref else None
         outputs = job.get("outputs")
         value = outputs.get(output) if isinstance(outputs, Mapping) else None
         whole = EXPR.fullmatch(value.strip()) if isinstance(value, str) else None
@@ -239,12 +242,13 @@ class _Resolver:
         step = next((s for s in steps if isinstance(s, Mapping) and s.get("id") == ref.group(1)), None)
         if step is None:
             return None
-        return self.step_output(job_id, steps, step, ref.group(2))
+        return self.step_output(f"{workflow} job {job_id}" if workflow else f"job {job_id}",
+                                steps, step, ref.group(2))
 
     def step_output(self, job_id: str, steps: list[Any], step: Mapping[str, Any], output: str) -> Any:
         uses = step.get("uses")
         if isinstance(uses, str) and uses.split("@", 1)[0] == "dorny/paths-filter":
-            self.notes.append(f"job {job_id}'s output {output!r} is true only when a changed file "
+            self.notes.append(f"{job_id}'s output {output!r} is true only when a changed file "
                               f"matches its paths filter {output!r}; read as 'false' (no such change)")
             return "false"
         m = _SCRIPT_TO_OUTPUT.search(_run_text(step))
@@ -294,7 +298,7 @@ class _Resolver:
             default, others, condition = choice
             if others:
                 self.notes.append(
-                    f"{rel}'s '${name}' is chosen at run time by step {ref.group(1)} of job {job_id} "
+                    f"{rel}'s '${name}' is chosen at run time by step {ref.group(1)} of {job_id} "
                     f"({', '.join(repr(o) for o in others)} when {condition}, else {default!r}); "
                     f"adopted {default!r}, its value when that condition is false")
             return default
