@@ -232,8 +232,8 @@ class _Resolver:
             ref = _JOBS_OUTPUT.match(whole.group(1)) if whole else None
             return self.job_output(inner_jobs, ref.group(1), ref.group(2), depth + 1,
                                    uses[2:]) if ref else None
-        outputs = job.get("outputs")
-        value = outputs.get(output) if isinstance(outputs, Mapping) else None
+        own = job.get("outputs")
+        value = own.get(output) if isinstance(own, Mapping) else None
         whole = EXPR.fullmatch(value.strip()) if isinstance(value, str) else None
         ref = _STEPS_OUTPUT.match(whole.group(1)) if whole else None
         steps = job.get("steps")
@@ -343,12 +343,11 @@ def job_lookups(repo: Path, caller: Mapping[str, Any], inner: Mapping[str, Any] 
     for step in steps if isinstance(steps, list) else []:
         if not isinstance(step, Mapping) or not isinstance(step.get("id"), str):
             continue
-        m = _SCRIPT_TO_OUTPUT.search(_run_text(step))
-        if m is None or "${{" in m.group(2):
+        call = _SCRIPT_TO_OUTPUT.search(_run_text(step))
+        if call is None or "${{" in call.group(2):
             continue
-        script = m.group(1).removeprefix("./")
-        files = script_data_files(repo, script)
-        keys = [w.strip("'\"") for w in m.group(2).split() if not w.startswith("-")]
+        files = script_data_files(repo, call.group(1).removeprefix("./"))
+        keys = [w.strip("'\"") for w in call.group(2).split() if not w.startswith("-")]
         found = next((e for k in keys if (e := _entry(repo, files, k)) is not None), None)
         if found is None:
             continue
@@ -403,7 +402,7 @@ def resolve_value(value: Any, lookups: JobLookups, memo: dict[int, Any] | None =
 
     def sub(m: re.Match[str]) -> str:
         got = one(m.group(1))
-        if isinstance(got, Unknown) or isinstance(got, (list, Mapping)):
+        if isinstance(got, (Unknown, list, Mapping)):
             return m.group(0)
         text = _scalar(got)
         return m.group(0) if text is None else ("" if got is None else text)

@@ -112,10 +112,10 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             stage["disabled"] = reason
             dormant[suite] = reason
         elif from_ci is not None:
-            reason = incomplete_reason(from_ci, stage, unknown_runner)
-            if reason is not None:
-                stage["disabled"] = reason
-                dormant[suite] = reason
+            incomplete = incomplete_reason(from_ci, stage, unknown_runner)
+            if incomplete is not None:
+                stage["disabled"] = incomplete
+                dormant[suite] = incomplete
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
