@@ -301,7 +301,7 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
 
 #: a step that installs what the tests need: a stage whose install cannot be carried is
 #: not adopted as a job that would run its tests without it
-_INSTALL = re.compile(r"(?i)\binstall|dependenc")
+_INSTALL = re.compile(r"(?i)\binstall")
 #: ``bash scripts/ci/amd/amd_ci_exec.sh ... python3 run_suite.py``: the tests run inside
 #: whatever the wrapper enters (a container, an environment)
 _WRAPPER = re.compile(r"(?:^|[;&|]\s*|\n\s*)(?:bash|sh)\s+([\w./-]+\.sh)\b[^\n]*\b(?:run_suite|pytest)\b"
