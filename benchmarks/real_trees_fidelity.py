@@ -1,6 +1,6 @@
 """Benchmark: where and how the adopted plan runs SGLang's pull-request stages (#38).
 
-    python benchmarks/real_trees_fidelity.py --sglang /tmp/sgl
+    python benchmarks/real_trees_fidelity.py --sglang /tmp/sgl [--src /work/main/src]
 
 ``--sglang`` is an unmodified SGLang tree; the mirror's is enough, for instance
 ``git --git-dir=<fetch of modal-projects/sglang> archive HEAD .github scripts/ci test
@@ -20,6 +20,7 @@ The tree is copied and adopted there (``init --from-existing``, no hand edit), t
   ``max_parallel`` in order as slots free up, stages in the order the pull-request waits
   give (base-a, then base-b, then base-c: the adopted ``needs_on``).
 
+``--src`` measures another testfleet (the one before a change); default this checkout's.
 Prints a Markdown section; exits 1 when a target is missed (runners, installs, budgets:
 13 of 13).
 """
@@ -87,11 +88,11 @@ def critical_path(walls: dict[str, float], needs: dict[str, list[str]]) -> tuple
     return max(finish(s) for s in walls)
 
 
-def measure(tree: Path) -> dict:
+def measure(tree: Path, src: Path = ROOT / "src") -> dict:
     work = Path(tempfile.mkdtemp(prefix="fidelity-"))
     copy = work / "sglang"
     shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".git"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(src)}
     started = time.perf_counter()
     init = subprocess.run([sys.executable, "-m", "testfleet", "init", "--from-existing",
                            "--report", str(work / "adoption.md")], cwd=copy, env=env,
@@ -107,7 +108,7 @@ def measure(tree: Path) -> dict:
     side = subprocess.run([sys.executable, "-c", SGLANG_SIDE], cwd=copy, env=side_env,
                           capture_output=True, text=True, timeout=300, check=True)
     theirs = json.loads(side.stdout)
-    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(src))
     from testfleet.config import load_project
 
     stages = load_project(copy).config.stages
@@ -185,8 +186,9 @@ def render(result: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sglang", type=Path, required=True)
+    parser.add_argument("--src", type=Path, default=ROOT / "src")
     args = parser.parse_args()
-    result = measure(args.sglang)
+    result = measure(args.sglang, args.src.resolve())
     print(render(result))
     rows = result["rows"]
     ok = all(r["runs_on"] == r["sglang_runner"] and r["installed"] and r["fits"] for r in rows)
