@@ -57,6 +57,12 @@ def test_the_stages_take_runners_install_and_parallelism_from_the_projects_data(
     # the summary comes first, the stages it touches named
     assert out.splitlines()[0] == "adoption: 13 stage(s) from 45 registration(s)"
     assert "needs your decision" not in out
+    # the label SGLang switches on what changed: the one chosen, and why, said once
+    switch = ("scripts/ci/runner_configs.yml's '$b200_runner' is chosen at run time by step "
+              "set-runner of .github/workflows/_pr-test-check-changes.yml job run "
+              "('4-gpu-b200-kernel' when if [[ \"$sgl_kernel\" == \"true\" ]], else '4-gpu-b200'); "
+              "adopted '4-gpu-b200', its value when that condition is false")
+    assert out.count(switch) == 1
     configs = yaml.safe_load((tree / "scripts/ci/runner_configs.yml").read_text())["runner_configs"]
     stages = load_project(tree).config.stages
     calls = stage_jobs(tree)

@@ -245,10 +245,11 @@ class _Resolver:
         return self.step_output(f"{workflow} job {job_id}" if workflow else f"job {job_id}",
                                 steps, step, ref.group(2))
 
-    def step_output(self, job_id: str, steps: list[Any], step: Mapping[str, Any], output: str) -> Any:
+    def step_output(self, owner: str, steps: list[Any], step: Mapping[str, Any], output: str) -> Any:
+        """The static value of one step's output (``owner``: its job, for the notes)."""
         uses = step.get("uses")
         if isinstance(uses, str) and uses.split("@", 1)[0] == "dorny/paths-filter":
-            self.notes.append(f"{job_id}'s output {output!r} is true only when a changed file "
+            self.notes.append(f"{owner}'s output {output!r} is true only when a changed file "
                               f"matches its paths filter {output!r}; read as 'false' (no such change)")
             return "false"
         m = _SCRIPT_TO_OUTPUT.search(_run_text(step))
@@ -257,14 +258,16 @@ class _Resolver:
         script, args = m.group(1).removeprefix("./"), m.group(2)
         files = script_data_files(self.repo, script)
         if output.endswith("_map") and files:
-            return self._map_output(job_id, steps, script, args, files, output[:-len("_map")])
+            return self._map_output(owner, steps, script, args, files, output[:-len("_map")])
         rule = partition_rule(self.repo, script)
         if rule is not None:
             self.partition_rule = rule
         return None
 
-    def _map_output(self, job_id: str, steps: list[Any], script: str, args: str,
+    def _map_output(self, owner: str, steps: list[Any], script: str, args: str,
                     files: list[str], fld: str) -> str | None:
+        """``{key: entry[fld]}`` over the data file's table, as the JSON text a step would
+        write; a key whose value stays unknown is left out (its lookup stays unresolved)."""
         for rel in files:
             for table in _tables(_load_data(self.repo / rel)):
                 entries = {k: v for k, v in table.items() if isinstance(v, Mapping) and fld in v}
@@ -275,7 +278,7 @@ class _Resolver:
                     value = entry[fld]
                     sentinel = _SENTINEL.match(value) if isinstance(value, str) else None
                     if sentinel:
-                        value = self._sentinel(job_id, steps, script, args, rel, sentinel.group(1))
+                        value = self._sentinel(owner, steps, args, rel, sentinel.group(1))
                         if value is None:
                             continue  # unknown: the key stays out, so its lookup stays unresolved
                     out[str(key)] = value
@@ -283,8 +286,7 @@ class _Resolver:
                 return json.dumps(out)
         return None
 
-    def _sentinel(self, job_id: str, steps: list[Any], script: str, args: str, rel: str,
-                  name: str) -> str | None:
+    def _sentinel(self, owner: str, steps: list[Any], args: str, rel: str, name: str) -> str | None:
         """The value a script substitutes for ``$name``: what the step passes it, when that is
         a step output of the same job chosen by a shell ``if`` between literals."""
         for m in EXPR.finditer(args):
@@ -298,7 +300,7 @@ class _Resolver:
             default, others, condition = choice
             if others:
                 self.notes.append(
-                    f"{rel}'s '${name}' is chosen at run time by step {ref.group(1)} of {job_id} "
+                    f"{rel}'s '${name}' is chosen at run time by step {ref.group(1)} of {owner} "
                     f"({', '.join(repr(o) for o in others)} when {condition}, else {default!r}); "
                     f"adopted {default!r}, its value when that condition is false")
             return default
