@@ -688,11 +688,16 @@ def test_a_stage_whose_set_up_cannot_be_carried_is_dormant(tree: Path) -> None:
         "adoption incomplete (.github/workflows/pr-test.yml job base-b-test-1-gpu-small): its "
         "partition count is computed at run time (scripts/ci/utils/compute_partitions.py) and no "
         "timeout of its test step bounds a shard: set shards or target_minutes; its step 'Install "
-        "dependencies' (computed at run time (a ${{ }} expression)): carry it into setup (or "
-        "container); then remove this line")
+        "dependencies' (computed at run time (a ${{ }} expression)): carry it into setup; then "
+        "remove this line")
     h100 = stages["base-c-test-4-gpu-h100"]
     assert "its tests run through scripts/ci/amd/amd_ci_exec.sh" in h100["disabled"]
     assert h100["events"] == ["pull_request", "push", "workflow_dispatch"]
+    # no script to read the count from at all: still never one job
+    (tree / "scripts/ci/utils/compute_partitions.py").unlink()
+    small = derive(scan(tree)).data["stages"]["base-b-test-1-gpu-small"]
+    assert ("its partition count is computed at run time and no script adoption can read "
+            "decides it: set shards or target_minutes") in small["disabled"]
 
 
 def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,

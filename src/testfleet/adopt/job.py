@@ -242,6 +242,9 @@ def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], jo
         not_carried.append(NotCarried(where, "partition count",
                                       "computed at run time; shards not set (one job): set shards "
                                       "or target_minutes for this stage"))
+        # never one job where the project splits the stage
+        stage.incomplete.append("its partition count is computed at run time and no script "
+                                "adoption can read decides it: set shards or target_minutes")
     for name, key in (("max-attempts", "max_attempts"), ("retry-wait-seconds", "retry_wait_seconds"),
                       ("retry-timeout-increase", "retry_timeout_increase")):
         m = re.search(_INT_FLAG.format(name=name), commands)
@@ -348,7 +351,8 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
                 if wrapper:
                     stage.incomplete.append(
                         f"its tests run through {wrapper.group(1) or wrapper.group(2)} (a container or environment "
-                        "entered by a wrapper script), which a setup item cannot enter")
+                        "entered by a wrapper script), which a setup item cannot enter: carry "
+                        "it into setup or container")
             ran = True
             continue
         data_file = step.get("\0lookup")
@@ -387,7 +391,7 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         if why is not None:
             not_carried.append(NotCarried(where, f"step {label}", why))
             if _INSTALL.search(str(step.get("name") or run)):
-                stage.incomplete.append(f"its step {label} ({why})")
+                stage.incomplete.append(f"its step {label} ({why}): carry it into setup")
             continue
         setup.append(item)
     if ran:  # without a step that runs the tests there is no "before" to carry

@@ -64,8 +64,7 @@ def incomplete_reason(ci: CIStage, stage: dict[str, Any], unknown_runner: bool) 
         reasons.append(f"its partition count is computed at run time ({ci.partition_rule.script}) "
                        "and no timeout of its test step bounds a shard: set shards or "
                        "target_minutes")
-    for why in dict.fromkeys(ci.incomplete):
-        reasons.append(f"{why}: carry it into setup (or container)")
+    reasons += list(dict.fromkeys(ci.incomplete))
     if not reasons:
         return None
     return (f"adoption incomplete ({where}): " + "; ".join(reasons)
