@@ -92,18 +92,37 @@ def _run_text(step: Mapping[str, Any]) -> str:
     return run.replace("\\\n", " ") if isinstance(run, str) else ""
 
 
+def _stat(path: Path) -> tuple[str, int, int]:
+    """The cache key of a file: its path and stat, so an edited file is read again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return str(path), -1, -1
+    return str(path), st.st_mtime_ns, st.st_size
+
+
 def _load_data(path: Path) -> Any:
+    """A data file's parsed content, read once per version (callers never mutate it)."""
+    return _load_data_at(*_stat(path))
+
+
+@functools.lru_cache(maxsize=32)
+def _load_data_at(path: str, mtime_ns: int, size: int) -> Any:
     import yaml
 
     try:
-        raw = path.read_bytes()[:_MAX_DATA_BYTES]
+        raw = Path(path).read_bytes()[:_MAX_DATA_BYTES]
         return yaml.safe_load(raw)
     except (OSError, ValueError, yaml.YAMLError, RecursionError):
         return None
 
 
-@functools.lru_cache(maxsize=32)
 def _script_source(path: str) -> ast.Module | None:
+    return _script_source_at(*_stat(Path(path)))
+
+
+@functools.lru_cache(maxsize=32)
+def _script_source_at(path: str, mtime_ns: int, size: int) -> ast.Module | None:
     try:
         return ast.parse(Path(path).read_bytes()[:_MAX_DATA_BYTES])
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -431,7 +450,7 @@ def resolve_condition(condition: Any, lookups: JobLookups) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
-def _partition_rule_at(path: str, rel: str) -> PartitionRule | None:
+def _partition_rule_at(path: str, mtime_ns: int, size: int, rel: str) -> PartitionRule | None:
     tree = _script_source(path)
     if tree is None:
         return None
@@ -477,4 +496,4 @@ def partition_rule(repo: Path, script: str) -> PartitionRule | None:
     path = (repo / script).resolve()
     if repo.resolve() not in path.parents or not path.is_file():
         return None
-    return _partition_rule_at(str(path), script)
+    return _partition_rule_at(*_stat(path), script)
