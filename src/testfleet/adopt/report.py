@@ -48,6 +48,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  runner_source: str = "", workflow_events: set[str] | None = None) -> str:
     """``workflow_events``: the events the generated GitHub workflow is triggered by (None
     when none is written); a trigger it has no ``on:`` entry for runs nothing there."""
+    from testfleet.adopt.summary import summary_lines
     from testfleet.config import Project
     from testfleet.planning import make_plan
     from testfleet.planning.request import PlanRequest
@@ -77,7 +78,11 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
              f"{sum(1 for r in regs if r.implicit)}",
              f"- excluded paths: {len(adoption.data.get('exclude', []))}",
              f"- hand edits needed before `testfleet check` passes: **{len(errors)}**",
-             f"- dormant stages (no CI job runs them): {len(adoption.dormant)}", ""]
+             f"- dormant stages: {len(adoption.dormant)} (no CI job runs them: "
+             f"{sum(1 for r in adoption.dormant.values() if not r.startswith('adoption incomplete'))}"
+             f"; adoption incomplete, each with what to change: "
+             f"{sum(1 for r in adoption.dormant.values() if r.startswith('adoption incomplete'))})",
+             "", "What `init` printed first:", "", "```text", *summary_lines(adoption), "```", ""]
 
     lines += ["## Files and registrations per stage", "",
               "| stage | backend | project: files | project: registrations | testfleet: files "

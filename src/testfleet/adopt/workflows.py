@@ -134,7 +134,7 @@ def read_workflows(repo: Path, suites: Iterable[str], path_only: Iterable[str] =
                         (inner if inner is not None and "strategy" in inner else caller)["strategy"] = strategy
                     ci = read_stage_job(stage, rel, str(job_id), unit.events, caller,
                                         [inner] if inner is not None else [], scoped,
-                                        result.not_carried, jobs)
+                                        result.not_carried, jobs, repo, cache)
                     ci.definition = unit.definition
                     ci.cadence_input = bool(re.search(r"--cadence[= ]+\$\{\{", scoped))
                     ci.crons = list(crons) if "schedule" in unit.events else []

@@ -376,6 +376,14 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}; "
                              "nothing was written") from None
         messages.append(f"wrote the adoption report {report}")
+    if adoption is not None:
+        from testfleet.adopt.summary import summary_lines
+
+        for line in summary_lines(adoption):
+            click.echo(line)
+        if report is not None:
+            click.echo(f"  the full list ({len(adoption.notes)} note(s), {len(adoption.not_carried)} "
+                       f"thing(s) not carried over) is in {report}")
     if dry_run:
         for w in writes:
             shown = w.path.relative_to(repo) if w.path.is_relative_to(repo) else w.path
@@ -398,13 +406,14 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         click.echo(note)
     for warning in ci.warnings:
         click.echo(warning, err=True)
-    if adoption is not None:
-        for note in adoption.notes:
+    if adoption is not None and report is None:  # with a report, the long list is there
+        for note in dict.fromkeys(adoption.notes):
             click.echo(f"note: {note}")
         if adoption.not_carried:
             click.echo(f"not carried over from the existing CI ({len(adoption.not_carried)}):")
             for item in adoption.not_carried:
                 click.echo(f"  - {item.render()}")
+    if adoption is not None:
         for f in adoption.findings:
             click.echo(f.render(), err=True)
     if blocked:
