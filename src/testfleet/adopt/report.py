@@ -43,6 +43,15 @@ def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
     return {s: (len(files[s]), regs[s]) for s in regs}
 
 
+def registration_counts(scan: Scan, adoption: Adoption) -> tuple[int, int]:
+    """(marker calls, registrations by location) on the project's side: the one count the
+    configuration's header comment and the report's "registrations kept" both use, so
+    they never disagree (a tree registering most files by location has far more
+    registrations than marker calls)."""
+    total = sum(n for _, n in _project_side(scan, adoption).values())
+    return len(scan.calls), total - len(scan.calls)
+
+
 def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  runner: dict[tuple[str, str], set[str]] | None = None,
                  runner_source: str = "", workflow_events: set[str] | None = None) -> str:

@@ -317,8 +317,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
-            comment = (f"Adopted by 'testfleet init --from-existing' from {adoption.registrations} "
-                       "registrations.\nReview runs_on (your runner labels), shards and needs.")
+            comment = _adopted_comment(result, adoption)
             if not from_existing:
                 messages.append(f"found {adoption.registrations} register_*_ci calls; "
                                 "derived the configuration from them (as --from-existing)")
@@ -423,6 +422,17 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     elif not dry_run and not errors:
         click.echo("next: testfleet check && testfleet plan")
     return 0
+
+
+def _adopted_comment(scan: Any, adoption: Any) -> str:
+    """The configuration's header: the registrations counted as the adoption report counts
+    them (marker calls and files registered by location)."""
+    from testfleet.adopt.report import registration_counts
+
+    calls, implicit = registration_counts(scan, adoption)
+    where = f" ({calls} marker calls, {implicit} by location)" if implicit else ""
+    return (f"Adopted by 'testfleet init --from-existing' from {calls + implicit} "
+            f"registrations{where}.\nReview runs_on (your runner labels), shards and needs.")
 
 
 def _ci_flags(install: str | None, database_secret: str | None,
