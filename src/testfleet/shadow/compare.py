@@ -48,7 +48,9 @@ def compare(plan: Plan, observed: dict[tuple[str, str], ObservedLane], *, run_id
     """Every lane either side has, with what differs: a lane only one side ran, a file only
     one side ran in it (with the plan's fate for a file only the old CI ran), other runner
     labels (compared as sets: GitHub matches labels in any order), another shard count.
-    A record that does not say its labels or partitions is a note, not a difference."""
+    A record that does not say its labels or partitions is a note, not a difference; so
+    is an old job that ran no file where the plan has no job (the same nothing, run on one
+    runner fewer)."""
     planned = planned_lanes(plan)
     fates: dict[tuple[str, str], str] = {}
     for s in plan.skipped:
@@ -57,11 +59,14 @@ def compare(plan: Plan, observed: dict[tuple[str, str], ObservedLane], *, run_id
     notes: list[str] = []
     missing_runs_on: list[str] = []
     missing_shards: list[str] = []
+    idle: list[str] = []
     for key in sorted(set(planned) | set(observed)):
         ours, theirs = planned.get(key), observed.get(key)
         name = key[0] + (f" ({key[1]})" if key[1] else "")
         diffs: list[Difference] = []
-        if ours is None:
+        if ours is None and theirs is not None and not theirs.files:
+            idle.append(name)  # the same nothing on both sides, one runner fewer
+        elif ours is None:
             diffs.append("only-observed")
         if theirs is None:
             diffs.append("only-planned")
@@ -93,6 +98,9 @@ def compare(plan: Plan, observed: dict[tuple[str, str], ObservedLane], *, run_id
             "shards_planned": ours.shards if ours else 0,
             "shards_observed": _observed_shards(theirs) if theirs else None,
         })
+    if idle:
+        notes.append(f"the existing CI started job(s) that ran no file, where testfleet asks for "
+                     f"no runner: {', '.join(idle)}")
     if missing_runs_on:
         notes.append(f"runner labels not compared (the record has no runs_on=): "
                      f"{', '.join(missing_runs_on)}")
