@@ -199,7 +199,7 @@ def switch(repo: Path, jobs: list[JobDecisionDoc]) -> SwitchResult:
         raise UsageError(f"{RECORD} exists: the old workflows are switched already "
                          "('testfleet init --unswitch' turns them back on)")
     replacers = [r for r in REPLACERS if (repo / r).is_file()]
-    if not replacers:
+    if REPLACERS[0] not in replacers:
         raise UsageError("no .github/workflows/testfleet.yml: run 'testfleet init --github' "
                          "first; the switch turns old jobs off only where testfleet's "
                          "workflow runs their stages")

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from testfleet.cli import _verbosity
-from testfleet.cli._options import META_OUTPUT, format_option, output_option
+from testfleet.cli._options import META_OUTPUT, format_option, output_option, stage_option
 from testfleet.errors import UsageError
 
 FORMATS = ("table", "json", "markdown")
@@ -43,6 +43,9 @@ def command() -> None:
               help="A record the existing CI's jobs wrote ('== stage=S shard=I/N runs_on=a,b ==' "
                    "blocks of listing output or junit=FILE), or a directory of *.txt records "
                    "(repeatable).")
+@stage_option("Compare only this stage (repeatable): the stages the recording workflow runs, "
+              "when the existing CI spreads its stages over several workflows.", multiple=True,
+              dest="stages")
 @click.option("--history", "history_path", default=None, metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False),
               help="The shadow history to read for the verdict (and, with --record, to add this "
@@ -65,7 +68,7 @@ def command() -> None:
 @output_option()
 @click.pass_context
 def compare_cmd(ctx: click.Context, plan_path: Path, observed: tuple[Path, ...],
-                history_path: Path | None, record: bool, runs: int, run_id: str | None,
+                stages: tuple[str, ...], history_path: Path | None, record: bool, runs: int, run_id: str | None,
                 commit: str | None, fail: bool, fmt: str) -> int:
     """Compare this run's plan with what the existing CI ran in the same run.
 
@@ -93,7 +96,7 @@ def compare_cmd(ctx: click.Context, plan_path: Path, observed: tuple[Path, ...],
     plan = load_plan(here(plan_path))
     lanes = read_records([here(p) for p in observed], plan_files(plan))
     doc = compare(plan, lanes, run_id=run_id or os.environ.get("GITHUB_RUN_ID", ""),
-                  commit=commit or os.environ.get("GITHUB_SHA", ""))
+                  commit=commit or os.environ.get("GITHUB_SHA", ""), stages=stages)
     if history_path is not None:
         path = here(history_path)
         history = load_history(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from testfleet.errors import UsageError
 from testfleet.shadow.observed import ObservedLane
 
 if TYPE_CHECKING:
@@ -44,14 +45,20 @@ def plan_files(plan: Plan) -> set[str]:
 
 
 def compare(plan: Plan, observed: dict[tuple[str, str], ObservedLane], *, run_id: str = "",
-            commit: str = "") -> ShadowDoc:
+            commit: str = "", stages: tuple[str, ...] = ()) -> ShadowDoc:
     """Every lane either side has, with what differs: a lane only one side ran, a file only
     one side ran in it (with the plan's fate for a file only the old CI ran), other runner
     labels (compared as sets: GitHub matches labels in any order), another shard count.
     A record that does not say its labels or partitions is a note, not a difference; so
     is an old job that ran no file where the plan has no job (the same nothing, run on one
-    runner fewer)."""
+    runner fewer). ``stages``: only these stages are compared (one workflow of several
+    records its own run: the stages of the others are not its to say)."""
     planned = planned_lanes(plan)
+    if stages:
+        planned = {k: v for k, v in planned.items() if k[0] in stages}
+        outside = sorted({k[0] for k in observed if k[0] not in stages})
+        if outside:
+            raise UsageError(f"the records name stage(s) outside --stage: {', '.join(outside)}")
     fates: dict[tuple[str, str], str] = {}
     for s in plan.skipped:
         fates.setdefault((s.suite, s.file), f"{s.reason} ({s.detail})" if s.detail else s.reason)
@@ -98,6 +105,8 @@ def compare(plan: Plan, observed: dict[tuple[str, str], ObservedLane], *, run_id
             "shards_planned": ours.shards if ours else 0,
             "shards_observed": _observed_shards(theirs) if theirs else None,
         })
+    if stages:
+        notes.append(f"compared only the stages this workflow runs: {', '.join(sorted(stages))}")
     if idle:
         notes.append(f"the existing CI started job(s) that ran no file, where testfleet asks for "
                      f"no runner: {', '.join(idle)}")

@@ -62,7 +62,7 @@ def parse_record(text: str, source: str, base: Path,
     block: _Block | None = None
     for number, line in enumerate(text.splitlines(), 1):
         where = f"{source}:{number}"
-        if line.startswith("=="):
+        if re.match(r"==\s*stage=", line):  # a runner's own '=====' rules are text
             m = HEADER.match(line)
             if m is None:
                 raise UsageError(f"{where}: expected '== stage=<stage> [shard=I/N] "
