@@ -94,13 +94,13 @@ def test_junit_blocks_take_the_files_of_their_testcases(tmp_path: Path) -> None:
     known = {"tests/e2e/test_train.py", "tests/fast/test_utils_fast.py"}
     got = lanes("== stage=s junit=r.xml ==\n", known, tmp_path)
     assert got[("s", "")].files == known
-    with pytest.raises(UsageError, match="run.txt:2: a block with junit= holds no listing text"):
+    with pytest.raises(UsageError, match=r"run\.txt:2: a block with junit= holds no listing text"):
         lanes("== stage=s junit=r.xml ==\ntests/a.py\n", known, tmp_path)
     (tmp_path / "u.xml").write_text('<testsuite><testcase classname="other.Mod" name="t"/></testsuite>')
     with pytest.raises(UsageError, match=r"1 testcase\(s\) match no test file: other.Mod"):
         lanes("== stage=s junit=u.xml ==\n", known, tmp_path)
     (tmp_path / "bad.xml").write_text("<testsuite><testcase")
-    with pytest.raises(UsageError, match="junit=bad.xml: not well-formed XML"):
+    with pytest.raises(UsageError, match=r"junit=bad\.xml: not well-formed XML"):
         lanes("== stage=s junit=bad.xml ==\n", known, tmp_path)
     (tmp_path / "dtd.xml").write_text('<!DOCTYPE x [<!ENTITY a "b">]><testsuite/>')
     with pytest.raises(UsageError, match="DTD or entity"):
@@ -151,8 +151,8 @@ tests/e2e/test_train.py
 
 def test_a_file_only_the_old_ci_ran_carries_the_plans_fate(miles: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "-C", str(miles), "plan", "--event", "pull_request",
-                             "--format", "json", "-o", str(miles / "pr.json"))
+    code, _, err = run_cli(capsys, "-C", str(miles), "plan", "--event", "pull_request",
+                           "--format", "json", "-o", str(miles / "pr.json"))
     assert code == 0, err
     pr = load_plan(miles / "pr.json")
     doc = compare(pr, lanes("== stage=stage-c-4-gpu-h200 ==\ntests/e2e/test_train.py\n"),

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from testfleet.adopt.job import TEST_COMMAND
 from testfleet.adopt.workflow_yaml import GENERATED_MARK, events_of
 from testfleet.errors import UsageError
-from testfleet.workflow_calls import WorkflowUnreadable, on_of, parse_workflow, text_of, workflow_text
+from testfleet.workflow_calls import (
+    WorkflowUnreadable,
+    on_of,
+    parse_workflow,
+    text_of,
+    workflow_text,
+)
 
 if TYPE_CHECKING:
     import yaml
