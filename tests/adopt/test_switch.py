@@ -92,16 +92,20 @@ def test_miles_adopts_shadows_switches_and_rolls_back(miles: Path,
     assert "the switch is safe" in doc["verdict"]["message"]
     for name in ("pr.json", "nightly.json"):
         (miles / name).unlink()
-    shutil.rmtree(miles / ".testfleet")
-    assert snapshot(miles) == adopted  # shadow mode wrote nothing into the tree but its history
+    after_shadow = snapshot(miles)
+    new = set(after_shadow) - set(adopted)  # the history, beside plan's own caches
+    assert ".testfleet/shadow-history.json" in new and all(k.startswith(".testfleet/") for k in new)
+    assert {k: v for k, v in after_shadow.items() if k in adopted} == adopted  # nothing else
 
     # the switch: one line per old test job; the reusable workflows and the image job untouched
     code, out, err = run_cli(capsys, "-C", str(miles), "init", "--switch")
     assert code == 0, out + err
+    assert "shadow mode (.testfleet/shadow-history.json): not yet: 2 of 10" in err
+    shutil.rmtree(miles / ".testfleet")
     assert "left-alone .github/workflows/pr-test-rocm.yml job resolve-ci-image: only feeds " \
            "replaced job(s) stage-c-4-gpu-mi350" in out
     switched = snapshot(miles)
-    changed = {k for k in switched if switched[k] != adopted.get(k)}
+    changed = {k for k in switched if switched[k] != adopted.get(k)}  # and nothing else:
     assert changed == {".github/workflows/pr-test.yml", ".github/workflows/pr-test-rocm.yml",
                        ".github/testfleet-switch.json"}
     for rel in (".github/workflows/pr-test.yml", ".github/workflows/pr-test-rocm.yml"):

@@ -470,6 +470,7 @@ def _switch(repo: Path, root: Path, explicit: Path | None, *, undo: bool, dry_ru
                              "('testfleet init --from-existing --github')")
         config = load_project(root, existing).config
         result = switch(repo, classify_jobs(repo, derive(scan(root)), config))
+        _shadow_verdict(repo)
     for job in result.jobs:
         if not undo:
             click.echo(f"{job['action']:<10} {job['workflow']} job {job['job']}: {job['why']}")
@@ -495,6 +496,17 @@ def _switch(repo: Path, root: Path, explicit: Path | None, *, undo: bool, dry_ru
     click.echo("next: commit the change; 'testfleet init --unswitch' undoes it" if not undo
                else "the old workflows run again as before the switch")
     return 0
+
+
+def _shadow_verdict(repo: Path) -> None:
+    """What shadow mode's history says, when this checkout has one (the switch does not
+    wait for it: a maintainer may have compared by other means)."""
+    from testfleet.shadow.history import DEFAULT_PATH, load_history, verdict
+
+    path = repo / DEFAULT_PATH
+    if path.is_file():
+        click.echo(f"shadow mode ({DEFAULT_PATH}): {verdict(load_history(path), 10)['message']}",
+                   err=True)
 
 
 def _ci_flags(install: str | None, database_secret: str | None,
