@@ -76,6 +76,7 @@ def test_a_record_is_read_lane_by_lane() -> None:
     ("== stage=a runs_on=x ==\n== stage=a runs_on=y ==\n", "run.txt:2: runs_on=y differs"),
     ("== stage=a stage=b ==\n", "run.txt:1: stage= is given twice"),
     ("== stage=a/b ==\n", "run.txt:1: stage='a/b' is not a stage name"),
+    ("== stage=a ==\nx.py\n== stag=b ==\n", "run.txt:3: expected '== stage=<stage>"),
     ("== stage= ==\n", "run.txt:1: stage='' is not a stage name"),
     ("== stage=a junit=missing.xml ==\n", "run.txt:1: junit=missing.xml: cannot read it"),
 ])

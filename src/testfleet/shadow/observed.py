@@ -62,7 +62,8 @@ def parse_record(text: str, source: str, base: Path,
     block: _Block | None = None
     for number, line in enumerate(text.splitlines(), 1):
         where = f"{source}:{number}"
-        if re.match(r"==\s*stage=", line):  # a runner's own '=====' rules are text
+        # a header (or a mistyped one: '== stag=x =='); a runner's own '=====' rules are text
+        if re.match(r"==\s*[A-Za-z_]+=\S*.*==\s*$", line):
             m = HEADER.match(line)
             if m is None:
                 raise UsageError(f"{where}: expected '== stage=<stage> [shard=I/N] "
