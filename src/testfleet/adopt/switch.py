@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from testfleet.adopt.derive import Adoption
     from testfleet.config import Config
-    from testfleet.documents.switch import EditDoc, JobDecisionDoc, SwitchRecordDoc
+    from testfleet.documents.switch import EditDoc, JobAction, JobDecisionDoc, SwitchRecordDoc
 
 RECORD = ".github/testfleet-switch.json"
 REPLACERS = (".github/workflows/testfleet.yml", ".github/workflows/testfleet-trusted.yml")
@@ -99,7 +99,7 @@ def classify_jobs(repo: Path, adoption: Adoption, config: Config) -> list[JobDec
     decisions: list[JobDecisionDoc] = []
     for rel, data in _workflows(repo).items():
         jobs = {str(k): v for k, v in data["jobs"].items()}
-        verdicts: dict[str, tuple[str, str]] = {}
+        verdicts: dict[str, tuple[JobAction, str]] = {}
         for job_id in jobs:
             runs = routes.get((rel, job_id), [])
             owned: list[str] = []
@@ -142,8 +142,7 @@ def classify_jobs(repo: Path, adoption: Adoption, config: Config) -> list[JobDec
                 verdicts[job_id] = ("kept", "runs no test")
         for job_id in jobs:
             action, why = verdicts[job_id]
-            decisions.append({"workflow": rel, "job": job_id, "action": action,  # type: ignore[typeddict-item]
-                              "why": why})
+            decisions.append({"workflow": rel, "job": job_id, "action": action, "why": why})
     return decisions
 
 
