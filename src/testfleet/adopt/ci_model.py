@@ -123,3 +123,7 @@ class CIRead:
     #: jobs that run test files by path (a matrix of ``test_case: test/.../test_x.py``,
     #: SGLang's nightly-test-npu.yml): the job as a stage, and the files its matrix names
     path_jobs: list[tuple[CIStage, list[str]]] = field(default_factory=list)
+    #: every route to a test run, before jobs reached twice are merged: (workflow whose
+    #: trigger starts it, its job id, the stage it runs or "" for a job that runs files by
+    #: path, those files) -- what ``init --switch`` turns off
+    job_runs: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)

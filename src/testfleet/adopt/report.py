@@ -43,6 +43,15 @@ def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
     return {s: (len(files[s]), regs[s]) for s in regs}
 
 
+def registration_counts(scan: Scan, adoption: Adoption) -> tuple[int, int]:
+    """(marker calls, registrations by location) on the project's side: the one count the
+    configuration's header comment and the report's "registrations kept" both use, so
+    they never disagree (a tree registering most files by location has far more
+    registrations than marker calls)."""
+    total = sum(n for _, n in _project_side(scan, adoption).values())
+    return len(scan.calls), total - len(scan.calls)
+
+
 def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  runner: dict[tuple[str, str], set[str]] | None = None,
                  runner_source: str = "", workflow_events: set[str] | None = None) -> str:
@@ -199,6 +208,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         if unknown:
             lines += [f"Not compared (no such stage or trigger in the adopted configuration): "
                       f"{', '.join(unknown)}.", ""]
+    lines += _switch_section(repo, adoption, config)
     lines += ["## Not carried over", ""]
     if adoption.not_carried:
         lines += [f"- {n.render()}" for n in adoption.not_carried]
@@ -248,3 +258,21 @@ def _file_comparison(case: TriggerCase, plan: Plan, runner: dict[tuple[str, str]
     if rows:
         out += ["| stage | file | side | reason |", "|---|---|---|---|", *rows]
     return [*out, ""]
+
+
+def _switch_section(repo: Path, adoption: Adoption, config: Config) -> list[str]:
+    """Each job of the existing workflows and what ``init --switch`` does with it, so the
+    reviewer sees before the switch which jobs it turns off and which it never touches."""
+    from testfleet.adopt.switch import classify_jobs, render_jobs
+    from testfleet.errors import UsageError
+
+    out = ["## The existing CI's jobs after the switch", "",
+           "What `testfleet init --switch` does with each job of the workflows an event starts: "
+           "`replaced` jobs get one `if: false` line (testfleet's workflow runs their stages); "
+           "`kept` and `left-alone` jobs are not touched (`left-alone`: tied to tests, see why). "
+           "`testfleet init --unswitch` puts every switched file back byte for byte.", ""]
+    try:
+        jobs = classify_jobs(repo, adoption, config)
+    except UsageError as exc:
+        return [*out, f"Not decided: {exc}", ""]
+    return [*out, *(render_jobs(jobs) if jobs else ["No workflow of the project runs jobs."]), ""]

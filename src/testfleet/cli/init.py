@@ -227,6 +227,12 @@ def _validate(data: dict[str, Any], file: str) -> Any:
                    "reads the cached history); kept in [tool.testfleet.ci].")
 @click.option("--no-history", "no_history", is_flag=True,
               help="No history loop in the workflow (kept as [tool.testfleet.ci] history = false).")
+@click.option("--switch", "switch", is_flag=True,
+              help="Turn off the existing workflows' jobs whose stages testfleet's workflow now "
+                   "runs (one 'if: false' line each, with a comment); every other job is left "
+                   "as it is. Recorded in .github/testfleet-switch.json (docs/adopt.md).")
+@click.option("--unswitch", "unswitch", is_flag=True,
+              help="Undo --switch: put every switched workflow back byte for byte.")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
@@ -235,7 +241,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             runner_selection: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
-            database_read_secret: str | None, no_history: bool, dry_run: bool) -> int:
+            database_read_secret: str | None, no_history: bool, switch: bool, unswitch: bool,
+            dry_run: bool) -> int:
     """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
     the CI pipeline that consumes the plan.
 
@@ -251,6 +258,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
       testfleet init --github --dry-run
       testfleet init --from-existing --github --report adoption.md --dry-run
       testfleet init --github --force --database-secret TESTFLEET_DATABASE_URL
+      testfleet init --switch --dry-run
+      testfleet init --unswitch
     """
     from testfleet.adopt.derive import derive
     from testfleet.adopt.scaffold import scaffold
@@ -264,6 +273,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     # CI files go to the directory init runs in (the repository root).
     repo: Path = app.directory
     root: Path = explicit.parent.resolve() if explicit is not None else repo
+    if switch or unswitch:
+        return _switch(repo, root, explicit, undo=unswitch, dry_run=dry_run,
+                       others=(github, buildkite, from_existing, force, rederive, report, switch and unswitch))
     for flag, name in (("--database-secret", database_secret),
                        ("--database-read-secret", database_read_secret)):
         if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -317,8 +329,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
-            comment = (f"Adopted by 'testfleet init --from-existing' from {adoption.registrations} "
-                       "registrations.\nReview runs_on (your runner labels), shards and needs.")
+            comment = _adopted_comment(result, adoption)
             if not from_existing:
                 messages.append(f"found {adoption.registrations} register_*_ci calls; "
                                 "derived the configuration from them (as --from-existing)")
@@ -432,6 +443,79 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     elif not dry_run and not errors:
         click.echo("next: testfleet check && testfleet plan")
     return 0
+
+
+def _adopted_comment(scan: Any, adoption: Any) -> str:
+    """The configuration's header: the registrations counted as the adoption report counts
+    them (marker calls and files registered by location)."""
+    from testfleet.adopt.report import registration_counts
+
+    calls, implicit = registration_counts(scan, adoption)
+    where = f" ({calls} marker calls, {implicit} by location)" if implicit else ""
+    return (f"Adopted by 'testfleet init --from-existing' from {calls + implicit} "
+            f"registrations{where}.\nReview runs_on (your runner labels), shards and needs.")
+
+
+def _switch(repo: Path, root: Path, explicit: Path | None, *, undo: bool, dry_run: bool,
+            others: tuple[object, ...]) -> int:
+    """``--switch`` / ``--unswitch`` (see :mod:`testfleet.adopt.switch`): the old jobs the
+    configuration owns, turned off or back on; every file or none."""
+    from testfleet.adopt.switch import classify_jobs, switch, unswitch
+    from testfleet.fileio import replace_all_or_nothing
+
+    if any(others):
+        raise UsageError("--switch and --unswitch are commands of their own: give one, with "
+                         "--dry-run at most")
+    if undo:
+        result = unswitch(repo)
+    else:
+        from testfleet.adopt.derive import derive
+        from testfleet.adopt.scan import scan
+        from testfleet.config import load_project
+
+        existing = _existing_config(root, explicit)
+        if existing is None:
+            raise UsageError("--switch: no testfleet configuration; adopt first "
+                             "('testfleet init --from-existing --github')")
+        config = load_project(root, existing).config
+        result = switch(repo, classify_jobs(repo, derive(scan(root)), config))
+        _shadow_verdict(repo)
+    for job in result.jobs:
+        if not undo:
+            click.echo(f"{job['action']:<10} {job['workflow']} job {job['job']}: {job['why']}")
+        elif job["action"] == "replaced":
+            click.echo(f"restored   {job['workflow']} job {job['job']}")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    shown = [p.relative_to(repo).as_posix() if p.is_relative_to(repo) else str(p)
+             for p, _ in result.writes]
+    deleted = result.delete.relative_to(repo).as_posix() if result.delete is not None else None
+    if dry_run:
+        click.echo(f"would write: {', '.join(shown) or 'nothing'}"
+                   + (f"; would delete {deleted}" if deleted else ""))
+        return 0
+    try:
+        replace_all_or_nothing([(p, data, _mode(p)) for p, data in result.writes])
+        if result.delete is not None:
+            result.delete.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write {getattr(exc, 'filename', None) or '?'}: "
+                         f"{exc.strerror or exc}") from None
+    click.echo(f"wrote {', '.join(shown) or 'nothing'}" + (f"; deleted {deleted}" if deleted else ""))
+    click.echo("next: commit the change; 'testfleet init --unswitch' undoes it" if not undo
+               else "the old workflows run again as before the switch")
+    return 0
+
+
+def _shadow_verdict(repo: Path) -> None:
+    """What shadow mode's history says, when this checkout has one (the switch does not
+    wait for it: a maintainer may have compared by other means)."""
+    from testfleet.shadow.history import DEFAULT_PATH, load_history, verdict
+
+    path = repo / DEFAULT_PATH
+    if path.is_file():
+        click.echo(f"shadow mode ({DEFAULT_PATH}): {verdict(load_history(path), 10)['message']}",
+                   err=True)
 
 
 def _ci_flags(install: str | None, database_secret: str | None,
