@@ -91,7 +91,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
              f"{sum(1 for r in adoption.dormant.values() if not r.startswith('adoption incomplete'))}"
              f"; adoption incomplete, each with what to change: "
              f"{sum(1 for r in adoption.dormant.values() if r.startswith('adoption incomplete'))})",
-             "", "What `init` printed first:", "", "```text", *summary_lines(adoption), "```", ""]
+             "", "What `init` printed first:", "", "```text", *summary_lines(adoption, registration_counts(scan, adoption)), "```", ""]
 
     lines += ["## Files and registrations per stage", "",
               "| stage | backend | project: files | project: registrations | testfleet: files "

@@ -35,7 +35,9 @@ def _decided(name: str, stage: dict[str, Any], job: CIStage) -> list[str]:
     return out
 
 
-def summary_lines(adoption: Adoption) -> list[str]:
+def summary_lines(adoption: Adoption, counts: tuple[int, int] | None = None) -> list[str]:
+    """``counts``: (marker calls, registrations by location), as the report and the
+    configuration's header count them, so the three never name different totals."""
     stages: dict[str, dict[str, Any]] = adoption.data.get("stages", {})
     carried: list[str] = []
     decided: dict[str, list[str]] = {}
@@ -53,7 +55,9 @@ def summary_lines(adoption: Adoption) -> list[str]:
         else:
             carried.append(name)
     errors = [f for f in adoption.findings if f.severity == "error"]
-    lines = [f"adoption: {len(stages)} stage(s) from {adoption.registrations} registration(s)"]
+    calls, implicit = counts if counts is not None else (adoption.registrations, 0)
+    where = f" ({calls} marker calls, {implicit} by location)" if implicit else ""
+    lines = [f"adoption: {len(stages)} stage(s) from {calls + implicit} registration(s){where}"]
     lines.append(f"  carried as the existing CI runs them: {len(carried)}"
                  + (f" ({_names(carried)})" if carried else ""))
     if decided:

@@ -388,9 +388,10 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                              "nothing was written") from None
         messages.append(f"wrote the adoption report {report}")
     if adoption is not None:
+        from testfleet.adopt.report import registration_counts
         from testfleet.adopt.summary import summary_lines
 
-        for line in summary_lines(adoption):
+        for line in summary_lines(adoption, registration_counts(result, adoption)):
             click.echo(line)
         if report is not None:
             click.echo(f"  the full list ({len(adoption.notes)} note(s), {len(adoption.not_carried)} "
