@@ -179,6 +179,19 @@ def _validate(data: dict[str, Any], file: str) -> Any:
 
 
 
+def _stopped_report(report: Path | None, why: str) -> None:
+    """``--report`` is written whenever adoption stops, saying why (its help promises it)."""
+    if report is None:
+        return
+    from testfleet.fileio import output_mode, replace_atomically
+
+    text = f"# Adoption report\n\nAdoption stopped before deriving a configuration:\n\n{why}\n"
+    try:
+        replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
+    except OSError as exc:
+        raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}") from None
+
+
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
               help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan) and, "
@@ -227,6 +240,12 @@ def _validate(data: dict[str, Any], file: str) -> Any:
                    "reads the cached history); kept in [tool.testfleet.ci].")
 @click.option("--no-history", "no_history", is_flag=True,
               help="No history loop in the workflow (kept as [tool.testfleet.ci] history = false).")
+@click.option("--migrate", "migrate", is_flag=True,
+              help="With --from-existing: write one registration line per suite into each file "
+                   "the runner script's central suite lists name (shown as a diff with --dry-run); "
+                   "the list itself is kept. Then run --from-existing again to adopt.")
+@click.option("--time-unit", "time_unit", type=click.Choice(["seconds", "minutes"]), default=None,
+              help="With --migrate: the unit of the lists' estimates when the code does not show it.")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
@@ -235,7 +254,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             runner_selection: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
-            database_read_secret: str | None, no_history: bool, dry_run: bool) -> int:
+            database_read_secret: str | None, no_history: bool, migrate: bool,
+            time_unit: str | None, dry_run: bool) -> int:
     """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
     the CI pipeline that consumes the plan.
 
@@ -288,6 +308,13 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if runner_selection is not None and report is None:
         raise UsageError("--runner-selection is compared in the adoption report: add --report FILE")
     selection = _runner_selection(runner_selection)  # a malformed file stops before any work
+    if migrate or time_unit:
+        from testfleet.cli import _migrate
+
+        if not (from_existing and migrate):
+            raise UsageError("--migrate and --time-unit go with --from-existing --migrate")
+        modules = [m for m, _ in scan(root, list(roots) or None).marker_modules.most_common()]
+        return _migrate.migrate(root, time_unit, modules, dry_run)
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
@@ -310,9 +337,11 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         result = scan(root, list(roots) if roots else None)
         if result.calls or from_existing:
             if not result.calls:
-                raise UsageError(
-                    "--from-existing: no register_<backend>_ci(...) calls found under "
-                    f"{', '.join(result.roots)}; use --root DIR to point at the tests")
+                from testfleet.cli._migrate import central_hint, looked_for
+
+                why = central_hint(root) or looked_for(root, result.roots)
+                _stopped_report(report, f"--from-existing: {why}")
+                raise UsageError(f"--from-existing: {why}")
             adoption = derive(result)
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
