@@ -35,6 +35,7 @@ _MARKER = re.compile(r"^register_([A-Za-z0-9]+)_ci$")
 #: the marker testfleet itself exports per backend (``from testfleet import ...``)
 _TESTFLEET_MARKERS = {"cpu": "register_cpu_ci", "cuda": "register_cuda_ci",
                       "rocm": "register_rocm_ci"}
+_TESTFLEET_EXPORTS = {*_TESTFLEET_MARKERS.values(), "register_amd_ci"}
 #: words of a suite's name, or of the dict that holds it, that name its hardware
 _BACKEND_WORDS = (("rocm", ("amd", "rocm", "mi300", "mi325", "mi35x", "mi355")),
                   ("cpu", ("cpu", "xeon")),
@@ -53,13 +54,16 @@ class Vocabulary:
     def marker_for(self, backend: str, keywords: set[str]) -> tuple[str, str]:
         """(module, marker) for a line of ``backend`` passing ``keywords``: the project's
         marker when its ``def`` takes them all, else testfleet's own."""
+        own = _TESTFLEET_MARKERS.get(backend, f"register_{backend}_ci")
         for name, params in sorted(self.markers.items()):
             m = _MARKER.match(name)
             if m is None or _backend_name(m.group(1)) != backend:
                 continue
             if self.module is not None and (params is None or keywords <= params):
                 return self.module, name
-        return "testfleet", _TESTFLEET_MARKERS.get(backend, f"register_{backend}_ci")
+            if name in _TESTFLEET_EXPORTS:  # the project's word, from testfleet
+                own = name
+        return "testfleet", own
 
 
 def _backend_name(word: str) -> str:
