@@ -313,3 +313,30 @@ def test_a_central_tree_points_at_migrate(tree: Path, capsys: pytest.CaptureFixt
     assert code == 2
     assert "lists its suites centrally (test/srt/run_suite.py)" in err
     assert "testfleet init --from-existing --migrate --dry-run" in err
+
+
+def test_a_half_migrated_tree_is_read_whole(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The in-file half alone is not adopted as if it were the whole tree."""
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run")
+    assert code == 1
+    assert ("test/srt/run_suite.py:10: error: 280 entries of its central suite lists (27 suites: "
+            "nightly-1-gpu, nightly-4-gpu, nightly-4-gpu-b200, nightly-8-gpu-b200, nightly-8-gpu-h200, "
+            "...) are not registered in their files") in err
+
+
+def test_the_module_that_defines_the_markers_is_never_a_finding(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test/ci_register.py").write_text(textwrap.dedent('''
+        def register_cpu_ci(est_time: float, suite: str):
+            pass
+
+
+        MARKERS = {"cpu": register_cpu_ci}
+    '''))
+    (tmp_path / "test/test_a.py").write_text(
+        "from test.ci_register import register_cpu_ci\n\nregister_cpu_ci(5, 'unit')\n")
+    code, out, err = run_cli(capsys, "-C", str(tmp_path), "init", "--from-existing")
+    assert code == 0 and "error" not in err, out + err
+    code, out, err = run_cli(capsys, "-C", str(tmp_path), "check")
+    assert code == 0, out + err

@@ -24,6 +24,7 @@ from testfleet.adopt.migrate import (
     unified_diff,
 )
 from testfleet.errors import UsageError
+from testfleet.findings import Finding
 from testfleet.textsafe import printable
 
 
@@ -48,6 +49,30 @@ def central_hint(root: Path) -> str | None:
             "'testfleet init --from-existing --migrate --dry-run', write it with "
             "'testfleet init --from-existing --migrate', then run 'testfleet init "
             "--from-existing' again to adopt the migrated tree")
+
+
+def unmigrated(root: Path, registered: set[tuple[str, str]]) -> list[Finding]:
+    """A tree read whole: central-list entries (active, on disk) that no in-file
+    registration carries yet are an error each list, so adopting only the in-file half
+    never drops the listed suites silently."""
+    out: list[Finding] = []
+    for rel in find_central_lists(root):
+        try:
+            cl = read_central_list(root, rel, "seconds")  # the unit does not matter here
+        except CentralError:
+            continue
+        missing = [e for e in cl.entries if not e.disabled and (root / e.file).is_file()
+                   and (e.file, e.suite) not in registered]
+        if missing:
+            suites = sorted({e.suite for e in missing})
+            out.append(Finding(rel, missing[0].line, 0, "error", "adopt-central-list",
+                               f"{len(missing)} entries of its central suite lists "
+                               f"({len(suites)} suites: {', '.join(suites[:5])}"
+                               f"{', ...' if len(suites) > 5 else ''}) are not registered in "
+                               "their files, so no stage would run them: review 'testfleet init "
+                               "--from-existing --migrate --dry-run', then run it without "
+                               "--dry-run"))
+    return out
 
 
 def read_lists(root: Path, time_unit: str | None) -> list[CentralList]:

@@ -343,6 +343,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                 _stopped_report(report, f"--from-existing: {why}")
                 raise UsageError(f"--from-existing: {why}")
             adoption = derive(result)
+            from testfleet.cli._migrate import unmigrated
+
+            adoption.findings += unmigrated(root, {(c.file, c.suite) for c in result.calls})
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
