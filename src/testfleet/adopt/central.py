@@ -41,6 +41,7 @@ from testfleet.findings import Finding
 MAX_BYTES = 1 << 20
 TIME_UNITS = ("seconds", "minutes")
 _CANDIDATE = re.compile(r"""\b[A-Z]\w*\(\s*["'][^"'\n]+\.py["']""")
+_LIST_KEY = re.compile(r"""^[ \t]*["'][^"'\n]+["'][ \t]*:[ \t]*\[""", re.MULTILINE)
 _NOT_A_SUITE = re.compile(r"^__\w+__$")
 _CLOCKS = {"perf_counter", "time", "monotonic", "perf_counter_ns"}
 
@@ -99,7 +100,7 @@ def find_central_lists(repo: Path) -> list[str]:
         except OSError:
             continue
         text = data.decode("utf-8", "replace")
-        if not _CANDIDATE.search(text):
+        if not _CANDIDATE.search(text) or not _LIST_KEY.search(text):
             continue
         try:
             tree = ast.parse(data)

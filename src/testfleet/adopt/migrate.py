@@ -91,6 +91,29 @@ def read_vocabulary(repo: Path, modules: list[str]) -> Vocabulary:
     return Vocabulary(module, markers)
 
 
+_IMPORT_FROM = re.compile(rb"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*(?:\([^)]*?|[^\n(]*?)"
+                          rb"\bregister_[A-Za-z0-9]+_ci\b", re.MULTILINE)
+
+
+def marker_imports(repo: Path) -> list[str]:
+    """The modules the tree's test files import markers from, most used first: where the
+    migrated lines import them from too (a text pass; the files are not parsed)."""
+    from collections import Counter
+
+    from testfleet.adopt.roots import detect_roots, walk_python
+
+    counts: Counter[str] = Counter()
+    for top in detect_roots(repo):
+        for _, path in walk_python(repo, repo / top):
+            try:
+                data = path.read_bytes()[:MAX_BYTES]
+            except OSError:
+                continue
+            if b"register_" in data:
+                counts.update(m.decode("ascii", "replace") for m in set(_IMPORT_FROM.findall(data)))
+    return [m for m, _ in counts.most_common()]
+
+
 def backend_of_suite(suite: str, dict_name: str = "") -> str:
     """The hardware a suite runs on, from the words of its name, else of the dict that
     holds it (``suite_amd``), else CUDA (the lists' main dict is a GPU project's)."""

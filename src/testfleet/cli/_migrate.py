@@ -18,6 +18,7 @@ from testfleet.adopt.migrate import (
     Migration,
     Vocabulary,
     backend_of_suite,
+    marker_imports,
     plan_migration,
     read_vocabulary,
     targets,
@@ -131,7 +132,7 @@ def summary(lists: list[CentralList], vocab: Vocabulary, m: Migration) -> list[s
     return out
 
 
-def migrate(root: Path, time_unit: str | None, modules: list[str], dry_run: bool) -> int:
+def migrate(root: Path, time_unit: str | None, dry_run: bool) -> int:
     """Run the migration; 0 when done (or nothing to do), 1 when a file was left alone."""
     from testfleet.results.inplace import edit_in_place, edit_lock
 
@@ -142,7 +143,7 @@ def migrate(root: Path, time_unit: str | None, modules: list[str], dry_run: bool
                 click.echo(f.render(), err=True)
         raise UsageError("--migrate: some entries of the suite list cannot be read (above); "
                          "nothing was changed")
-    vocab = read_vocabulary(root, modules)
+    vocab = read_vocabulary(root, marker_imports(root))
     wanted = targets(lists)
     result = Migration()
 

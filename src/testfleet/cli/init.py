@@ -313,8 +313,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
 
         if not (from_existing and migrate):
             raise UsageError("--migrate and --time-unit go with --from-existing --migrate")
-        modules = [m for m, _ in scan(root, list(roots) or None).marker_modules.most_common()]
-        return _migrate.migrate(root, time_unit, modules, dry_run)
+        return _migrate.migrate(root, time_unit, dry_run)
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
