@@ -299,7 +299,7 @@ def test_a_tree_with_neither_says_what_it_looked_for_and_writes_the_report(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "test").mkdir()
     (tmp_path / "test/test_x.py").write_text("def test_x():\n    pass\n")
-    code, out, err = run_cli(capsys, "-C", str(tmp_path), "init", "--from-existing",
+    code, _out, err = run_cli(capsys, "-C", str(tmp_path), "init", "--from-existing",
                              "--report", str(tmp_path / "adoption.md"))
     assert code == 2
     assert "no register_<backend>_ci(...) calls under test and no central suite list" in err
@@ -309,7 +309,7 @@ def test_a_tree_with_neither_says_what_it_looked_for_and_writes_the_report(
 
 def test_a_central_tree_points_at_migrate(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.rmtree(tree / "test/per_commit")
-    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run")
+    code, _out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run")
     assert code == 2
     assert "lists its suites centrally (test/srt/run_suite.py)" in err
     assert "testfleet init --from-existing --migrate --dry-run" in err
@@ -317,7 +317,7 @@ def test_a_central_tree_points_at_migrate(tree: Path, capsys: pytest.CaptureFixt
 
 def test_a_half_migrated_tree_is_read_whole(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The in-file half alone is not adopted as if it were the whole tree."""
-    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run")
+    code, _out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--dry-run")
     assert code == 1
     assert ("test/srt/run_suite.py:10: error: 280 entries of its central suite lists (27 suites: "
             "nightly-1-gpu, nightly-4-gpu, nightly-4-gpu-b200, nightly-8-gpu-b200, nightly-8-gpu-h200, "

@@ -170,9 +170,9 @@ def _existing(tree: ast.Module) -> set[tuple[str, str]]:
     """(marker, suite) of every top-level marker call the file already holds."""
     out: set[tuple[str, str]] = set()
     for stmt in tree.body:
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
-                isinstance(stmt.value.func, ast.Name) and _MARKER.match(stmt.value.func.id):
-            call = stmt.value
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
+                _MARKER.match(call.func.id):
             suite = next((k.value for k in call.keywords if k.arg == "suite"),
                          call.args[1] if len(call.args) > 1 else None)
             value = suite.value if isinstance(suite, ast.Constant) else None
@@ -185,9 +185,8 @@ def _insert_at(tree: ast.Module) -> int:
     before the first definition, else the module docstring, else the top (0)."""
     at = 0
     for i, stmt in enumerate(tree.body):
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            at = stmt.end_lineno or stmt.lineno
-        elif i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        if docstring or isinstance(stmt, (ast.Import, ast.ImportFrom)):
             at = stmt.end_lineno or stmt.lineno
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             break
