@@ -175,8 +175,19 @@ def test_sglang_central_lists_migrate_to_what_its_runner_selects(
     assert 'register_npu_ci(est_time=400, suite="per-commit-16-npu-a3")' in \
         after["test/srt/ascend/test_ascend_deepep.py"].decode()
 
-    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--allow-findings")
+    report = tree / "adoption.md"
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing", "--allow-findings",
+                             "--report", str(report))
     assert code == 0, out + err
+    # empty suites are said, once each
+    for suite in ("per-commit-8-gpu-b200", "nightly-8-gpu", "nightly-8-gpu-h20"):
+        assert out.count(f"note: suite {suite!r} of test/srt/run_suite.py lists no file") == 1
+    # the draft block of pr-gate.yml is not something policy.drafts can say for some stages
+    # only: the report compares a draft pull request and says where the sides differ
+    text = report.read_text()
+    draft = text.split("### PR draft, run-ci:")[1].split("\n## ")[0]
+    assert "Same stages on both sides" not in draft
+    assert "| `per-commit-1-gpu` | no | 120 | the existing job fails on a draft pull request" in draft
     # the one finding is the in-file half's own (test/per_commit registers one file for
     # CUDA and AMD to one suite), never the marker module nor a migrated file
     assert [line.split(":")[0] for line in err.splitlines() if ": error:" in line] == \

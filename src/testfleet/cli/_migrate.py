@@ -52,16 +52,23 @@ def central_hint(root: Path) -> str | None:
             "--from-existing' again to adopt the migrated tree")
 
 
-def unmigrated(root: Path, registered: set[tuple[str, str]]) -> list[Finding]:
+def central_findings(root: Path, registered: set[tuple[str, str]],
+                     ) -> tuple[list[Finding], list[str]]:
     """A tree read whole: central-list entries (active, on disk) that no in-file
     registration carries yet are an error each list, so adopting only the in-file half
-    never drops the listed suites silently."""
+    never drops the listed suites silently; a suite the list keeps empty is a note (its
+    jobs run nothing, and no stage is adopted for it)."""
     out: list[Finding] = []
+    notes: list[str] = []
+    suites = {s for _, s in registered}
     for rel in find_central_lists(root):
         try:
             cl = read_central_list(root, rel, "seconds")  # the unit does not matter here
         except CentralError:
             continue
+        notes += [f"suite {suite!r} of {rel} lists no file (its jobs run nothing): no stage "
+                  "is adopted for it" for suite, entries in cl.suites.items()
+                  if not entries and suite not in suites]
         missing = [e for e in cl.entries if not e.disabled and (root / e.file).is_file()
                    and (e.file, e.suite) not in registered]
         if missing:
@@ -73,7 +80,7 @@ def unmigrated(root: Path, registered: set[tuple[str, str]]) -> list[Finding]:
                                "their files, so no stage would run them: review 'testfleet init "
                                "--from-existing --migrate --dry-run', then run it without "
                                "--dry-run"))
-    return out
+    return out, notes
 
 
 def read_lists(root: Path, time_unit: str | None) -> list[CentralList]:

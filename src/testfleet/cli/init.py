@@ -342,9 +342,11 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
                 _stopped_report(report, f"--from-existing: {why}")
                 raise UsageError(f"--from-existing: {why}")
             adoption = derive(result)
-            from testfleet.cli._migrate import unmigrated
+            from testfleet.cli._migrate import central_findings
 
-            adoption.findings += unmigrated(root, {(c.file, c.suite) for c in result.calls})
+            found, notes = central_findings(root, {(c.file, c.suite) for c in result.calls})
+            adoption.findings += found
+            adoption.notes += notes
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
