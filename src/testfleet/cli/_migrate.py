@@ -72,11 +72,11 @@ def central_findings(root: Path, registered: set[tuple[str, str]],
         missing = [e for e in cl.entries if not e.disabled and (root / e.file).is_file()
                    and (e.file, e.suite) not in registered]
         if missing:
-            suites = sorted({e.suite for e in missing})
+            unregistered = sorted({e.suite for e in missing})
             out.append(Finding(rel, missing[0].line, 0, "error", "adopt-central-list",
                                f"{len(missing)} entries of its central suite lists "
-                               f"({len(suites)} suites: {', '.join(suites[:5])}"
-                               f"{', ...' if len(suites) > 5 else ''}) are not registered in "
+                               f"({len(unregistered)} suites: {', '.join(unregistered[:5])}"
+                               f"{', ...' if len(unregistered) > 5 else ''}) are not registered in "
                                "their files, so no stage would run them: review 'testfleet init "
                                "--from-existing --migrate --dry-run', then run it without "
                                "--dry-run"))
