@@ -351,3 +351,34 @@ def test_the_module_that_defines_the_markers_is_never_a_finding(
     assert code == 0 and "error" not in err, out + err
     code, out, err = run_cli(capsys, "-C", str(tmp_path), "check")
     assert code == 0, out + err
+
+
+def test_the_test_steps_own_settings_are_carried_or_listed() -> None:
+    """The test step's env, the commands before the runner in its run:, its time limit and
+    a wrapper the runner is started through: carried where a stage holds them, else one
+    line each of what is not carried over."""
+    from testfleet.adopt.ci_model import CIStage, NotCarried
+    from testfleet.adopt.job import _shell_item
+    from testfleet.adopt.test_step import carry_test_step, runner_lines
+
+    stage = CIStage(name="s", workflow="pr.yml", job="gpu", events=("pull_request",), env={"A": "1"},
+                    timeout_minutes=90)
+    told: list[NotCarried] = []
+    step = {"name": "Run test", "timeout-minutes": 60,
+            "env": {"CUDA_VISIBLE_DEVICES": "0,1", "IN_CI": True, "A": "2",
+                    "TOKEN": "${{ secrets.T }}"},
+            "run": "cd test/srt\npip install -e .[test]\n"
+                   "bash scripts/exec.sh python3 run_suite.py --suite s --reruns 2\n"}
+    items = carry_test_step(step, "pr.yml job gpu", stage, told, _shell_item)
+    assert items == ["cd test/srt\npip install -e .[test]"]
+    assert stage.env == {"A": "1", "CUDA_VISIBLE_DEVICES": "0,1", "IN_CI": "true"}
+    assert stage.timeout_minutes == 60
+    assert [n.render() for n in told] == [
+        "pr.yml job gpu: step 'Run test': env A='2' -- the job's env sets it to '1'; a stage has one value",
+        "pr.yml job gpu: step 'Run test': env TOKEN -- computed at run time (a ${{ }} expression)",
+        "pr.yml job gpu: step 'Run test': the runner is started through 'bash scripts/exec.sh' -- "
+        "testfleet starts each file itself; a wrapper (a container exec, a script) goes into the "
+        "stage's command or setup by hand"]
+    # a step that only installs a runner does not run the tests
+    assert runner_lines("pip install pytest expecttest\n") == []
+    assert runner_lines("cd test && python3 -m pytest -x unit\n") == ["cd test && python3 -m pytest -x unit"]

@@ -17,6 +17,7 @@ from typing import Any
 from testfleet.adopt.ci_model import CIStage, NotCarried
 from testfleet.adopt.gates import step_gates
 from testfleet.adopt.runner import script_candidates
+from testfleet.adopt.test_step import carry_test_step, runner_lines
 from testfleet.adopt.workflow_yaml import EXPR, SECRET_REF, has_expr, short, text_of
 
 _INT_FLAG = r"--{name}[= ]+(\d+)"
@@ -266,7 +267,9 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         run, uses = step.get("run"), step.get("uses")
         label = short(step.get("name") or run or uses)
         if isinstance(run, str) and (TEST_COMMAND.search(run) or _PICKED_FILE.search(run)) \
-                and not _LISTING.search(run):
+                and not _LISTING.search(run) and (runner_lines(run) or _PICKED_FILE.search(run)):
+            if not ran:  # its env, limit and the commands before the runner
+                setup += carry_test_step(step, where, stage, not_carried, _shell_item)
             ran = True
             continue
         if ran:
