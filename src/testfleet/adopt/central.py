@@ -420,7 +420,7 @@ def _entry(rel: str, suite: str, line: int, call: ast.Call, disabled: str | None
     if not isinstance(est, (int, float)) or isinstance(est, bool):
         out.findings.append(Finding(rel, line, 0, "error", "adopt-central-list",
                                     f"suite {suite!r}: {listed} has no estimate and "
-                                    f"{klass.where or cls_name(klass)} declares no default"))
+                                    f"{klass.where or _describe(klass)} declares no default"))
         return None
     parts = PurePosixPath(base, listed).parts
     resolved: list[str] = []
@@ -435,5 +435,6 @@ def _entry(rel: str, suite: str, line: int, call: ast.Call, disabled: str | None
                      est_time=float(est) * scale, line=line, disabled=disabled, extra=extra)
 
 
-def cls_name(klass: _EntryClass) -> str:
+def _describe(klass: _EntryClass) -> str:
+    """The entry class by its fields, when its definition was not found."""
     return f"the entry class ({klass.fields[0]}, {klass.time_field})"
