@@ -18,6 +18,7 @@ from testfleet.adopt.ci_model import CIStage, NotCarried
 from testfleet.adopt.gates import step_gates
 from testfleet.adopt.lookup import JobLookups, job_lookups, resolve_condition, resolve_value
 from testfleet.adopt.runner import script_candidates
+from testfleet.adopt.test_step import carry_test_step, runner_lines
 from testfleet.adopt.workflow_yaml import EXPR, SECRET_REF, has_expr, short, text_of
 
 _INT_FLAG = r"--{name}[= ]+(\d+)"
@@ -344,8 +345,8 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         run, uses = step.get("run"), step.get("uses")
         label = short(step.get("name") or run or uses)
         if isinstance(run, str) and (TEST_COMMAND.search(run) or _PICKED_FILE.search(run)) \
-                and not _LISTING.search(run):
-            if not ran:
+                and not _LISTING.search(run) and (runner_lines(run) or _PICKED_FILE.search(run)):
+            if not ran:  # its env, limit and the commands before the runner
                 stage.test_timeout_minutes = _minutes(step.get("timeout-minutes"))
                 wrapper = _WRAPPER.search(run.replace("\\\n", " "))
                 if wrapper:
@@ -353,6 +354,7 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
                         f"its tests run through {wrapper.group(1) or wrapper.group(2)} (a container or environment "
                         "entered by a wrapper script), which a setup item cannot enter: carry "
                         "it into setup or container")
+                setup += carry_test_step(step, where, stage, not_carried, _shell_item)
             ran = True
             continue
         data_file = step.get("\0lookup")

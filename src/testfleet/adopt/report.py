@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testfleet.adopt.triggers import TriggerCase, trigger_cases
+from testfleet.policy import Trigger
 
 if TYPE_CHECKING:
     from testfleet.adopt.derive import Adoption
@@ -129,6 +130,9 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  "workflow's paths filter; testfleet's run_on_changes does the same with the "
                  "plan's diff (none is given here)",
         "no-trigger": "the generated workflow has no trigger for this event",
+        "draft": "the existing job fails on a draft pull request; policy.drafts cannot say "
+                 "that for these stages only (it skips every stage or every GPU stage), so "
+                 "testfleet runs them on drafts",
     }
     from testfleet.adopt.policy import every_job
 
@@ -137,7 +141,14 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         or not adoption.ci.stages
     schedules = {" ".join(c.split()): v for c, v in config.policy.schedules.items()}
     gate = config.policy.required_label
-    for case in trigger_cases(labels, config.policy.schedules, gate, release):
+    cases = trigger_cases(labels, config.policy.schedules, gate, release)
+    if any(j.draft_fails for ci in adoption.ci.stages.values() for j in every_job(ci)):
+        # a draft the existing CI blocks: compared too, so a block testfleet does not carry
+        # is never "the same stages on both sides"
+        cases.append(TriggerCase("PR draft" + (f", {gate}" if gate else ""), Trigger(
+            event="pull_request", labels=(gate,) if gate else (), draft=True),
+            ("pull_request",), "pr-draft"))
+    for case in cases:
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
         planned: dict[str, int] = Counter()
         written = workflow_events is None or any(e in workflow_events for e in case.events)
@@ -153,6 +164,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                          if any(e in j.events for e in case.events)
                          and not (case.trigger.is_pull_request
                                   and not j.pr_labels_required <= set(case.trigger.labels))
+                         and not (case.trigger.draft and j.draft_fails)
                          and not (case.trigger.event == "schedule"
                                   and case.trigger.cadence not in {schedules.get(c) for c in j.crons})]
             ci = triggered[0] if triggered else ci
@@ -171,6 +183,8 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                     "per-commit-job" if plan.policy.get("exact_nightly") else "empty")
             elif runs_there and not runs_here:
                 cls = "empty"
+            elif case.trigger.draft and ci is not None and any(j.draft_fails for j in every_job(ci)):
+                cls = "draft"
             elif ci is None:
                 cls = "dormant"
             elif not any(e in ci.events for e in case.events):

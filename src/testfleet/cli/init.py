@@ -179,6 +179,19 @@ def _validate(data: dict[str, Any], file: str) -> Any:
 
 
 
+def _stopped_report(report: Path | None, why: str) -> None:
+    """``--report`` is written whenever adoption stops, saying why (its help promises it)."""
+    if report is None:
+        return
+    from testfleet.fileio import output_mode, replace_atomically
+
+    text = f"# Adoption report\n\nAdoption stopped before deriving a configuration:\n\n{why}\n"
+    try:
+        replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
+    except OSError as exc:
+        raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}") from None
+
+
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
               help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan) and, "
@@ -233,6 +246,12 @@ def _validate(data: dict[str, Any], file: str) -> Any:
                    "as it is. Recorded in .github/testfleet-switch.json (docs/adopt.md).")
 @click.option("--unswitch", "unswitch", is_flag=True,
               help="Undo --switch: put every switched workflow back byte for byte.")
+@click.option("--migrate", "migrate", is_flag=True,
+              help="With --from-existing: write one registration line per suite into each file "
+                   "the runner script's central suite lists name (shown as a diff with --dry-run); "
+                   "the list itself is kept. Then run --from-existing again to adopt.")
+@click.option("--time-unit", "time_unit", type=click.Choice(["seconds", "minutes"]), default=None,
+              help="With --migrate: the unit of the lists' estimates when the code does not show it.")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
@@ -242,6 +261,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
             database_read_secret: str | None, no_history: bool, switch: bool, unswitch: bool,
+            migrate: bool, time_unit: str | None,
             dry_run: bool) -> int:
     """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
     the CI pipeline that consumes the plan.
@@ -300,6 +320,12 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if runner_selection is not None and report is None:
         raise UsageError("--runner-selection is compared in the adoption report: add --report FILE")
     selection = _runner_selection(runner_selection)  # a malformed file stops before any work
+    if migrate or time_unit:
+        from testfleet.cli import _migrate
+
+        if not (from_existing and migrate):
+            raise UsageError("--migrate and --time-unit go with --from-existing --migrate")
+        return _migrate.migrate(root, time_unit, dry_run)
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
@@ -322,10 +348,17 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         result = scan(root, list(roots) if roots else None)
         if result.calls or from_existing:
             if not result.calls:
-                raise UsageError(
-                    "--from-existing: no register_<backend>_ci(...) calls found under "
-                    f"{', '.join(result.roots)}; use --root DIR to point at the tests")
+                from testfleet.cli._migrate import central_hint, looked_for
+
+                why = central_hint(root) or looked_for(root, result.roots)
+                _stopped_report(report, f"--from-existing: {why}")
+                raise UsageError(f"--from-existing: {why}")
             adoption = derive(result)
+            from testfleet.cli._migrate import central_findings
+
+            found, notes = central_findings(root, {(c.file, c.suite) for c in result.calls})
+            adoption.findings += found
+            adoption.notes += notes
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
