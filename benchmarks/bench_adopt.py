@@ -92,7 +92,9 @@ def adopt(tree: Path, work: Path) -> tuple[Path, int, str]:
     run = subprocess.run([sys.executable, "-m", "testfleet.cli.main", "-C", str(copy), "init",
                           "--from-existing", "--allow-findings", "--report", str(report)],
                          capture_output=True, text=True, check=False)
-    return copy, run.returncode, run.stdout + run.stderr
+    # init prints a summary; the long list of notes is the report's
+    text = report.read_text(encoding="utf-8") if report.is_file() else ""
+    return copy, run.returncode, run.stdout + run.stderr + text
 
 
 def project_side(copy: Path, stages: list[tuple[str, str]]) -> dict[str, object]:

@@ -186,7 +186,7 @@ def _make_job(config: pytest.Config, found: Path, *, stage: str | None, shard: s
         registry = collect(project)
         if plan_path is not None:
             sel, plan, shown = _from_plan(Path(config.invocation_params.dir), plan_path,
-                                          job_id or "", digest)
+                                          job_id or "", digest, project, registry)
         elif stage is not None:
             sel, plan, shown = _from_stage(project, registry, stage, shard, cadence, database,
                                            digest, notes)
@@ -235,14 +235,20 @@ def _partial_selection(config: pytest.Config) -> str:
     return ""
 
 
-def _from_plan(base: Path, plan_path: str, job_id: str, digest: str | None) -> Any:
+def _from_plan(base: Path, plan_path: str, job_id: str, digest: str | None, project: Any,
+               registry: Any) -> Any:
     from testfleet.planning.model import load_plan
     from testfleet.runner.jobs import require_digest, select_plan_job
+    from testfleet.runner.planguard import require_registered
 
     path = Path(plan_path)
     plan = load_plan(path if path.is_absolute() else base / path)
     require_digest(plan, digest, f"plan file {plan_path}")
-    return select_plan_job(plan, job_id), plan, plan_path
+    sel = select_plan_job(plan, job_id)
+    if digest is None:  # nothing pins the plan: it runs only what this project plans
+        require_registered(project.config, registry.registrations, plan, sel.jobs,
+                           f"plan file {plan_path}")
+    return sel, plan, plan_path
 
 
 def _from_stage(project: Any, registry: Any, stage: str, shard: str | None,

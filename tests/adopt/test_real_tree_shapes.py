@@ -84,7 +84,9 @@ def test_the_stages_run_when_and_how_their_jobs_do(tree: Path) -> None:
     # the suite of a matrix entry, and both suites of a job that calls the runner twice, run
     assert stages["base-b-test-cpu"]["runs_on"] == ["xeon-gnr"]
     for name in ("nightly-amd-accuracy-8-gpu-grok", "nightly-perf-8-gpu-grok"):
-        assert "disabled" not in stages[name], name
+        # its tests run inside the container amd_ci_exec.sh enters: dormant, with the reason,
+        # and its triggers kept for when the container is carried and the line removed
+        assert "its tests run through scripts/ci/amd/amd_ci_exec.sh" in stages[name]["disabled"]
         assert stages[name]["registrations"] == "nightly"
         assert stages[name]["run_on_changes"] == [{"event": "push",
                                                    "paths": ["python/sglang/version.py"]}]
@@ -136,6 +138,20 @@ def test_adopted_tree_selects_what_the_workflows_dispatch(tree: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
     assert code == 0, out + err
+    # the stages whose tests run through a wrapper script (amd_ci_exec.sh, docker exec) are
+    # dormant until their container is carried; with that done (the line removed) each
+    # selects what the project's runner lists
+    import tomlkit
+
+    config = tree / "testfleet.toml"
+    doc = tomlkit.parse(config.read_text())
+    wrapped = sorted(n for n, t in doc["stages"].items()
+                     if str(t.get("disabled", "")).startswith("adoption incomplete"))
+    assert wrapped == ["base-b-test-cpu", "nightly-amd-accuracy-8-gpu-grok",
+                       "nightly-perf-8-gpu-grok", "stage-b-test-1-gpu-small-amd"]
+    for name in wrapped:
+        del doc["stages"][name]["disabled"]
+    config.write_text(tomlkit.dumps(doc))
     code, out, err = run_cli(capsys, "-C", str(tree), "check", "--format", "json")
     assert code == 0, out + err
     checked = json.loads(out)

@@ -221,7 +221,8 @@ jobs:
   check-changes:
     runs-on: ubuntu-latest
     outputs:
-      runs_on_map: ${{ steps.map.outputs.map }}
+      runs_on_map: ${{ steps.runner-map.outputs.runs_on_map }}
+      partitions: ${{ steps.partitions.outputs.partitions }}
     steps:
       - name: Fail if the PR does not have the 'run-ci' label
         if: github.event_name == 'pull_request' && !contains(github.event.pull_request.labels.*.name, 'run-ci')
@@ -232,8 +233,10 @@ jobs:
         if: github.event_name == 'pull_request' && github.event.pull_request.draft == true
         run: |
           exit 1
-      - id: map
-        run: echo "map={}" >> "$GITHUB_OUTPUT"
+      - id: partitions
+        run: python3 scripts/ci/utils/compute_partitions.py >> "$GITHUB_OUTPUT"
+      - id: runner-map
+        run: python3 scripts/ci/runner_configs.py --map >> "$GITHUB_OUTPUT"
   base-a-test-cpu:
     needs: [check-changes]
     runs-on: ubuntu-latest
@@ -252,6 +255,8 @@ jobs:
       self_name: base-b-test-1-gpu-small
       runner_config: 1-gpu-small
       check_changes: ${{ toJson(needs.check-changes.outputs) }}
+      partitions: ${{ needs.check-changes.outputs.partitions }}
+      run_timeout_minutes: '30'
   base-c-test-4-gpu-h100:
     needs: [check-changes, base-b-test-1-gpu-small]
     runs-on: ${{ github.repository == 'sgl-project/sglang' && '4-gpu-h100' || 'ubuntu-latest' }}
@@ -291,19 +296,87 @@ on:
       self_name: {type: string, required: true}
       runner_config: {type: string, required: true}
       check_changes: {type: string, required: true}
+      partitions: {type: string, required: true}
+      run_timeout_minutes: {type: string, required: true}
       timeout_per_file: {type: string, default: ''}
 jobs:
   run:
     runs-on: ${{ fromJson(fromJson(inputs.check_changes).runs_on_map)[inputs.runner_config] }}
     timeout-minutes: 240
+    strategy:
+      fail-fast: false
+      max-parallel: ${{ fromJson(inputs.partitions)[inputs.self_name].max_parallel }}
+      matrix:
+        partition: ${{ fromJson(inputs.partitions)[inputs.self_name].arr }}
     steps:
       - uses: actions/checkout@v4
+      - name: Resolve runner_config
+        id: rc
+        run: python3 scripts/ci/runner_configs.py '${{ inputs.runner_config }}' >> "$GITHUB_OUTPUT"
+      - name: Install dependencies
+        timeout-minutes: ${{ fromJson(steps.rc.outputs.install_timeout) }}
+        run: |
+          bash ${{ steps.rc.outputs.install }}
       - name: Run test
+        timeout-minutes: ${{ fromJson(inputs.run_timeout_minutes) }}
         run: |
           cd test
           python3 run_suite.py --hw cuda --suite ${{ inputs.self_name }} \\
             --auto-partition-size ${{ fromJson(inputs.partitions)[inputs.self_name].size }} \\
             ${{ inputs.timeout_per_file && format('--timeout-per-file {0}', inputs.timeout_per_file) || '' }}
+'''
+
+# scripts/ci/runner_configs.yml, .py and utils/compute_partitions.py, reduced: the data a
+# stage's runs-on and install are looked up in, and the partition rule (0.75 x the stage's
+# run timeout per shard, size // 3 at once, base-a pinned)
+RUNNER_CONFIGS_YML = '''
+_anchors:
+  default_install: &default scripts/ci/cuda/ci_install_dependency.sh
+runner_configs:
+  1-gpu-small: { install: *default, install_timeout: "20", runs_on: 1-gpu-5090 }
+  4-gpu-h100:  { install: *default, install_timeout: "20", runs_on: 4-gpu-h100 }
+'''
+
+RUNNER_CONFIGS_PY = '''
+import json, os, sys
+import yaml
+
+_YAML_PATH = os.path.join(os.path.dirname(__file__), "runner_configs.yml")
+
+
+def load():
+    with open(_YAML_PATH) as f:
+        return yaml.safe_load(f)["runner_configs"]
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--map":
+        print("runs_on_map=" + json.dumps({k: v["runs_on"] for k, v in load().items()}))
+    else:
+        for key, value in load()[sys.argv[1]].items():
+            print(f"{key}={value}")
+'''
+
+COMPUTE_PARTITIONS = '''
+import math
+
+_BASE_A_OVERRIDES = {"base-a-test-cpu": 2}
+
+
+def per_shard_target_seconds(suite, run_timeouts):
+    return 0.75 * run_timeouts[suite] * 60
+
+
+def compute_max_parallel(size):
+    return max(size // 3, 1)
+
+
+def compute_partitions(suites, run_timeouts):
+    out = {}
+    for suite, total in suites.items():
+        size = _BASE_A_OVERRIDES.get(suite) or math.ceil(total / per_shard_target_seconds(suite, run_timeouts))
+        out[suite] = {"size": size, "arr": list(range(size)), "max_parallel": compute_max_parallel(size)}
+    return out
 '''
 
 NIGHTLY = '''
@@ -387,6 +460,9 @@ FILES = {
     "test/run_suite.py": RUN_SUITE,
     "test/srt/test_legacy.py": "import unittest\n",  # not the runner's: never discovered
     ".github/workflows/pr-test.yml": PR_TEST,
+    "scripts/ci/runner_configs.yml": RUNNER_CONFIGS_YML,
+    "scripts/ci/runner_configs.py": RUNNER_CONFIGS_PY,
+    "scripts/ci/utils/compute_partitions.py": COMPUTE_PARTITIONS,
     ".github/workflows/_pr-test-stage.yml": PR_TEST_STAGE,
     ".github/workflows/nightly-test.yml": NIGHTLY,
     ".github/workflows/pr-test-npu.yml": PR_TEST_NPU,
@@ -526,8 +602,8 @@ def test_sglang_shaped_tree_end_to_end(tree: Path, capsys: pytest.CaptureFixture
 
 
 def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) -> None:
-    """A fork guard's ternary of literals and a matrix include list resolve to labels; a
-    value looked up at run time is listed with the reason, never written."""
+    """A fork guard's ternary of literals and a matrix include list resolve to labels, and
+    so does a label the job looks up in the repository's data (runner_configs.yml)."""
     result = derive(scan(tree))
     stages = result.data["stages"]
     assert stages["base-c-test-4-gpu-h100"]["runs_on"] == ["4-gpu-h100"]
@@ -535,18 +611,29 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
     assert "variants" not in stages["stage-a-test-1-gpu-small-amd"]
     assert any("taking github.repository == 'sgl-project/sglang'" in n for n in result.notes)
     told = "\n".join(n.render() for n in result.not_carried)
-    assert ("job base-b-test-1-gpu-small: runs-on '${{ fromJson(fromJson(inputs.check_changes)"
-            in told)
-    assert "computed at run time from fromJson(...); runs_on needs literal labels" in told
-    assert ("job base-b-test-1-gpu-small: partition count -- computed at run time; shards not set "
-            "(one job)") in told
-    assert stages["base-b-test-1-gpu-small"]["runs_on"] == ["self-hosted", "cuda"]  # + a note
+    assert "runs_on needs literal labels" not in told
+    assert "partition count" not in told
+    assert ("job base-b-test-1-gpu-small: step 'Resolve runner_config' -- its outputs were read "
+            "from scripts/ci/runner_configs.yml") in told
+    small = stages["base-b-test-1-gpu-small"]
+    assert small["runs_on"] == ["1-gpu-5090"]
+    assert any("runs-on '${{ fromJson(fromJson(inputs.check_changes).runs_on_map)" in n
+               and "read from scripts/ci/runner_configs.yml with the job's own key: [\"1-gpu-5090\"]"
+               in n for n in result.notes)
+    # the install step the same entry names, with its time limit
+    assert small["setup"] == ["timeout 20m bash scripts/ci/cuda/ci_install_dependency.sh"]
+    # the partition count computed at run time: 0.75 x the stage's 30-minute run timeout per
+    # shard, and the size // 3 throttle
+    assert (small["target_minutes"], small["max_parallel"]) == (22.5, 1)
+    assert "shards" not in small
     # the suite is registered for CUDA and NPU, each run by its own job (--hw): a variant each
-    # ... each on the events of its own workflow (the NPU one runs on pull requests only)
-    assert stages["base-b-test-1-gpu-small"]["variants"] == {
-        "cuda": {"runs_on": ["self-hosted", "cuda"],
+    # ... each on the events of its own workflow (the NPU one runs on pull requests only), the
+    # NPU one without the CUDA install
+    assert small["variants"] == {
+        "cuda": {"runs_on": ["1-gpu-5090"],
                  "events": ["pull_request", "push", "workflow_dispatch"]},
-        "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"], "events": ["pull_request"]}}
+        "npu": {"backend": "npu", "runs_on": ["linux-aarch64-a2-1"], "setup": [],
+                "events": ["pull_request"]}}
     assert stages["base-b-test-1-gpu-small"]["command"] == "python3 {file} -f"
     assert "${{" not in render_toml(result.data, "tool.testfleet")
     # a ternary on the event is not one runner: listed, with what it depends on
@@ -557,6 +644,60 @@ def test_computed_runs_on_is_adopted_when_it_is_literal_after_all(tree: Path) ->
     told = "\n".join(n.render() for n in result.not_carried)
     assert ("one of '4-gpu-h100', 'ubuntu-latest', depending on github.event_name; "
             "runs_on needs literal labels") in told
+
+
+def test_a_runner_label_no_data_settles_stops_adoption(tree: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the data file the lookup indexes, the label cannot be known without running
+    code: a finding naming the stage and the expression, and never a placeholder label set
+    any runner of the backend would take (the stage is dormant with the reason)."""
+    (tree / "scripts/ci/runner_configs.yml").unlink()
+    result = derive(scan(tree))
+    (finding,) = [f for f in result.findings if f.code == "adopt-runs-on"]
+    assert finding.severity == "error"
+    assert finding.message.startswith(
+        "stage base-b-test-1-gpu-small: job base-b-test-1-gpu-small's runs-on "
+        "'${{ fromJson(fromJson(inputs.check_changes).runs_on_map)")
+    small = result.data["stages"]["base-b-test-1-gpu-small"]
+    assert "runs_on" not in small and "runs_on" not in small["variants"]["cuda"]
+    assert small["disabled"].startswith("adoption incomplete (.github/workflows/pr-test.yml job "
+                                        "base-b-test-1-gpu-small): its runs-on")
+    assert "self-hosted" not in render_toml(result.data, "tool.testfleet")
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 1 and "(adopt-runs-on)" in out + err
+    assert not (tree / "testfleet.toml").exists() and not (tree / "pyproject.toml").exists()
+
+
+def test_a_stage_whose_set_up_cannot_be_carried_is_dormant(tree: Path) -> None:
+    """An install computed at run time, or tests run through a wrapper script: the stage is
+    adopted dormant with the reason, never as a job that runs its tests without them; its
+    triggers stay, so removing the line gives the old CI's events. A partition count
+    computed at run time with no timeout to bound a shard is never one job either."""
+    stage_wf = tree / ".github/workflows/_pr-test-stage.yml"
+    stage_wf.write_text(stage_wf.read_text().replace(
+        "bash ${{ steps.rc.outputs.install }}", "bash ${{ steps.rc.outputs.installer }}").replace(
+        "        timeout-minutes: ${{ fromJson(inputs.run_timeout_minutes) }}\n", ""))
+    pr = tree / ".github/workflows/pr-test.yml"
+    pr.write_text(pr.read_text().replace(
+        "          python3 run_suite.py --hw cuda --suite base-c-test-4-gpu-h100",
+        "          bash scripts/ci/amd/amd_ci_exec.sh -w /x python3 run_suite.py --hw cuda "
+        "--suite base-c-test-4-gpu-h100"))
+    stages = derive(scan(tree)).data["stages"]
+    small = stages["base-b-test-1-gpu-small"]
+    assert small["disabled"] == (
+        "adoption incomplete (.github/workflows/pr-test.yml job base-b-test-1-gpu-small): its "
+        "partition count is computed at run time (scripts/ci/utils/compute_partitions.py) and no "
+        "timeout of its test step bounds a shard: set shards or target_minutes; its step 'Install "
+        "dependencies' (computed at run time (a ${{ }} expression)): carry it into setup; then "
+        "remove this line")
+    h100 = stages["base-c-test-4-gpu-h100"]
+    assert "its tests run through scripts/ci/amd/amd_ci_exec.sh" in h100["disabled"]
+    assert h100["events"] == ["pull_request", "push", "workflow_dispatch"]
+    # no script to read the count from at all: still never one job
+    (tree / "scripts/ci/utils/compute_partitions.py").unlink()
+    small = derive(scan(tree)).data["stages"]["base-b-test-1-gpu-small"]
+    assert ("its partition count is computed at run time and no script adoption can read "
+            "decides it: set shards or target_minutes") in small["disabled"]
 
 
 def test_a_matrix_over_runner_classes_becomes_variants(tree: Path,
@@ -651,3 +792,25 @@ def test_pull_request_gates_of_the_existing_ci(tree: Path) -> None:
     assert "requires_labels" not in stages["base-a-test-cpu"]
     assert "requires_labels" not in stages["base-b-test-1-gpu-small"]  # its jobs want different labels
     assert any("on a draft pull request but not the others" in n for n in result.notes)
+
+
+def test_plan_warns_when_a_shard_outlasts_its_jobs_timeout(tree: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard estimated longer than its job's timeout would be cancelled before its tests
+    end: the plan says so, once per stage, with the way out."""
+    attention = tree / "test/registered/attention/test_attention.py"
+    attention.write_text(attention.read_text().replace(
+        'register_cuda_ci(est_time=120, stage="base-b"', 'register_cuda_ci(est_time=15000, stage="base-b"'))
+    code, out, err = run_cli(capsys, "-C", str(tree), "init", "--from-existing")
+    assert code == 0, out + err
+    project = load_project(tree)
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="push")))
+    over = [w for w in plan.warnings if "longer than the job's" in w]
+    assert over == ["stage base-b-test-1-gpu-small variant cuda: 1 of 1 shard(s) are estimated "
+                    "longer than the job's 240-minute timeout (longest 250.0 min): set "
+                    "target_minutes or raise job_timeout_minutes"]
+    attention.write_text(attention.read_text().replace("est_time=15000", "est_time=120"))
+    plan = make_plan(project, collect(project, use_cache=False),
+                     PlanRequest(trigger=Trigger(event="push")))
+    assert not [w for w in plan.warnings if "longer than the job's" in w]

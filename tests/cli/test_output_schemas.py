@@ -68,6 +68,12 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     planned = _tf(root, "plan", "--cadence", "nightly", "--format", "json", "--output",
                   str(root / "nightly.json"))
     assert planned.returncode == 1 and "1 registration error" in planned.stderr  # the invalid one
+    # shadow mode: a record of an old CI run that differs from the plan in every way it can
+    # (a file each side only, other runner labels, another partition count), with a history
+    (root / "shadow.txt").write_text(
+        "== stage=stage-a-cpu shard=0/3 runs_on=ubuntu-22.04 ==\ntests/fast/test_advantage.py\n"
+        "tests/fast/test_gone.py\n== stage=stage-b-cpu ==\ntests/unit/test_offload_plan.py\n",
+        encoding="utf-8")
     commands = {
         "check": ["check", "--format", "json"],
         "list": ["list", "--format", "json"],
@@ -89,6 +95,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "reconcile": ["reconcile", "--plan", str(root / "nightly.json"),
                       str(root / ".testfleet" / "runs"), "--format", "json"],
         "incidents": ["incident", "list", "--format", "json"],
+        "shadow": ["shadow", "compare", "--plan", str(root / "nightly.json"), "--observed",
+                   str(root / "shadow.txt"), "--history", str(root / "shadow-history.json"),
+                   "--record", "--format", "json"],
     }
     exported = _tf(root, "history", "export", "--output", str(root / "all.tfb"))
     assert exported.returncode == 0, exported.stderr
@@ -132,6 +141,9 @@ def test_the_example_exercises_the_lists_that_matter(outputs: dict[str, Any]) ->
     assert o["reconcile"]["missing_jobs"] and o["reconcile"]["other_plan"]
     assert any(s["reason"] == "invalid" for s in o["plan"]["skipped"])
     assert o["gate-evaluate"]["specs"] and o["gate-history"]["values"]
+    lanes = o["shadow"]["lanes"]
+    assert any(lane["only_observed"] for lane in lanes) and any(lane["only_planned"] for lane in lanes)
+    assert o["shadow"]["verdict"] and o["shadow"]["notes"]
 
 
 @pytest.mark.parametrize("kind", OUTPUT_KINDS)

@@ -99,3 +99,48 @@ def test_a_symlinked_plans_directory_is_not_written_through(
     assert res.returncode == 0, res.stderr
     assert "cannot freeze this run's plan" in res.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def _with_foreign_file(path: Path, job_index: int) -> None:
+    """Add a file outside roots to a job of the plan at ``path`` and recompute its digest,
+    as anything that can write the file can."""
+    from testfleet.planning.model import content_digest
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["jobs"][job_index]["tests"].append({"file": "evil/test_f9.py", "estimate": 1.0,
+                                            "source": "est_time"})
+    doc["digest"] = content_digest(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_an_edited_frozen_plan_with_its_digest_recomputed_is_refused_on_every_path(
+        log_project: Callable[..., Path]) -> None:
+    root = log_project(files=2, shards=2)
+    (root / "evil").mkdir()
+    (root / "evil" / "test_f9.py").write_text((root / "tests/test_f0.py").read_text())
+    assert run_testfleet(root, "run", "--stage", "s", "--shard", "1/2",
+                         "--display", "plain").returncode == 0
+    [frozen] = _frozen(root)
+    _with_foreign_file(frozen, 1)
+    res = run_testfleet(root, "run", "--stage", "s", "--shard", "2/2")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "evil/test_f9.py not planned for s" in res.stderr and "nothing was run" in res.stderr
+    res = run_pytest(root, "--testfleet-stage", "s", "--testfleet-shard", "2/2")
+    assert res.returncode == 4 and "evil/test_f9.py not planned for s" in res.stdout + res.stderr
+    assert "evil/test_f9.py" not in ran(root) and sum(ran(root).values()) == 1
+
+
+def test_an_unpinned_edited_plan_file_is_refused_on_every_path(
+        log_project: Callable[..., Path]) -> None:
+    root = log_project(files=2, shards=1)
+    (root / "evil").mkdir()
+    (root / "evil" / "test_f9.py").write_text((root / "tests/test_f0.py").read_text())
+    assert run_testfleet(root, "plan", "--stage", "s", "--format", "json",
+                         "--output", "plan.json").returncode == 0
+    _with_foreign_file(root / "plan.json", 0)
+    job = json.loads((root / "plan.json").read_text())["jobs"][0]["id"]
+    res = run_testfleet(root, "run", "--plan", "plan.json", "--job", job)
+    assert res.returncode == 2 and "evil/test_f9.py not registered for stage s" in res.stderr
+    res = run_pytest(root, "--testfleet-plan", "plan.json", "--testfleet-job", job)
+    assert res.returncode == 4 and "not registered for stage s" in res.stdout + res.stderr
+    assert ran(root) == {}

@@ -908,7 +908,106 @@ CORPUS += [
 
 
 # #36 item 4-5: reconcile checks every status field against its plan job; edited plans with a recomputed digest.
+TWO_STAGES = CONFIG + '[stages.b]\nbackend = "cpu"\n'
+B_TEST = GOOD_TEST.replace('suite="a"', 'suite="b"')
+# A file outside roots that leaves a mark when it runs at all.
+EVIL = {"evil/test_evil.py": "from pathlib import Path\n"
+                             "(Path(__file__).resolve().parents[1] / 'PWNED').write_text('ran')\n"}
+
+
+def _status_doc(plan: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """The status `testfleet run` writes for a job of ``plan`` that passed every file."""
+    lane = job["stage"] + (f".{job['variant']}" if job.get("variant") else "")
+    return {"schema": "testfleet.job-status/1", "plan_digest": plan["digest"],
+            "plan_file": "plan.json", "job_id": job["id"], "jobs": [job["id"]],
+            "stage": job["stage"], "variant": job.get("variant", ""), "shard": job["shard"],
+            "shards": job["shards"], "run_id": f"r-{job['id']}", "ci_run_id": "1",
+            "ci_attempt": 1, "runner": "testfleet run", "empty": False, "complete": True,
+            "exit_status": 0, "reason": "", "started_at": NOW - 60, "finished_at": NOW,
+            "testfleet_version": "0.2.0",
+            "files": [{"file": t["file"], "stage": lane, "outcome": "PASSED", "attempts": 1,
+                       "quarantined": False} for t in job["tests"]]}
+
+
+def _forged_status(edit: Callable[[dict[str, Any]], None],
+                   text: Callable[[str], str] = lambda raw: raw) -> Callable[[Ctx], None]:
+    """A plan, and a status per job as its run wrote it, except job a-1-of-1's: ``edit``
+    changes its document, ``text`` its JSON text (what a forger with an editor does)."""
+    def setup(ctx: Ctx) -> None:
+        tf(ctx, "plan", "--format", "json", "-o", "plan.json")
+        plan = json.loads((ctx.root / "plan.json").read_text(encoding="utf-8"))
+        (ctx.root / "st").mkdir()
+        for job in plan["jobs"]:
+            doc = _status_doc(plan, job)
+            raw = json.dumps(doc)
+            if job["id"] == "a-1-of-1":
+                edit(doc)
+                raw = text(json.dumps(doc))
+            (ctx.root / "st" / f"{job['id']}.json").write_text(raw, encoding="utf-8")
+    return setup
+
+
+def _set(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc.update(fields)
+
+
+def _no_attempt(doc: dict[str, Any]) -> None:
+    doc["files"][0]["attempts"] = 0
+
+
+def _with_evil(doc: dict[str, Any], job_id: str) -> None:
+    """Add the file outside roots to ``job_id`` and recompute the digest, as anyone who can
+    write the plan can."""
+    from testfleet.planning.model import content_digest
+
+    job = next(j for j in doc["jobs"] if j["id"] == job_id)
+    job["tests"].append({"file": "evil/test_evil.py", "estimate": 1.0, "source": "est_time"})
+    doc["digest"] = content_digest(doc)
+
+
+def _edited_plan(ctx: Ctx) -> None:
+    tf(ctx, "plan", "--format", "json", "-o", "plan.json")
+    path = ctx.root / "plan.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    _with_evil(doc, "a-1-of-1")
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _edited_frozen_plan(ctx: Ctx) -> None:
+    """Shard 1 of 2 freezes the run's plan (a dry run is enough); then something on the
+    machine (shard 1's tests) adds a file to shard 2's job in it."""
+    tf(ctx, "run", "--stage", "a", "--shard", "1/2", "--dry-run")
+    (path,) = (ctx.root / ".testfleet/plans").glob("*.json")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    _with_evil(doc, "a-2-of-2")
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _evil_not_run(ctx: Ctx, output: str) -> list[str]:
+    return ["the file outside roots ran"] if (ctx.root / "PWNED").exists() else []
+
+
 CORPUS += [
+    row("reconcile-status-other-stage", {"testfleet.toml": TWO_STAGES, "tests/test_b.py": B_TEST},
+        ["reconcile", "--plan", "plan.json", "st"], {}, 1,
+        "stage 'b', but job a-1-of-1 is of 'a'", setup=_forged_status(_set(stage="b"))),
+    row("reconcile-status-shard-2-of-2", {}, ["reconcile", "--plan", "plan.json", "st"], {}, 1,
+        "shard 2/2, but job a-1-of-1 is shard 1 of 1",
+        setup=_forged_status(_set(shard=2, shards=2))),
+    row("reconcile-status-passed-0-attempts", {}, ["reconcile", "--plan", "plan.json", "st"], {},
+        1, "tests/test_a.py: PASSED after 0 attempt(s)", setup=_forged_status(_no_attempt)),
+    row("reconcile-status-shard-5000-digits", {}, ["reconcile", "--plan", "plan.json", "st"],
+        {"PYTHONINTMAXSTRDIGITS": "0"}, 2, "an integer of 5000 digits",
+        setup=_forged_status(_set(), lambda raw: raw.replace('"shard": 1', '"shard": '
+                                                             + "9" * 5000))),
+    row("run-plan-job-edited-digest-recomputed", EVIL,
+        ["run", "--plan", "plan.json", "--job", "a-1-of-1", "--no-history"], {}, 2,
+        "evil/test_evil.py not registered for stage a in this checkout",
+        setup=_edited_plan, intact=_evil_not_run),
+    row("run-stage-frozen-plan-edited", {**EVIL, "testfleet.toml": CONFIG + "shards = 2\n",
+                                         "tests/test_b.py": GOOD_TEST},
+        ["run", "--stage", "a", "--shard", "2/2", "--no-history"], {}, 2,
+        "evil/test_evil.py not planned for a", setup=_edited_frozen_plan, intact=_evil_not_run),
 ]
 
 

@@ -220,7 +220,7 @@ def test_from_existing_without_markers_is_an_error(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     root = plain_tree(tmp_path)
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--from-existing")
-    assert code == 2 and "no register_<backend>_ci(...) calls found under tests" in err
+    assert code == 2 and "no register_<backend>_ci(...) calls under tests and no central suite list" in err
 
 
 def test_strip_section_keeps_other_tables_comments_and_dotted_keys() -> None:

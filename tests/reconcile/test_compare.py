@@ -153,3 +153,109 @@ def test_hostile_names_stay_one_line_in_every_form() -> None:
 
     for line in github_annotations(r):
         assert "\n" not in line and line.startswith("::error title=testfleet reconcile::")
+
+
+def _impossible(plan: Plan, forged: JobStatus) -> list[str]:
+    """The details of the ``impossible`` problems when ``forged`` replaces its job's status;
+    every other job reports correctly."""
+    r = reconcile(plan, [forged, *[_status(plan, j.id) for j in plan.jobs if j.id != forged.job_id]])
+    assert not r.ok and [p.job_id for p in r.impossible] == [forged.job_id]
+    validate_output("reconcile", to_json(r))
+    return [p.detail for p in r.impossible]
+
+
+@pytest.mark.parametrize(("change", "detail"), [
+    ({"stage": "s"}, "stage 's', but job t-1-of-1 is of 't'"),
+    ({"variant": "gpu"}, "stage 't.gpu', but job t-1-of-1 is of 't'"),
+    ({"shard": 2, "shards": 2}, "shard 2/2, but job t-1-of-1 is shard 1 of 1"),
+    ({"shard": 0}, "shard 0/1, but job t-1-of-1 is shard 1 of 1"),
+    ({"jobs": ("s-1-of-2",)}, "job id 't-1-of-1', but it accounts for job 's-1-of-2'"),
+    ({"complete": True, "exit_status": -1}, "complete, with the placeholder's exit status -1"),
+    ({"started_at": 10.0, "finished_at": 5.0}, "finished before it started"),
+])
+def test_a_status_field_its_job_cannot_have_is_impossible(change: dict[str, object],
+                                                          detail: str) -> None:
+    plan = _plan()
+    assert any(detail in d for d in _impossible(plan, _status(plan, "t-1-of-1", **change)))
+
+
+@pytest.mark.parametrize(("outcome", "attempts", "runner", "detail"), [
+    ("PASSED", 0, "testfleet run", "tests/test_t.py: PASSED after 0 attempt(s)"),
+    ("FAILED", 0, "pytest", "tests/test_t.py: FAILED after 0 attempt(s)"),
+    ("FLAKY", 1, "testfleet run", "FLAKY (passed on a retry) after 1 attempt(s)"),
+    ("FAILED", 11, "testfleet run", "11 attempts; no run makes more than 10"),
+    ("PASSED", 2, "pytest", "2 attempts under pytest, which makes one"),
+    ("NOT_RUN", 0, "testfleet run", "NOT_RUN in a status that says it is complete"),
+])
+def test_a_file_entry_no_run_writes_is_impossible(outcome: str, attempts: int, runner: str,
+                                                  detail: str) -> None:
+    plan = _plan()
+    forged = _status(plan, "t-1-of-1", runner=runner,
+                     files=(FileStatus("tests/test_t.py", "t", outcome, attempts),))  # type: ignore[arg-type]
+    assert any(detail in d for d in _impossible(plan, forged))
+
+
+def test_a_file_entry_of_another_lane_or_quarantine_is_impossible() -> None:
+    plan = _plan()
+    lane = _status(plan, "t-1-of-1", files=(FileStatus("tests/test_t.py", "s", "PASSED", 1),))
+    assert "tests/test_t.py: reported for lane 's', the status is of 't'" in _impossible(plan, lane)[0]
+    quarantined = _status(plan, "t-1-of-1",
+                          files=(FileStatus("tests/test_t.py", "t", "FAILED", 1, True),))
+    assert "reported quarantined, the plan does not quarantine it" in _impossible(plan, quarantined)[0]
+
+
+def test_a_whole_stage_status_accounts_for_every_shard_of_one_lane() -> None:
+    plan = _plan()
+    shards = [j for j in plan.jobs if j.stage == "s"]
+    whole = JobStatus(plan_digest=plan.digest, job_id="s-all-2", stage="s", variant="", shard=0,
+                      shards=2, run_id="r", ci_run_id=None, empty=False, complete=True,
+                      exit_status=0, jobs=tuple(j.id for j in shards), source="all.json",
+                      files=tuple(FileStatus(t.file, "s", "PASSED", 1)
+                                  for j in shards for t in j.tests))
+    t_job = _status(plan, "t-1-of-1")
+    assert reconcile(plan, [whole, t_job]).ok
+    r = reconcile(plan, [replace(whole, shard=1), t_job])
+    assert [p.detail for p in r.impossible] == ["shard 1/2, but job s-1-of-2 is every shard of 2"]
+    r = reconcile(plan, [replace(whole, job_id="s-all-3"), t_job])
+    assert "a whole-stage status of s is 's-all-2'" in r.impossible[0].detail
+    mixed = replace(whole, jobs=(shards[0].id, "t-1-of-1"))
+    assert "one status is of one stage" in reconcile(plan, [mixed]).impossible[0].detail
+
+
+def test_a_status_of_another_plan_is_judged_by_its_state_only() -> None:
+    """Its stage and shard describe that plan's jobs (``other_plan`` already fails it), so
+    only what no status can say is added: a refused job's status is one problem, not two."""
+    plan = _plan()
+    refused = _status(plan, "t-1-of-1", plan_digest="", shard=0, shards=0, files=(),
+                      complete=False, exit_status=2, reason="refused: x")
+    r = reconcile(plan, [refused, *[_status(plan, j.id) for j in plan.jobs[:2]]])
+    assert r.other_plan and not r.impossible
+
+
+def test_a_superseded_attempt_is_checked_too() -> None:
+    plan = _plan()
+    forged = _status(plan, "t-1-of-1", ci_attempt=1, stage="s")
+    r = reconcile(plan, [forged, _status(plan, "t-1-of-1", ci_attempt=2),
+                         *[_status(plan, j.id) for j in plan.jobs[:2]]])
+    assert r.superseded and [p.source for p in r.impossible] == ["t-1-of-1.json"]
+
+
+@pytest.mark.parametrize("digits", [21, 5000, 100_000])
+def test_a_status_integer_longer_than_any_field_is_refused_before_conversion(digits: int) -> None:
+    """Whatever the interpreter's int-string limit (lifted here), the number is refused by
+    its length, never converted."""
+    import sys
+
+    from testfleet.errors import UsageError
+    from testfleet.reconcile.status import decode_status
+
+    limit = getattr(sys, "get_int_max_str_digits", lambda: None)()
+    if limit is not None:
+        sys.set_int_max_str_digits(0)
+    try:
+        with pytest.raises(UsageError, match=f"an integer of {digits} digits"):
+            decode_status(b'{"shard": -' + b"9" * digits + b"}", "s.json")
+    finally:
+        if limit is not None:
+            sys.set_int_max_str_digits(limit)
+    assert decode_status(b'{"shard": ' + b"9" * 20 + b"}", "s.json") == {"shard": 10**20 - 1}

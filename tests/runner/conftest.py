@@ -63,7 +63,8 @@ def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
     """A project with a config and test files, and a sealed plan file for them.
 
     Returns (project root, plan path, job ids). Each file is registered on stage ``s-py``
-    (command python) with estimate 0.1 s, in the given order.
+    (command python) with estimate 0.1 s, in the given order; a marker line appended to
+    each file registers it in the tree too, as a plan run without a pinned digest needs.
     """
 
     def build(files: dict[str, str], *, floor: float = 5.0, grace: float = 0.5,
@@ -80,7 +81,11 @@ def cli_project(tmp_path: Path) -> Callable[..., tuple[Path, Path, list[str]]]:
         regs = []
         for i, (name, body) in enumerate(files.items()):
             path = root / "tests" / name
-            path.write_text(textwrap.dedent(body))
+            text = textwrap.dedent(body)
+            if "register_" not in text:  # a plan nobody pins runs registered files only
+                text += (f"\nfrom testfleet import register_cpu_ci\n"
+                         f"register_cpu_ci(est_time=1, suite={stage!r})\n")
+            path.write_text(text)
             # decreasing estimates keep the planned order equal to the given order
             regs.append(Registration(f"tests/{name}", "cpu", stage, 100.0 - i))
         project = load_project(root)

@@ -5,9 +5,13 @@ runs it, and what that CI does that a configuration does not carry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from testfleet.adopt.runner import RunnerRead
 from testfleet.findings import Finding
+
+if TYPE_CHECKING:  # lookup.py reads workflows, which speak of NotCarried
+    from testfleet.adopt.lookup import PartitionRule
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,16 @@ class CIStage:
     #: manual or called run may ask for any cadence
     cadence_input: bool = False
     alternates: list[CIStage] = field(default_factory=list)
+    #: what the job computes at run time from data the repository keeps (adopt/lookup.py):
+    #: how it was read, the partition script's rule, the test step's own timeout
+    lookup_notes: list[str] = field(default_factory=list)
+    partition_rule: PartitionRule | None = None
+    test_timeout_minutes: float | None = None
+    #: a ``runs-on`` no static reading settles: (the expression, why)
+    runs_on_unresolved: tuple[str, str] | None = None
+    #: what the job needs before its tests that adoption cannot carry (an install computed
+    #: at run time, a wrapper script the tests run through): the stage is adopted dormant
+    incomplete: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -109,3 +123,7 @@ class CIRead:
     #: jobs that run test files by path (a matrix of ``test_case: test/.../test_x.py``,
     #: SGLang's nightly-test-npu.yml): the job as a stage, and the files its matrix names
     path_jobs: list[tuple[CIStage, list[str]]] = field(default_factory=list)
+    #: every route to a test run, before jobs reached twice are merged: (workflow whose
+    #: trigger starts it, its job id, the stage it runs or "" for a job that runs files by
+    #: path, those files) -- what ``init --switch`` turns off
+    job_runs: list[tuple[str, str, str, tuple[str, ...]]] = field(default_factory=list)

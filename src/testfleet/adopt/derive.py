@@ -194,8 +194,10 @@ def derive(scan_result: Scan, *, schedules: dict[str, str] | None = None) -> Ado
                      f"{project.gate_defaults_source}")
         findings = [f for f in findings if not (f.code == "adopt-gate-default"
                                                 and _gate_metric(f.message) in project.gate_defaults)]
+    # one job reached from several workflows says the same thing once per route: once here
+    told = list(dict.fromkeys([*not_carried, *ci.not_carried, *ci.ignored_crons]))
     return Adoption(data=data, findings=findings, notes=notes, registrations=len(calls),
-                    not_carried=[*not_carried, *ci.not_carried, *ci.ignored_crons], ci=ci,
+                    not_carried=told, ci=ci,
                     project=project, dormant=dormant, lane_jobs=lane_jobs)
 
 

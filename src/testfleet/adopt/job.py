@@ -16,7 +16,9 @@ from typing import Any
 
 from testfleet.adopt.ci_model import CIStage, NotCarried
 from testfleet.adopt.gates import step_gates
+from testfleet.adopt.lookup import JobLookups, job_lookups, resolve_condition, resolve_value
 from testfleet.adopt.runner import script_candidates
+from testfleet.adopt.test_step import carry_test_step, runner_lines
 from testfleet.adopt.workflow_yaml import EXPR, SECRET_REF, has_expr, short, text_of
 
 _INT_FLAG = r"--{name}[= ]+(\d+)"
@@ -85,6 +87,34 @@ def output_default(jobs: Mapping[str, Any], expression: str) -> tuple[str, str] 
     return value, m.group(1)
 
 
+def _resolved_body(body: Mapping[str, Any], lookups: JobLookups) -> dict[str, Any]:
+    """The job with what its lookups settle written in: ``runs-on``, ``env``, the
+    container, and each step's ``run``, ``env``, ``timeout-minutes`` and ``if:``; a step
+    whose outputs were read from data is marked (it is the lookup, not a setup step)."""
+    out = dict(body)
+    for key in ("runs-on", "env", "container", "timeout-minutes"):
+        if key in out:
+            out[key] = resolve_value(out[key], lookups)
+    steps = out.get("steps")
+    if isinstance(steps, list):
+        resolved: list[Any] = []
+        for step in steps:
+            if not isinstance(step, Mapping):
+                resolved.append(step)
+                continue
+            new = dict(step)
+            for key in ("run", "env", "timeout-minutes", "with"):
+                if key in new:
+                    new[key] = resolve_value(new[key], lookups)
+            if "if" in new:
+                new["if"] = resolve_condition(new["if"], lookups)
+            if new.get("id") in lookups.resolved_steps:
+                new["\0lookup"] = lookups.resolved_steps[str(new["id"])]
+            resolved.append(new)
+        out["steps"] = resolved
+    return out
+
+
 def command_lines(commands: str) -> list[str]:
     return [" ".join(line.split()) for line in commands.replace(">-\n", " ").splitlines()
             if TEST_COMMAND.search(line)]
@@ -92,13 +122,35 @@ def command_lines(commands: str) -> list[str]:
 
 def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], job: Mapping[str, Any],
                    called: list[dict[str, Any]], commands: str, not_carried: list[NotCarried],
-                   workflow_jobs: Mapping[str, Any] | None = None) -> CIStage:
+                   workflow_jobs: Mapping[str, Any] | None = None, repo: Path | None = None,
+                   cache: dict[str, Any] | None = None) -> CIStage:
     where = f"{rel} job {job_id}"
     stage = CIStage(name=name, workflow=rel, job=job_id, events=events)
     inner = called[0] if called else {}
+    raw_job, raw_inner = job, inner
+    lookups = None
+    if repo is not None:
+        # values the job looks up at run time in data the repository keeps (SGLang's
+        # runner_configs.yml through runs_on_map and steps.rc.outputs): settled first
+        lookups = job_lookups(repo, job, inner if called else None, workflow_jobs,
+                              {} if cache is None else cache)
+        if lookups.contexts:
+            if called:
+                inner = _resolved_body(inner, lookups)
+            else:
+                job = _resolved_body(job, lookups)
+            commands = str(resolve_value(commands, lookups))
+        stage.lookup_notes = list(lookups.notes)
+        stage.partition_rule = lookups.partition_rule
     computed: Mapping[str, Any] = inner.get("\0computed", {})
 
     runs_on = job.get("runs-on", inner.get("runs-on"))
+    written = raw_job.get("runs-on", raw_inner.get("runs-on"))
+    if isinstance(runs_on, (str, list)) and lookups is not None and lookups.data_files \
+            and has_expr(written) and not has_expr(runs_on):
+        stage.notes.append(f"{where}: runs-on {short(written)} read from "
+                           f"{', '.join(sorted(lookups.data_files))} with the job's own key: "
+                           f"{json.dumps(runs_on if isinstance(runs_on, list) else [runs_on])}")
     if isinstance(runs_on, str) and not has_expr(runs_on):
         stage.runs_on = [runs_on]
     elif isinstance(runs_on, list) and all(isinstance(x, str) and not has_expr(x) for x in runs_on):
@@ -178,7 +230,7 @@ def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], jo
         parallel = strategy.get("max-parallel")
         if isinstance(parallel, int) and not isinstance(parallel, bool) and parallel >= 1:
             stage.max_parallel = parallel
-        elif parallel is not None:
+        elif parallel is not None and stage.partition_rule is None:
             not_carried.append(NotCarried(where, f"max-parallel {short(parallel)}",
                                           "not a literal whole number"))
     steps = inner.get("steps") if called else job.get("steps")
@@ -186,11 +238,14 @@ def read_stage_job(name: str, rel: str, job_id: str, events: tuple[str, ...], jo
                  inner.get("\0inputs", {}) if called else {})
     stage.extra_args = _pytest_options(commands, where, not_carried)
     stage.shards = _shards(job, commands)
-    if stage.shards is None and re.search(r"--(?:auto-partition-size|partition-size|shards|num-shards)\b",
-                                          commands):
+    if stage.shards is None and stage.partition_rule is None \
+            and re.search(r"--(?:auto-partition-size|partition-size|shards|num-shards)\b", commands):
         not_carried.append(NotCarried(where, "partition count",
                                       "computed at run time; shards not set (one job): set shards "
                                       "or target_minutes for this stage"))
+        # never one job where the project splits the stage
+        stage.incomplete.append("its partition count is computed at run time and no script "
+                                "adoption can read decides it: set shards or target_minutes")
     for name, key in (("max-attempts", "max_attempts"), ("retry-wait-seconds", "retry_wait_seconds"),
                       ("retry-timeout-increase", "retry_timeout_increase")):
         m = re.search(_INT_FLAG.format(name=name), commands)
@@ -223,13 +278,17 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
         return
     # an input no caller gave is null on a push, a pull request or a schedule (a manual
     # run's form may fill it: said as an assumption)
-    names = sorted(set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", json.dumps(runs_on, default=str))))
+    text = json.dumps(runs_on, default=str)
+    names = sorted(set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", text)))
     contexts = {f"inputs.{n}": None for n in names}
+    if "matrix." not in text:
+        strategy = None  # a matrix computed at run time does not matter to labels it never reads
     try:
         found, assumed = resolve_runs_on(runs_on, strategy, contexts)
     except Unresolved as exc:
         not_carried.append(NotCarried(where, f"runs-on {short(runs_on)}",
                                       f"{exc}; runs_on needs literal labels"))
+        stage.runs_on_unresolved = (short(runs_on), str(exc))
         return
     stage.runs_on = found[0]
     if len(found) > 1:
@@ -242,6 +301,26 @@ def _computed_runs_on(runs_on: Any, strategy: Any, where: str, stage: CIStage,
         stage.notes.append(f"{where}: runs-on {short(runs_on)} read as {shown}, with "
                            + " and ".join(f"inputs.{n}" for n in names)
                            + " empty, as on a run not started by hand")
+
+
+#: a step that installs what the tests need: a stage whose install cannot be carried is
+#: not adopted as a job that would run its tests without it
+_INSTALL = re.compile(r"(?i)\binstall")
+#: ``bash scripts/ci/amd/amd_ci_exec.sh ... python3 run_suite.py``: the tests run inside
+#: whatever the wrapper enters (a container, an environment)
+_WRAPPER = re.compile(r"(?:^|[;&|]\s*|\n\s*)(?:bash|sh)\s+([\w./-]+\.sh)\b[^\n]*\b(?:run_suite|pytest)\b"
+                      r"|\b(docker\s+exec)\b[^\n]*\b(?:run_suite|pytest)\b")
+
+
+def _minutes(value: Any) -> float | None:
+    """A literal ``timeout-minutes`` (a number, or a string of one after a lookup)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and value > 0:
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", value) and float(value) > 0:
+        return float(value)
+    return None
 
 
 #: ``python3 -u ${{ inputs.test_case }}``: a Python file the workflow picks, the job's test
@@ -266,8 +345,23 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         run, uses = step.get("run"), step.get("uses")
         label = short(step.get("name") or run or uses)
         if isinstance(run, str) and (TEST_COMMAND.search(run) or _PICKED_FILE.search(run)) \
-                and not _LISTING.search(run):
+                and not _LISTING.search(run) and (runner_lines(run) or _PICKED_FILE.search(run)):
+            if not ran:  # its env, limit and the commands before the runner
+                stage.test_timeout_minutes = _minutes(step.get("timeout-minutes"))
+                wrapper = _WRAPPER.search(run.replace("\\\n", " "))
+                if wrapper:
+                    stage.incomplete.append(
+                        f"its tests run through {wrapper.group(1) or wrapper.group(2)} (a container or environment "
+                        "entered by a wrapper script), which a setup item cannot enter: carry "
+                        "it into setup or container")
+                setup += carry_test_step(step, where, stage, not_carried, _shell_item)
             ran = True
+            continue
+        data_file = step.get("\0lookup")
+        if data_file:
+            not_carried.append(NotCarried(where, f"step {label}", "its outputs were read from "
+                                          f"{data_file} at adoption and written into the steps "
+                                          "that use them"))
             continue
         if ran:
             not_carried.append(NotCarried(where, f"step {label} after the tests",
@@ -298,6 +392,8 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
         item, why = _shell_item(step, run, runs)
         if why is not None:
             not_carried.append(NotCarried(where, f"step {label}", why))
+            if _INSTALL.search(str(step.get("name") or run)):
+                stage.incomplete.append(f"its step {label} ({why}): carry it into setup")
             continue
         setup.append(item)
     if ran:  # without a step that runs the tests there is no "before" to carry
@@ -353,7 +449,23 @@ def _shell_item(step: Mapping[str, Any], run: str, runs: bool | None) -> tuple[s
         if not isinstance(cwd, str) or has_expr(cwd) or not cwd.strip():
             return "", "its working-directory is computed at run time"
         lines.append(f"cd {shlex.quote(cwd)}")
-    return "\n".join([*lines, run.strip()]), None
+    return "\n".join([*lines, _time_limited(run.strip(), step.get("timeout-minutes"))]), None
+
+
+#: one simple command, after its variable assignments (``X=1 bash install.sh``)
+_SIMPLE = re.compile(r"^((?:[A-Za-z_][A-Za-z0-9_]*=[^\s;&|<>`$()]*\s+)*)([^\s;&|<>`$()=]+(?:\s+[^;&|<>`$()]+)?)$")
+_BUILTINS = {"cd", "export", "source", ".", "set", "unset", "exit", "eval", "exec", "echo", "["}
+
+
+def _time_limited(run: str, minutes: Any) -> str:
+    """A one-command step keeps its own ``timeout-minutes`` as ``timeout Nm`` (the install
+    step's limit SGLang reads from runner_configs.yml); a longer script keeps only the
+    job's limit."""
+    limit = _minutes(minutes)
+    m = _SIMPLE.match(run) if limit is not None and "\n" not in run else None
+    if m is None or limit is None or m.group(2).split()[0] in _BUILTINS:
+        return run
+    return f"{m.group(1)}timeout {limit:g}m {m.group(2)}"
 
 
 def _action_step(uses: str, step: Mapping[str, Any], where: str, stage: CIStage,

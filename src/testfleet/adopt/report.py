@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testfleet.adopt.triggers import TriggerCase, trigger_cases
+from testfleet.policy import Trigger
 
 if TYPE_CHECKING:
     from testfleet.adopt.derive import Adoption
@@ -43,11 +44,21 @@ def _project_side(scan: Scan, adoption: Adoption) -> dict[str, tuple[int, int]]:
     return {s: (len(files[s]), regs[s]) for s in regs}
 
 
+def registration_counts(scan: Scan, adoption: Adoption) -> tuple[int, int]:
+    """(marker calls, registrations by location) on the project's side: the one count the
+    configuration's header comment and the report's "registrations kept" both use, so
+    they never disagree (a tree registering most files by location has far more
+    registrations than marker calls)."""
+    total = sum(n for _, n in _project_side(scan, adoption).values())
+    return len(scan.calls), total - len(scan.calls)
+
+
 def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  runner: dict[tuple[str, str], set[str]] | None = None,
                  runner_source: str = "", workflow_events: set[str] | None = None) -> str:
     """``workflow_events``: the events the generated GitHub workflow is triggered by (None
     when none is written); a trigger it has no ``on:`` entry for runs nothing there."""
+    from testfleet.adopt.summary import summary_lines
     from testfleet.config import Project
     from testfleet.planning import make_plan
     from testfleet.planning.request import PlanRequest
@@ -77,7 +88,11 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
              f"{sum(1 for r in regs if r.implicit)}",
              f"- excluded paths: {len(adoption.data.get('exclude', []))}",
              f"- hand edits needed before `testfleet check` passes: **{len(errors)}**",
-             f"- dormant stages (no CI job runs them): {len(adoption.dormant)}", ""]
+             f"- dormant stages: {len(adoption.dormant)} (no CI job runs them: "
+             f"{sum(1 for r in adoption.dormant.values() if not r.startswith('adoption incomplete'))}"
+             f"; adoption incomplete, each with what to change: "
+             f"{sum(1 for r in adoption.dormant.values() if r.startswith('adoption incomplete'))})",
+             "", "What `init` printed first:", "", "```text", *summary_lines(adoption, registration_counts(scan, adoption)), "```", ""]
 
     lines += ["## Files and registrations per stage", "",
               "| stage | backend | project: files | project: registrations | testfleet: files "
@@ -115,6 +130,9 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                  "workflow's paths filter; testfleet's run_on_changes does the same with the "
                  "plan's diff (none is given here)",
         "no-trigger": "the generated workflow has no trigger for this event",
+        "draft": "the existing job fails on a draft pull request; policy.drafts cannot say "
+                 "that for these stages only (it skips every stage or every GPU stage), so "
+                 "testfleet runs them on drafts",
     }
     from testfleet.adopt.policy import every_job
 
@@ -123,7 +141,14 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         or not adoption.ci.stages
     schedules = {" ".join(c.split()): v for c, v in config.policy.schedules.items()}
     gate = config.policy.required_label
-    for case in trigger_cases(labels, config.policy.schedules, gate, release):
+    cases = trigger_cases(labels, config.policy.schedules, gate, release)
+    if any(j.draft_fails for ci in adoption.ci.stages.values() for j in every_job(ci)):
+        # a draft the existing CI blocks: compared too, so a block testfleet does not carry
+        # is never "the same stages on both sides"
+        cases.append(TriggerCase("PR draft" + (f", {gate}" if gate else ""), Trigger(
+            event="pull_request", labels=(gate,) if gate else (), draft=True),
+            ("pull_request",), "pr-draft"))
+    for case in cases:
         plan = make_plan(project, registry, PlanRequest(trigger=case.trigger))
         planned: dict[str, int] = Counter()
         written = workflow_events is None or any(e in workflow_events for e in case.events)
@@ -139,6 +164,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                          if any(e in j.events for e in case.events)
                          and not (case.trigger.is_pull_request
                                   and not j.pr_labels_required <= set(case.trigger.labels))
+                         and not (case.trigger.draft and j.draft_fails)
                          and not (case.trigger.event == "schedule"
                                   and case.trigger.cadence not in {schedules.get(c) for c in j.crons})]
             ci = triggered[0] if triggered else ci
@@ -157,6 +183,8 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
                     "per-commit-job" if plan.policy.get("exact_nightly") else "empty")
             elif runs_there and not runs_here:
                 cls = "empty"
+            elif case.trigger.draft and ci is not None and any(j.draft_fails for j in every_job(ci)):
+                cls = "draft"
             elif ci is None:
                 cls = "dormant"
             elif not any(e in ci.events for e in case.events):
@@ -194,6 +222,7 @@ def build_report(repo: Path, scan: Scan, adoption: Adoption, config: Config,
         if unknown:
             lines += [f"Not compared (no such stage or trigger in the adopted configuration): "
                       f"{', '.join(unknown)}.", ""]
+    lines += _switch_section(repo, adoption, config)
     lines += ["## Not carried over", ""]
     if adoption.not_carried:
         lines += [f"- {n.render()}" for n in adoption.not_carried]
@@ -243,3 +272,21 @@ def _file_comparison(case: TriggerCase, plan: Plan, runner: dict[tuple[str, str]
     if rows:
         out += ["| stage | file | side | reason |", "|---|---|---|---|", *rows]
     return [*out, ""]
+
+
+def _switch_section(repo: Path, adoption: Adoption, config: Config) -> list[str]:
+    """Each job of the existing workflows and what ``init --switch`` does with it, so the
+    reviewer sees before the switch which jobs it turns off and which it never touches."""
+    from testfleet.adopt.switch import classify_jobs, render_jobs
+    from testfleet.errors import UsageError
+
+    out = ["## The existing CI's jobs after the switch", "",
+           "What `testfleet init --switch` does with each job of the workflows an event starts: "
+           "`replaced` jobs get one `if: false` line (testfleet's workflow runs their stages); "
+           "`kept` and `left-alone` jobs are not touched (`left-alone`: tied to tests, see why). "
+           "`testfleet init --unswitch` puts every switched file back byte for byte.", ""]
+    try:
+        jobs = classify_jobs(repo, adoption, config)
+    except UsageError as exc:
+        return [*out, f"Not decided: {exc}", ""]
+    return [*out, *(render_jobs(jobs) if jobs else ["No workflow of the project runs jobs."]), ""]

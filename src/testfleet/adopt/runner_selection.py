@@ -7,11 +7,9 @@ from __future__ import annotations
 import re
 
 from testfleet.adopt.triggers import CASE_IDS
+from testfleet.listing_text import ListingLines
 
 _BLOCK = re.compile(r"^==\s*trigger=(\S+)\s+stage=(\S+)\s*==\s*$")
-
-
-_PY_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py)(?![\w/])")
 
 
 def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[str]]:
@@ -28,8 +26,7 @@ def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[
     from testfleet.errors import UsageError
 
     out: dict[tuple[str, str], set[str]] = {}
-    current: set[str] | None = None
-    skipping = False
+    current: ListingLines | None = None
     for number, line in enumerate(text.splitlines(), 1):
         if re.match(r"==\s*trigger=", line):  # a runner's own '=====' rules are text
             m = _BLOCK.match(line)
@@ -42,19 +39,13 @@ def parse_runner_selection(text: str, source: str) -> dict[tuple[str, str], set[
                                  f"{', '.join(CASE_IDS)}")
             if (case, stage) in out:
                 raise UsageError(f"{source}:{number}: trigger={case} stage={stage} is given twice")
-            current = out[(case, stage)] = set()
-            skipping = False
+            current = ListingLines()
+            out[(case, stage)] = current.files
             continue
         if not line.strip():
             continue
         if current is None:
             raise UsageError(f"{source}:{number}: text before the first "
                              "'== trigger=<id> stage=<stage> ==' line")
-        stripped = line.lstrip()
-        top = line == stripped and not stripped.startswith(("-", "*", "+"))
-        if top:
-            skipping = stripped.lower().startswith("skip")
-        if skipping:
-            continue
-        current.update(p.removeprefix("./") for p in _PY_PATH.findall(line))
+        current.feed(line)
     return out

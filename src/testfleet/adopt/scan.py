@@ -203,7 +203,8 @@ def _scan_file(rel: str, path: Path, result: Scan) -> None:
         registrations = sum(1 for c in fs.calls if c.name != GATE)
         for module in {m.group(1) for m in _IMPORT_FROM.finditer(text)}:
             result.marker_modules[module] += registrations
-    _not_called(rel, fs, result.findings)
+    if not (fs.others and defines_markers(path)):  # the markers' own module is no finding
+        _not_called(rel, fs, result.findings)
     for occ in fs.others:
         template = _UNREAD.get(occ.kind)
         if template is None:

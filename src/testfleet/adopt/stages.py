@@ -11,6 +11,7 @@ from typing import Any
 from testfleet.adopt.calls import ALIASES, NAME, FoundCall
 from testfleet.adopt.ci_model import CIRead, CIStage, NotCarried
 from testfleet.adopt.job_settings import job_settings, unmapped, unsupported_job_keys
+from testfleet.adopt.parallelism import incomplete_reason, partition_keys
 from testfleet.adopt.scan import Scan
 from testfleet.adopt.stage_events import PLAN_EVENTS
 from testfleet.config import BUILTIN_BACKENDS
@@ -60,6 +61,17 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
         from_ci = _job_for(ci.stages.get(suite), backend)
         stage["runs_on"] = (from_ci.runs_on if from_ci and from_ci.runs_on
                             else ["self-hosted", backend] if gpu else ["ubuntu-latest"])
+        unknown_runner = from_ci is not None and not from_ci.runs_on \
+            and from_ci.runs_on_unresolved is not None
+        if unknown_runner:
+            assert from_ci is not None and from_ci.runs_on_unresolved is not None
+            # never a placeholder any runner of the backend would take: the stage waits
+            # for its labels, and adoption stops until someone gives them
+            expression, why = from_ci.runs_on_unresolved
+            findings.append(Finding(from_ci.workflow, 0, 0, "error", "adopt-runs-on",
+                                    f"stage {suite}: job {from_ci.job}'s runs-on {expression} "
+                                    f"cannot be known without running code ({why}); set the "
+                                    f"stage's runs_on and remove its disabled line"))
         if from_ci and from_ci.container:
             stage["container"] = _container(from_ci)
         if others:
@@ -71,6 +83,7 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                          f"{len(from_ci.runs_on_variants)} runner classes (its matrix); one variant each")
         if from_ci:
             notes += from_ci.notes
+            notes += [n for n in from_ci.lookup_notes if n not in notes]  # one fact, said once
         stage["command"] = _command(files if suite not in implicit_suites else [], scan_result)
         if from_ci is not None:
             stage["command"] = runner_command(stage["command"], from_ci, suite, files, notes)
@@ -85,6 +98,10 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                                 "only on some runs)" if runner.batch_args else ""))
         if from_ci and from_ci.shards:
             stage["shards"] = from_ci.shards
+        elif from_ci is not None and from_ci.partition_rule is not None:
+            per_commit = [c.est_time for c in scalls if c.backend == backend and not c.disabled
+                          and c.nightly == from_ci.nightly_run]
+            stage.update(partition_keys(suite, from_ci, per_commit, notes))
         if gpu:
             stage["trusted_only"] = True
         if from_ci is None and have_ci:
@@ -94,6 +111,11 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
                       "schedule it")
             stage["disabled"] = reason
             dormant[suite] = reason
+        elif from_ci is not None:
+            incomplete = incomplete_reason(from_ci, stage, unknown_runner)
+            if incomplete is not None:
+                stage["disabled"] = incomplete
+                dormant[suite] = incomplete
         if from_ci is not None:
             if from_ci.env:
                 stage["env"] = dict(sorted(from_ci.env.items()))
@@ -113,6 +135,11 @@ def adopted_stages(calls: list[FoundCall], implicit: list[dict[str, Any]], scan_
             if from_ci.alternates and "variants" not in stage:
                 stage["variants"] = _job_variants(suite, stage, from_ci, notes, not_carried,
                                                   lane_jobs)
+        if unknown_runner:
+            placeholder = stage.pop("runs_on")
+            for variant in stage.get("variants", {}).values():
+                if variant.get("runs_on") == placeholder:
+                    del variant["runs_on"]
         stages[suite] = stage
     for suite, stage in stages.items():
         from_ci = ci.stages.get(suite)
@@ -252,9 +279,17 @@ def _backend_variants(suite: str, backend: str, others: list[str], runs_on: list
         job = _job_for(ci, other) if ci is not None else None
         if job is not None and (job.hw is None or ALIASES.get(job.hw.lower(), job.hw.lower()) != other):
             job = None
-        labels = job.runs_on if job is not None and job.runs_on else (
-            ["self-hosted", other] if other != "cpu" else ["ubuntu-latest"])
-        out[other] = {"backend": other, "runs_on": labels}
+        if job is None or not job.runs_on:
+            # no job runs this backend's registrations: never a placeholder any runner of
+            # the backend would take
+            out[other] = {"backend": other, "disabled": (
+                f"no job of the existing CI runs {suite} for {other} with runner labels "
+                "adoption could read; set runs_on and remove this line to schedule it")}
+            continue
+        out[other] = {"backend": other, "runs_on": job.runs_on}
+        if job is not None and job is not _job_for(ci, backend):
+            # its own job's set-up, never the other backend's install
+            out[other]["setup"] = [*job.env_setup, *job.setup]
     notes.append(f"stage {suite}: registered for {', '.join([backend, *others])}; one variant per "
                  "backend (each runs only its backend's registrations)")
     return out

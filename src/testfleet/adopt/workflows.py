@@ -120,11 +120,13 @@ def read_workflows(repo: Path, suites: Iterable[str], path_only: Iterable[str] =
                                         [dict(unit.inner)] if unit.inner is not None else [],
                                         commands, result.not_carried)
                     ci.definition = unit.caller_id  # the job whose matrix names the files
+                    result.job_runs.append((rel, str(job_id), "", tuple(named)))
                     ci.crons = list(crons) if "schedule" in unit.events else []
                     ci.event_paths = {e: list(v) for e, v in event_paths.items() if e in unit.events}
                     _register_path_job(result, ci, named)
                 for stage, scoped, strategy in runs:
                     runs_tests = True
+                    result.job_runs.append((rel, str(job_id), stage, ()))
                     job_stages.setdefault(str(job_id), [])
                     if stage not in job_stages[str(job_id)]:
                         job_stages[str(job_id)].append(stage)
@@ -134,7 +136,7 @@ def read_workflows(repo: Path, suites: Iterable[str], path_only: Iterable[str] =
                         (inner if inner is not None and "strategy" in inner else caller)["strategy"] = strategy
                     ci = read_stage_job(stage, rel, str(job_id), unit.events, caller,
                                         [inner] if inner is not None else [], scoped,
-                                        result.not_carried, jobs)
+                                        result.not_carried, jobs, repo, cache)
                     ci.definition = unit.definition
                     ci.cadence_input = bool(re.search(r"--cadence[= ]+\$\{\{", scoped))
                     ci.crons = list(crons) if "schedule" in unit.events else []

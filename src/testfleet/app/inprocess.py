@@ -4,7 +4,9 @@ and the pytest plugin's ``--testfleet-stage`` both come here.
 Same registry, same estimates, same quarantine as ``testfleet plan`` (one function makes
 both: :func:`testfleet.app.plan.plan_from_history`); and the first plan of
 a CI run on a machine is frozen (:mod:`testfleet.planning.frozen`), so later shards of the
-run execute it instead of re-planning from the history earlier shards wrote.
+run execute it instead of re-planning from the history earlier shards wrote. A frozen plan
+lies where tests can write, so a later shard executes it only when it holds nothing the
+history-free plan it makes for the key does not (:mod:`testfleet.runner.planguard`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
     from testfleet.planning import make_plan
     from testfleet.planning.frozen import freeze, frozen_key, frozen_path, load_frozen
     from testfleet.runner.jobs import ci_run_id
+    from testfleet.runner.planguard import require_frozen_matches
     from testfleet.vcs import current_commit
 
     env = os.environ if environ is None else environ
@@ -58,6 +61,7 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
     path = frozen_path(project.root / project.config.cache_dir, key)
     existing = load_frozen(path)
     if existing is not None:
+        require_frozen_matches(existing, literal, _shown(project, path))
         return InProcessPlan(existing, path, True, [
             f"executing this run's frozen plan {existing.digest[:19]}… ({_shown(project, path)}), "
             "made by its first shard on this machine: shard membership is not re-planned from "
@@ -71,6 +75,8 @@ def plan_in_process(project: Project, registry: Any, request: Any, *, database: 
                    f"({exc.strerror or exc}): a later shard on this machine may plan again from "
                    "newer history; give every shard --plan-digest to make it refuse instead")
         return InProcessPlan(plan, None, False, out)
+    if frozen.digest != plan.digest:  # another shard froze its plan first
+        require_frozen_matches(frozen, literal, _shown(project, path))
     return InProcessPlan(frozen, path, frozen.digest != plan.digest, out)
 
 

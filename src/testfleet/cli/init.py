@@ -179,6 +179,19 @@ def _validate(data: dict[str, Any], file: str) -> Any:
 
 
 
+def _stopped_report(report: Path | None, why: str) -> None:
+    """``--report`` is written whenever adoption stops, saying why (its help promises it)."""
+    if report is None:
+        return
+    from testfleet.fileio import output_mode, replace_atomically
+
+    text = f"# Adoption report\n\nAdoption stopped before deriving a configuration:\n\n{why}\n"
+    try:
+        replace_atomically(report, text.encode("utf-8"), mode=output_mode(report))
+    except OSError as exc:
+        raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}") from None
+
+
 @click.command("init")
 @click.option("--github", "github", is_flag=True,
               help="Also write .github/workflows/testfleet.yml (dynamic matrix from the plan) and, "
@@ -227,6 +240,18 @@ def _validate(data: dict[str, Any], file: str) -> Any:
                    "reads the cached history); kept in [tool.testfleet.ci].")
 @click.option("--no-history", "no_history", is_flag=True,
               help="No history loop in the workflow (kept as [tool.testfleet.ci] history = false).")
+@click.option("--switch", "switch", is_flag=True,
+              help="Turn off the existing workflows' jobs whose stages testfleet's workflow now "
+                   "runs (one 'if: false' line each, with a comment); every other job is left "
+                   "as it is. Recorded in .github/testfleet-switch.json (docs/adopt.md).")
+@click.option("--unswitch", "unswitch", is_flag=True,
+              help="Undo --switch: put every switched workflow back byte for byte.")
+@click.option("--migrate", "migrate", is_flag=True,
+              help="With --from-existing: write one registration line per suite into each file "
+                   "the runner script's central suite lists name (shown as a diff with --dry-run); "
+                   "the list itself is kept. Then run --from-existing again to adopt.")
+@click.option("--time-unit", "time_unit", type=click.Choice(["seconds", "minutes"]), default=None,
+              help="With --migrate: the unit of the lists' estimates when the code does not show it.")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be written and every finding; write nothing; same exit status.")
 @click.pass_context
@@ -235,7 +260,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             runner_selection: Path | None, use_toml: bool,
             roots: tuple[str, ...], install: str | None, python_version: str,
             push_branches: tuple[str, ...], no_pruning: bool, database_secret: str | None,
-            database_read_secret: str | None, no_history: bool, dry_run: bool) -> int:
+            database_read_secret: str | None, no_history: bool, switch: bool, unswitch: bool,
+            migrate: bool, time_unit: str | None,
+            dry_run: bool) -> int:
     """Scaffold [tool.testfleet] (or testfleet.toml) and, with --github / --buildkite,
     the CI pipeline that consumes the plan.
 
@@ -251,6 +278,8 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
       testfleet init --github --dry-run
       testfleet init --from-existing --github --report adoption.md --dry-run
       testfleet init --github --force --database-secret TESTFLEET_DATABASE_URL
+      testfleet init --switch --dry-run
+      testfleet init --unswitch
     """
     from testfleet.adopt.derive import derive
     from testfleet.adopt.scaffold import scaffold
@@ -264,6 +293,9 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     # CI files go to the directory init runs in (the repository root).
     repo: Path = app.directory
     root: Path = explicit.parent.resolve() if explicit is not None else repo
+    if switch or unswitch:
+        return _switch(repo, root, explicit, undo=unswitch, dry_run=dry_run,
+                       others=(github, buildkite, from_existing, force, rederive, report, switch and unswitch))
     for flag, name in (("--database-secret", database_secret),
                        ("--database-read-secret", database_read_secret)):
         if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -288,6 +320,12 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     if runner_selection is not None and report is None:
         raise UsageError("--runner-selection is compared in the adoption report: add --report FILE")
     selection = _runner_selection(runner_selection)  # a malformed file stops before any work
+    if migrate or time_unit:
+        from testfleet.cli import _migrate
+
+        if not (from_existing and migrate):
+            raise UsageError("--migrate and --time-unit go with --from-existing --migrate")
+        return _migrate.migrate(root, time_unit, dry_run)
     writes: list[Write] = []
     messages: list[str] = []
     existing = _existing_config(root, explicit)
@@ -310,15 +348,21 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         result = scan(root, list(roots) if roots else None)
         if result.calls or from_existing:
             if not result.calls:
-                raise UsageError(
-                    "--from-existing: no register_<backend>_ci(...) calls found under "
-                    f"{', '.join(result.roots)}; use --root DIR to point at the tests")
+                from testfleet.cli._migrate import central_hint, looked_for
+
+                why = central_hint(root) or looked_for(root, result.roots)
+                _stopped_report(report, f"--from-existing: {why}")
+                raise UsageError(f"--from-existing: {why}")
             adoption = derive(result)
+            from testfleet.cli._migrate import central_findings
+
+            found, notes = central_findings(root, {(c.file, c.suite) for c in result.calls})
+            adoption.findings += found
+            adoption.notes += notes
             if buildkite:
                 _buildkite_container_options(adoption, keep=github)
             data = adoption.data
-            comment = (f"Adopted by 'testfleet init --from-existing' from {adoption.registrations} "
-                       "registrations.\nReview runs_on (your runner labels), shards and needs.")
+            comment = _adopted_comment(result, adoption)
             if not from_existing:
                 messages.append(f"found {adoption.registrations} register_*_ci calls; "
                                 "derived the configuration from them (as --from-existing)")
@@ -376,6 +420,15 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             raise UsageError(f"--report {report}: cannot write: {exc.strerror or exc}; "
                              "nothing was written") from None
         messages.append(f"wrote the adoption report {report}")
+    if adoption is not None:
+        from testfleet.adopt.report import registration_counts
+        from testfleet.adopt.summary import summary_lines
+
+        for line in summary_lines(adoption, registration_counts(result, adoption)):
+            click.echo(line)
+        if report is not None:
+            click.echo(f"  the full list ({len(adoption.notes)} note(s), {len(adoption.not_carried)} "
+                       f"thing(s) not carried over) is in {report}")
     if dry_run:
         for w in writes:
             shown = w.path.relative_to(repo) if w.path.is_relative_to(repo) else w.path
@@ -398,13 +451,14 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         click.echo(note)
     for warning in ci.warnings:
         click.echo(warning, err=True)
-    if adoption is not None:
-        for note in adoption.notes:
+    if adoption is not None and report is None:  # with a report, the long list is there
+        for note in dict.fromkeys(adoption.notes):
             click.echo(f"note: {note}")
         if adoption.not_carried:
             click.echo(f"not carried over from the existing CI ({len(adoption.not_carried)}):")
             for item in adoption.not_carried:
                 click.echo(f"  - {item.render()}")
+    if adoption is not None:
         for f in adoption.findings:
             click.echo(f.render(), err=True)
     if blocked:
@@ -423,6 +477,79 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
     elif not dry_run and not errors:
         click.echo("next: testfleet check && testfleet plan")
     return 0
+
+
+def _adopted_comment(scan: Any, adoption: Any) -> str:
+    """The configuration's header: the registrations counted as the adoption report counts
+    them (marker calls and files registered by location)."""
+    from testfleet.adopt.report import registration_counts
+
+    calls, implicit = registration_counts(scan, adoption)
+    where = f" ({calls} marker calls, {implicit} by location)" if implicit else ""
+    return (f"Adopted by 'testfleet init --from-existing' from {calls + implicit} "
+            f"registrations{where}.\nReview runs_on (your runner labels), shards and needs.")
+
+
+def _switch(repo: Path, root: Path, explicit: Path | None, *, undo: bool, dry_run: bool,
+            others: tuple[object, ...]) -> int:
+    """``--switch`` / ``--unswitch`` (see :mod:`testfleet.adopt.switch`): the old jobs the
+    configuration owns, turned off or back on; every file or none."""
+    from testfleet.adopt.switch import classify_jobs, switch, unswitch
+    from testfleet.fileio import replace_all_or_nothing
+
+    if any(others):
+        raise UsageError("--switch and --unswitch are commands of their own: give one, with "
+                         "--dry-run at most")
+    if undo:
+        result = unswitch(repo)
+    else:
+        from testfleet.adopt.derive import derive
+        from testfleet.adopt.scan import scan
+        from testfleet.config import load_project
+
+        existing = _existing_config(root, explicit)
+        if existing is None:
+            raise UsageError("--switch: no testfleet configuration; adopt first "
+                             "('testfleet init --from-existing --github')")
+        config = load_project(root, existing).config
+        result = switch(repo, classify_jobs(repo, derive(scan(root)), config))
+        _shadow_verdict(repo)
+    for job in result.jobs:
+        if not undo:
+            click.echo(f"{job['action']:<10} {job['workflow']} job {job['job']}: {job['why']}")
+        elif job["action"] == "replaced":
+            click.echo(f"restored   {job['workflow']} job {job['job']}")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    shown = [p.relative_to(repo).as_posix() if p.is_relative_to(repo) else str(p)
+             for p, _ in result.writes]
+    deleted = result.delete.relative_to(repo).as_posix() if result.delete is not None else None
+    if dry_run:
+        click.echo(f"would write: {', '.join(shown) or 'nothing'}"
+                   + (f"; would delete {deleted}" if deleted else ""))
+        return 0
+    try:
+        replace_all_or_nothing([(p, data, _mode(p)) for p, data in result.writes])
+        if result.delete is not None:
+            result.delete.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write {getattr(exc, 'filename', None) or '?'}: "
+                         f"{exc.strerror or exc}") from None
+    click.echo(f"wrote {', '.join(shown) or 'nothing'}" + (f"; deleted {deleted}" if deleted else ""))
+    click.echo("next: commit the change; 'testfleet init --unswitch' undoes it" if not undo
+               else "the old workflows run again as before the switch")
+    return 0
+
+
+def _shadow_verdict(repo: Path) -> None:
+    """What shadow mode's history says, when this checkout has one (the switch does not
+    wait for it: a maintainer may have compared by other means)."""
+    from testfleet.shadow.history import DEFAULT_PATH, load_history, verdict
+
+    path = repo / DEFAULT_PATH
+    if path.is_file():
+        click.echo(f"shadow mode ({DEFAULT_PATH}): {verdict(load_history(path), 10)['message']}",
+                   err=True)
 
 
 def _ci_flags(install: str | None, database_secret: str | None,

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "enable": ("testfleet.cli.enable", "Restore disabled registrations (by --ref #N or file)."),
     # incidents (issue #29)
     "incident": ("testfleet.cli.incident", "Failures grouped by cause; make a broken stage dormant."),
+    # moving a project over (issue #39)
+    "shadow": ("testfleet.cli.shadow", "Compare what testfleet would run with what the old CI ran."),
 }
 
 

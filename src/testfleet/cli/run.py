@@ -184,7 +184,14 @@ def _select(project: Any, base: Path, opts: TriggerOptions, plan_path: Path | No
         path = plan_path if plan_path.is_absolute() else base / plan_path
         plan = load_plan(path)
         require_digest(plan, digest, f"plan file {path}")
-        return select_plan_job(plan, job_id), plan, str(plan_path)
+        sel = select_plan_job(plan, job_id)
+        if digest is None:  # nothing pins the plan: it runs only what this project plans
+            from testfleet.registry import collect
+            from testfleet.runner.planguard import require_registered
+
+            require_registered(project.config, collect(project, gates=False).registrations,
+                               plan, sel.jobs, f"plan file {plan_path}")
+        return sel, plan, str(plan_path)
     if job_id is not None:
         raise UsageError("--job needs --plan")
     if not opts.stages and not opts.files:

@@ -116,6 +116,13 @@ class MarkerRoles(_Keys):
     """
 
     disabled_on_runners: str | None = None
+    #: a declared ``str`` keyword with the per-runner disable's own reason
+    #: (``disabled_on_runners_reason="MI35x OOM, #2301"``). Naming it, or a default, makes
+    #: the runner patterns a disable of their own: no ``disabled`` needed, and ``disabled``
+    #: stays the switch of the whole registration
+    disabled_on_runners_reason: str | None = None
+    #: the reason when a call gives none; ``{pattern}`` is the pattern that matched
+    disabled_on_runners_default: str | None = None
 
     @model_validator(mode="after")
     def _declared(self) -> MarkerRoles:
@@ -125,6 +132,16 @@ class MarkerRoles(_Keys):
             raise ValueError(f"disabled_on_runners names {name!r}, which must be a keyword "
                              f"declared as \"list[str]\" in keywords (got "
                              f"{keywords.get(name, 'not declared')!r})")
+        reason = self.disabled_on_runners_reason
+        if (reason is not None or self.disabled_on_runners_default is not None) and name is None:
+            raise ValueError("disabled_on_runners_reason / disabled_on_runners_default need "
+                             "disabled_on_runners (the keyword with the runner patterns)")
+        if reason is not None and keywords.get(reason) != "str":
+            raise ValueError(f"disabled_on_runners_reason names {reason!r}, which must be a "
+                             f"keyword declared as \"str\" in keywords (got "
+                             f"{keywords.get(reason, 'not declared')!r})")
+        if self.disabled_on_runners_default is not None and not self.disabled_on_runners_default.strip():
+            raise ValueError("disabled_on_runners_default must be a non-empty reason")
         return self
 
 

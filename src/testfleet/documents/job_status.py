@@ -13,6 +13,11 @@ from typing_extensions import NotRequired, TypedDict
 from testfleet.documents.base import boundary
 from testfleet.documents.vocabulary import Outcome
 
+#: far beyond any plan's shard count (a stage's ``shards``/``max_shards`` are at most 256)
+MAX_SHARDS = 100_000
+#: CI attempts of one job (GitHub's run attempts, Buildkite's retries) stay far below this
+MAX_CI_ATTEMPT = 1_000_000
+
 Text = Annotated[str, Field(max_length=4096)]
 Name = Annotated[str, Field(max_length=500)]
 Digest = Annotated[str, Field(max_length=100)]
@@ -42,15 +47,15 @@ class JobStatusDoc(TypedDict):
     jobs: NotRequired[list[Name]]
     stage: Name
     variant: Name
-    shard: Annotated[int, Field(ge=0)]
-    shards: Annotated[int, Field(ge=0)]
+    shard: Annotated[int, Field(ge=0, le=MAX_SHARDS)]
+    shards: Annotated[int, Field(ge=0, le=MAX_SHARDS)]
     run_id: Name
     ci_run_id: Name | None
-    ci_attempt: NotRequired[Annotated[int, Field(ge=1)] | None]
+    ci_attempt: NotRequired[Annotated[int, Field(ge=1, le=MAX_CI_ATTEMPT)] | None]
     runner: NotRequired[Runner]
     empty: bool
     complete: bool
-    exit_status: int
+    exit_status: Annotated[int, Field(ge=-1, le=255)]
     reason: NotRequired[Text]
     started_at: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)]]
     finished_at: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]

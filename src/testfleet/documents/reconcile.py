@@ -66,6 +66,10 @@ class ReconcileDoc(TypedDict):
     other_plan: list[JobProblemDoc]
     incomplete: list[JobProblemDoc]
     unplanned_jobs: list[JobProblemDoc]
+    impossible: list[JobProblemDoc]
+    """Statuses with a field their plan job cannot have (another stage, shard, job id,
+    lane or quarantine; an executed file without an attempt, more attempts than any run
+    makes; a complete placeholder)."""
     empty_shards: list[JobProblemDoc]
     """Statuses of shards the plan left without files (accepted, shown)."""
     superseded: list[JobProblemDoc]

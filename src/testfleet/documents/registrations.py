@@ -30,6 +30,9 @@ class RegistrationDoc(TypedDict):
     disabled_on: NotRequired[list[str]]
     """Runner label patterns (fnmatch) that narrow ``disabled`` to the lanes whose
     ``runs_on`` has a matching label; absent when ``disabled`` applies everywhere."""
+    disabled_on_reason: NotRequired[str]
+    """Present when ``disabled_on`` is a per-runner disable of its own, independent of
+    ``disabled``: the reason on a matching lane (``{pattern}``: the pattern that matched)."""
 
 
 @closed

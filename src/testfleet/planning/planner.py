@@ -323,6 +323,14 @@ def make_plan(
                 ci=ci,
                 timeout_minutes=job_timeout(ci, sum(sec for _, sec in group)),
             ))
+        over = [j for j in jobs[len(jobs) - len(groups):] if j.estimate > j.timeout_minutes * 60]
+        if over:  # the job would be cancelled before its tests end: more shards, or a longer limit
+            worst = max(over, key=lambda j: j.estimate)
+            warnings.append(f"stage {name}{f' variant {lane.variant}' if lane.variant else ''}: "
+                            f"{len(over)} of {len(groups)} shard(s) are estimated longer than the "
+                            f"job's {worst.timeout_minutes}-minute timeout (longest "
+                            f"{worst.estimate / 60:.1f} min): set target_minutes or raise "
+                            "job_timeout_minutes")
         regs = [r for r in by_stage.get(name, []) if r.backend == lane.backend]
         total = sum(seconds)
         makespan = max((sum(sec for _, sec in g) for g in groups), default=0.0)

@@ -141,7 +141,7 @@ def select(
             skip(reg, "not-requested", f"--stage filter: {', '.join(sorted(stages))}")
         elif files and reg.file not in files:
             skip(reg, "not-requested", "explicit --file request names other files")
-        elif reg.disabled and not reg.disabled_on and not request.include_disabled:
+        elif reg.disabled and reg.off_everywhere and not request.include_disabled:
             skip(reg, "disabled", reg.disabled)
             if files:
                 sel.warnings.append(

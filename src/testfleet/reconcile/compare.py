@@ -12,7 +12,12 @@ The rules, each a way a planned test can fall out silently:
 - nothing executed that the plan does not hold (*unplanned*);
 - every status from this plan (*other plan*: its ``plan_digest`` differs), finished
   (*incomplete*: interrupted, killed, refused, or only part of its tests selected), and
-  about a job of the plan or an empty shard the plan has (*unmatched*).
+  about a job of the plan or an empty shard the plan has (*unmatched*);
+- every status possible for the plan job it names (*impossible*): its stage, variant,
+  shard and shard count, job ids, its files' lanes and quarantine, per-file attempts
+  and the placeholder/final state. A status file is an artifact written next to a pull
+  request's code: one edited to another stage, to shard 2 of 2 of a one-shard job, or to
+  ``attempts: 0`` with ``PASSED`` would otherwise count as its job having run.
 
 An empty shard (``shards = N`` with fewer than N files) has no job in the plan; its status
 is accepted when the plan indeed leaves that shard of that stage without files. A CI
@@ -31,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from testfleet.reconcile.status import JobStatus
+from testfleet.reconcile.status import MAX_ATTEMPTS, NOT_FINISHED, JobStatus
 
 if TYPE_CHECKING:
     from testfleet.documents.reconcile import FileProblemDoc, JobProblemDoc
@@ -85,11 +90,12 @@ class Reconciliation:
     other_plan: list[JobProblem] = field(default_factory=list)
     incomplete: list[JobProblem] = field(default_factory=list)
     unplanned_jobs: list[JobProblem] = field(default_factory=list)
+    impossible: list[JobProblem] = field(default_factory=list)
     empty_shards: list[JobProblem] = field(default_factory=list)  # accepted, shown
     superseded: list[JobProblem] = field(default_factory=list)  # accepted, shown
 
     PROBLEMS = ("missing_jobs", "missing", "not_run", "duplicated", "moved", "unplanned",
-                "other_plan", "incomplete", "unplanned_jobs")
+                "other_plan", "incomplete", "unplanned_jobs", "impossible")
 
     @property
     def ok(self) -> bool:
@@ -102,6 +108,75 @@ def _empty_shard_ok(status: JobStatus, shards_of: dict[str, int],
     n = shards_of.get(status.lane)
     return (status.empty and not status.files and n is not None and status.shards == n
             and 1 <= status.shard <= n and status.shard not in taken[status.lane])
+
+
+def _state_contradictions(s: JobStatus) -> list[str]:
+    """What no status testfleet writes says about itself: a placeholder (exit status -1,
+    written before the first file starts) is never complete, a complete status has no
+    ``NOT_RUN`` file, and an executed file took at least one attempt and at
+    most the most any run allows (a pass on a retry, ``FLAKY``, took two)."""
+    out = []
+    if s.complete and s.exit_status == NOT_FINISHED:
+        out.append(f"complete, with the placeholder's exit status {NOT_FINISHED} (never "
+                   "finished)")
+    if s.finished_at is not None and s.finished_at < s.started_at:
+        out.append("finished before it started")
+    for f in s.files:
+        if f.stage != s.lane:
+            out.append(f"{f.file}: reported for lane {f.stage!r}, the status is of {s.lane!r}")
+        if f.executed and f.attempts < 1:
+            out.append(f"{f.file}: {f.outcome} after {f.attempts} attempt(s)")
+        elif f.outcome == "FLAKY" and f.attempts < 2:
+            out.append(f"{f.file}: FLAKY (passed on a retry) after {f.attempts} attempt(s)")
+        if f.attempts > MAX_ATTEMPTS:
+            out.append(f"{f.file}: {f.attempts} attempts; no run makes more than {MAX_ATTEMPTS}")
+        elif s.runner == "pytest" and f.attempts > 1:
+            out.append(f"{f.file}: {f.attempts} attempts under pytest, which makes one")
+        if s.complete and not f.executed:
+            out.append(f"{f.file}: NOT_RUN in a status that says it is complete")
+    return out
+
+
+def _job_contradictions(s: JobStatus, named: list[Any], lane_jobs: dict[str, list[Any]]
+                        ) -> list[str]:
+    """Where a status of this plan disagrees with the plan jobs it names (``named``, in
+    the plan, probes included): one job's status carries that job's id, stage, variant,
+    shard and count; a whole stage's (shard 0) names every shard of one lane."""
+    if not named:
+        return []
+    out = []
+    if len(named) == 1:
+        job = named[0]
+        if s.job_id != job.id:
+            out.append(f"job id {s.job_id!r}, but it accounts for job {job.id!r}")
+        want_shard, want_shards = job.shard, job.shards
+    else:
+        lanes = sorted({j.lane for j in named})
+        if len(lanes) > 1:
+            return [f"accounts for jobs of {len(lanes)} lanes ({', '.join(lanes)}); one status "
+                    "is of one stage"]
+        job = named[0]
+        every = lane_jobs.get(job.lane, [])
+        if sorted(j.id for j in named) != sorted(j.id for j in every):
+            out.append(f"accounts for {len(named)} of the {len(every)} shard(s) of {job.lane}; "
+                       "a whole-stage status accounts for all of them")
+        want = f"{job.lane}-all-{len(named)}"
+        if s.job_id != want:
+            out.append(f"job id {s.job_id!r}; a whole-stage status of {job.lane} is {want!r}")
+        want_shard, want_shards = 0, job.shards
+    if (s.stage, s.variant) != (job.stage, job.variant):
+        out.append(f"stage {s.lane!r}, but job {job.id} is of {job.lane!r}")
+    if (s.shard, s.shards) != (want_shard, want_shards):
+        out.append(f"shard {s.shard}/{s.shards}, but job {job.id} is "
+                   + ("every shard" if want_shard == 0 else f"shard {want_shard}")
+                   + f" of {want_shards}")
+    quarantined = {(j.lane, t.file): bool(t.quarantined) for j in named for t in j.tests}
+    for f in s.files:
+        planned = quarantined.get((f.stage, f.file))
+        if planned is not None and planned != f.quarantined:
+            out.append(f"{f.file}: reported {'' if f.quarantined else 'not '}quarantined, the "
+                       f"plan {'quarantines' if planned else 'does not quarantine'} it")
+    return out
 
 
 def _latest_attempts(statuses: Sequence[JobStatus]) -> tuple[list[JobStatus], list[JobStatus]]:
@@ -128,13 +203,23 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
     jobs_by_id = {job.id: job for job in plan.jobs}
     shards_of: dict[str, int] = {}
     taken: dict[str, set[int]] = defaultdict(set)
+    lane_jobs: dict[str, list[Any]] = defaultdict(list)
     for job in plan.jobs:
         for test in job.tests:
             planned_job_of[(job.lane, test.file)] = job.id
         if not job.probe:
             shards_of[job.lane] = job.shards
             taken[job.lane].add(job.shard)
+            lane_jobs[job.lane].append(job)
     out = Reconciliation(plan.digest, len(plan.jobs), len(planned_job_of), len(statuses), 0)
+    for s in statuses:  # superseded ones too: a forged status is one whatever its attempt
+        named = [jobs_by_id[j] for j in dict.fromkeys(s.jobs or (s.job_id,)) if j in jobs_by_id]
+        found = _state_contradictions(s)
+        if s.plan_digest == plan.digest:  # another plan's fields describe that plan's jobs
+            found += _job_contradictions(s, named, lane_jobs)
+        if found:
+            out.impossible.append(JobProblem(s.job_id, s.lane, "; ".join(found[:10]) + (
+                f"; and {len(found) - 10} more" if len(found) > 10 else ""), s.source))
     kept, dropped = _latest_attempts(statuses)
     out.superseded = [JobProblem(s.job_id, s.lane, f"superseded by CI attempt of the same job "
                                                    f"(this one: attempt {s.ci_attempt})", s.source)

@@ -34,6 +34,9 @@ KINDS: dict[str, tuple[str, str]] = {
                                                "their tests selected"),
     "unplanned_jobs": ("statuses that match no job of the plan", "a job or an empty shard this "
                                                                   "plan does not have"),
+    "impossible": ("statuses that contradict their plan job", "a field no run of that job "
+                                                              "writes: edited, or not written by "
+                                                              "testfleet"),
 }
 
 
@@ -55,6 +58,7 @@ def to_json(r: Reconciliation) -> ReconcileDoc:
         "other_plan": [p.to_json() for p in r.other_plan],
         "incomplete": [p.to_json() for p in r.incomplete],
         "unplanned_jobs": [p.to_json() for p in r.unplanned_jobs],
+        "impossible": [p.to_json() for p in r.impossible],
         "empty_shards": [p.to_json() for p in r.empty_shards],
         "superseded": [p.to_json() for p in r.superseded],
         "problems": problem_lines(r),

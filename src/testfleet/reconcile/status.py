@@ -38,6 +38,13 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 MAX_STATUS_BYTES = 64 << 20
 #: ``exit_status`` of the placeholder written before a job runs anything
 NOT_FINISHED = -1
+#: the most attempts any run makes of one file (``--max-attempts`` and every config's
+#: ``max_attempts`` are at most 10); reconcile holds each reported file to it
+MAX_ATTEMPTS = 10
+#: digits of the longest integer a status holds (a time in ms, 2**63): a longer one is no
+#: status testfleet wrote, refused before Python converts it (quadratic in its length, and
+#: refused or not depending on the interpreter's int-string limit)
+MAX_INT_DIGITS = 20
 RUNNERS = ("testfleet run", "pytest")
 
 
@@ -165,13 +172,27 @@ def parse_status(data: Any, source: str) -> JobStatus:
         source=source)
 
 
+class _TooLong(ValueError):
+    """An integer too long for any status field, found while decoding."""
+
+
 def decode_status(raw: bytes, source: str) -> Any:
     """The JSON document in ``raw`` (no NaN, no lone surrogates), or :class:`UsageError`."""
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
+    def bounded_int(text: str) -> int:
+        if len(text.lstrip("-")) > MAX_INT_DIGITS:
+            raise _TooLong(f"{source}: invalid job status: an integer of "
+                           f"{len(text.lstrip('-'))} digits (a status holds none longer than "
+                           f"{MAX_INT_DIGITS})")
+        return int(text)
+
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=no_constant)
+        return json.loads(raw.decode("utf-8"), parse_constant=no_constant,
+                          parse_int=bounded_int)
+    except _TooLong as exc:
+        raise UsageError(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{source}: not valid JSON ({exc})") from None
     except RecursionError:

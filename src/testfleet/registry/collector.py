@@ -367,7 +367,8 @@ def _encode(result: FileResult, is_racy: bool, rules: Rules) -> tuple[Any, bytes
     gate_text = json.dumps(gates, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8", "surrogatepass") if gates else b""
     regs = [[r.backend, r.suite, r.est_time, r.line, r.col, list(r.labels), r.nightly, r.disabled, r.implicit,
-             *([list(r.disabled_on)] if r.disabled_on else [])]
+             *([list(r.disabled_on)] if r.disabled_on else []),
+             *([r.disabled_on_reason] if r.disabled_on_reason is not None else [])]
             for r in result.registrations]
     if not result.findings and not result.invalid and not result.suppressions:
         return [racy, [regs]], gate_text
@@ -416,11 +417,13 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
         raise TypeError("bad payload")
     append = out.registrations.append
     for row in regs:
-        if type(row) is not list or len(row) not in (9, 10):
+        if type(row) is not list or len(row) not in (9, 10, 11):
             raise TypeError("bad registration")
         backend, suite, est, line, col, labels, nightly, disabled, implicit = row[:9]
-        disabled_on = row[9] if len(row) == 10 else []
-        if type(disabled_on) is not list or not all(type(p) is str for p in disabled_on):
+        disabled_on = row[9] if len(row) >= 10 else []
+        runner_reason = row[10] if len(row) == 11 else None
+        if type(disabled_on) is not list or not all(type(p) is str for p in disabled_on) or \
+                not (runner_reason is None or type(runner_reason) is str):
             raise TypeError("bad registration")
         if not (type(backend) is str and backend in rules.gpu and type(suite) is str
                 and (suite in rules.stages or suite == "")
@@ -433,7 +436,7 @@ def _decode(rel: str, payload: Any, rules: Rules, gate_text: bytes) -> FileResul
             if type(label) is not str:
                 raise TypeError("bad label")
         append(Registration(rel, backend, suite, float(est), line, col, label_tuple, nightly, disabled, implicit,
-                            tuple(disabled_on)))
+                            tuple(disabled_on), runner_reason))
     gates = json.loads(gate_text) if gate_text else []
     if type(gates) is not list:
         raise TypeError("bad gates")

@@ -37,6 +37,11 @@ class Registration:
     #: ``runs_on`` has a matching label (a project keyword such as ``disabled_on_runners``,
     #: see ``MarkerRoles``); empty: ``disabled`` applies everywhere
     disabled_on: tuple[str, ...] = ()
+    #: a per-runner disable of its own (the marker signature names a reason keyword or a
+    #: default reason): the reason on a lane ``disabled_on`` matches, ``{pattern}`` standing
+    #: for the pattern that matched; ``disabled`` then stays the whole registration's switch.
+    #: None: ``disabled_on`` narrows ``disabled``
+    disabled_on_reason: str | None = None
 
     def to_json(self) -> RegistrationDoc:
         out: RegistrationDoc = {
@@ -52,17 +57,37 @@ class Registration:
         }
         if self.disabled_on:
             out["disabled_on"] = list(self.disabled_on)
+        if self.disabled_on_reason is not None:
+            out["disabled_on_reason"] = self.disabled_on_reason
         return out
+
+    @property
+    def off_everywhere(self) -> str | None:
+        """The reason it runs on no lane at all (its ``disabled``, unless that is narrowed
+        to some runners), else None."""
+        if self.disabled is None or (self.disabled_on and self.disabled_on_reason is None):
+            return None
+        return self.disabled
+
+    def runner_reason(self, pattern: str) -> str:
+        """Why it does not run where ``pattern`` matched a runner label."""
+        if self.disabled_on_reason is None:
+            return f"{self.disabled} (disabled on runners matching {', '.join(self.disabled_on)}"
+        return self.disabled_on_reason.replace("{pattern}", pattern)
 
     def disabled_for(self, runs_on: Sequence[str]) -> str | None:
         """Why this registration does not run on a lane with these runner labels: its
         ``disabled`` reason everywhere, or only where ``disabled_on`` matches a label."""
-        if self.disabled is None or not self.disabled_on:
+        if self.disabled is not None and (self.disabled_on_reason is not None or not self.disabled_on):
             return self.disabled
+        if self.disabled is None and self.disabled_on_reason is None:
+            return None
         for label in runs_on:
-            if any(fnmatch.fnmatchcase(label, p) for p in self.disabled_on):
-                return (f"{self.disabled} (disabled on runners matching "
-                        f"{', '.join(self.disabled_on)}: {label})")
+            for p in self.disabled_on:
+                if fnmatch.fnmatchcase(label, p):
+                    if self.disabled_on_reason is None:
+                        return f"{self.runner_reason(p)}: {label})"
+                    return f"{self.runner_reason(p)} (runner label {label})"
         return None
 
 

@@ -30,6 +30,14 @@ class Signature:
     allow_empty_suite: bool = False
     #: the declared list[str] keyword whose runner patterns narrow ``disabled``
     disabled_on_runners: str | None = None
+    #: the declared str keyword giving a per-runner disable its own reason, and the reason
+    #: when a call gives none; either makes the runner patterns independent of ``disabled``
+    disabled_on_runners_reason: str | None = None
+    disabled_on_runners_default: str | None = None
+
+    @property
+    def runner_disable_of_its_own(self) -> bool:
+        return self.disabled_on_runners_reason is not None or self.disabled_on_runners_default is not None
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -45,7 +53,8 @@ class Signature:
 
     def to_json(self) -> list[object]:
         return [list(self.positional), [list(e) for e in self.extra], self.suite_template, list(self.ignore),
-                self.allow_zero_est_time, self.allow_empty_suite, self.disabled_on_runners]
+                self.allow_zero_est_time, self.allow_empty_suite, self.disabled_on_runners,
+                self.disabled_on_runners_reason, self.disabled_on_runners_default]
 
 
 DEFAULT_SIGNATURE = Signature()
@@ -172,7 +181,8 @@ def build_rules(config: Config) -> Rules:
         signatures=tuple(sorted(
             (name, Signature(tuple(sig.positional), tuple(sorted(sig.keywords.items())), sig.suite_template,
                              tuple(sig.ignore), sig.allow_zero_est_time, sig.allow_empty_suite,
-                             sig.disabled_on_runners))
+                             sig.disabled_on_runners, sig.disabled_on_runners_reason,
+                             sig.disabled_on_runners_default))
             for name, sig in config.marker_signatures().items()
         )),
         per_file_ignores=tuple((glob, tuple(codes)) for glob, codes in config.check.per_file_ignores.items()),

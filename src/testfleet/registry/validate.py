@@ -422,8 +422,20 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
                 f"disabled holds a lone surrogate ({echo(disabled)}), which no output can "
                 "encode; write the reason as plain text")
     disabled_on: tuple[str, ...] = ()
+    disabled_on_reason: str | None = None
     runners = values.get(sig.disabled_on_runners) if sig.disabled_on_runners else None
-    if runners is not None and runners is not _MISSING and _is_type(runners, "list[str]") and runners:
+    if runners is not None and runners is not _MISSING and _is_type(runners, "list[str]") and runners \
+            and sig.runner_disable_of_its_own:
+        given = values.get(sig.disabled_on_runners_reason) if sig.disabled_on_runners_reason else None
+        if isinstance(given, str) and not given.strip():
+            err(*at(str(sig.disabled_on_runners_reason)), "empty-disabled",
+                f"{sig.disabled_on_runners_reason} needs a non-empty reason, or remove it (the "
+                "default reason is used then)")
+        else:
+            disabled_on = tuple(runners)
+            disabled_on_reason = given if isinstance(given, str) else \
+                (sig.disabled_on_runners_default or DEFAULT_RUNNER_REASON)
+    elif runners is not None and runners is not _MISSING and _is_type(runners, "list[str]") and runners:
         if not isinstance(disabled, str) or not disabled.strip():
             err(*at(str(sig.disabled_on_runners)), "missing-argument",
                 f"{sig.disabled_on_runners}={echo(runners)} narrows disabled to those runners: "
@@ -435,9 +447,12 @@ def _registration(rel: str, call: sc.MarkerCall, backend: str, rules: Rules,
     return Registration(
         file=rel, backend=backend, suite=suite, est_time=float(est), line=call.line, col=call.col,
         labels=label_tuple, nightly=bool(nightly), disabled=disabled, implicit=False,
-        disabled_on=disabled_on,
+        disabled_on=disabled_on, disabled_on_reason=disabled_on_reason,
     ), guess
 
+
+#: the reason of a per-runner disable when neither the call nor the signature gives one
+DEFAULT_RUNNER_REASON = "disabled on runner matching '{pattern}'"
 
 _TYPE_WORDS = {"str": "a string", "int": "an integer", "number": "a number", "bool": "True or False",
                "list[str]": "a list of strings"}

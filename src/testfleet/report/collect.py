@@ -227,22 +227,31 @@ def find_holes(stages: Sequence[StageRow], backends: Sequence[GroupRow],
     return tuple(holes)
 
 
+def _ledger_reason(reg: Registration) -> str:
+    """The whole registration's reason when it is off everywhere, else the reason of its
+    per-runner disable (a default's ``{pattern}`` filled with its patterns)."""
+    if reg.off_everywhere or reg.disabled_on_reason is None:
+        return reg.disabled or ""
+    return reg.runner_reason(", ".join(reg.disabled_on))
+
+
 def _ledger(regs: Sequence[Registration], ages: Mapping[Registration, LineAge],
             now: dt.datetime, dormant: set[str], patterns: tuple[str, ...]) -> tuple[LedgerEntry, ...]:
-    disabled = [r for r in regs if r.disabled is not None]
-    shared = Counter(_norm(r.disabled or "") for r in disabled)
+    disabled = [r for r in regs if r.disabled is not None or r.disabled_on_reason is not None]
+    shared = Counter(_norm(_ledger_reason(r)) for r in disabled)
     today = now.astimezone(dt.timezone.utc).date()
     entries = []
     for reg in disabled:
-        reason = reg.disabled or ""
+        reason = _ledger_reason(reg)
+        runners = () if reg.off_everywhere else reg.disabled_on
         age = ages.get(reg, LineAge("unknown", note="age not computed"))
         expiry = parse_expiry(reason)
         entries.append(LedgerEntry(
             file=reg.file, line=reg.line, backend=reg.backend, suite=reg.suite,
             # disabled on some runner classes only: the ledger says which
-            reason=reason + (f" (only on runners matching {', '.join(reg.disabled_on)})"
-                             if reg.disabled_on else ""),
-            references=tuple(parse_references(reason, patterns)), runners=reg.disabled_on,
+            reason=reason + (f" (only on runners matching {', '.join(runners)})"
+                             if runners else ""),
+            references=tuple(parse_references(reason, patterns)), runners=runners,
             age_days=age.days(now), age_status=age.status, age_note=age.note,
             changed=age.changed.date().isoformat() if age.changed else None,
             commit=age.commit, age_lower_bound=age.boundary,

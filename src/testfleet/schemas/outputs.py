@@ -33,6 +33,7 @@ def output_types() -> dict[str, Any]:
     from testfleet.documents.registrations import ListDoc
     from testfleet.documents.report import ReportDoc
     from testfleet.documents.results import FlakyDoc, IncidentsDoc, ResultsDoc
+    from testfleet.documents.shadow import ShadowDoc
 
     return {
         "check": CheckDoc,
@@ -51,6 +52,7 @@ def output_types() -> dict[str, Any]:
         "job-status": JobStatusDoc,
         "reconcile": ReconcileDoc,
         "incidents": IncidentsDoc,
+        "shadow": ShadowDoc,
     }
 
 
