@@ -27,8 +27,8 @@ from testfleet.adopt.migrate import Vocabulary, Wanted, migrate_file
 from testfleet.config import load_project
 from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 FIXTURE = Path(__file__).parents[1] / "fixtures/real_trees/sglang-central"

@@ -23,8 +23,8 @@ from support import run_cli
 from testfleet.config import load_project
 from testfleet.planning import make_plan
 from testfleet.planning.changes import ChangeSet
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry import collect
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real_trees" / "sglang-pr"

@@ -13,8 +13,8 @@ from testfleet.config import Project, validate_config
 from testfleet.errors import UsageError
 from testfleet.planning import make_plan
 from testfleet.planning.model import Plan, PlannedTest, seal
+from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
-from testfleet.policy import Trigger
 from testfleet.registry.model import Registration
 from testfleet.runner.planguard import (
     frozen_plan_problems,

@@ -4,14 +4,27 @@ runs it, and what that CI does that a configuration does not carry.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from testfleet.adopt.runner import RunnerRead
 from testfleet.findings import Finding
 
-if TYPE_CHECKING:  # lookup.py reads workflows, which speak of NotCarried
-    from testfleet.adopt.lookup import PartitionRule
+
+# What lookup.py reads from a partition script: a value of the model, defined here so that
+# the model does not import the reader (lookup reads workflows, which speak of NotCarried).
+@dataclass(frozen=True)
+class PartitionRule:
+    """What a project's partition script decides a stage's shard count from."""
+
+    script: str
+    #: the fraction of the stage's run timeout one shard may fill (``0.75 * timeout``)
+    fraction: float | None = None
+    #: ``max_parallel = max(size // divisor, 1)``
+    divisor: int | None = None
+    #: suites whose count the script pins (``_BASE_A_OVERRIDES = {"base-a-test-cpu": 8}``)
+    fixed: Mapping[str, int] = field(default_factory=dict)
+
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testfleet.adopt.ci_model import PartitionRule as PartitionRule
 from testfleet.adopt.workflow_yaml import EXPR, on_of, text_of
 
 #: ``python3 path/to/script.py ARGS >> "$GITHUB_OUTPUT"``
@@ -52,19 +53,6 @@ _JOBS_OUTPUT = re.compile(r"^\s*jobs\.([\w-]+)\.outputs\.([\w-]+)\s*$")
 _STEPS_OUTPUT = re.compile(r"^\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*$")
 _MAX_DEPTH = 3
 _MAX_DATA_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class PartitionRule:
-    """What a project's partition script decides a stage's shard count from."""
-
-    script: str
-    #: the fraction of the stage's run timeout one shard may fill (``0.75 * timeout``)
-    fraction: float | None = None
-    #: ``max_parallel = max(size // divisor, 1)``
-    divisor: int | None = None
-    #: suites whose count the script pins (``_BASE_A_OVERRIDES = {"base-a-test-cpu": 8}``)
-    fixed: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testfleet.adopt.triggers import TriggerCase, trigger_cases
-from testfleet.policy import Trigger
+from testfleet.planning.policy import Trigger
 
 if TYPE_CHECKING:
     from testfleet.adopt.derive import Adoption
