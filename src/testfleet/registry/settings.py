@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 KIND = "testfleet-config-snapshot"
 NAME = "config-snapshot.json"
-_SOURCES = ("config.py", "configfile.py", "registry/rules.py", "registry/settings.py", "registry/scan.py",
+_SOURCES = ("config/__init__.py", "config/backends.py", "config/base.py", "config/crossref.py",
+            "config/gate_keys.py", "config/keyloc.py", "config/load.py", "config/policy.py",
+            "config/root.py", "config/sections.py", "config/stages.py", "config/triggers.py",
+            "configfile.py", "registry/rules.py", "registry/settings.py", "registry/scan.py",
             "registry/validate.py", "registry/collector.py", "registry/cache.py", "registry/discover.py",
             "registry/suppress.py")
 
