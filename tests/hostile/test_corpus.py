@@ -683,7 +683,43 @@ CORPUS += [
 
 
 # #36 item 6: merges under load, list/plan/check agree on files Python cannot read, patterns, enable/disable.
+
+# 6a: another process holds the SQLite history's write lock for a while (longer than a
+# merge's busy timeout); merges wait for it, saying so, or give up after --wait.
+HOLDER = """\
+import os, sqlite3, time
+db = sqlite3.connect(".testfleet/history.db", isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+end = time.monotonic() + {seconds}
+while time.monotonic() < end and not os.path.exists("stop"):
+    time.sleep(0.05)
+db.execute("COMMIT")
+"""
+ONE_EACH = {f"b{n}.bundle": bundle(executions=[execution(n)]) for n in range(1, 5)}
+
+
+def _db_init(ctx: Ctx) -> None:
+    tf(ctx, "db", "init")
+
+
+def _stored_uids(*ns: int) -> Check:
+    def check(ctx: Ctx, out: str) -> list[str]:
+        stored = [r[0] for r in _sqlite(ctx, "SELECT uid FROM executions ORDER BY uid")]
+        want = [uid(n) for n in ns]
+        return [] if stored == want else [f"stored executions are {stored}, not {want}"]
+    return check
+
+
 CORPUS += [
+    Row("sqlite-merge-4-at-once-while-locked", ONE_EACH,
+        [[["history", "merge", f"{{root}}/b{n}.bundle"] for n in range(1, 5)]], 0,
+        "the history database is busy (another merge?); waiting for it", setup=_db_init,
+        background=HOLDER.format(seconds=8), intact=_stored_uids(1, 2, 3, 4)),
+    row("sqlite-merge-wait-bounded", ONE_EACH, ["history", "merge", "{root}/b1.bundle",
+                                                "--wait", "1"], {}, 2,
+        "is locked by another process (waited for the busy timeout): database is locked; "
+        "gave up after waiting", setup=_db_init, background=HOLDER.format(seconds=20),
+        intact=_stored_uids()),
 ]
 
 
