@@ -709,6 +709,37 @@ def _stored_uids(*ns: int) -> Check:
         return [] if stored == want else [f"stored executions are {stored}, not {want}"]
     return check
 
+# 6b: files Python cannot read: list, plan and check agree that their registrations are invalid.
+COOKIE_TEST = "# -*- coding: no-such-codec -*-\n" + GOOD_TEST
+NUL_TEST = GOOD_TEST + 'x = "\0"\n'
+IMPLICIT = CONFIG + '[[implicit]]\npath = "tests/fast"\nbackend = "cpu"\nsuite = "a"\nest_time = 5\n'
+
+
+def _invalid_fate(name: str) -> Check:
+    """The plan (JSON on stdout) skips ``name`` as invalid and no job holds it."""
+    def check(ctx: Ctx, out: str) -> list[str]:
+        plan = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+        fates = {s["file"]: s["reason"] for s in plan["skipped"]}
+        held = [j["id"] for j in plan["jobs"] if any(t["file"] == name for t in j["tests"])]
+        problems = [f"{name} is in job(s) {held}"] if held else []
+        if fates.get(name) != "invalid":
+            problems.append(f"{name}'s fate is {fates.get(name)!r}, not invalid")
+        return problems
+    return check
+
+
+def _not_listed(name: str) -> Check:
+    def check(ctx: Ctx, out: str) -> list[str]:
+        return [f"{name} is listed as a registration"] if f"\n{name}:" in "\n" + out.split(
+            "registrations\n", 1)[0] else []
+    return check
+
+# 6c: check flags what the runner would cut off at run time (the H1 patterns above).
+SAFE_NESTED = CONFIG + '[runner]\nretriable_patterns = ["(a+)+$", "(foo\\\\s+)+x"]\n'
+PYPROJECT_PATTERN = ('[tool.testfleet]\nroots = ["tests"]\n[tool.testfleet.stages.a]\n'
+                     'backend = "cpu"\n[tool.testfleet.runner]\n'
+                     'retriable_patterns = ["NCCL (error|timeout)", "error: (x|xx)+$"]\n')
+
 
 CORPUS += [
     Row("sqlite-merge-4-at-once-while-locked", ONE_EACH,
@@ -720,6 +751,36 @@ CORPUS += [
         "is locked by another process (waited for the busy timeout): database is locked; "
         "gave up after waiting", setup=_db_init, background=HOLDER.format(seconds=20),
         intact=_stored_uids()),
+    row("encoding-cookie-unknown-check", {"tests/test_c.py": COOKIE_TEST}, ["check"], {}, 1,
+        "1:1  error  Python cannot run this file: its encoding cookie: unknown encoding: "
+        "no-such-codec (encoding)"),
+    row("encoding-cookie-unknown-list", {"tests/test_c.py": COOKIE_TEST}, ["list"], {}, 1,
+        "tests/test_c.py:1:1: error: Python cannot run this file: its encoding cookie",
+        intact=_not_listed("tests/test_c.py")),
+    row("encoding-cookie-unknown-plan", {"tests/test_c.py": COOKIE_TEST},
+        ["plan", "--format", "json"], {}, 1, "tests/test_c.py:1:1: error: Python cannot run",
+        intact=_invalid_fate("tests/test_c.py")),
+    row("nul-byte-check", {"tests/test_n.py": NUL_TEST}, ["check"], {}, 1,
+        "3:6  error  Python cannot run this file: source code cannot contain null bytes"),
+    row("nul-byte-list", {"tests/test_n.py": NUL_TEST}, ["list"], {}, 1,
+        "tests/test_n.py:3:6: error: Python cannot run this file: source code cannot contain "
+        "null bytes", intact=_not_listed("tests/test_n.py")),
+    row("nul-byte-plan", {"tests/test_n.py": NUL_TEST}, ["plan", "--format", "json"], {}, 1,
+        "tests/test_n.py:3:6: error: Python cannot run", intact=_invalid_fate("tests/test_n.py")),
+    row("nul-byte-implicit-plan", {"testfleet.toml": IMPLICIT, "tests/fast/test_f.py": "x = 1\0\n"},
+        ["plan", "--format", "json"], {}, 1, "tests/fast/test_f.py:1:6: error: Python cannot run",
+        intact=_invalid_fate("tests/fast/test_f.py")),
+    row("pattern-catastrophic-check", {"testfleet.toml": CATASTROPHIC.format(floor=3)}, ["check"],
+        {}, 1, "pattern '^(a|a)*$' backtracks catastrophically (a search of 29 characters"),
+    row("pattern-catastrophic-check-key", {"testfleet.toml": CATASTROPHIC.format(floor=3)},
+        ["check"], {}, 1, "[runner.fatal_patterns.0] (pattern-catastrophic)"),
+    row("pattern-catastrophic-pyproject", {"pyproject.toml": PYPROJECT_PATTERN}, ["check"], {}, 1,
+        "'error: (x|xx)+$' backtracks catastrophically"),
+    row("pattern-catastrophic-pyproject-key", {"pyproject.toml": PYPROJECT_PATTERN}, ["check"],
+        {}, 1, "[tool.testfleet.runner.retriable_patterns.1] (pattern-catastrophic)"),
+    row("pattern-nested-but-linear", {"testfleet.toml": SAFE_NESTED,
+                                      "tests/test_a.py": GOOD_TEST + "def test_x():\n    pass\n"},
+        ["check"], {}, 0, "0 errors"),
 ]
 
 
