@@ -740,6 +740,23 @@ PYPROJECT_PATTERN = ('[tool.testfleet]\nroots = ["tests"]\n[tool.testfleet.stage
                      'backend = "cpu"\n[tool.testfleet.runner]\n'
                      'retriable_patterns = ["NCCL (error|timeout)", "error: (x|xx)+$"]\n')
 
+# 6d: enable gives back an explicit disabled=None that disable wrote a reason over.
+NONE_TEST = GOOD_TEST.replace(")", ", disabled=None)")
+
+
+def _git_base(ctx: Ctx) -> None:
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "base")
+
+
+def _git_disabled_commit(ctx: Ctx) -> None:
+    """The disable was committed: enable must look past it, at the commit before."""
+    _git_base(ctx)
+    path = ctx.root / "tests/test_a.py"
+    path.write_text(NONE_TEST.replace("disabled=None", 'disabled="broken, see #7"'))
+    _git(ctx, "commit", "-qam", "disable")
+
 
 CORPUS += [
     Row("sqlite-merge-4-at-once-while-locked", ONE_EACH,
@@ -781,6 +798,15 @@ CORPUS += [
     row("pattern-nested-but-linear", {"testfleet.toml": SAFE_NESTED,
                                       "tests/test_a.py": GOOD_TEST + "def test_x():\n    pass\n"},
         ["check"], {}, 0, "0 errors"),
+    Row("enable-restores-disabled-none", {"tests/test_a.py": NONE_TEST},
+        [[["disable", "tests/test_a.py", "--stage", "a", "--reason", "broken", "--ref", "#7"]],
+         [["enable", "--ref", "#7"]]], 0,
+        'enabled tests/test_a.py:2 (a): disabled="broken, see #7" -> disabled=None',
+        setup=_git_base, intact=_unchanged("tests/test_a.py")),
+    row("enable-restores-disabled-none-committed", {"tests/test_a.py": NONE_TEST},
+        ["enable", "--ref", "#7"], {}, 0,
+        'enabled tests/test_a.py:2 (a): disabled="broken, see #7" -> disabled=None',
+        setup=_git_disabled_commit, intact=_unchanged("tests/test_a.py")),
 ]
 
 

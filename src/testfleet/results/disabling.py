@@ -145,7 +145,7 @@ def _disabled_keyword(call: ast.Call) -> ast.keyword | None:
 
 
 def set_disabled(source: bytes, markers: set[str], suite: str, reason: str | None,
-                 line: int = 0) -> tuple[bytes, Edit]:
+                 line: int = 0, *, restore_none: bool = False) -> tuple[bytes, Edit]:
     """``source`` with the registration of ``suite`` disabled for ``reason`` (or enabled
     again when ``reason`` is None); every other byte is kept.
 
@@ -154,14 +154,16 @@ def set_disabled(source: bytes, markers: set[str], suite: str, reason: str | Non
     line of its own, indented like the last argument, in a call written one argument per
     line. ``enable`` removes the argument with its separator (or its line), so enabling
     what ``disable`` inserted gives back the original bytes; one it cannot remove cleanly
-    (a comment beside it) becomes ``disabled=None``.
+    (a comment beside it) becomes ``disabled=None``, and so does one that was
+    ``disabled=None`` before ``disable`` wrote the reason over it (``restore_none``, as
+    :mod:`testfleet.results.originals` finds out), which gives those bytes back too.
     """
     tree = _parse(source)
     call = _pick(tree, markers, suite, line)
     kw = _disabled_keyword(call)
     starts = _offsets(source)
     if reason is None:
-        result, edit = _enable(source, starts, call, kw)
+        result, edit = _enable(source, starts, call, kw, restore_none)
     else:
         result, edit = _disable(source, starts, call, kw, json.dumps(reason, ensure_ascii=False))
     _verify(call, _pick(_parse(result), markers, suite, call.lineno), reason)
@@ -208,7 +210,7 @@ def _disable(source: bytes, starts: list[int], call: ast.Call, kw: ast.keyword |
 
 
 def _enable(source: bytes, starts: list[int], call: ast.Call,
-            kw: ast.keyword | None) -> tuple[bytes, Edit]:
+            kw: ast.keyword | None, restore_none: bool = False) -> tuple[bytes, Edit]:
     if kw is None:
         raise EditError(f"the call on line {call.lineno} has no disabled= argument: "
                         "it is enabled already")
@@ -218,7 +220,7 @@ def _enable(source: bytes, starts: list[int], call: ast.Call,
     if node.value is None:
         raise EditError(f"disabled=None on line {node.lineno}: it is enabled already")
     old = _text(source, starts, kw)
-    removed = _without(source, starts, call, kw)
+    removed = None if restore_none else _without(source, starts, call, kw)
     if removed is not None:
         return removed, Edit(kw.lineno, old, "")
     start, end = _span(source, starts, node)  # a comment beside it: keep the argument
