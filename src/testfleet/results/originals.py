@@ -44,10 +44,10 @@ def _disabled_in(source: bytes, markers: set[str], suite: str) -> object:
     call has no such argument, has another value, or cannot be read."""
     import ast
 
-    from testfleet.results.disabling import EditError, _disabled_value, _parse, _pick
+    from testfleet.results.disabling import EditError, _disabled_value, _pick
 
     try:
-        node = _disabled_value(_pick(_parse(source), markers, suite, 0))
+        node = _disabled_value(_pick(source, markers, suite, 0))
     except EditError:
         return _ABSENT
     if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
