@@ -49,10 +49,12 @@ def catastrophic(pattern: str) -> str | None:
 
     A pattern that does not compile is None here (the configuration's own validation
     reports it). Never raises."""
-    try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
-    except ImportError:  # Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+    import importlib
+    import sys
+
+    # re's own parser: re._parser since 3.11 (sre_parse, its old name, warns there)
+    sre_parse = importlib.import_module("re._parser" if sys.version_info >= (3, 11)
+                                        else "sre_parse")
     try:
         import regex
 
