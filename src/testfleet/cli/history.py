@@ -180,7 +180,7 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
         read_bundles,
         wait_while_locked,
     )
-    from testfleet.store import open_store
+    from testfleet.store import open_store, resolve_target
 
     project = project_from(ctx)
     # every file verified before the database is touched
@@ -192,8 +192,13 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     def say(message: str) -> None:
         click.echo(f"testfleet: {printable(message)}", err=True)
 
+    # SQLite only: for PostgreSQL the same number is the connect timeout, kept as it is
+    sqlite = resolve_target(project, database).dialect == "sqlite"
+
     def opened() -> Store:
-        return open_store(project, database, busy_timeout=MERGE_BUSY_TIMEOUT)
+        if sqlite:
+            return open_store(project, database, busy_timeout=MERGE_BUSY_TIMEOUT)
+        return open_store(project, database)
 
     with wait_while_locked(opened, deadline=deadline, say=say) as store:
         result = merge_bundles(store, bundles, allow_untrusted=allow_untrusted,
