@@ -53,7 +53,8 @@ def _report_rules(project: Project, registry: Registry, scope: Scope) -> list[Fi
     """[tool.testfleet.check] rules (disabled references and ages, dormant stages, holes)."""
     from testfleet.report.rules import check_rules  # lazy: only 'check' pays for it
 
-    return check_rules(project, registry)
+    return check_rules(project, registry, use_cache=scope.use_cache,
+                       partial=scope.only is not None)
 
 
 PRODUCERS.append(_report_rules)
