@@ -163,8 +163,8 @@ def disabled_ages(root: Path, registrations: Iterable[Registration], *,
     workers = max(1, min(8, 2 * (os.cpu_count() or 1), len(todo)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda job: _blame_file(root, *job), todo))
-    for (_file, spans), blamed in zip(todo, results, strict=True):
-        for reg, (a, b) in spans.items():
+    for (_file, file_spans), blamed in zip(todo, results, strict=True):
+        for reg, (a, b) in file_spans.items():
             if isinstance(blamed, _GitFailed):
                 note = ("not tracked by git" if "no such path" in blamed.stderr.lower()
                         else blamed.short())
