@@ -36,6 +36,16 @@ from gen_tree import generate
 SRC = Path(__file__).resolve().parents[1] / "src"
 CONFIG = 'roots = ["tests"]\n\n[stages.a]\nbackend = "cpu"\ncommand = "pytest"\n'
 REWRITE = "import sys; p = sys.argv[1]; d = open(p, 'rb').read(); open(p, 'wb').write(d)"
+#: CPython's own compile() of every SAMPLE-th test file in one process: times SAMPLE, the
+#: floor of a cold ``check``, which must compile every file once (its syntax check).
+SAMPLE = 10
+COMPILE = (
+    "import sys, pathlib, warnings\n"
+    "warnings.simplefilter('ignore')\n"
+    "files = sorted(pathlib.Path('tests').rglob('test_*.py'))[::int(sys.argv[1])]\n"
+    "for f in files:\n"
+    "    compile(f.read_bytes().decode('utf-8'), str(f), 'exec', dont_inherit=True)\n"
+)
 
 
 def timed(argv: list[str], cwd: Path, expect: tuple[int, ...] = (0,)) -> float:
@@ -83,6 +93,12 @@ def bench_tree(tree: Path, repeat: int, cold_repeat: int) -> list[tuple[str, str
         ratio = statistics.median(checks) / statistics.median(lists)
         rows.append((f"`check` {how}", median(checks), f"`list` {how}: {median(lists)}",
                      f"{ratio:.1f}x"))
+        if flags:
+            floor = [SAMPLE * timed([sys.executable, "-c", COMPILE, str(SAMPLE)], tree)
+                     for _ in range(n)]
+            rows.append((f"`compile()` of every file, one process (1 in {SAMPLE} timed, "
+                         f"x{SAMPLE})", median(floor), f"`list` {how}: {median(lists)}",
+                         f"{statistics.median(floor) / statistics.median(lists):.1f}x"))
     return rows
 
 
