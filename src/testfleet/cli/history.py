@@ -31,6 +31,7 @@ from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from testfleet.documents.history import HistoryMergeDoc, HistoryShowDoc
+    from testfleet.store.core import Store
 
 
 @click.group("history")
@@ -152,12 +153,17 @@ def _make_parent(output: Path) -> None:
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
               default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
 @click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=600.0,
+              show_default=True, metavar="SECONDS",
+              help="While other merges hold the history database, wait for it this long "
+                   "(saying so) before giving up.")
 @human_format_option("testfleet.history-merge/1")
 @output_option()
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
-              older_than_days: float | None, no_prune: bool, fmt: str) -> int:
+              older_than_days: float | None, no_prune: bool, wait_seconds: float,
+              fmt: str) -> int:
     """Merge bundles into the history database in one transaction (idempotent).
 
     \b
@@ -168,17 +174,36 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     """
     import time
 
-    from testfleet.history.merge import merge_bundles, read_bundles
-    from testfleet.store import open_store
+    from testfleet.history.merge import (
+        MERGE_BUSY_TIMEOUT,
+        merge_bundles,
+        read_bundles,
+        wait_while_locked,
+    )
+    from testfleet.store import open_store, resolve_target
 
     project = project_from(ctx)
     # every file verified before the database is touched
     bundles = read_bundles(list(files), Path(ctx.find_root().obj.directory))
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
-    with open_store(project, database) as store:
+    # one deadline for opening (a first merge creates the schema) and merging
+    deadline = time.monotonic() + wait_seconds
+
+    def say(message: str) -> None:
+        click.echo(f"testfleet: {printable(message)}", err=True)
+
+    # SQLite only: for PostgreSQL the same number is the connect timeout, kept as it is
+    sqlite = resolve_target(project, database).dialect == "sqlite"
+
+    def opened() -> Store:
+        if sqlite:
+            return open_store(project, database, busy_timeout=MERGE_BUSY_TIMEOUT)
+        return open_store(project, database)
+
+    with wait_while_locked(opened, deadline=deadline, say=say) as store:
         result = merge_bundles(store, bundles, allow_untrusted=allow_untrusted,
                                require_ref=require_ref, keep=None if no_prune else keep,
-                               older_than=cutoff)
+                               older_than=cutoff, deadline=deadline, say=say)
         where = store.target.display
     for note in result.notes:
         click.echo(f"testfleet: warning: {printable(note)}", err=True)
