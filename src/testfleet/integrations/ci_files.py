@@ -33,6 +33,10 @@ def resolve_install(config: Config) -> Install:
 
 
 def _install_notes(install: Install, out: CIFiles) -> None:
+    if install.problem and install.source == "config":
+        raise UsageError(install.problem)
+    if install.note:
+        out.notes.append(f"note: {install.note}")
     if install.problem:
         out.warnings.append(f"warning: {install.problem}; the generated jobs stop with that "
                             "message until then")
