@@ -256,11 +256,17 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     text = (root / WORKFLOW_PATH).read_text()
     import yaml
 
-    steps = [s for job in yaml.safe_load(text)["jobs"].values() for s in job.get("steps", [])
-             if s.get("uses", "").startswith("./.github/actions/testfleet")]
+    from testfleet.integrations.github_job_action import JOB_ACTION, JOB_ACTION_PATH
+
+    jobs = yaml.safe_load(text)["jobs"].values()
+    action = yaml.safe_load((root / JOB_ACTION_PATH).read_text())["runs"]["steps"]
+    steps = [s for s in [*(s for job in jobs for s in job.get("steps", [])), *action]
+             if s.get("uses", "") == "./.github/actions/testfleet"]
     commands = Counter(s["with"]["command"] for s in steps)
     stage_jobs = len(load_project(root / "sub").config.stages)
-    assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == stage_jobs
+    # each stage job runs its plan job through the job action, whose Run step has the config
+    assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == 1
+    assert text.count(f"uses: {JOB_ACTION} ") == stage_jobs
     assert all(s["with"]["config"] == "sub/testfleet.toml" for s in steps)
     # the history lives next to that config, where testfleet opens it
     assert "path: sub/.testfleet/history.db" in text
@@ -302,7 +308,7 @@ def test_ci_flags_are_kept_in_the_config_and_survive_regeneration(
     first = (example_project / WORKFLOW_PATH).read_text()
     data = yaml.safe_load(first)
     plan = next(s for s in data["jobs"]["plan"]["steps"] if s.get("id") == "plan")
-    assert plan["with"]["install"] == "pip install -e '.[dev]'\n"
+    assert plan["with"]["install"] == "pip install -e '.[dev]'"
     assert "secrets.DB_URL" in first
     assert (example_project / ACTION_PATH).read_text() == render_action()
     code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
@@ -351,15 +357,29 @@ def test_github_writes_the_trusted_workflow_and_says_what_github_must_be_told(
     assert ("fleet-org/fleet/.github/workflows/testfleet-trusted.yml@refs/heads/main" in out
             and "Require approval for all external contributors" in out)
     assert "'testfleet (trusted)'" in out and "ephemeral" in out
-    # this checkout is an editable install: CI cannot reproduce it, and init says so
-    assert "editable checkout" in err and "[tool.testfleet.ci] install" in err
-    workflow = (github / "workflows" / "testfleet.yml").read_text()
-    assert "::error title=testfleet::testfleet was installed from an editable checkout" in workflow
+    # this checkout is an editable install, which CI cannot reach: the jobs install this
+    # version's release from the index, init says why, and no local path is in any file
+    from testfleet import __version__
+    from testfleet.integrations.install import this_install
+
+    if this_install().note:
+        assert "editable checkout" in out and "from the package index" in out
+    pinned = f"python3 -m pip install 'testfleet[runner]=={__version__}'"
+    assert f"CI jobs install testfleet from testfleet {__version__} from the package index: " \
+           f"{pinned}" in out
+    for path in github.rglob("*"):
+        if path.is_file():
+            assert "file://" not in path.read_text() and str(Path.cwd()) not in path.read_text(), path
     # an install the project names is used as it is, and no warning
     code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
-                             "--install", "pip install -e .")
+                             "--install", "pip install -r requirements-ci.txt")
     assert code == 0 and "editable" not in err
-    assert "CI jobs install testfleet from [tool.testfleet.ci] install: pip install -e ." in out
+    assert ("CI jobs install testfleet from [tool.testfleet.ci] install: pip install -r "
+            "requirements-ci.txt") in out
+    # one that names a path of this machine is refused, nothing written
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                           "--install", f"pip install -e {example_project}")
+    assert code == 2 and "a path of this machine" in err
     # a project's own actionlint config is left alone; init names the labels it needs
     (github / "actionlint.yaml").write_text("self-hosted-runner:\n  labels: [mine]\n")
     code, out, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")

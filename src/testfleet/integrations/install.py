@@ -18,8 +18,8 @@ install that same commit. pip records where an installed distribution came from
   so, unless the project names its own install (``[tool.testfleet.ci] install`` /
   ``init --install``).
 
-A configured install is refused when it names a local path or an editable install
-(:func:`configured`): it would be written into the committed workflows.
+A configured install is refused when it names a path of this machine (:func:`configured`):
+it would be written into the committed workflows.
 
 :func:`from_direct_url` is pure; :func:`this_install` reads the record.
 """
@@ -145,9 +145,10 @@ def this_install() -> Install:
     return from_direct_url(data, dist.version)
 
 
-#: What makes a configured install local: a file URL, an editable install (of the project
-#: itself, with ``-e .``, or of a path), an absolute or home path.
-LOCAL_INSTALL = re.compile(r"file:|(?:^|\s)(?:-e|--editable)(?:\s|=|$)|(?:^|[\s'\"=@])[~/]")
+#: What makes a configured install this machine's: a file URL, an absolute or home path. A
+#: path relative to the repository (``-e '.[dev]'``, ``-r requirements-ci.txt``) is the
+#: project's own, and a fresh runner's checkout has it.
+LOCAL_INSTALL = re.compile(r"file:|(?:^|[\s'\"=@])[~/]")
 
 
 def configured(command: str) -> Install:
@@ -155,7 +156,7 @@ def configured(command: str) -> Install:
     refuses to write it into a committed file)."""
     if LOCAL_INSTALL.search(command):
         return Install(command, "config", "[tool.testfleet.ci] install", problem=(
-            f"[tool.testfleet.ci] install {command!r} names a local path or an editable "
-            "install, which a fresh CI runner cannot reach and a committed workflow must not "
-            f"hold; install testfleet itself, pinned: {index_install().command}"))
+            f"[tool.testfleet.ci] install {command!r} names a path of this machine, which a "
+            "fresh CI runner cannot reach and a committed workflow must not hold; install "
+            f"testfleet itself, pinned: {index_install().command}"))
     return Install(command, "config", "[tool.testfleet.ci] install")
