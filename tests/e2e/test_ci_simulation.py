@@ -113,7 +113,9 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     """A ``uses: ./<path>`` step: the action's own run steps read from that path of the
     workspace (``cwd``), as GitHub resolves a local action, with its inputs (defaults filled
     in), the step's env and the action's ``working-directory``, as GitHub runs a composite
-    action. Installing is the harness's job (testfleet is on PATH)."""
+    action; a local action it uses (the stage jobs' shared one runs testfleet's) is played
+    the same way, each step under its ``if:``. Installing is the harness's job (testfleet
+    is on PATH); other actions (artifacts, caches) are the harness's too."""
     action = yaml.safe_load((cwd / step["uses"] / "action.yml").read_text())
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs.update({k: resolve(str(v), contexts) for k, v in step.get("with", {}).items()})
@@ -121,6 +123,17 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     step_env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
     code, logs, outputs = 0, "", {}
     for i, inner in enumerate(action["runs"]["steps"]):
+        cond = inner.get("if", "")
+        if cond and not truthy(evaluate(cond.removeprefix("${{").removesuffix("}}"), ctx,
+                                        {"cancelled": False, "failure": code != 0})):
+            continue
+        if inner.get("uses", "").startswith("./"):  # a local action inside this one
+            nested = {**inner, "env": {**step.get("env", {}), **inner.get("env", {})}}
+            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}")
+            logs += log
+            if code != 0:
+                break
+            continue
         if "run" not in inner or inner.get("name") == "Install testfleet":
             continue
         env = {**step_env, **{k: resolve(v, ctx) for k, v in inner.get("env", {}).items()}}
@@ -243,7 +256,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     contexts["needs"] = {"plan": {"outputs": job_outputs, "result": "success"}}
 
     # -- the stage jobs, in the workflow's order (a stage after the stages it needs) --
-    waves = int(job_outputs["waves"])
+    waves = int(contexts["steps"]["plan"]["outputs"]["waves"])  # the plan step's
     assert waves == 2
     stages = json.loads(job_outputs["stages"])
     stage_jobs = [name for name in workflow["jobs"]
