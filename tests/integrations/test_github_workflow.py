@@ -7,8 +7,8 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,8 +224,8 @@ def test_plan_job_is_read_only_and_secret_free() -> None:
     for name, job in data["jobs"].items():
         for step in job.get("steps", []):
             has_secret = "secrets." in json.dumps(step)
-            assert has_secret == (name not in ("plan", "testfleet", "history")
-                                  and "TESTFLEET_DATABASE_URL" in step.get("env", {})
+            assert has_secret == ((name not in ("plan", "testfleet", "history")
+                                  and "TESTFLEET_DATABASE_URL" in step.get("env", {}))
                                   or (name, step.get("name")) == ("history", "Snapshot the database"))
             if has_secret and name != "history":
                 assert step["env"]["TESTFLEET_DATABASE_URL"].startswith(

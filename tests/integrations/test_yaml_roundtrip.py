@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from testfleet.config import validate_config
-from testfleet.integrations.setup_scripts import script_path, setup_scripts
-from testfleet.integrations.workflow_fit import SETTINGS_ENV
 from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import render_workflow
+from testfleet.integrations.setup_scripts import script_path, setup_scripts
+from testfleet.integrations.workflow_fit import SETTINGS_ENV
 from testfleet.integrations.yaml_doc import Flow, Note, RoundTripError, check, dump
 
 TRICKY = ["- foo", "0x1F", ".inf", "0b101", "null", "yes", "on", "No", "~", "", " lead", "trail ",

@@ -46,8 +46,9 @@ def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
             continue
         runs_on = job.get("runs-on")
         labels = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on or []]
-        env = job.get("env") if isinstance(job.get("env"), dict) else {}
-        lanes[m.group(1).replace("''", "'")] = (labels, str(env.get(SETTINGS_ENV, "")))
+        env = job.get("env")
+        digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
+        lanes[m.group(1).replace("''", "'")] = (labels, str(digest))
     return lanes
 
 
