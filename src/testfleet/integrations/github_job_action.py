@@ -10,7 +10,9 @@ A composite action, not a reusable workflow: what differs per stage stays in the
 job, in the workflow, where GitHub reads it before any matrix value exists and where a
 reviewer reads it: the runner (written from the base's configuration, never from a plan
 or an input), the container, the stage's secrets (explicit, never ``secrets: inherit``),
-env, checkouts and setup steps. The action gets only the job id and the plan's digest.
+env, checkouts and setup steps. The action gets only the job id and the plan's digest; the
+stage's secrets, in the ``env:`` of the step that uses it, are the environment of all its
+steps (the pinned artifact and cache actions too), which is how ``testfleet run`` gets them.
 It is generated for this project (its history path, install and artifact retention), so
 it has no input that could change what it does.
 
