@@ -108,8 +108,11 @@ def resolve(expr: str, contexts: dict[str, Any]) -> str:
     return "" if value is None else str(value)
 
 
+Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
+
+
 def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[str, Any],
-               name: str) -> tuple[int, str, dict[str, str]]:
+               name: str, uses: Uses | None = None) -> tuple[int, str, dict[str, str]]:
     """A ``uses: ./<path>`` step: the action's own run steps read from that path of the
     workspace (``cwd``), as GitHub resolves a local action, with its inputs (defaults filled
     in), the step's env and the action's ``working-directory``, as GitHub runs a composite
@@ -129,10 +132,13 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
             continue
         if inner.get("uses", "").startswith("./"):  # a local action inside this one
             nested = {**inner, "env": {**step.get("env", {}), **inner.get("env", {})}}
-            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}")
+            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}", uses)
             logs += log
             if code != 0:
                 break
+            continue
+        if "uses" in inner and uses is not None:
+            uses(inner, cwd, ctx)
             continue
         if "run" not in inner or inner.get("name") == "Install testfleet":
             continue
@@ -145,9 +151,6 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     exposed = {k: outputs.get(v["value"].split(".")[-1].rstrip(" }"), "")
                for k, v in action.get("outputs", {}).items()}
     return code, logs, exposed
-
-
-Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
 
 
 def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
@@ -164,7 +167,7 @@ def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str
             uses(step, cwd, contexts)
             continue
         if step.get("uses", "").startswith("./"):
-            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}")
+            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}", uses)
             logs += log
             if "id" in step:
                 contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}
