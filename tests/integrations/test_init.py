@@ -385,3 +385,53 @@ def test_github_writes_the_trusted_workflow_and_says_what_github_must_be_told(
     code, out, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
     assert code == 0 and "is yours and was left as it is" in out
     assert (github / "actionlint.yaml").read_text() == "self-hosted-runner:\n  labels: [mine]\n"
+
+
+def test_setup_items_are_script_files_and_a_dropped_one_is_named(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#39: each setup item is written as its own shellcheck-checked script, run by its own
+    step; regenerating after an item was dropped says which file no stage runs any more."""
+    pyproject = example_project / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
+                                      '[tool.testfleet.stages.stage-a-cpu]\n'
+                                      'setup = ["echo one", "cd $HOME"]\n', 1))
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0, out + err
+    scripts = example_project / ".github" / "testfleet" / "stage-a-cpu"
+    assert sorted(p.name for p in scripts.iterdir()) == ["setup-1.sh", "setup-2.sh"]
+    assert (scripts / "setup-1.sh").read_text().endswith("set -eo pipefail\necho one\n")
+    workflow = (example_project / WORKFLOW_PATH).read_text()
+    assert workflow.count("run: bash .github/testfleet/stage-a-cpu/setup-") == 2
+    pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
+                                      '[tool.testfleet.stages.stage-a-cpu]\n'
+                                      'setup = ["echo one"]\n', 1))
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0, out + err
+    assert "no stage runs these setup scripts any more; delete them: " \
+           ".github/testfleet/stage-a-cpu/setup-2.sh" in err
+    assert "setup-2.sh" not in (example_project / WORKFLOW_PATH).read_text()
+
+
+def test_plan_refuses_a_plan_the_workflow_was_not_written_for(
+        example_project: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan job's check (was an inline Python script in every plan job): testfleet plan
+    --fits-workflow reads the runners and the CI settings digest from the workflow file."""
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 0, out + err
+    fits = ["plan", "--event", "push", "--plan-file", "plan.json", "--fits-workflow", WORKFLOW_PATH]
+    code, out, err = run_cli(capsys, "-C", str(example_project), *fits)
+    assert code == 0, out + err
+    pyproject = example_project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        '[tool.testfleet.stages.stage-a-cpu]\nbackend = "cpu"\nruns_on = ["ubuntu-latest"]\n',
+        '[tool.testfleet.stages.stage-a-cpu]\nbackend = "cpu"\nruns_on = ["ubuntu-22.04"]\n'
+        'env = { A = "1" }\n', 1))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, err = run_cli(capsys, "-C", str(example_project), *fits)
+    assert code == 2
+    assert "::error title=testfleet::the runs_on of stage stage-a-cpu changed" in out
+    assert "::error title=testfleet::the CI settings of stage stage-a-cpu" in out
+    assert "testfleet init --github --force" in err
+    assert (example_project / "plan.json").is_file()  # written first, as the step summary needs
