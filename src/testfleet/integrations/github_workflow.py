@@ -95,10 +95,8 @@ def _triggers(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
     trusted = trusted_stages(config)
     on: dict[str, Any] = {}
     if len(trusted) < len(config.stages) or not config.stages:
-        on["pull_request"] = Note({"types": Flow(["opened", "synchronize", "reopened", "labeled"])},
-                                  before=("Pull requests: the stages on GitHub-hosted runners "
-                                          "only (the others: testfleet-trusted.yml).",)
-                                  if trusted else ())
+        # with testfleet-trusted.yml, only the stages on GitHub-hosted runners (the header says)
+        on["pull_request"] = {"types": Flow(["opened", "synchronize", "reopened", "labeled"])}
     if opts.push_branches:
         on["push"] = {"branches": list(opts.push_branches)}
     if config.policy.schedules:
@@ -110,9 +108,10 @@ def _triggers(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
         "match_all_labels": {"description": "Include every registered label",
                              "type": "boolean", "default": False},
     }}
+    # not required, empty by default: the cadence comes from the event
     on["workflow_call"] = {"inputs": {"cadence": {
         "description": f"Cadence override ({', '.join(cadences)}); empty = from the event",
-        "type": "string", "required": False, "default": ""}}}
+        "type": "string"}}}
     return on
 
 
