@@ -174,7 +174,6 @@ class Row:
     sigterm_after: float | None = None  # SIGTERM every command this long after it started
     fsize_limit: int | None = None  # RLIMIT_FSIZE of the commands (a full disk, in effect)
     pg: bool = False  # needs the real PostgreSQL server ({pg} in argv: a fresh schema's URL)
-    program: str = "testfleet"  # or "action": the composite action's script, inputs in env
     pids: bool = False  # the row's test writes its pid to pids/test: it must not outlive the run
 
 
@@ -382,6 +381,15 @@ def _alive(pid: int) -> bool:
 # The composite action's run step (action.yml), with a stand-in testfleet.
 def _plan_file(text: str) -> dict[str, str | bytes]:
     return {"plan.json": text}
+
+
+def _real_plan(edit: Callable[[str], str] = lambda text: text) -> Callable[[Ctx], None]:
+    """A plan testfleet made for the project, as plan.json (then ``edit``ed)."""
+    def setup(ctx: Ctx) -> None:
+        tf(ctx, "plan", "--event", "push", "--plan-file", str(ctx.root / "plan.json"))
+        path = ctx.root / "plan.json"
+        path.write_text(edit(path.read_text()))
+    return setup
 
 
 def _bundle_path(name: str) -> Callable[[Ctx], None]:
@@ -655,13 +663,16 @@ CORPUS: list[Row] = [
         0, "records: 0 execution(s)"),
     row("history-merge-relative-to-C", {"b.bundle": REAL}, ["history", "merge", "b.bundle"], {},
         0, "+4 execution(s)"),
-    Row("action-digest-prefix", _plan_file('{"digest":"sha256:aaaab","jobs":[]}\n'),
-        [[["run"]]], 2, "is not the plan of this run",
-        env={"TESTFLEET_JOB": "j", "TESTFLEET_PLAN_DIGEST": "sha256:aaaa"}, program="action"),
-    Row("action-digest-elsewhere",
-        _plan_file('{"digest":"sha256:zzzz","jobs":[],"note":"sha256:aaaa"}\n'),
-        [[["run"]]], 2, "is not the plan of this run",
-        env={"TESTFLEET_JOB": "j", "TESTFLEET_PLAN_DIGEST": "sha256:aaaa"}, program="action"),
+    # the composite action passes plan-digest to `testfleet run --plan-digest`, whose check
+    # is exact and over the content (#39: no shell pre-check in the action any more)
+    row("run-digest-prefix", {}, ["run", "--plan", "plan.json", "--job", "j"],
+        {"TESTFLEET_PLAN_DIGEST": "sha256:"}, 2, "is not the plan of this run",
+        setup=_real_plan()),
+    row("run-digest-elsewhere", {}, ["run", "--plan", "plan.json", "--job", "j"],
+        {"TESTFLEET_PLAN_DIGEST": "sha256:" + "a" * 64}, 2, "digest mismatch",
+        setup=_real_plan(lambda text: re.sub(
+            r'^\{"digest":"sha256:[0-9a-f]+"',
+            '{"digest":"sha256:' + "b" * 64 + '","note":"sha256:' + "a" * 64 + '"', text))),
 ]
 
 
@@ -1184,30 +1195,6 @@ def _env(env: dict[str, str], ctx: Ctx) -> dict[str, str]:
     return full
 
 
-def _action_argv(ctx: Ctx) -> list[str]:
-    """The composite action's testfleet step, its inputs' defaults, a testfleet stand-in."""
-    import yaml
-
-    from testfleet.integrations.action import render_action
-
-    spec = yaml.safe_load(render_action())
-    step = next(s for s in spec["runs"]["steps"] if s["name"] == "testfleet")
-    fake = ctx.root.parent / "bin/testfleet"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text("#!/bin/sh\necho 'testfleet ran'\n")
-    fake.chmod(0o755)
-    return ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]]
-
-
-def _action_env(row: Row, ctx: Ctx) -> dict[str, str]:
-    env = _env({}, ctx)
-    env.update({"PATH": f"{ctx.root.parent / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
-                "GITHUB_EVENT_NAME": "push", "TESTFLEET_COMMAND": "run",
-                "TESTFLEET_PLAN_FILE": str(ctx.root / "plan.json"),
-                "TESTFLEET_JUNIT_DIR": "testfleet-junit", **row.env})
-    return env
-
-
 @dataclass
 class Ran:
     status: int | None  # None: it hung
@@ -1233,14 +1220,11 @@ def run_row(row: Row, ctx: Ctx) -> list[Ran]:
         for step in row.steps:
             procs = []
             for argv in step:
-                if row.program == "action":
-                    cmd, env = _action_argv(ctx), _action_env(row, ctx)
-                else:
-                    argv = [a.replace("{pg}", ctx.pg).replace("{root}", str(ctx.root)) for a in argv]
-                    cmd = [sys.executable, "-m", "testfleet", "-C", str(ctx.root), *argv]
-                    env = _env(row.env, ctx)
+                argv = [a.replace("{pg}", ctx.pg).replace("{root}", str(ctx.root)) for a in argv]
+                cmd = [sys.executable, "-m", "testfleet", "-C", str(ctx.root), *argv]
+                env = _env(row.env, ctx)
                 procs.append(subprocess.Popen(
-                    cmd, cwd=ctx.caller if row.program == "testfleet" else ctx.root, env=env,
+                    cmd, cwd=ctx.caller, env=env,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                     preexec_fn=limits))
             if row.sigterm_after is not None:

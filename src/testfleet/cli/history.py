@@ -13,6 +13,7 @@ A bad bundle is exit 2 naming the file and the problem, with nothing changed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -139,6 +140,20 @@ def _make_parent(output: Path) -> None:
                          f"{exc.strerror or exc}") from None
 
 
+def _expand(files: tuple[Path, ...], base: Path) -> list[Path]:
+    """The bundles ``files`` name: a directory stands for every file under it, in sorted
+    order (downloaded artifacts, one folder each); a file that is not there stays, for
+    reading to say so."""
+    out: list[Path] = []
+    for path in files:
+        where = path if path.is_absolute() else base / path
+        if where.is_dir():
+            out += sorted(p for p in where.rglob("*") if p.is_file())
+        else:
+            out.append(path)
+    return out
+
+
 @command.command("merge")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path),
                 metavar="BUNDLE...")
@@ -157,14 +172,18 @@ def _make_parent(output: Path) -> None:
               show_default=True, metavar="SECONDS",
               help="While other merges hold the history database, wait for it this long "
                    "(saying so) before giving up.")
+@click.option("--skip-empty", is_flag=True,
+              help="No bundle at all (a run whose jobs exported nothing) is a notice and exit 0, "
+                   "not an error.")
 @human_format_option("testfleet.history-merge/1")
 @output_option()
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
               older_than_days: float | None, no_prune: bool, wait_seconds: float,
-              fmt: str) -> int:
-    """Merge bundles into the history database in one transaction (idempotent).
+              skip_empty: bool, fmt: str) -> int:
+    """Merge bundles into the history database in one transaction (idempotent). A
+    directory stands for every file under it (downloaded artifacts, one folder each).
 
     \b
     Examples:
@@ -183,8 +202,19 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     from testfleet.store import open_store, resolve_target
 
     project = project_from(ctx)
+    base = Path(ctx.find_root().obj.directory)
+    paths = _expand(files, base)
+    if not paths:
+        if skip_empty:
+            click.echo("::notice title=testfleet::no history bundles to merge"
+                       if os.environ.get("GITHUB_ACTIONS") == "true"
+                       else "testfleet: no history bundles to merge")
+            return 0
+        from testfleet.errors import UsageError
+
+        raise UsageError(f"no history bundle in {', '.join(map(str, files))}")
     # every file verified before the database is touched
-    bundles = read_bundles(list(files), Path(ctx.find_root().obj.directory))
+    bundles = read_bundles(paths, base)
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
     # one deadline for opening (a first merge creates the schema) and merging
     deadline = time.monotonic() + wait_seconds
