@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "enable": ("testfleet.cli.enable", "Restore disabled registrations (by --ref #N or file)."),
     # incidents (issue #29)
     "incident": ("testfleet.cli.incident", "Failures grouped by cause; make a broken stage dormant."),
+    # elastic execution (issue #40)
+    "queue": ("testfleet.cli.queue", "Queue mode: what a plan's queue lanes hold."),
 }
 
 
