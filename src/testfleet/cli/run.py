@@ -564,9 +564,9 @@ def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None
                 code = 1
             final = status.final(run.job, sel, plan_file=plan_file, exit_status=code)
             if run.database_lost or run.job.interrupted_by is not None:
-                final = dataclasses.replace(final, complete=False, reason=(
-                    run.database_lost and f"queue database lost: {run.database_lost}"
-                    or final.reason)[:4000])
+                why = (f"queue database lost: {run.database_lost}" if run.database_lost
+                       else final.reason)
+                final = dataclasses.replace(final, complete=False, reason=why[:4000])
             try:
                 write_status(status_path, final)
             except OSError as exc:

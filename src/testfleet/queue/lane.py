@@ -14,7 +14,7 @@ from testfleet.runner.model import RunItem
 def queue_of(plan: Any, lane: str) -> QueueDoc | None:
     """The lane's queue settings, None for a lane in shard mode. Every job of a lane says
     the same; a plan whose jobs disagree is refused (it was edited, or is corrupt)."""
-    docs = [j.queue for j in plan.jobs if j.lane == lane and not j.probe]
+    docs: list[QueueDoc | None] = [j.queue for j in plan.jobs if j.lane == lane and not j.probe]
     if not docs or all(d is None for d in docs):
         return None
     if any(d != docs[0] for d in docs):

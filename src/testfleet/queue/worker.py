@@ -302,7 +302,10 @@ def run_queue(spec: JobSpec, settings: QueueSettings, store: Store, *, reporter:
               poll: float | None = None) -> QueueRun:
     """Join the lane's queue and run files from it until every file has its report."""
     spec = replace(spec, settings=replace(spec.settings, batch=False))  # one file per claim
-    stopping = (lambda: interrupt is not None and interrupt.signum is not None)
+
+    def stopping() -> bool:
+        return interrupt is not None and interrupt.signum is not None
+
     db = QueueDb(store, settings, reporter.warning, db_wait(), stopping)
     by_file = {item.file: item for item in spec.items}
     index_of = {item.file: i for i, item in enumerate(spec.items)}
