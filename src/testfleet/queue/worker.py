@@ -151,11 +151,14 @@ class QueueDb:
                                       policy.give_up_reason(held.lost + 1))
                 else:
                     q.requeue_expired(conn, s.plan_digest, s.lane, held, now)
+            token = secrets.token_hex(16)
+            # a stopped lane has no pending file (fast-fail reported them): nothing to claim
+            got = q.claim_next(conn, s.plan_digest, s.lane, s.runner, token, s.lease_seconds,
+                               now, take_avoided=False)
+            if got is not None:
+                return "run", got
             lane = q.lane_row(conn, s.plan_digest, s.lane)
             stopped = lane is not None and lane.stopped is not None
-            token = secrets.token_hex(16)
-            got = None if stopped else q.claim_next(conn, s.plan_digest, s.lane, s.runner, token,
-                                                    s.lease_seconds, now, take_avoided=False)
             n = q.counts(conn, s.plan_digest, s.lane, s.runner, now)
             action = policy.next_step(claimed=got is not None, pending=n["pending"],
                                       avoided=n["avoided"], others_live=n["others_live"],

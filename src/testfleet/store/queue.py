@@ -203,18 +203,20 @@ def give_up_expired(conn: Connection, digest: str, lane: str, held: Held, now: f
 def claim_next(conn: Connection, digest: str, lane: str, runner: str, token: str,
                lease: float, now: float, *, take_avoided: bool) -> Claim | None:
     """Lock and claim the first pending file in queue order that no other runner has
-    locked; ``take_avoided`` also takes one this runner must avoid (an infra retry)."""
+    locked (one statement: the ``UPDATE``'s subquery takes the row lock, skipping rows
+    another claim holds); ``take_avoided`` also takes one this runner must avoid (an
+    infra retry)."""
     q = queue_items.c
     where = [_key(digest, lane), q.state == "pending"]
     if not take_avoided:
         where.append(or_(q.avoid_runner.is_(None), q.avoid_runner != runner))
-    row = conn.execute(select(q.file, q.position).where(*where).order_by(q.position).limit(1)
-                       .with_for_update(skip_locked=True)).first()
+    first = (select(q.file).where(*where).order_by(q.position).limit(1)
+             .with_for_update(skip_locked=True).scalar_subquery())
+    row = conn.execute(update(queue_items).where(_key(digest, lane), q.file == first).values(
+        state="claimed", claim=token, runner=runner, claimed_at=now, lease_until=now + lease,
+        claims=q.claims + 1).returning(q.file, q.position)).first()
     if row is None:
         return None
-    conn.execute(update(queue_items).where(_key(digest, lane), q.file == row.file).values(
-        state="claimed", claim=token, runner=runner, claimed_at=now, lease_until=now + lease,
-        claims=q.claims + 1))
     return Claim(digest, lane, row.file, token, runner, now, row.position)
 
 
