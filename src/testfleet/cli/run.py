@@ -97,7 +97,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
       testfleet run --stage stage-a-cpu --shard 2/4
       testfleet run --stage stage-b-cpu --cadence nightly --display plain
       testfleet run --file tests/unit/test_rollout_buffer.py --dry-run
-      testfleet run --plan plan.json --stage stage-b-gpu --queue
+      testfleet run --plan plan.json --stage stage-c-4-gpu-h200 --queue
     """
     from testfleet.runner.jobs import build_spec
     from testfleet.runner.settings import run_options

@@ -319,7 +319,7 @@ def run_queue(spec: JobSpec, settings: QueueSettings, store: Store, *, reporter:
     results: list[FileResult] = []
     out = QueueRun(JobResult(spec, results, started, 0.0, None), enqueued=False)
     wait_every = poll if poll is not None else min(5.0, settings.lease_seconds / 6)
-    reporter.job_started(replace(spec, items=()))
+    reporter.job_started(spec)  # the lane's files: the indices the reporter is given
     try:
         out.enqueued = db.enqueue([(i.file, i.estimate) for i in spec.items])
         first = True

@@ -2,5 +2,5 @@
 
 OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
                 "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show",
-                "results", "flaky", "job-status", "reconcile", "incidents")
+                "results", "flaky", "job-status", "reconcile", "incidents", "queue-status")
 KINDS = ("config", *OUTPUT_KINDS)
