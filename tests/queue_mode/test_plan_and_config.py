@@ -97,3 +97,16 @@ def test_config_keys_are_validated(config_project: Callable[[str], Project], lin
                                    message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_project(f'roots = ["tests"]\n[stages.q]\nbackend = "cpu"\n{line}\n')
+
+
+def test_a_queue_jobs_timeout_covers_the_whole_lane(
+        config_project: Callable[[str], Project]) -> None:
+    config = CONFIG.replace("queue_lease_seconds = 30\n",
+                            "queue_lease_seconds = 30\njob_timeout_factor = 2\n")
+    plan = _plan(config_project(config))
+    lane = [j for j in plan.jobs if j.lane == "q.small"]
+    big = [j for j in plan.jobs if j.lane == "q.big"]
+    total = sum(t.estimate for j in lane for t in j.tests)
+    assert len({j.timeout_minutes for j in lane}) == 1
+    assert lane[0].timeout_minutes >= total * 2 / 60
+    assert all(j.timeout_minutes < lane[0].timeout_minutes for j in big)

@@ -152,3 +152,37 @@ def test_database_gone_for_good_fails_loudly(queue_project, outage) -> None:  # 
     rows = project.sql("SELECT state FROM queue_items WHERE file = 'tests/test_slow.py'")
     assert rows == [("claimed",)]
     assert project.sql("SELECT count(*) FROM queue_attempts WHERE status = 'final'") == [(0,)]
+
+
+def test_sigterm_puts_the_file_back_for_another_runner(queue_project) -> None:  # type: ignore[no-untyped-def]
+    project = queue_project({"test_slow.py": (60.0, 8.0), "test_f0.py": (1.0, 0.0)}, shards=2)
+    jobs = [j["id"] for j in json.loads(project.plan.read_text())["jobs"]]
+    first = project.start(jobs[0], "a")
+    _wait_for("the long file to start", (project.root / "started" / "test_slow.py").exists)
+    os.kill(first.pid, signal.SIGTERM)
+    assert _finish(first) == 128 + signal.SIGTERM
+    released = project.sql("SELECT file FROM queue_attempts WHERE status = 'released'")
+    assert released == [("tests/test_slow.py",)]
+    assert project.sql("SELECT state FROM queue_items WHERE file = 'tests/test_slow.py'") == [
+        ("pending",)]
+    second = project.start(jobs[1], "b")
+    assert _finish(second) == 0, project.log("b")
+    rows = project.sql("SELECT file, state, outcome FROM queue_items ORDER BY file")
+    assert [(r[1], r[2]) for r in rows] == [("done", "PASSED")] * 2
+    assert _reconcile(project)["ok"] is True
+    table = project.testfleet("queue", "status", "--plan", str(project.plan))
+    assert table.returncode == 0 and "2 done of 2" in table.stdout, table.stdout
+
+
+def test_a_failure_fails_the_lane_fast_and_reconcile_says_not_run(queue_project) -> None:  # type: ignore[no-untyped-def]
+    files = {"test_bad.py": (50.0, 0.0), **{f"test_f{i}.py": (5.0 - i, 0.0) for i in range(4)}}
+    project = queue_project(files, shards=1, tail={"test_bad.py": "raise SystemExit(1)"})
+    job = json.loads(project.plan.read_text())["jobs"][0]["id"]
+    runner = project.start(job, "a")
+    assert _finish(runner) == 1
+    assert "fast-fail: tests/test_bad.py FAILED (4 queued file(s) reported NOT RUN)" in \
+        project.log("a")
+    res = project.testfleet("reconcile", "--plan", str(project.plan), "--format", "json",
+                            str(project.root / "statuses"))
+    doc = json.loads(res.stdout)
+    assert res.returncode == 1 and len(doc["not_run"]) == 4 and doc["outcomes"] == {"FAILED": 1}

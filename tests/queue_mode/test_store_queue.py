@@ -116,7 +116,7 @@ def test_a_file_that_loses_its_runner_three_times_is_reported_error_once(store: 
     db = _db(store, "r", lease=5)
     db.enqueue(FILES[:1])
     for _ in range(3):
-        action, claim = db.claim()
+        action, _ = db.claim()
         assert action == "run"
         with store.write() as conn:
             conn.execute(q.queue_items.update().values(lease_until=0.0))

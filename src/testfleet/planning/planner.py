@@ -321,7 +321,10 @@ def make_plan(
                             for f, sec in group),
                 env=dict(stage.env),
                 ci=ci,
-                timeout_minutes=job_timeout(ci, sum(sec for _, sec in group)),
+                # a queue runner may end up running any share of its lane (the others
+                # lost): its CI job timeout is sized for the whole lane
+                timeout_minutes=job_timeout(ci, sum(seconds) if queue
+                                            else sum(sec for _, sec in group)),
                 queue=queue,
             ))
         regs = [r for r in by_stage.get(name, []) if r.backend == lane.backend]
