@@ -186,3 +186,24 @@ def test_a_failure_fails_the_lane_fast_and_reconcile_says_not_run(queue_project)
                             str(project.root / "statuses"))
     doc = json.loads(res.stdout)
     assert res.returncode == 1 and len(doc["not_run"]) == 4 and doc["outcomes"] == {"FAILED": 1}
+
+
+def test_a_pull_requests_outcomes_never_enter_the_history(queue_project) -> None:  # type: ignore[no-untyped-def]
+    project = queue_project({"test_a.py": (2.0, 0.0), "test_b.py": (1.0, 0.0)}, shards=1)
+    pr_plan = project.root / "pr-plan.json"
+    made = project.testfleet("plan", "--event", "pull_request", "--format", "json", "-o",
+                             str(pr_plan))
+    assert made.returncode == 0, made.stderr
+    pr = json.loads(pr_plan.read_text())
+    assert pr["digest"] != project.digest and pr["jobs"][0]["queue"]
+    res = project.testfleet("run", "--plan", str(pr_plan), "--job", pr["jobs"][0]["id"], "-v")
+    assert res.returncode == 0, res.stderr
+    assert "records no history" in res.stderr
+    assert project.sql("SELECT pull_request FROM queue_lanes") == [(True,)]
+    assert project.sql("SELECT count(*) FROM executions") == [(0,)]
+    assert project.sql("SELECT count(*) FROM queue_items WHERE state = 'done'") == [(2,)]
+    # the default branch's run of the same lane records its history
+    job = json.loads(project.plan.read_text())["jobs"][0]["id"]
+    res = project.testfleet("run", "--plan", str(project.plan), "--job", job)
+    assert res.returncode == 0, res.stderr
+    assert project.sql("SELECT count(*) FROM executions") == [(2,)]

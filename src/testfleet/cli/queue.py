@@ -80,7 +80,7 @@ def open_queue_store(project: Project, database: str | None) -> Store:
         raise UsageError(f"queue mode keeps its queue in the team's PostgreSQL history database; "
                          f"this one is SQLite ({target.display}). Give --database "
                          "postgresql://... or TESTFLEET_DATABASE_URL")
-    return open_store(project, database, readonly=True)
+    return open_store(project, database)  # PostgreSQL: never migrated here, only checked
 
 
 def _age(seconds: float | None) -> str:

@@ -531,6 +531,12 @@ def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None
         raise UsageError(f"record directory {spec.records_dir}: cannot create it "
                          f"({exc.strerror or exc}); nothing was run") from None
     store = open_store(project, database)  # schema too old or unreachable: exit 2, says why
+    if history and settings.pull_request:
+        # the runner's history database is the shared one here: a pull request's outcomes
+        # stay in the queue tables and never enter the history
+        _verbosity.note("a pull request's queue run records no history (its outcomes stay in "
+                        "the queue tables)")
+        history = False
     reporter = make_reporter(output)
     hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
                      junit=junit_path, write_baseline=write_baseline)
