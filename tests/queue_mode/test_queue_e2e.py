@@ -207,3 +207,14 @@ def test_a_pull_requests_outcomes_never_enter_the_history(queue_project) -> None
     res = project.testfleet("run", "--plan", str(project.plan), "--job", job)
     assert res.returncode == 0, res.stderr
     assert project.sql("SELECT count(*) FROM executions") == [(2,)]
+
+
+def test_a_planned_file_that_cannot_start_is_reported_error_once(queue_project) -> None:  # type: ignore[no-untyped-def]
+    project = queue_project({"test_a.py": (2.0, 0.0), "test_b.py": (1.0, 0.0)}, shards=1)
+    (project.root / "tests" / "test_a.py").unlink()  # planned, gone from the checkout
+    job = json.loads(project.plan.read_text())["jobs"][0]["id"]
+    res = project.testfleet("run", "--plan", str(project.plan), "--job", job,
+                            "--plan-digest", project.digest, "--continue-on-error")
+    assert res.returncode == 1, res.stderr
+    rows = project.sql("SELECT file, state, outcome FROM queue_items ORDER BY file")
+    assert rows == [("tests/test_a.py", "done", "ERROR"), ("tests/test_b.py", "done", "PASSED")]

@@ -341,10 +341,13 @@ def run_queue(spec: JobSpec, settings: QueueSettings, store: Store, *, reporter:
                     raise StoreError(f"the queue of {settings.lane} holds {claim.file!r}, "
                                      "which this plan's lane does not: the queue is not this "
                                      "plan's")
-                qhooks.claim = claim
+                qhooks.claim, qhooks.verdict = claim, ""
                 with Heartbeat(db, claim, reporter.warning) as qhooks.beat:
                     result = _run_file(spec, index_of[claim.file], item, reporter, interrupt,
                                        qhooks, reaping, retriable, fatal)
+                    if not qhooks.verdict:  # never started (missing file, no record dir):
+                        qhooks.beat.stop()  # its ERROR is the report, as in shard mode
+                        qhooks.verdict = db.complete(claim, result, False)  # no history
                 for note in dropped_notes((*retriable, *fatal)):
                     reporter.warning(note)
                 verdict = qhooks.verdict
