@@ -110,3 +110,14 @@ def test_a_queue_jobs_timeout_covers_the_whole_lane(
     assert len({j.timeout_minutes for j in lane}) == 1
     assert lane[0].timeout_minutes >= total * 2 / 60
     assert all(j.timeout_minutes < lane[0].timeout_minutes for j in big)
+
+
+def test_the_plan_table_says_a_queue_lane_is_a_capacity(
+        config_project: Callable[[str], Project]) -> None:
+    from testfleet.planning.formats import render_table
+
+    plan = _plan(config_project(CONFIG))
+    n = sum(1 for j in plan.jobs if j.lane == "q.small")
+    text = " ".join(render_table(plan, width=200).split())
+    assert f"queue: q.small: {n} runner(s) pull its 6 file(s) from one queue (a capacity" in text
+    assert "queue: q.big" not in text
