@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from testfleet.config import load_project
 from testfleet.planning import make_plan
 from testfleet.planning.request import PlanRequest
+from testfleet.planning.sharding import lower_bound
 from testfleet.policy import Trigger
 from testfleet.queue.lane import lane_items
 from testfleet.registry.model import Registration
@@ -203,7 +204,7 @@ def simulate(seeds: int, lease: float, overhead: float) -> dict[str, dict[str, l
             error = {f: math.exp(rng.gauss(0, 0.35)) for f in ests}
             true = {f: ests[f] * error[f] * math.exp(rng.gauss(0, 0.10)) for f in ests}
             n = len(shards)
-            lb = max(max(true.values()), sum(true.values()) / n)
+            lb = lower_bound(list(true.values()), n)
             for fault in FAULTS:
                 starts = ([rng.expovariate(1 / 600) for _ in range(n)] if fault == "late"
                           else [0.0] * n)

@@ -10,7 +10,7 @@ the benchmark replays exactly the decisions the runners make.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 #: Leases a file may lose before it is reported ERROR instead of queued again: a file that
@@ -29,11 +29,6 @@ def queue_order(files: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
 def heartbeat_interval(lease_seconds: float) -> float:
     """How often a runner renews its lease: a third of it."""
     return lease_seconds / 3.0
-
-
-def lease_expired(lease_until: float, now: float) -> bool:
-    """A lease is valid up to and including ``lease_until`` (server time)."""
-    return now > lease_until
 
 
 def after_expiry(lost_before: int) -> Literal["requeue", "give-up"]:
@@ -81,9 +76,3 @@ def next_step(*, claimed: bool, pending: int, avoided: int, others_live: int,
         return "wait"
     return "done"
 
-
-def lower_bound(durations: Sequence[float], runners: int) -> float:
-    """No schedule of these files on ``runners`` runners ends earlier."""
-    if not durations or runners < 1:
-        return 0.0
-    return max(max(durations), sum(durations) / runners)
