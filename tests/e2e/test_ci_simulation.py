@@ -108,12 +108,17 @@ def resolve(expr: str, contexts: dict[str, Any]) -> str:
     return "" if value is None else str(value)
 
 
+Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
+
+
 def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[str, Any],
-               name: str) -> tuple[int, str, dict[str, str]]:
+               name: str, uses: Uses | None = None) -> tuple[int, str, dict[str, str]]:
     """A ``uses: ./<path>`` step: the action's own run steps read from that path of the
     workspace (``cwd``), as GitHub resolves a local action, with its inputs (defaults filled
     in), the step's env and the action's ``working-directory``, as GitHub runs a composite
-    action. Installing is the harness's job (testfleet is on PATH)."""
+    action; a local action it uses (the stage jobs' shared one runs testfleet's) is played
+    the same way, each step under its ``if:``. Installing is the harness's job (testfleet
+    is on PATH); other actions (artifacts, caches) are the harness's too."""
     action = yaml.safe_load((cwd / step["uses"] / "action.yml").read_text())
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs.update({k: resolve(str(v), contexts) for k, v in step.get("with", {}).items()})
@@ -121,6 +126,20 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     step_env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
     code, logs, outputs = 0, "", {}
     for i, inner in enumerate(action["runs"]["steps"]):
+        cond = inner.get("if", "")
+        if cond and not truthy(evaluate(cond.removeprefix("${{").removesuffix("}}"), ctx,
+                                        {"cancelled": False, "failure": code != 0})):
+            continue
+        if inner.get("uses", "").startswith("./"):  # a local action inside this one
+            nested = {**inner, "env": {**step.get("env", {}), **inner.get("env", {})}}
+            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}", uses)
+            logs += log
+            if code != 0:
+                break
+            continue
+        if "uses" in inner and uses is not None:
+            uses(inner, cwd, ctx)
+            continue
         if "run" not in inner or inner.get("name") == "Install testfleet":
             continue
         env = {**step_env, **{k: resolve(v, ctx) for k, v in inner.get("env", {}).items()}}
@@ -132,9 +151,6 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
     exposed = {k: outputs.get(v["value"].split(".")[-1].rstrip(" }"), "")
                for k, v in action.get("outputs", {}).items()}
     return code, logs, exposed
-
-
-Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
 
 
 def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
@@ -151,7 +167,7 @@ def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str
             uses(step, cwd, contexts)
             continue
         if step.get("uses", "").startswith("./"):
-            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}")
+            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}", uses)
             logs += log
             if "id" in step:
                 contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}
@@ -243,7 +259,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     contexts["needs"] = {"plan": {"outputs": job_outputs, "result": "success"}}
 
     # -- the stage jobs, in the workflow's order (a stage after the stages it needs) --
-    waves = int(job_outputs["waves"])
+    waves = int(contexts["steps"]["plan"]["outputs"]["waves"])  # the plan step's
     assert waves == 2
     stages = json.loads(job_outputs["stages"])
     stage_jobs = [name for name in workflow["jobs"]

@@ -57,6 +57,30 @@ def test_export_show_merge_and_merge_again(cli: Callable[..., tuple[int, str, st
     assert (project.root / "cache.db").stat().st_size == doc["size_bytes"]  # checkpointed
 
 
+def test_a_directory_stands_for_the_bundles_under_it(cli: Callable[..., tuple[int, str, str]],
+                                                     project: Project,
+                                                     seed: Callable[..., None],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Downloaded artifacts are one folder per job: merge reads every file under a directory
+    (this was the composite action's shell loop); none at all is an error unless
+    --skip-empty makes it a notice (a run whose jobs exported nothing)."""
+    seed(project, None, ci_run_id="100")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "schedule")
+    monkeypatch.setenv("GITHUB_REF", "refs/heads/main")
+    for job in ("b", "a"):
+        code, out, _ = cli("history", "export", "--run-id", "100", "--output",
+                           f"in/testfleet-history-{job}/records.bundle")
+        assert code == 0, out
+    code, out, err = cli("history", "merge", "in", "--database", "cache.db", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["bundles"] == 2
+    (project.root / "empty").mkdir()
+    code, out, err = cli("history", "merge", "empty", "--database", "cache.db")
+    assert code == 2 and "no history bundle in empty" in err
+    code, out, err = cli("history", "merge", "--skip-empty", "empty", "--database", "cache.db")
+    assert code == 0 and "no history bundles to merge" in out + err
+
+
 def test_bad_bundles_exit_2_naming_file_and_problem(cli: Callable[..., tuple[int, str, str]],
                                                     project: Project,
                                                     seed: Callable[..., None]) -> None:

@@ -258,7 +258,52 @@ def test_a_failed_compaction_is_a_warning_after_the_commit(
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(Store, "compact", busy)
+    monkeypatch.setattr("testfleet.history.merge._COMPACT_WAIT", 0.3)  # then it gives up
     with open_store(project, None) as store:
         result = merge_bundles(store, read_bundles([b]))
     assert result.rows["executions"] == 6 and result.size_bytes
     assert "not compacted (the merge itself is committed): database is locked" in result.notes[-1]
+    assert "gave up after waiting 0 s" in result.notes[-1]
+
+
+def test_a_locked_database_is_waited_for_and_the_failed_try_counts_nothing(
+        project: Project, source_db: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tries find the database locked (another merge), the third merges: the counts
+    are the third's alone, and the merge said it was waiting."""
+    from testfleet.store.core import Store
+    from testfleet.store.errors import StoreLocked
+
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    real_write = Store.write
+    tries: list[int] = []
+
+    def write(store: Store) -> Any:
+        tries.append(1)
+        if len(tries) < 3:
+            raise StoreLocked("history database x is locked by another process")
+        return real_write(store)
+
+    said: list[str] = []
+    with open_store(project, None) as store:
+        monkeypatch.setattr(Store, "write", write)
+        result = merge_bundles(store, read_bundles([b]), say=said.append)
+    assert len(tries) == 3
+    assert result.added["executions"] == result.rows["executions"] == 6
+    assert said and "waiting for it" in said[0]
+
+
+def test_a_merge_gives_up_at_its_deadline(project: Project, source_db: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from testfleet.store.core import Store
+    from testfleet.store.errors import StoreLocked
+
+    def write(store: Store) -> Any:
+        raise StoreLocked("history database x is locked by another process")
+
+    b = bundle_of(project, source_db, tmp_path / "all.tfb")
+    with open_store(project, None) as store, pytest.raises(StoreLocked, match="gave up after"):
+        monkeypatch.setattr(Store, "write", write)
+        merge_bundles(store, read_bundles([b]), deadline=time.monotonic() + 0.3)

@@ -174,7 +174,6 @@ class Row:
     sigterm_after: float | None = None  # SIGTERM every command this long after it started
     fsize_limit: int | None = None  # RLIMIT_FSIZE of the commands (a full disk, in effect)
     pg: bool = False  # needs the real PostgreSQL server ({pg} in argv: a fresh schema's URL)
-    program: str = "testfleet"  # or "action": the composite action's script, inputs in env
     pids: bool = False  # the row's test writes its pid to pids/test: it must not outlive the run
 
 
@@ -382,6 +381,15 @@ def _alive(pid: int) -> bool:
 # The composite action's run step (action.yml), with a stand-in testfleet.
 def _plan_file(text: str) -> dict[str, str | bytes]:
     return {"plan.json": text}
+
+
+def _real_plan(edit: Callable[[str], str] = lambda text: text) -> Callable[[Ctx], None]:
+    """A plan testfleet made for the project, as plan.json (then ``edit``ed)."""
+    def setup(ctx: Ctx) -> None:
+        tf(ctx, "plan", "--event", "push", "--plan-file", str(ctx.root / "plan.json"))
+        path = ctx.root / "plan.json"
+        path.write_text(edit(path.read_text()))
+    return setup
 
 
 def _bundle_path(name: str) -> Callable[[Ctx], None]:
@@ -655,13 +663,16 @@ CORPUS: list[Row] = [
         0, "records: 0 execution(s)"),
     row("history-merge-relative-to-C", {"b.bundle": REAL}, ["history", "merge", "b.bundle"], {},
         0, "+4 execution(s)"),
-    Row("action-digest-prefix", _plan_file('{"digest":"sha256:aaaab","jobs":[]}\n'),
-        [[["run"]]], 2, "is not the plan of this run",
-        env={"TESTFLEET_JOB": "j", "TESTFLEET_PLAN_DIGEST": "sha256:aaaa"}, program="action"),
-    Row("action-digest-elsewhere",
-        _plan_file('{"digest":"sha256:zzzz","jobs":[],"note":"sha256:aaaa"}\n'),
-        [[["run"]]], 2, "is not the plan of this run",
-        env={"TESTFLEET_JOB": "j", "TESTFLEET_PLAN_DIGEST": "sha256:aaaa"}, program="action"),
+    # the composite action passes plan-digest to `testfleet run --plan-digest`, whose check
+    # is exact and over the content (#39: no shell pre-check in the action any more)
+    row("run-digest-prefix", {}, ["run", "--plan", "plan.json", "--job", "j"],
+        {"TESTFLEET_PLAN_DIGEST": "sha256:"}, 2, "is not the plan of this run",
+        setup=_real_plan()),
+    row("run-digest-elsewhere", {}, ["run", "--plan", "plan.json", "--job", "j"],
+        {"TESTFLEET_PLAN_DIGEST": "sha256:" + "a" * 64}, 2, "digest mismatch",
+        setup=_real_plan(lambda text: re.sub(
+            r'^\{"digest":"sha256:[0-9a-f]+"',
+            '{"digest":"sha256:' + "b" * 64 + '","note":"sha256:' + "a" * 64 + '"', text))),
 ]
 
 
@@ -1012,7 +1023,130 @@ CORPUS += [
 
 
 # #36 item 6: merges under load, list/plan/check agree on files Python cannot read, patterns, enable/disable.
+
+# 6a: another process holds the SQLite history's write lock for a while (longer than a
+# merge's busy timeout); merges wait for it, saying so, or give up after --wait.
+HOLDER = """\
+import os, sqlite3, time
+db = sqlite3.connect(".testfleet/history.db", isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+end = time.monotonic() + {seconds}
+while time.monotonic() < end and not os.path.exists("stop"):
+    time.sleep(0.05)
+db.execute("COMMIT")
+"""
+ONE_EACH = {f"b{n}.bundle": bundle(executions=[execution(n)]) for n in range(1, 5)}
+
+
+def _db_init(ctx: Ctx) -> None:
+    tf(ctx, "db", "init")
+
+
+def _stored_uids(*ns: int) -> Check:
+    def check(ctx: Ctx, out: str) -> list[str]:
+        stored = [r[0] for r in _sqlite(ctx, "SELECT uid FROM executions ORDER BY uid")]
+        want = [uid(n) for n in ns]
+        return [] if stored == want else [f"stored executions are {stored}, not {want}"]
+    return check
+
+# 6b: files Python cannot read: list, plan and check agree that their registrations are invalid.
+COOKIE_TEST = "# -*- coding: no-such-codec -*-\n" + GOOD_TEST
+NUL_TEST = GOOD_TEST + 'x = "\0"\n'
+IMPLICIT = CONFIG + '[[implicit]]\npath = "tests/fast"\nbackend = "cpu"\nsuite = "a"\nest_time = 5\n'
+
+
+def _invalid_fate(name: str) -> Check:
+    """The plan (JSON on stdout) skips ``name`` as invalid and no job holds it."""
+    def check(ctx: Ctx, out: str) -> list[str]:
+        plan = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+        fates = {s["file"]: s["reason"] for s in plan["skipped"]}
+        held = [j["id"] for j in plan["jobs"] if any(t["file"] == name for t in j["tests"])]
+        problems = [f"{name} is in job(s) {held}"] if held else []
+        if fates.get(name) != "invalid":
+            problems.append(f"{name}'s fate is {fates.get(name)!r}, not invalid")
+        return problems
+    return check
+
+
+def _not_listed(name: str) -> Check:
+    def check(ctx: Ctx, out: str) -> list[str]:
+        return [f"{name} is listed as a registration"] if f"\n{name}:" in "\n" + out.split(
+            "registrations\n", 1)[0] else []
+    return check
+
+# 6c: check flags what the runner would cut off at run time (the H1 patterns above).
+SAFE_NESTED = CONFIG + '[runner]\nretriable_patterns = ["(a+)+$", "(foo\\\\s+)+x"]\n'
+PYPROJECT_PATTERN = ('[tool.testfleet]\nroots = ["tests"]\n[tool.testfleet.stages.a]\n'
+                     'backend = "cpu"\n[tool.testfleet.runner]\n'
+                     'retriable_patterns = ["NCCL (error|timeout)", "error: (x|xx)+$"]\n')
+
+# 6d: enable gives back an explicit disabled=None that disable wrote a reason over.
+NONE_TEST = GOOD_TEST.replace(")", ", disabled=None)")
+
+
+def _git_base(ctx: Ctx) -> None:
+    _git(ctx, "init", "-q")
+    _git(ctx, "add", "-A")
+    _git(ctx, "commit", "-qm", "base")
+
+
+def _git_disabled_commit(ctx: Ctx) -> None:
+    """The disable was committed: enable must look past it, at the commit before."""
+    _git_base(ctx)
+    path = ctx.root / "tests/test_a.py"
+    path.write_text(NONE_TEST.replace("disabled=None", 'disabled="broken, see #7"'))
+    _git(ctx, "commit", "-qam", "disable")
+
+
 CORPUS += [
+    Row("sqlite-merge-4-at-once-while-locked", ONE_EACH,
+        [[["history", "merge", f"{{root}}/b{n}.bundle"] for n in range(1, 5)]], 0,
+        "the history database is busy (another merge?); waiting for it", setup=_db_init,
+        background=HOLDER.format(seconds=8), intact=_stored_uids(1, 2, 3, 4)),
+    row("sqlite-merge-wait-bounded", ONE_EACH, ["history", "merge", "{root}/b1.bundle",
+                                                "--wait", "1"], {}, 2,
+        "is locked by another process (waited for the busy timeout): database is locked; "
+        "gave up after waiting", setup=_db_init, background=HOLDER.format(seconds=20),
+        intact=_stored_uids()),
+    row("encoding-cookie-unknown-check", {"tests/test_c.py": COOKIE_TEST}, ["check"], {}, 1,
+        "1:1  error  Python cannot run this file: its encoding cookie: unknown encoding: "
+        "no-such-codec (encoding)"),
+    row("encoding-cookie-unknown-list", {"tests/test_c.py": COOKIE_TEST}, ["list"], {}, 1,
+        "tests/test_c.py:1:1: error: Python cannot run this file: its encoding cookie",
+        intact=_not_listed("tests/test_c.py")),
+    row("encoding-cookie-unknown-plan", {"tests/test_c.py": COOKIE_TEST},
+        ["plan", "--format", "json"], {}, 1, "tests/test_c.py:1:1: error: Python cannot run",
+        intact=_invalid_fate("tests/test_c.py")),
+    row("nul-byte-check", {"tests/test_n.py": NUL_TEST}, ["check"], {}, 1,
+        "3:6  error  Python cannot run this file: source code cannot contain null bytes"),
+    row("nul-byte-list", {"tests/test_n.py": NUL_TEST}, ["list"], {}, 1,
+        "tests/test_n.py:3:6: error: Python cannot run this file: source code cannot contain "
+        "null bytes", intact=_not_listed("tests/test_n.py")),
+    row("nul-byte-plan", {"tests/test_n.py": NUL_TEST}, ["plan", "--format", "json"], {}, 1,
+        "tests/test_n.py:3:6: error: Python cannot run", intact=_invalid_fate("tests/test_n.py")),
+    row("nul-byte-implicit-plan", {"testfleet.toml": IMPLICIT, "tests/fast/test_f.py": "x = 1\0\n"},
+        ["plan", "--format", "json"], {}, 1, "tests/fast/test_f.py:1:6: error: Python cannot run",
+        intact=_invalid_fate("tests/fast/test_f.py")),
+    row("pattern-catastrophic-check", {"testfleet.toml": CATASTROPHIC.format(floor=3)}, ["check"],
+        {}, 1, "pattern '^(a|a)*$' backtracks catastrophically (a search of 29 characters"),
+    row("pattern-catastrophic-check-key", {"testfleet.toml": CATASTROPHIC.format(floor=3)},
+        ["check"], {}, 1, "[runner.fatal_patterns.0] (pattern-catastrophic)"),
+    row("pattern-catastrophic-pyproject", {"pyproject.toml": PYPROJECT_PATTERN}, ["check"], {}, 1,
+        "'error: (x|xx)+$' backtracks catastrophically"),
+    row("pattern-catastrophic-pyproject-key", {"pyproject.toml": PYPROJECT_PATTERN}, ["check"],
+        {}, 1, "[tool.testfleet.runner.retriable_patterns.1] (pattern-catastrophic)"),
+    row("pattern-nested-but-linear", {"testfleet.toml": SAFE_NESTED,
+                                      "tests/test_a.py": GOOD_TEST + "def test_x():\n    pass\n"},
+        ["check"], {}, 0, "0 errors"),
+    Row("enable-restores-disabled-none", {"tests/test_a.py": NONE_TEST},
+        [[["disable", "tests/test_a.py", "--stage", "a", "--reason", "broken", "--ref", "#7"]],
+         [["enable", "--ref", "#7"]]], 0,
+        'enabled tests/test_a.py:2 (a): disabled="broken, see #7" -> disabled=None',
+        setup=_git_base, intact=_unchanged("tests/test_a.py")),
+    row("enable-restores-disabled-none-committed", {"tests/test_a.py": NONE_TEST},
+        ["enable", "--ref", "#7"], {}, 0,
+        'enabled tests/test_a.py:2 (a): disabled="broken, see #7" -> disabled=None',
+        setup=_git_disabled_commit, intact=_unchanged("tests/test_a.py")),
 ]
 
 
@@ -1061,30 +1195,6 @@ def _env(env: dict[str, str], ctx: Ctx) -> dict[str, str]:
     return full
 
 
-def _action_argv(ctx: Ctx) -> list[str]:
-    """The composite action's testfleet step, its inputs' defaults, a testfleet stand-in."""
-    import yaml
-
-    from testfleet.integrations.action import render_action
-
-    spec = yaml.safe_load(render_action())
-    step = next(s for s in spec["runs"]["steps"] if s["name"] == "testfleet")
-    fake = ctx.root.parent / "bin/testfleet"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text("#!/bin/sh\necho 'testfleet ran'\n")
-    fake.chmod(0o755)
-    return ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]]
-
-
-def _action_env(row: Row, ctx: Ctx) -> dict[str, str]:
-    env = _env({}, ctx)
-    env.update({"PATH": f"{ctx.root.parent / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
-                "GITHUB_EVENT_NAME": "push", "TESTFLEET_COMMAND": "run",
-                "TESTFLEET_PLAN_FILE": str(ctx.root / "plan.json"),
-                "TESTFLEET_JUNIT_DIR": "testfleet-junit", **row.env})
-    return env
-
-
 @dataclass
 class Ran:
     status: int | None  # None: it hung
@@ -1110,14 +1220,11 @@ def run_row(row: Row, ctx: Ctx) -> list[Ran]:
         for step in row.steps:
             procs = []
             for argv in step:
-                if row.program == "action":
-                    cmd, env = _action_argv(ctx), _action_env(row, ctx)
-                else:
-                    argv = [a.replace("{pg}", ctx.pg).replace("{root}", str(ctx.root)) for a in argv]
-                    cmd = [sys.executable, "-m", "testfleet", "-C", str(ctx.root), *argv]
-                    env = _env(row.env, ctx)
+                argv = [a.replace("{pg}", ctx.pg).replace("{root}", str(ctx.root)) for a in argv]
+                cmd = [sys.executable, "-m", "testfleet", "-C", str(ctx.root), *argv]
+                env = _env(row.env, ctx)
                 procs.append(subprocess.Popen(
-                    cmd, cwd=ctx.caller if row.program == "testfleet" else ctx.root, env=env,
+                    cmd, cwd=ctx.caller, env=env,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                     preexec_fn=limits))
             if row.sigterm_after is not None:

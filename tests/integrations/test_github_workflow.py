@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from testfleet.integrations.github_workflow import (
 )
 from testfleet.integrations.plan_formats import github_outputs
 
+from .ci_inline import inline
 from .conftest import run_tool, tool
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet"
@@ -89,14 +91,24 @@ def lint(tmp_path: Path, text: str, trusted: str | None = None,
     if trusted is not None:
         files.append(workflows / "testfleet-trusted.yml")
         files[1].write_text(trusted)
+    if config is not None:
+        from testfleet.integrations.action import ACTION_PATH, render_action
+        from testfleet.integrations.github_job_action import JOB_ACTION_PATH, render_job_action
+
+        for path, body in ((ACTION_PATH, render_action()),
+                           (JOB_ACTION_PATH, render_job_action(config, WorkflowOptions()))):
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(body)
+            files.append(tmp_path / path)
     labels = tmp_path / ".github" / "actionlint.yaml"
     labels.write_text(render_actionlint_config(config) if config is not None
                       else "self-hosted-runner:\n  labels: []\n")
     tool("shellcheck")  # actionlint lints every run: script with it when it is on PATH
-    paths = [str(f) for f in files]
+    paths = [str(f) for f in files if f.name != "action.yml"]
     return [
         run_tool(tool("actionlint"), "-no-color", "-config-file", str(labels), *paths, cwd=tmp_path),
-        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress", *paths),
+        run_tool(tool("zizmor"), "--offline", "--persona", "auditor", "--no-progress",
+                 *[str(f) for f in files]),
         run_tool(tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *paths),
     ]
 
@@ -152,16 +164,16 @@ def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path
 def test_the_linters_do_catch_an_injected_expression(tmp_path: Path) -> None:
     """The lint test is not vacuous: the same tools reject a PR title in a run script."""
     text = render_workflow(example().config)
-    bad = text.replace("          python3 - <<'PY'\n",
+    bad = text.replace("          set -euo pipefail\n",
                        '          echo "${{ github.event.pull_request.title }}"\n'
-                       "          python3 - <<'PY'\n", 1)
+                       "          set -euo pipefail\n", 1)
     assert bad != text
     actionlint, zizmor, _ = lint(tmp_path, bad)
     assert actionlint.returncode != 0 and "untrusted" in actionlint.stdout
     assert zizmor.returncode != 0 and "template-injection" in zizmor.stdout + zizmor.stderr
     # and actionlint really runs shellcheck on the scripts
-    unquoted = text.replace("          python3 - <<'PY'\n",
-                            "          mkdir -p $TESTFLEET_JOB_ID\n          python3 - <<'PY'\n", 1)
+    unquoted = text.replace("          set -euo pipefail\n",
+                            "          mkdir -p $TESTFLEET_JOB_ID\n          set -euo pipefail\n", 1)
     actionlint, _, _ = lint(tmp_path, unquoted)
     assert actionlint.returncode != 0 and "SC2086" in actionlint.stdout
 
@@ -183,7 +195,9 @@ def test_no_expression_ever_reaches_a_run_script(variant: str) -> None:
 def test_actions_are_pinned_to_commits_with_their_version() -> None:
     text = render_workflow(example().config)
     uses = re.findall(r"uses: (\S+)@(\S+) # (v[\d.]+)", text)
-    local = text.count("uses: ./.github/actions/testfleet # zizmor: ignore[self-repository]\n")
+    # the vendored actions are in the repository; the ignore says why on its line
+    local = len(re.findall(r"uses: \./\.github/actions/testfleet(?:-job)? # zizmor: "
+                           r"ignore\[self-repository\] \w", text))
     assert local and len(uses) + local == text.count("uses:")  # the vendored action is in the repo
     for action, ref, version in uses:
         assert re.fullmatch(r"[0-9a-f]{40}", ref)
@@ -192,22 +206,26 @@ def test_actions_are_pinned_to_commits_with_their_version() -> None:
 
 def test_plan_job_is_read_only_and_secret_free() -> None:
     opts = WorkflowOptions(database_secret="TESTFLEET_DATABASE_URL")
-    data = parsed(render_workflow(example().config, opts))
-    assert data["permissions"] == {}
+    data = inline(parsed(render_workflow(example().config, opts)), example().config, opts)
+    # every job reads contents only (set once for the workflow); the final check not even that
+    assert data["permissions"] == {"contents": "read"}
+    assert all(job.get("permissions", {"contents": "read"}) == {"contents": "read"}
+               for name, job in data["jobs"].items() if name != "testfleet")
+    assert data["jobs"]["testfleet"]["permissions"] == {}
     plan = data["jobs"]["plan"]
-    assert plan["permissions"] == {"contents": "read"}
+    assert "permissions" not in plan
     assert plan["runs-on"] == "ubuntu-latest"
     assert "secrets." not in json.dumps(plan)
     for step in plan["steps"]:
         if step.get("uses", "").startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
-    # the database secret reaches only the step that runs tests (and only on default-branch
-    # runs), and the history job's snapshot of the database for the next plan
+    # the database secret reaches only the stage job's shared action, which runs the tests
+    # (and only on default-branch runs), and the history job's snapshot of the database
     for name, job in data["jobs"].items():
         for step in job.get("steps", []):
             has_secret = "secrets." in json.dumps(step)
             assert has_secret == ((name not in ("plan", "testfleet", "history")
-                                   and step.get("name") == "Run")
+                                  and "TESTFLEET_DATABASE_URL" in step.get("env", {}))
                                   or (name, step.get("name")) == ("history", "Snapshot the database"))
             if has_secret and name != "history":
                 assert step["env"]["TESTFLEET_DATABASE_URL"].startswith(
@@ -221,22 +239,30 @@ def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
     assert plan_step["uses"] == "./.github/actions/testfleet"
     assert plan_step["with"] == {
         "command": "plan", "cadence": "${{ inputs.cadence }}", "diff-base": "HEAD^1",
+        # the plan is refused when this file was not generated for it (testfleet's own check)
+        "args": "--fits-workflow\n.github/workflows/testfleet.yml\n",
         # a pull request plans only the GitHub-hosted stages here (the others: trusted workflow)
         "stages": "${{ github.event_name == 'pull_request' && 'stage-a-cpu,stage-b-cpu' || '' }}"}
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "testfleet-plan" and upload["with"]["path"] == "plan.json"
     # the install is the action's default: exactly this testfleet version
     assert "install" not in plan_step["with"]
-    custom = parsed(render_workflow(example().config, WorkflowOptions(install="pip install -e .")))
+    custom = parsed(render_workflow(example().config, WorkflowOptions(
+        install="pip install -r requirements-ci.txt")))
     custom_plan = next(s for s in custom["jobs"]["plan"]["steps"] if s.get("id") == "plan")
-    assert custom_plan["with"]["install"] == "pip install -e .\n"
+    assert custom_plan["with"]["install"] == "pip install -r requirements-ci.txt"
     no_prune = parsed(render_workflow(example().config, WorkflowOptions(diff_pruning=False)))
     assert "diff-base" not in json.dumps(no_prune)
 
 
 def test_stage_jobs_consume_their_stage_matrix() -> None:
     config = chain_config()
-    data = parsed(render_workflow(config))
+    raw = parsed(render_workflow(config))
+    for name in ("unit", "lint", "gpu", "soak"):  # the shared steps are the job action's
+        (action,) = [s for s in raw["jobs"][name]["steps"] if "testfleet-job" in s.get("uses", "")]
+        assert action["with"] == {"job": "${{ matrix.id }}",
+                                  "plan-digest": "${{ needs.plan.outputs.digest }}"}
+    data = inline(raw, config)
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
     assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
@@ -257,12 +283,12 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         assert job["runs-on"] == list(config.stages[name].runs_on) or job["runs-on"] == \
             config.stages[name].runs_on[0]  # written from the config, never from the plan
         assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
-        assert job["permissions"] == {"contents": "read"}
+        assert "permissions" not in job  # the workflow's: contents read
         run = next(s for s in job["steps"] if s.get("name") == "Run")
         assert run["uses"] == "./.github/actions/testfleet"
+        # JUnit and the status file go to the action's defaults, uploaded below
         assert run["with"] == {"command": "run", "job": "${{ matrix.id }}",
-                               "plan-digest": "${{ needs.plan.outputs.digest }}",
-                               "junit-dir": "testfleet-junit", "status-dir": "testfleet-status"}
+                               "plan-digest": "${{ needs.plan.outputs.digest }}"}
         status = next(s for s in job["steps"] if s.get("uses", "").startswith(
             "actions/upload-artifact@") and s["with"]["name"].startswith("testfleet-status-"))
         assert status["if"] == "${{ always() }}" and status["with"]["path"] == "testfleet-status/"
@@ -278,8 +304,8 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
     assert reconcile["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
     assert reconcile["if"] == "${{ always() && needs.plan.result == 'success' }}"
     step = next(s for s in reconcile["steps"] if s.get("name") == "Reconcile")
-    assert step["with"] == {"command": "reconcile", "plan-digest": "${{ needs.plan.outputs.digest }}",
-                            "args": "testfleet-status\n"}
+    # the action's status-dir (testfleet-status); a missing one is a job that never reported
+    assert step["with"] == {"command": "reconcile", "plan-digest": "${{ needs.plan.outputs.digest }}"}
     download = next(s for s in reconcile["steps"] if "pattern" in s.get("with", {}))
     assert download["with"] == {"pattern": "testfleet-status-*", "path": "testfleet-status"}
     assert "secrets." not in json.dumps(reconcile)
@@ -349,10 +375,20 @@ def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPr
                           cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
-def _guard(config: Any) -> str:
-    data = parsed(render_workflow(config))
-    return str(next(s for s in data["jobs"]["plan"]["steps"]
-                    if s.get("name") == "Check the plan fits this workflow")["run"])
+def _guard(config: Any) -> Callable[[Path], Any]:
+    """The plan job's check that the plan fits the workflow written for ``config``
+    (testfleet plan --fits-workflow), as (returncode, stdout) of the plan in a directory."""
+    from types import SimpleNamespace
+
+    from testfleet.integrations.workflow_fit import misfits, workflow_lanes
+
+    lanes = workflow_lanes(render_workflow(config))
+
+    def check(where: Path) -> Any:
+        reasons = misfits(json.loads((where / "plan.json").read_text()), lanes)
+        return SimpleNamespace(returncode=1 if reasons else 0, stdout="\n".join(reasons),
+                               stderr="")
+    return check
 
 
 def _plan_file(tmp_path: Path, config: Any, jobs_per_stage: dict[str, int]) -> None:
@@ -371,16 +407,16 @@ def test_guard_fails_when_the_plan_outgrew_the_workflow(tmp_path: Path) -> None:
     config = example().config
     guard = _guard(config)
     _plan_file(tmp_path, config, {"stage-a-cpu": 256, "stage-b-cpu": 1})
-    assert _bash(guard, {}, tmp_path).returncode == 0
+    assert guard(tmp_path).returncode == 0
     _plan_file(tmp_path, config, {"stage-a-cpu": 257})
-    big = _bash(guard, {}, tmp_path)
+    big = guard(tmp_path)
     assert big.returncode == 1 and "stage stage-a-cpu has 257 jobs" in big.stdout
     # a stage the workflow has no job for (added to the config after generating it)
     newer = validate_config({"stages": {**{n: s.model_dump(exclude_defaults=True)
                                           for n, s in config.stages.items()},
                                        "stage-z": {"backend": "cpu"}}})
     _plan_file(tmp_path, newer, {"stage-z": 1})
-    bad = _bash(guard, {}, tmp_path)
+    bad = guard(tmp_path)
     assert bad.returncode == 1 and "stage stage-z has jobs but no job" in bad.stdout
     assert "testfleet init --github --force" in bad.stdout
 
@@ -389,7 +425,7 @@ def test_guard_fails_when_a_stage_ci_setting_changed_since_generation(tmp_path: 
     before = ci_config()
     guard = _guard(before)
     _plan_file(tmp_path, before, {"gpu.h200": 2, "unit": 1})
-    ok = _bash(guard, {}, tmp_path)
+    ok = guard(tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     for change in ({"secrets": ["HF_TOKEN"]}, {"setup": ["pip install -e ."]},
                    {"fail_fast": True}, {"env": {"HF_HOME": "/other"}},
@@ -398,12 +434,12 @@ def test_guard_fails_when_a_stage_ci_setting_changed_since_generation(tmp_path: 
                    {"checkouts": [{"repository": "NVIDIA/Megatron-LM", "path": "Megatron-LM"}]}):
         after = ci_config(**change)
         _plan_file(tmp_path, after, {"gpu.h200": 2, "unit": 1})
-        bad = _bash(guard, {}, tmp_path)
+        bad = guard(tmp_path)
         assert bad.returncode == 1, change
         assert bad.stdout.count("the CI settings of stage gpu.h200") == 1, bad.stdout
     # the timeout travels per job in the matrix: changing it needs no regeneration
     _plan_file(tmp_path, ci_config(job_timeout_factor=5.0), {"gpu.h200": 2, "unit": 1})
-    assert _bash(guard, {}, tmp_path).returncode == 0
+    assert guard(tmp_path).returncode == 0
 
 
 def test_guard_fails_when_a_plan_names_other_runners(tmp_path: Path) -> None:
@@ -412,7 +448,7 @@ def test_guard_fails_when_a_plan_names_other_runners(tmp_path: Path) -> None:
     before = ci_config()
     guard = _guard(before)
     _plan_file(tmp_path, ci_config(runs_on=["self-hosted", "h200-8x"]), {"gpu.h200": 1})
-    bad = _bash(guard, {}, tmp_path)
+    bad = guard(tmp_path)
     assert bad.returncode == 1 and "the runs_on of stage gpu.h200 changed" in bad.stdout
     data = parsed(render_workflow(before))
     assert data["jobs"]["gpu_h200"]["runs-on"] == ["self-hosted", "gpu"]
@@ -468,7 +504,13 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
     """Read from the parsed YAML: container options and volumes, setup before Run, the
     stage's secrets only in its own Setup and Run steps, fail-fast and max-parallel per
     stage, the stage env on the job."""
-    data = parsed(render_workflow(ci_config(), WorkflowOptions(database_secret="DB_URL")))
+    from testfleet.integrations.setup_scripts import setup_scripts
+    from testfleet.integrations.workflow_fit import SETTINGS_ENV
+    from testfleet.planning.jobci import job_ci
+
+    config = ci_config()
+    opts = WorkflowOptions(database_secret="DB_URL")
+    data = inline(parsed(render_workflow(config, opts)), config, opts)
     gpu, unit = data["jobs"]["gpu_h200"], data["jobs"]["unit"]
     assert gpu["container"] == {
         "image": "nvcr.io/nvidia/pytorch:24.05-py3",
@@ -477,29 +519,40 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
     assert "container" not in unit
     assert gpu["strategy"]["fail-fast"] is False and gpu["strategy"]["max-parallel"] == 2
     assert unit["strategy"]["fail-fast"] is True and "max-parallel" not in unit["strategy"]
-    assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface"}
-    assert unit["env"] == {"HF_HOME": "/tmp/hf cache"}
-    # setup runs after the plan is downloaded and before Run, in the job's container
-    names = [s.get("name") or s["uses"].split("@")[0] for s in gpu["steps"]]
-    first, second = "Setup 1/2: pip install -e .", "Setup 2/2: nvidia-smi"
-    assert names.index("actions/download-artifact") < names.index(first) < names.index(
+    # the stage env, and the digest of the settings written here (the plan job's check)
+    assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface",
+                          SETTINGS_ENV: job_ci(config.stages["gpu.h200"]).fingerprint()}
+    assert unit["env"] == {"HF_HOME": "/tmp/hf cache",
+                           SETTINGS_ENV: job_ci(config.stages["unit"]).fingerprint()}
+    # setup runs after the checkout and before the plan job runs, in the job's container
+    first, second = ("bash .github/testfleet/gpu.h200/setup-1.sh",
+                     "bash .github/testfleet/gpu.h200/setup-2.sh")
+    names = [s.get("name") or s.get("run") or s["uses"].split("@")[0] for s in gpu["steps"]]
+    assert names.index("actions/checkout") < names.index(first) < names.index(
         second) < names.index("Run")
     # a container job has no setup-python (the image brings Python); a plain one does
     assert "actions/setup-python" not in names
     assert any(s.get("uses", "").startswith("actions/setup-python@") for s in unit["steps"])
-    # each setup item is its own step: an `exit 0` in one cannot skip the next
-    setups = [s for s in gpu["steps"] if s.get("name", "").startswith("Setup ")]
-    assert [s["run"] for s in setups] == ["pip install -e .\n", "nvidia-smi\n"]
-    assert all(s["shell"] == "bash" for s in setups)
+    # each setup item is its own step running its own script file: an `exit 0` in one
+    # cannot skip the next, and a reviewer (and shellcheck) reads it as a file
+    setups = [s for s in gpu["steps"] if s.get("run", "").startswith("bash .github/testfleet/")]
+    assert [s["run"] for s in setups] == [first, second]
+    files = setup_scripts(config).files
+    assert [files[r.removeprefix("bash ")].splitlines()[-1] for r in (first, second)] == [
+        "pip install -e .", "nvidia-smi"]
+    assert all(files[r.removeprefix("bash ")].splitlines()[-2] == "set -eo pipefail"
+               for r in (first, second))
     secrets = {"HF_TOKEN": "${{ secrets.HF_TOKEN }}", "WANDB_API_KEY": "${{ secrets.WANDB_API_KEY }}"}
     assert all(s["env"] == secrets for s in setups)
     run = next(s for s in gpu["steps"] if s.get("name") == "Run")
     assert {k: v for k, v in run["env"].items() if k in secrets} == secrets
-    for name, job in data["jobs"].items():
+    raw = parsed(render_workflow(config, opts))
+    for name, job in raw["jobs"].items():
         for step in job.get("steps", []):
             text = json.dumps(step)
-            if "HF_TOKEN" in text:
-                assert name == "gpu_h200" and step.get("name") in (first, second, "Run")
+            if "HF_TOKEN" in text:  # its setup items and its job action, nothing else
+                assert name == "gpu_h200" and (step.get("run") in (first, second)
+                                               or "testfleet-job" in step.get("uses", ""))
     assert "secrets.HF_TOKEN" not in json.dumps(unit)
 
 
@@ -550,7 +603,7 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
     job (merge + cache save) and each job's bundle export run on the default branch only."""
     from .gha_expr import evaluate, truthy
 
-    data = parsed(render_workflow(chain_config()))
+    data = inline(parsed(render_workflow(chain_config())), chain_config())
     ctx = {**_github(event, ref), "needs": {"plan": {"result": "success"}}}
     status = {"cancelled": False, "failure": False}
     assert truthy(evaluate(data["jobs"]["history"]["if"], ctx, status)) is writes
@@ -558,7 +611,8 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
         record = next(s for s in data["jobs"][name]["steps"] if s.get("name") == "Record the history")
         cond = record["if"].removeprefix("${{").removesuffix("}}")
         assert truthy(evaluate(cond, ctx, status)) is writes
-    db = parsed(render_workflow(chain_config(), WorkflowOptions(database_secret="DB_URL")))
+    db_opts = WorkflowOptions(database_secret="DB_URL")
+    db = inline(parsed(render_workflow(chain_config(), db_opts)), chain_config(), db_opts)
     run = next(s for s in db["jobs"]["unit"]["steps"] if s.get("name") == "Run")
     expr = run["env"]["TESTFLEET_DATABASE_URL"].removeprefix("${{").removesuffix("}}")
     secret = evaluate(expr, {**ctx, "secrets": {"DB_URL": "postgresql://w@db/h"}}, status)
@@ -566,7 +620,7 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
 
 
 def test_cache_loop_restores_records_merges_and_saves() -> None:
-    data = parsed(render_workflow(chain_config()))
+    data = inline(parsed(render_workflow(chain_config())), chain_config())
     plan_steps = data["jobs"]["plan"]["steps"]
     names = [s.get("name") for s in plan_steps]
     assert names.index("Restore the history") < names.index("Plan")
@@ -580,8 +634,8 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
         record = steps[names.index("Record the history")]
         # the job restores the history too (read only: the gate's baselines), before it runs
-        assert names.index("Restore the history") < names.index("Run") < names.index(
-            "Record the history")
+        assert names.index("actions/download-artifact") < names.index(
+            "Restore the history") < names.index("Run") < names.index("Record the history")
         assert "actions/cache/save" not in names
         assert steps[names.index("Restore the history")]["with"] == restore["with"]
         # ... so it records only this run's records, not the restored history
@@ -594,7 +648,7 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         assert upload["if"] == record["if"]
     history = data["jobs"]["history"]
     assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
-    assert history["permissions"] == {"contents": "read"}
+    assert "permissions" not in history  # the workflow's: contents read
     assert history["concurrency"]["cancel-in-progress"] is False
     steps = history["steps"]
     names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
@@ -615,8 +669,9 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
 
 
 def test_database_mode_writes_directly_and_reads_through_the_read_secret() -> None:
-    with_read = parsed(render_workflow(chain_config(), WorkflowOptions(
-        database_secret="DB_URL", database_read_secret="DB_READ_URL")))
+    read_opts = WorkflowOptions(database_secret="DB_URL", database_read_secret="DB_READ_URL")
+    with_read = inline(parsed(render_workflow(chain_config(), read_opts)), chain_config(),
+                       read_opts)
     assert "history" not in with_read["jobs"]  # no merge job, no snapshot
     plan = next(s for s in with_read["jobs"]["plan"]["steps"] if s.get("id") == "plan")
     assert plan["env"] == {"TESTFLEET_DATABASE_URL": "${{ secrets.DB_READ_URL }}"}

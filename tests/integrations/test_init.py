@@ -256,11 +256,17 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     text = (root / WORKFLOW_PATH).read_text()
     import yaml
 
-    steps = [s for job in yaml.safe_load(text)["jobs"].values() for s in job.get("steps", [])
-             if s.get("uses", "").startswith("./.github/actions/testfleet")]
+    from testfleet.integrations.github_job_action import JOB_ACTION, JOB_ACTION_PATH
+
+    jobs = yaml.safe_load(text)["jobs"].values()
+    action = yaml.safe_load((root / JOB_ACTION_PATH).read_text())["runs"]["steps"]
+    steps = [s for s in [*(s for job in jobs for s in job.get("steps", [])), *action]
+             if s.get("uses", "") == "./.github/actions/testfleet"]
     commands = Counter(s["with"]["command"] for s in steps)
     stage_jobs = len(load_project(root / "sub").config.stages)
-    assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == stage_jobs
+    # each stage job runs its plan job through the job action, whose Run step has the config
+    assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == 1
+    assert text.count(f"uses: {JOB_ACTION} ") == stage_jobs
     assert all(s["with"]["config"] == "sub/testfleet.toml" for s in steps)
     # the history lives next to that config, where testfleet opens it
     assert "path: sub/.testfleet/history.db" in text
@@ -302,7 +308,7 @@ def test_ci_flags_are_kept_in_the_config_and_survive_regeneration(
     first = (example_project / WORKFLOW_PATH).read_text()
     data = yaml.safe_load(first)
     plan = next(s for s in data["jobs"]["plan"]["steps"] if s.get("id") == "plan")
-    assert plan["with"]["install"] == "pip install -e '.[dev]'\n"
+    assert plan["with"]["install"] == "pip install -e '.[dev]'"
     assert "secrets.DB_URL" in first
     assert (example_project / ACTION_PATH).read_text() == render_action()
     code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
@@ -351,17 +357,81 @@ def test_github_writes_the_trusted_workflow_and_says_what_github_must_be_told(
     assert ("fleet-org/fleet/.github/workflows/testfleet-trusted.yml@refs/heads/main" in out
             and "Require approval for all external contributors" in out)
     assert "'testfleet (trusted)'" in out and "ephemeral" in out
-    # this checkout is an editable install: CI cannot reproduce it, and init says so
-    assert "editable checkout" in err and "[tool.testfleet.ci] install" in err
-    workflow = (github / "workflows" / "testfleet.yml").read_text()
-    assert "::error title=testfleet::testfleet was installed from an editable checkout" in workflow
+    # this checkout is an editable install, which CI cannot reach: the jobs install this
+    # version's release from the index, init says why, and no local path is in any file
+    from testfleet import __version__
+    from testfleet.integrations.install import this_install
+
+    if this_install().note:
+        assert "editable checkout" in out and "from the package index" in out
+    pinned = f"python3 -m pip install 'testfleet[runner]=={__version__}'"
+    assert f"CI jobs install testfleet from testfleet {__version__} from the package index: " \
+           f"{pinned}" in out
+    for path in github.rglob("*"):
+        if path.is_file():
+            assert "file://" not in path.read_text() and str(Path.cwd()) not in path.read_text(), path
     # an install the project names is used as it is, and no warning
     code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
-                             "--install", "pip install -e .")
+                             "--install", "pip install -r requirements-ci.txt")
     assert code == 0 and "editable" not in err
-    assert "CI jobs install testfleet from [tool.testfleet.ci] install: pip install -e ." in out
+    assert ("CI jobs install testfleet from [tool.testfleet.ci] install: pip install -r "
+            "requirements-ci.txt") in out
+    # one that names a path of this machine is refused, nothing written
+    code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
+                           "--install", f"pip install -e {example_project}")
+    assert code == 2 and "a path of this machine" in err
     # a project's own actionlint config is left alone; init names the labels it needs
     (github / "actionlint.yaml").write_text("self-hosted-runner:\n  labels: [mine]\n")
     code, out, _ = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
     assert code == 0 and "is yours and was left as it is" in out
     assert (github / "actionlint.yaml").read_text() == "self-hosted-runner:\n  labels: [mine]\n"
+
+
+def test_setup_items_are_script_files_and_a_dropped_one_is_named(
+        example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#39: each setup item is written as its own shellcheck-checked script, run by its own
+    step; regenerating after an item was dropped says which file no stage runs any more."""
+    pyproject = example_project / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
+                                      '[tool.testfleet.stages.stage-a-cpu]\n'
+                                      'setup = ["echo one", "cd $HOME"]\n', 1))
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0, out + err
+    scripts = example_project / ".github" / "testfleet" / "stage-a-cpu"
+    assert sorted(p.name for p in scripts.iterdir()) == ["setup-1.sh", "setup-2.sh"]
+    assert (scripts / "setup-1.sh").read_text().endswith("set -eo pipefail\necho one\n")
+    workflow = (example_project / WORKFLOW_PATH).read_text()
+    assert workflow.count("run: bash .github/testfleet/stage-a-cpu/setup-") == 2
+    pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
+                                      '[tool.testfleet.stages.stage-a-cpu]\n'
+                                      'setup = ["echo one"]\n', 1))
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
+    assert code == 0, out + err
+    assert "no stage runs these setup scripts any more; delete them: " \
+           ".github/testfleet/stage-a-cpu/setup-2.sh" in err
+    assert "setup-2.sh" not in (example_project / WORKFLOW_PATH).read_text()
+
+
+def test_plan_refuses_a_plan_the_workflow_was_not_written_for(
+        example_project: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan job's check (was an inline Python script in every plan job): testfleet plan
+    --fits-workflow reads the runners and the CI settings digest from the workflow file."""
+    code, out, err = run_cli(capsys, "-C", str(example_project), "init", "--github")
+    assert code == 0, out + err
+    fits = ["plan", "--event", "push", "--plan-file", "plan.json", "--fits-workflow", WORKFLOW_PATH]
+    code, out, err = run_cli(capsys, "-C", str(example_project), *fits)
+    assert code == 0, out + err
+    pyproject = example_project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        '[tool.testfleet.stages.stage-a-cpu]\nbackend = "cpu"\nruns_on = ["ubuntu-latest"]\n',
+        '[tool.testfleet.stages.stage-a-cpu]\nbackend = "cpu"\nruns_on = ["ubuntu-22.04"]\n'
+        'env = { A = "1" }\n', 1))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, err = run_cli(capsys, "-C", str(example_project), *fits)
+    assert code == 2
+    assert "::error title=testfleet::the runs_on of stage stage-a-cpu changed" in out
+    assert "::error title=testfleet::the CI settings of stage stage-a-cpu" in out
+    assert "testfleet init --github --force" in err
+    assert (example_project / "plan.json").is_file()  # written first, as the step summary needs

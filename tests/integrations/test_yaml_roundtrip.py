@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from testfleet.config import validate_config
 from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import render_workflow
+from testfleet.integrations.setup_scripts import script_path, setup_scripts
+from testfleet.integrations.workflow_fit import SETTINGS_ENV
 from testfleet.integrations.yaml_doc import Flow, Note, RoundTripError, check, dump
 
 TRICKY = ["- foo", "0x1F", ".inf", "0b101", "null", "yes", "on", "No", "~", "", " lead", "trail ",
@@ -85,16 +87,21 @@ def test_every_generated_workflow_parses_back_to_the_values_given(
         assert text is not None
         jobs = _parsed(text)["jobs"]
         job = jobs["gpu"]
-        assert job.get("env", {}) == env
+        assert {k: v for k, v in job.get("env", {}).items() if k != SETTINGS_ENV} == env
         assert job["container"].get("options", "") == options
-        runs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Setup ")]
-        assert [r.rstrip("\n") for r in runs] == [v.rstrip("\n") for v in setup]
-        assert all(r == (v if v.endswith("\n") else v + "\n") for r, v in zip(runs, setup, strict=True))
+        # each setup item is a script file, written as it was given (after its header)
+        runs = [s["run"] for s in job["steps"] if s.get("run", "").startswith("bash .github/")]
+        assert runs == [f"bash {script_path('gpu', i)}" for i in range(1, len(setup) + 1)]
+        files = setup_scripts(config).files
+        for i, value in enumerate(setup, 1):
+            body = files[script_path("gpu", i)].split("set -eo pipefail\n", 1)[1]
+            assert body.rstrip("\n") == value.rstrip("\n")
         pythons = [s["with"]["python-version"] for s in job["steps"]
                    if s.get("uses", "").startswith("actions/setup-python@")]
         assert pythons == ([python] if python else [])  # a container job: none by default
-        checkout = next(s for s in job["steps"] if s.get("name") == "Check out NVIDIA/Megatron-LM")
+        checkout = next(s for s in job["steps"]
+                        if s.get("with", {}).get("repository") == "NVIDIA/Megatron-LM")
         assert checkout["with"] == {"repository": "NVIDIA/Megatron-LM", "ref": "core_v0.12.0",
                                     "path": "Megatron-LM", "persist-credentials": False}
     unit = _parsed(render_workflow(config))["jobs"]["unit"]
-    assert unit.get("env", {}) == env
+    assert {k: v for k, v in unit.get("env", {}).items() if k != SETTINGS_ENV} == env

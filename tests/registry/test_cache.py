@@ -273,7 +273,7 @@ def test_header_records_a_crc_of_the_body(tree) -> None:
     collect(project)
     head, _, body = registry_path(project).read_bytes().partition(b"\n")
     header = json.loads(head)
-    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 4
+    assert header["crc"] == zlib.crc32(body) and header["size"] == len(body) and header["schema"] == cache.SCHEMA == 5
 
 
 def test_no_cache_flag_writes_nothing(tree) -> None:

@@ -137,3 +137,16 @@ def test_bad_reason_ref_until(args: tuple, message: str) -> None:
 ])
 def test_mentions_ref(reason: str, ref: str, hit: bool) -> None:
     assert mentions_ref(reason, ref) is hit
+
+
+def test_enable_puts_back_a_disabled_none_that_disable_wrote_over() -> None:
+    """The same text after disable either way; restore_none says it was None before."""
+    original = b'register_cpu_ci(est_time=5, suite="a", disabled=None)\n'
+    inserted = b'register_cpu_ci(est_time=5, suite="a")\n'
+    markers = {"register_cpu_ci"}
+    over, _ = set_disabled(original, markers, "a", "r")
+    added, _ = set_disabled(inserted, markers, "a", "r")
+    assert over == added
+    back, edit = set_disabled(over, markers, "a", None, restore_none=True)
+    assert back == original and edit.new == "disabled=None"
+    assert set_disabled(added, markers, "a", None)[0] == inserted

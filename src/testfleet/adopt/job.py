@@ -354,7 +354,12 @@ def _setup_steps(steps: list[Any], where: str, stage: CIStage, not_carried: list
                         f"its tests run through {wrapper.group(1) or wrapper.group(2)} (a container or environment "
                         "entered by a wrapper script), which a setup item cannot enter: carry "
                         "it into setup or container")
+                job_limit = stage.timeout_minutes
                 setup += carry_test_step(step, where, stage, not_carried, _shell_item)
+                if stage.partition_rule is not None:
+                    # partitioned at run time: the step's limit is the shard budget
+                    # (target_minutes), and the job keeps its own, which covers its set-up
+                    stage.timeout_minutes = job_limit
             ran = True
             continue
         data_file = step.get("\0lookup")

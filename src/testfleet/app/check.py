@@ -13,9 +13,18 @@ if TYPE_CHECKING:
     from testfleet.registry.model import Registry
 
 
-def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None = None) -> list[Finding]:
-    """All rule findings for the project; git is consulted only when ``max_disabled_days`` is set."""
+#: Where ``check`` keeps the lines of each disabled file's ``disabled=`` keywords, by digest.
+SPANS_KIND = "testfleet-disabled-spans"
+SPANS_NAME = "disabled-spans.json"
+
+
+def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None = None,
+                use_cache: bool = True, partial: bool = False) -> list[Finding]:
+    """All rule findings for the project; git is consulted only when ``max_disabled_days`` is set.
+
+    ``partial``: a ``check FILES`` run, which keeps the other files' kept spans too."""
     from testfleet.app.gitage import disabled_ages
+    from testfleet.registry import cache
     from testfleet.report.collect import build_report
     from testfleet.report.rules import (
         _config_name,
@@ -28,7 +37,11 @@ def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None
     now = now or dt.datetime.now(dt.timezone.utc)
     regs = registry.registrations
     needs_git = cfg.check.max_disabled_days is not None
-    ages, info = disabled_ages(project.root, regs, use_git=needs_git)
+    spans = cache.DigestCache(project.root, project.root / cfg.cache_dir / SPANS_NAME,
+                              SPANS_KIND, use_cache)
+    ages, info = disabled_ages(project.root, regs, use_git=needs_git, spans=spans,
+                               digests=registry.digests)
+    spans.save(partial=partial)
     report = build_report(project=project.root.name, config=cfg, registrations=regs,
                           now=now, ages=ages, invalid=invalid_by_stage(registry))
     findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)

@@ -53,7 +53,8 @@ def _report_rules(project: Project, registry: Registry, scope: Scope) -> list[Fi
     """[tool.testfleet.check] rules (disabled references and ages, dormant stages, holes)."""
     from testfleet.app.check import check_rules  # lazy: only 'check' pays for it
 
-    return check_rules(project, registry)
+    return check_rules(project, registry, use_cache=scope.use_cache,
+                       partial=scope.only is not None)
 
 
 PRODUCERS.append(_report_rules)
@@ -107,6 +108,46 @@ def _workflows(project: Project, registry: Registry, scope: Scope) -> list[Findi
 
 
 PRODUCERS.append(_workflows)
+
+
+#: The configured pattern lists, what each is for, and what a catastrophic one loses.
+_PATTERN_KEYS = (
+    ("runner", "retriable_patterns", "a failure it should retry is not retried"),
+    ("runner", "fatal_patterns", "a fatal failure it should stop on is retried"),
+    ("check", "reference_patterns", "a reference it should recognise is not found"),
+)
+
+
+def _catastrophic_patterns(project: Project, registry: Registry, scope: Scope) -> list[Finding]:
+    """Retriable, fatal and reference patterns that backtrack catastrophically (#36): the
+    runner and the report cut such a pattern off at its first slow search, so it stops
+    working silently on the very output that triggers it; say so before it runs."""
+    from testfleet.regexrisk import catastrophic
+
+    prefix = "tool.testfleet." if project.config_path.name == "pyproject.toml" else ""
+    out: list[Finding] = []
+    for table, key, loses in _PATTERN_KEYS:
+        for index, pattern in enumerate(getattr(getattr(project.config, table), key)):
+            how = catastrophic(pattern)
+            if how is not None:
+                out.append(Finding(
+                    _config_name(project), 0, 0, "error", "pattern-catastrophic",
+                    f"pattern {printable(pattern)!r} backtracks catastrophically ({how}); at "
+                    "run time such a search is cut off and the pattern dropped for the rest of "
+                    f"the job, so {loses}; rewrite it so that each "
+                    "part of a line can be matched in one way only (e.g. '(a|aa)+' as 'a+', "
+                    "'(a|a)*' as 'a*')", f"{prefix}{table}.{key}.{index}"))
+    return out
+
+
+def _config_name(project: Project) -> str:
+    try:
+        return project.relpath(project.config_path)
+    except ValueError:
+        return project.config_path.name
+
+
+PRODUCERS.append(_catastrophic_patterns)
 
 JSON_SCHEMA: Final = "testfleet.check/1"
 

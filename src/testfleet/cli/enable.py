@@ -62,8 +62,16 @@ def command(ctx: click.Context, files: tuple[str, ...], ref: str | None, stage: 
                                  f"{f' of stage {stage}' if stage else ''} {what}; nothing "
                                  "changed"), err=True)
             return 1
+        # A disabled=None that disable wrote over is put back, not removed (#36).
+        from testfleet.results.originals import was_none
+        from testfleet.results.restore import markers_of
+
+        keep_none = {(r.file, r.suite) for r in chosen
+                     if was_none(project.root, r.file, markers_of(project, r.backend), r.suite,
+                                 r.disabled)}
         edits = apply_edits(project, [(r, None) for r in sorted(chosen,
-                                                                key=lambda r: (r.file, r.line))])
+                                                                key=lambda r: (r.file, r.line))],
+                            keep_none)
     for e in edits:
         change = f"{e.edit.old} -> {e.edit.new}" if e.edit.new else f"removed {e.edit.old}"
         click.echo(printable(f"enabled {e.file}:{e.edit.line} ({e.suite}): {change}"))

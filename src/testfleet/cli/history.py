@@ -13,6 +13,7 @@ A bad bundle is exit 2 naming the file and the problem, with nothing changed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
     from testfleet.documents.history import HistoryMergeDoc, HistoryShowDoc
+    from testfleet.store.core import Store
 
 
 @click.group("history")
@@ -138,6 +140,20 @@ def _make_parent(output: Path) -> None:
                          f"{exc.strerror or exc}") from None
 
 
+def _expand(files: tuple[Path, ...], base: Path) -> list[Path]:
+    """The bundles ``files`` name: a directory stands for every file under it, in sorted
+    order (downloaded artifacts, one folder each); a file that is not there stays, for
+    reading to say so."""
+    out: list[Path] = []
+    for path in files:
+        where = path if path.is_absolute() else base / path
+        if where.is_dir():
+            out += sorted(p for p in where.rglob("*") if p.is_file())
+        else:
+            out.append(path)
+    return out
+
+
 @command.command("merge")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path),
                 metavar="BUNDLE...")
@@ -152,13 +168,22 @@ def _make_parent(output: Path) -> None:
 @click.option("--older-than", "older_than_days", type=click.FloatRange(min=0, min_open=True),
               default=None, metavar="DAYS", help="Also prune executions older than DAYS.")
 @click.option("--no-prune", is_flag=True, help="Do not prune after merging.")
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=600.0,
+              show_default=True, metavar="SECONDS",
+              help="While other merges hold the history database, wait for it this long "
+                   "(saying so) before giving up.")
+@click.option("--skip-empty", is_flag=True,
+              help="No bundle at all (a run whose jobs exported nothing) is a notice and exit 0, "
+                   "not an error.")
 @human_format_option("testfleet.history-merge/1")
 @output_option()
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
-              older_than_days: float | None, no_prune: bool, fmt: str) -> int:
-    """Merge bundles into the history database in one transaction (idempotent).
+              older_than_days: float | None, no_prune: bool, wait_seconds: float,
+              skip_empty: bool, fmt: str) -> int:
+    """Merge bundles into the history database in one transaction (idempotent). A
+    directory stands for every file under it (downloaded artifacts, one folder each).
 
     \b
     Examples:
@@ -168,17 +193,47 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
     """
     import time
 
-    from testfleet.history.merge import merge_bundles, read_bundles
-    from testfleet.store import open_store
+    from testfleet.history.merge import (
+        MERGE_BUSY_TIMEOUT,
+        merge_bundles,
+        read_bundles,
+        wait_while_locked,
+    )
+    from testfleet.store import open_store, resolve_target
 
     project = project_from(ctx)
+    base = Path(ctx.find_root().obj.directory)
+    paths = _expand(files, base)
+    if not paths:
+        if skip_empty:
+            click.echo("::notice title=testfleet::no history bundles to merge"
+                       if os.environ.get("GITHUB_ACTIONS") == "true"
+                       else "testfleet: no history bundles to merge")
+            return 0
+        from testfleet.errors import UsageError
+
+        raise UsageError(f"no history bundle in {', '.join(map(str, files))}")
     # every file verified before the database is touched
-    bundles = read_bundles(list(files), Path(ctx.find_root().obj.directory))
+    bundles = read_bundles(paths, base)
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
-    with open_store(project, database) as store:
+    # one deadline for opening (a first merge creates the schema) and merging
+    deadline = time.monotonic() + wait_seconds
+
+    def say(message: str) -> None:
+        click.echo(f"testfleet: {printable(message)}", err=True)
+
+    # SQLite only: for PostgreSQL the same number is the connect timeout, kept as it is
+    sqlite = resolve_target(project, database).dialect == "sqlite"
+
+    def opened() -> Store:
+        if sqlite:
+            return open_store(project, database, busy_timeout=MERGE_BUSY_TIMEOUT)
+        return open_store(project, database)
+
+    with wait_while_locked(opened, deadline=deadline, say=say) as store:
         result = merge_bundles(store, bundles, allow_untrusted=allow_untrusted,
                                require_ref=require_ref, keep=None if no_prune else keep,
-                               older_than=cutoff)
+                               older_than=cutoff, deadline=deadline, say=say)
         where = store.target.display
     for note in result.notes:
         click.echo(f"testfleet: warning: {printable(note)}", err=True)

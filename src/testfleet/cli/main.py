@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "incident": ("testfleet.cli.incident", "Failures grouped by cause; make a broken stage dormant."),
     # moving a project over (issue #39)
     "shadow": ("testfleet.cli.shadow", "Compare what testfleet would run with what the old CI ran."),
+    # elastic execution (issue #40)
+    "queue": ("testfleet.cli.queue", "Queue mode: what a plan's queue lanes hold."),
 }
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,6 +28,9 @@ from testfleet.cli._trigger import (
 from testfleet.errors import TestfleetError, UsageError
 from testfleet.findings import Finding
 from testfleet.integrations.plan_formats import FORMATS, render_table
+
+if TYPE_CHECKING:
+    from testfleet.planning.model import Plan
 
 MAX_FINDINGS_SHOWN = 20
 
@@ -71,9 +75,15 @@ def is_note(message: str) -> bool:
 @click.option("--strict", is_flag=True,
               help="Make no plan at all when the tree has registration errors (default: plan what is "
                    "valid, give each invalid registration the fate 'invalid', exit 1).")
+@click.option("--fits-workflow", "fits_workflow", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="Refuse (exit 2, after writing) a plan that the generated workflow FILE "
+                   "cannot run: a stage with jobs but no job there, or whose runs-on or CI "
+                   "settings there differ (regenerate it with testfleet init --github --force).")
 @click.pass_context
 def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
-            plan_file: Path | None, database: str | None, strict: bool) -> int:
+            plan_file: Path | None, database: str | None, strict: bool,
+            fits_workflow: Path | None) -> int:
     """Resolve a CI trigger into a plan: jobs per stage and shard, and for every
     registration not in a job the one reason why.
 
@@ -153,6 +163,8 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
                 _verbosity.note(warning)
             else:
                 click.echo(f"testfleet: warning: {warning}", err=True)
+    if fits_workflow is not None:
+        _check_fits(plan, fits_workflow if fits_workflow.is_absolute() else base / fits_workflow)
     if errors:
         # The plan is out; now say loudly that the tree is broken, so that a pull request
         # introducing an error cannot pass a required check.
@@ -162,6 +174,28 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
             click.echo(_error_annotation(summary + "; run 'testfleet check'"))
         raise TreeHasErrors(_errors_message(errors, "the plan above leaves them out"), errors)
     return 0
+
+
+def _check_fits(plan: Plan, workflow: Path) -> None:
+    """Refuse a plan the workflow that runs it was not generated for (each reason as an
+    error annotation on the run's page under GitHub Actions)."""
+    import json
+
+    from testfleet.integrations.workflow_fit import misfits, workflow_lanes
+    from testfleet.planning.model import plan_bytes
+
+    try:
+        lanes = workflow_lanes(workflow.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--fits-workflow: cannot read {workflow}: {exc}") from None
+    reasons = misfits(json.loads(plan_bytes(plan)), lanes)
+    if not reasons:
+        return
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for reason in reasons:
+            click.echo(f"::error title=testfleet::{reason}")
+    raise UsageError(f"the plan does not fit {workflow.name}:\n"
+                     + "\n".join(f"  {r}" for r in reasons))
 
 
 def _error_annotation(message: str) -> str:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from testfleet.cli import _verbosity
+from testfleet.cli._common import database_option
 from testfleet.cli._options import META_OUTPUT, format_option, output_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
@@ -38,10 +39,11 @@ FORMATS = ("table", "json", "markdown")
 @format_option(list(FORMATS), "table: a listing; json: testfleet.reconcile/1; markdown: the "
                               "step summary.")
 @output_option()
+@database_option("A queue lane's reports are read from there (queue mode, PostgreSQL).")
 @click.argument("statuses", nargs=-1, type=click.Path(path_type=Path), metavar="STATUS...")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
-            statuses: tuple[Path, ...]) -> int:
+            database: str | None, statuses: tuple[Path, ...]) -> int:
     """Compare a plan with the job status files of its run: every planned job reported,
     every planned (stage, file) ran exactly once, nothing ran that was not planned.
 
@@ -77,7 +79,7 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     found, notes = read_statuses([p if p.is_absolute() else base / p for p in statuses])
     for note in notes:
         _verbosity.note(printable(note))
-    result = reconcile(plan, found)
+    result = reconcile(plan, found, _queue_reports(ctx, plan, database))
     if fmt == "json":
         click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
@@ -96,6 +98,24 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
                 click.echo(f"testfleet: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}",
                            err=True)
     return 0 if result.ok else 1
+
+
+def _queue_reports(ctx: click.Context, plan: Any, database: str | None) -> Any:
+    """A queue lane's files are accounted from the queue database (#40): its jobs are
+    runners, not partitions. None when the plan has no queue lane."""
+    from testfleet.queue.lane import planned_lanes
+
+    if not planned_lanes(plan):
+        return None
+    from testfleet.cli._common import project_from
+    from testfleet.cli.queue import open_queue_store
+    from testfleet.queue.status import final_reports
+    from testfleet.reconcile.compare import QueueReport
+
+    with open_queue_store(project_from(ctx), database) as store:
+        lanes = final_reports(store, plan)
+    return {lane: [QueueReport(f, o, r) for f, o, r in rows]  # type: ignore[arg-type]
+            for lane, rows in lanes.items()}
 
 
 def read_statuses(paths: list[Path]) -> tuple[list[JobStatus], list[str]]:

@@ -71,12 +71,16 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
               default=None, metavar="FILE",
               help="Write the job status file to FILE (for `testfleet reconcile`); default: "
                    "<records>/job-status.json.")
+@click.option("--queue", "queue", is_flag=True,
+              help="Run as one of a queue lane's runners (execution = \"queue\"): claim files "
+                   "from the lane's PostgreSQL queue until every file is done. A queue lane's "
+                   "jobs run this way without it; with it, a lane in shard mode is refused.")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shard: str | None,
             trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
             junit: Path | None, database: str | None, no_history: bool, records: Path | None,
             output: str, dry_run: bool, plan_digest: str | None,
-            status_file: Path | None) -> int:
+            status_file: Path | None, queue: bool) -> int:
     """Run one job of a plan (or a stage shard, or registered files): one process per file,
     timeouts that kill the whole process tree, classified retries, fast-fail, live output,
     JUnit, GitHub step summary, history and metric gate.
@@ -93,6 +97,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
       testfleet run --stage stage-a-cpu --shard 2/4
       testfleet run --stage stage-b-cpu --cadence nightly --display plain
       testfleet run --file tests/unit/test_rollout_buffer.py --dry-run
+      testfleet run --plan plan.json --stage stage-c-4-gpu-h200 --queue
     """
     from testfleet.runner.jobs import build_spec
     from testfleet.runner.settings import run_options
@@ -103,8 +108,17 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     status_path = None if status_file is None else (
         status_file if status_file.is_absolute() else base / status_file)
     try:
-        sel, plan, plan_file = _select(project, base, opts, plan_path, job_id, shard, database,
-                                       (plan_digest or "").strip() or None)
+        if plan_path is not None and queue and not job_id and len(opts.stages) == 1:
+            plan_path, sel, plan, plan_file = None, *_select_queue_stage(
+                project, base, plan_path, opts.stages[0], (plan_digest or "").strip() or None)
+        else:
+            sel, plan, plan_file = _select(project, base, opts, plan_path, job_id, shard,
+                                           database, (plan_digest or "").strip() or None)
+        settings = _queue_lane(project, plan, sel, queue, bool(opts.files), database)
+        if settings is not None:
+            from testfleet.queue.lane import lane_items
+
+            sel = dataclasses.replace(sel, items=lane_items(plan, sel.lane))
     except UsageError as exc:
         if status_path is not None and not dry_run:
             _refused(status_path, opts, plan_path, job_id, shard, str(exc))
@@ -121,6 +135,12 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     spec = build_spec(project, sel, options,
                       records=None if records is None else (records if records.is_absolute()
                                                             else base / records))
+    if settings is not None and not dry_run:
+        status_path = status_path or spec.records_dir / "job-status.json"
+        return _execute_queue(project, spec, settings, junit=junit, base=base,
+                              database=database, history=not no_history,
+                              write_baseline=bool(policy.get("write_baseline")), output=output,
+                              sel=sel, status_path=status_path, plan_file=plan_file)
     if sel.empty:
         from testfleet.runner.jobs import empty_shard_message
 
@@ -159,6 +179,66 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
     return _execute(project, spec, junit_path=junit_path, database=database,
                     history=not no_history, write_baseline=bool(policy.get("write_baseline")),
                     output=output, sel=sel, status_path=status_path, plan_file=plan_file)
+
+
+def _select_queue_stage(project: Any, base: Path, plan_path: Path, stage: str,
+                        digest: str | None) -> tuple[Any, Any, str | None]:
+    """``--plan P --stage S --queue``: a runner of lane S of a plan file, whichever of its
+    jobs the CI engine started this one as."""
+    from testfleet.planning.model import load_plan
+    from testfleet.runner.jobs import require_digest, select_stage_jobs
+
+    path = plan_path if plan_path.is_absolute() else base / plan_path
+    plan = load_plan(path)
+    require_digest(plan, digest, f"plan file {path}")
+    sel = select_stage_jobs(plan, stage, None)
+    if digest is None:
+        from testfleet.registry import collect
+        from testfleet.runner.planguard import require_registered
+
+        require_registered(project.config, collect(project, gates=False).registrations,
+                           plan, sel.jobs, f"plan file {plan_path}")
+    return sel, plan, str(plan_path)
+
+
+def _queue_lane(project: Any, plan: Any, sel: Any, asked: bool, files: bool,
+                database: str | None) -> Any:
+    """The lane's queue settings when this run is one of its runners, else None. Queue mode
+    needs the shared PostgreSQL history database; anything else is refused (exit 2) with
+    what to do."""
+    from testfleet.queue.lane import queue_of
+
+    doc = None if files else queue_of(plan, sel.lane)
+    if doc is None:
+        if asked:
+            raise UsageError(f"--queue: lane {sel.lane} of plan {plan.digest[:19]}… runs in shard "
+                             "mode (its stage does not set execution = \"queue\", or a fork's "
+                             "pull request planned it); run it without --queue")
+        return None
+    if plan.policy.get("fork"):
+        raise UsageError(f"lane {sel.lane}: a fork's pull request never touches the shared "
+                         "database, so its plan has no queue lane; this plan says fork and "
+                         "queue at once (edited?); nothing was run")
+    from testfleet.queue.worker import QueueSettings
+    from testfleet.store import StoreError, resolve_target
+
+    try:
+        target = resolve_target(project, database)
+    except StoreError as exc:
+        raise UsageError(f"queue lane {sel.lane}: {exc}") from None
+    if target.dialect != "postgresql":
+        where = ("no database is configured, so the history is the embedded SQLite file "
+                 f"{target.display}" if target.default else
+                 f"the history database ({target.origin}) is SQLite: {target.display}")
+        raise UsageError(
+            f"lane {sel.lane} runs in queue mode (execution = \"queue\"), which needs the "
+            f"team's PostgreSQL history database; {where}. Give it with --database "
+            "postgresql://... or TESTFLEET_DATABASE_URL (after 'testfleet db upgrade'), or set "
+            f"execution = \"shards\" on the stage; nothing was run")
+    return QueueSettings(plan_digest=plan.digest, lane=sel.lane,
+                         lease_seconds=float(doc["lease_seconds"]),
+                         infra_retries=int(doc["infra_retries"]),
+                         pull_request=str(plan.policy.get("event", "")).startswith("pull_request"))
 
 
 def _trigger_given(opts: TriggerOptions) -> bool:
@@ -427,3 +507,106 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
                    "could not be written (see the warning above); exit 1", err=True)
         code = 1
     return code
+
+
+def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None, base: Path,
+                   database: str | None, history: bool, write_baseline: bool, output: str,
+                   sel: Any, status_path: Path, plan_file: str | None) -> int:
+    """One runner of a queue lane: statuses and JUnit as in shard mode, listing the files
+    whose report this runner made."""
+    from testfleet.queue.worker import exit_status, run_queue
+    from testfleet.reconcile.status import write_status
+    from testfleet.runner import status
+    from testfleet.runner.executor import partial_result
+    from testfleet.runner.hooks import RunHooks
+    from testfleet.runner.interrupt import Interrupt
+    from testfleet.runner.live import make_reporter
+    from testfleet.runner.summary import append_step_summary
+    from testfleet.store import open_store
+
+    junit_path = None if junit is None else (junit if junit.is_absolute() else base / junit)
+    try:
+        spec.records_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"record directory {spec.records_dir}: cannot create it "
+                         f"({exc.strerror or exc}); nothing was run") from None
+    store = open_store(project, database)  # schema too old or unreachable: exit 2, says why
+    if history and settings.pull_request:
+        # the runner's history database is the shared one here: a pull request's outcomes
+        # stay in the queue tables and never enter the history
+        _verbosity.note("a pull request's queue run records no history (its outcomes stay in "
+                        "the queue tables)")
+        history = False
+    reporter = make_reporter(output)
+    hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
+                     junit=junit_path, write_baseline=write_baseline)
+    interrupt = Interrupt()
+    hooks.interrupted = lambda: interrupt.signum is not None
+    click.echo(f"testfleet: queue runner {settings.runner} of lane {settings.lane} (plan "
+               f"{settings.plan_digest[:19]}…, {len(spec.items)} planned file(s), lease "
+               f"{settings.lease_seconds:g}s)", err=True)
+    try:
+        with interrupt.handling(), store:
+            if junit_path is not None:
+                from testfleet.runner.junit import write_junit
+
+                try:
+                    write_junit(partial_result(dataclasses.replace(spec, items=()), [],
+                                               time.time(), time.monotonic()), junit_path)
+                except OSError as exc:
+                    raise UsageError(f"--junit {junit_path}: cannot write it "
+                                     f"({exc.strerror or exc}); nothing was run") from None
+            try:
+                write_status(status_path, status.placeholder(
+                    dataclasses.replace(spec, items=()), sel, plan_file=plan_file,
+                    started_at=time.time()))
+            except OSError as exc:
+                raise UsageError(f"cannot write the status file {status_path} "
+                                 f"({exc.strerror or exc}); nothing was run") from None
+            run = run_queue(spec, settings, store, reporter=reporter, interrupt=interrupt,
+                            hooks=hooks)
+            code = exit_status(run)
+            if junit_path is not None and not hooks.write_junit(run.job) and code == 0:
+                code = 1
+            final = status.final(run.job, sel, plan_file=plan_file, exit_status=code)
+            if run.database_lost or run.job.interrupted_by is not None:
+                why = (f"queue database lost: {run.database_lost}" if run.database_lost
+                       else final.reason)
+                final = dataclasses.replace(final, complete=False, reason=why[:4000])
+            try:
+                write_status(status_path, final)
+            except OSError as exc:
+                reporter.warning(f"cannot write the status file {status_path}: {exc}")
+                code = code or 1
+            try:
+                append_step_summary(run.job)
+            except OSError as exc:
+                reporter.warning(f"cannot write $GITHUB_STEP_SUMMARY: {exc}")
+            hooks.close()
+    finally:
+        interrupt.close()
+    sys.stdout.flush()
+    click.echo(f"testfleet: {_queue_summary(run, settings)}", err=True)
+    if run.database_lost:
+        click.echo(f"testfleet: error: the queue database did not come back: "
+                   f"{printable(run.database_lost)}; stopped claiming. A file this runner held "
+                   "goes back to another runner when its lease expires; nothing it did not "
+                   "report was recorded", err=True)
+    return code
+
+
+def _queue_summary(run: Any, settings: Any) -> str:
+    if run.empty_on_arrival:
+        return (f"the queue of lane {settings.lane} was empty when this runner arrived: every "
+                "file already has its report; nothing to run, exit 0")
+    parts = [f"reported {run.ran} file(s) of lane {settings.lane}"]
+    if run.requeued:
+        parts.append(f"{len(run.requeued)} sent to another runner (infrastructure failure)")
+    if run.discarded:
+        parts.append(f"{len(run.discarded)} outcome(s) discarded (lease lost: "
+                     + ", ".join(run.discarded[:3]) + ")")
+    if run.released:
+        parts.append(f"{len(run.released)} put back when interrupted")
+    if run.stopped:
+        parts.append(f"stopped: {run.stopped}")
+    return "; ".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -171,6 +171,9 @@ class VariantConfig(VariantJobKeys, VariantTriggers, _Strict):
     max_attempts: int | None = Field(default=None, ge=1, le=10)
     extra_args: list[str] | None = None
     disabled: str | None = None
+    # Elastic execution (#40): the stage's keys, per variant.
+    execution: Literal["shards", "queue"] | None = None
+    queue_lease_seconds: float | None = Field(default=None, ge=5, le=3600)
 
     # The lane validator, so a value is refused here exactly as it is on the stage.
     @field_validator("container", mode="before")
@@ -360,6 +363,14 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
                              f"run in; pytest-xdist ({parallel!r} in extra_args) interleaves "
                              "files across workers: use one or the other")
         return self
+
+    # Elastic execution (#40): "queue" lets any number of runners pull the lane's files
+    # from one PostgreSQL queue under leases (see testfleet.queue); the shard count is then
+    # a capacity. A runner heartbeats every third of the lease; a file whose last attempt
+    # failed on an infrastructure signature is retried on another runner this many times.
+    execution: Literal["shards", "queue"] = "shards"
+    queue_lease_seconds: float = Field(default=120.0, ge=5, le=3600)
+    queue_infra_retries: int = Field(default=1, ge=0, le=3)
 
     # Stage variants (#12): the same suite on other runner classes or images.
     variants: dict[str, VariantConfig] = Field(default_factory=dict)

@@ -117,6 +117,23 @@ class JobCIDoc(TypedDict):
 
 
 @boundary
+class QueueDoc(TypedDict):
+    """A queue lane's job (#40): one of the lane's runners, pulling its files from one
+    PostgreSQL queue. The lane's jobs are a capacity (how many runners pull), not a
+    partition: a job's ``tests`` are the share a static split would give it, and any of
+    the lane's files may run on any of its runners."""
+
+    execution: Literal["queue"]
+    lease_seconds: Annotated[float, Field(ge=5, le=3600, allow_inf_nan=False)]
+    """How long a claim holds without a heartbeat (the runner beats every third of it)."""
+    infra_retries: Annotated[int, Field(ge=0, le=3)]
+    """Times a file whose failure has an infrastructure signature goes back to the queue
+    for another runner (a test failure never does)."""
+    files: Positive
+    """How many files the lane queues (every job of the lane holds its share)."""
+
+
+@boundary
 class JobDoc(TypedDict):
     """One shard of one stage on one runner class: the unit the CI engine schedules."""
 
@@ -139,6 +156,8 @@ class JobDoc(TypedDict):
     timeout_minutes: NotRequired[Positive]
     variant: NotRequired[str]
     """The stage variant this job runs (only for a stage with variants)."""
+    queue: NotRequired[QueueDoc]
+    """Queue mode (#40): the job is one of its lane's runners; absent in shard mode."""
 
 
 def _check_job(job: JobDoc) -> JobDoc:

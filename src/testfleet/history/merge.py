@@ -10,20 +10,28 @@ a bundle carries as untrusted (``gate untrust`` in another database) is untruste
 here too, and a trusted copy never gives trust back. Then executions and testcases
 are pruned by the rules of ``testfleet db prune`` (same code, same defaults), in the
 same transaction, so a history file kept in a CI cache stays bounded.
+
+Several merges into one SQLite history at once (a workflow's merge steps, a matrix of
+them) take turns: one that finds the database locked waits, says so, and tries the
+whole transaction again with backoff until :data:`MERGE_WAIT` has passed (#36), rather
+than failing a CI step on SQLite's busy timeout.
 """
 
 from __future__ import annotations
 
+import copy
+import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from testfleet.history.bundle import Bundle, BundleError, GateValueRecord, read_file
 from testfleet.history.screen import bound_times, conflicts, stored_conflicts
 from testfleet.history.trust import admit
 from testfleet.store.durations import FUTURE_SKEW
+from testfleet.store.errors import StoreLocked
 from testfleet.textsafe import printable
 
 if TYPE_CHECKING:
@@ -41,6 +49,52 @@ if TYPE_CHECKING:
 #: ``testfleet db prune``'s default: executions kept per (stage, file) and outcome class.
 DEFAULT_KEEP = 50
 _CHUNK = 500
+#: How long a merge waits for the history database while other merges hold it (seconds):
+#: long enough for a queue of large merges on a loaded runner (one merge of 20,000
+#: executions takes a few seconds; eight at once on two cores, well under a minute).
+MERGE_WAIT = 600.0
+#: SQLite's own busy timeout for a merge's connection (seconds): short, so that a merge
+#: that has to wait says so early; the waiting itself is :func:`wait_while_locked`'s.
+MERGE_BUSY_TIMEOUT = 2.0
+#: Backoff between attempts (seconds): the first, the longest (short beside a merge, so a
+#: waiting merge notices soon that the database is free), and how often a waiting merge
+#: repeats that it is still waiting.
+_FIRST_PAUSE, _LONGEST_PAUSE, _SAY_EVERY = 0.05, 1.0, 30.0
+#: How long the compaction after a committed merge waits for the file at most (seconds):
+#: only a reader or a later merge can hold it then, and that merge compacts it again.
+_COMPACT_WAIT = 30.0
+
+T = TypeVar("T")
+
+
+def wait_while_locked(attempt: Callable[[], T], *, deadline: float,
+                      say: Callable[[str], None], hint: str = "") -> T:
+    """``attempt()``, tried again while it fails with :class:`StoreLocked` (each try has
+    already waited SQLite's busy timeout) until ``deadline`` (``time.monotonic()``).
+
+    ``attempt`` must be one whole transaction, so that a failed try changed nothing.
+    The pauses double with jitter (waiting merges do not wake together); ``say`` hears
+    that the merge waits, when it starts and then every :data:`_SAY_EVERY` seconds.
+    Past the deadline the last lock error is raised, saying how long it waited (and
+    ``hint``: what sets the wait).
+    """
+    started = time.monotonic()
+    pause = _FIRST_PAUSE
+    said: float | None = None
+    while True:
+        try:
+            return attempt()
+        except StoreLocked as exc:
+            now = time.monotonic()
+            waited = now - started
+            if now >= deadline:
+                raise StoreLocked(f"{exc}; gave up after waiting {waited:.0f} s{hint}") from None
+            if said is None or now - said >= _SAY_EVERY:
+                say(f"the history database is busy (another merge?); waiting for it "
+                    f"({waited:.0f} s so far, giving up in {deadline - now:.0f} s)")
+                said = now
+            time.sleep(min(pause * random.uniform(0.5, 1.0), max(deadline - now, 0.0)))
+            pause = min(pause * 2, _LONGEST_PAUSE)
 TABLES = ("executions", "gate_runs", "gate_series", "gate_values", "testcases",
           "failure_signatures")
 #: Where those rows are stored (``executions`` is a view over the first three).
@@ -89,8 +143,14 @@ def read_bundles(paths: Sequence[Path], base: Path | None = None) -> list[Bundle
 
 def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: bool = False,
                   require_ref: str | None = None, keep: int | None = DEFAULT_KEEP,
-                  older_than: float | None = None) -> MergeResult:
-    """Merge ``bundles`` into ``store`` in one transaction; ``keep=None`` skips pruning."""
+                  older_than: float | None = None, deadline: float | None = None,
+                  say: Callable[[str], None] | None = None) -> MergeResult:
+    """Merge ``bundles`` into ``store`` in one transaction; ``keep=None`` skips pruning.
+
+    While other merges hold the database the transaction is tried again until
+    ``deadline`` (``time.monotonic()``; default :data:`MERGE_WAIT` from now), telling
+    ``say`` that it waits (:func:`wait_while_locked`).
+    """
     result = MergeResult(bundles=len(bundles))
     admitted: list[tuple[Bundle, bool]] = []
     refused: list[str] = []
@@ -106,23 +166,34 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
     if refused:
         raise BundleError("nothing merged:\n  " + "\n  ".join(refused))
     admitted = _screen(admitted, time.time() + FUTURE_SKEW, result)
-    with store.write() as conn:
-        _lock_for_merge(conn)
-        _merge_signatures(conn, [b for b, _ in admitted], result)
-        new = _merge_executions(conn, [b for b, _ in admitted], result)
-        _merge_testcases(conn, [b for b, _ in admitted], new, result)
-        _merge_gate_runs(conn, admitted, result)
-        if keep is not None:
-            from testfleet.store.durations import prune
-            from testfleet.store.execution_rows import AlchemyDb
-            from testfleet.store.signatures import prune_signatures
-            from testfleet.store.testcases import prune_cases
+    if deadline is None:
+        deadline = time.monotonic() + MERGE_WAIT
+    screened = result
 
-            result.pruned = prune(conn, keep, older_than)
-            prune_cases(conn, keep, older_than)  # per test, by the same bounds (as db prune)
-            prune_signatures(AlchemyDb(conn))
-        result.rows = row_counts(conn)
-    result.size_bytes, note = compact_and_measure(store)
+    def transaction() -> MergeResult:
+        """One try: a fresh copy of the counts, so a try that failed counts nothing."""
+        result = copy.deepcopy(screened)
+        with store.write() as conn:
+            _lock_for_merge(conn)
+            _merge_signatures(conn, [b for b, _ in admitted], result)
+            new = _merge_executions(conn, [b for b, _ in admitted], result)
+            _merge_testcases(conn, [b for b, _ in admitted], new, result)
+            _merge_gate_runs(conn, admitted, result)
+            if keep is not None:
+                from testfleet.store.durations import prune
+                from testfleet.store.execution_rows import AlchemyDb
+                from testfleet.store.signatures import prune_signatures
+                from testfleet.store.testcases import prune_cases
+
+                result.pruned = prune(conn, keep, older_than)
+                prune_cases(conn, keep, older_than)  # per test, by the same bounds (as db prune)
+                prune_signatures(AlchemyDb(conn))
+            result.rows = row_counts(conn)
+        return result
+
+    result = wait_while_locked(transaction, deadline=deadline, say=say or (lambda _: None),
+                               hint=" (history merge --wait)")
+    result.size_bytes, note = compact_and_measure(store, deadline=deadline)
     if note:
         result.notes.append(note)
     return result
@@ -382,7 +453,8 @@ def row_counts(conn: Connection) -> HistoryRowsDoc:
             "testcases": n["testcases"], "failure_signatures": n["failure_signatures"]}
 
 
-def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
+def compact_and_measure(store: Store, *,
+                        deadline: float | None = None) -> tuple[int | None, str | None]:
     """Size of the history after a merge, in bytes.
 
     Returns the size (``None`` when unknown) and a warning when compaction failed.
@@ -390,7 +462,9 @@ def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
     log, so a CI cache stores one complete file with no free pages and full index
     pages (inserts in uid order leave the unique index's pages about two-thirds full):
     every job restores this file, the merge job alone writes it, and rebuilding it
-    costs a fraction of a second per 20 MB.
+    costs a fraction of a second per 20 MB. Another merge holding the file makes the
+    rebuild wait (quietly: the merge is committed) until ``deadline``, at most
+    :data:`_COMPACT_WAIT`, so the file the last of several merges leaves is compact too.
     PostgreSQL: the tables' total relation size (``None`` when the role may not read it).
     """
     from sqlalchemy import text
@@ -401,10 +475,19 @@ def compact_and_measure(store: Store) -> tuple[int | None, str | None]:
         path = store.target.path
         import sqlite3
 
+        def compact() -> None:
+            try:
+                store.compact()
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                    raise StoreLocked(str(exc)) from None
+                raise
+
         note = None
         try:
-            store.compact()
-        except sqlite3.Error as exc:
+            limit = time.monotonic() + _COMPACT_WAIT
+            wait_while_locked(compact, deadline=min(deadline or limit, limit), say=lambda _: None)
+        except (sqlite3.Error, StoreLocked) as exc:
             note = (f"history database {store.target.display} not compacted (the merge itself "
                     f"is committed): {exc}")
         return (path.stat().st_size if path is not None and path.exists() else None), note

@@ -95,18 +95,8 @@ case "$TESTFLEET_COMMAND" in
       echo "::error title=testfleet::the run command needs the 'job' input"
       exit 2
     fi
-    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then
-      # the plan file's own digest, exactly: testfleet writes it first ({"digest":"...",...})
-      # and 'run' verifies it against the content; a substring of the file proves nothing
-      plan_head=$(head -c 200 "$TESTFLEET_PLAN_FILE" 2>/dev/null | tr -d '\0') || plan_head=
-      case "$plan_head" in
-        "{\"digest\":\"$TESTFLEET_PLAN_DIGEST\","*) ;;
-        *)
-          echo "::error title=testfleet::$TESTFLEET_PLAN_FILE is not the plan of this run ($TESTFLEET_PLAN_DIGEST)"
-          exit 2
-          ;;
-      esac
-    fi
+    # --plan-digest: run refuses a plan file whose content does not have this digest
+    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then extra=(--plan-digest "$TESTFLEET_PLAN_DIGEST" "${extra[@]}"); fi
     testfleet "${base[@]}" run --plan "$TESTFLEET_PLAN_FILE" --job "$TESTFLEET_JOB" \
       --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" \
       --status-file "$TESTFLEET_STATUS_DIR/$TESTFLEET_JOB.json" "${extra[@]}"
@@ -124,24 +114,7 @@ case "$TESTFLEET_COMMAND" in
     ;;
   history-merge)
     # a directory stands for the bundles in it (downloaded artifacts, one folder each)
-    files=()
-    bundles=0
-    for arg in "${extra[@]}"; do
-      if [ -d "$arg" ]; then
-        while IFS= read -r -d '' f; do
-          files+=("$f")
-          bundles=$((bundles + 1))
-        done < <(find "$arg" -type f -print0 | sort -z)
-      else
-        if [ -f "$arg" ]; then bundles=$((bundles + 1)); fi
-        files+=("$arg")
-      fi
-    done
-    if [ "$bundles" -eq 0 ]; then
-      echo "::notice title=testfleet::no history bundles to merge"
-      exit 0
-    fi
-    testfleet "${base[@]}" history merge "${files[@]}"
+    testfleet "${base[@]}" history merge --skip-empty "${extra[@]}"
     ;;
   check) testfleet "${base[@]}" check "${extra[@]}" ;;
   report) testfleet "${base[@]}" report "${extra[@]}" ;;
@@ -194,59 +167,36 @@ def render_action(version: str = __version__) -> str:
         "    required: true",
         "  args:",
         "    description: Extra arguments, one per line (never split or evaluated by a shell); for history-merge a directory stands for the files in it.",
-        "    required: false",
-        "    default: ''",
         "  version:",
         "    description: The testfleet version to install (pinned; the version this action belongs to).",
-        "    required: false",
         f"    default: {yaml_str(version)}",
         "  install:",
         "    description: A shell command that installs testfleet instead (e.g. pip install -r requirements-dev.txt); 'none' skips installing. Empty = this action's own testfleet source when it is used as owner/repo@ref, else the pinned version from the index.",
-        "    required: false",
-        "    default: ''",
         "  python-version:",
         "    description: Set up this Python first (empty = use the runner's or container's).",
-        "    required: false",
-        "    default: ''",
         "  config:",
         "    description: The testfleet config file, when it is not found from the working directory.",
-        "    required: false",
-        "    default: ''",
         "  working-directory:",
         "    description: Where to run testfleet.",
-        "    required: false",
         "    default: '.'",
         "  plan-file:",
         "    description: The plan file plan writes and run reads.",
-        "    required: false",
         "    default: plan.json",
         "  cadence:",
         "    description: plan only; a cadence override (empty = from the event).",
-        "    required: false",
-        "    default: ''",
         "  diff-base:",
         "    description: plan only; on pull_request, prune stages the diff against this ref cannot affect (e.g. HEAD^1).",
-        "    required: false",
-        "    default: ''",
         "  stages:",
         "    description: plan only; plan only these stages (comma-separated; empty = all).",
-        "    required: false",
-        "    default: ''",
         "  job:",
         "    description: run only; the plan job id (matrix.id).",
-        "    required: false",
-        "    default: ''",
         "  plan-digest:",
         "    description: run only; refuse a plan file whose digest is not this one (the plan output 'digest').",
-        "    required: false",
-        "    default: ''",
         "  junit-dir:",
         "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
-        "    required: false",
         "    default: testfleet-junit",
         "  status-dir:",
         "    description: run writes its job status to <status-dir>/<job>.json; reconcile reads it when args names no status location.",
-        "    required: false",
         "    default: testfleet-status",
         "outputs:",
     ]

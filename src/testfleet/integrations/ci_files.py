@@ -1,7 +1,8 @@
 """The CI files ``testfleet init`` writes, decided (not written) here.
 
 GitHub: the workflow, the trusted workflow when any stage needs it, the vendored
-composite action and ``.github/actionlint.yaml`` (the self-hosted labels, only when the
+composite action, the stage jobs' shared action, the setup scripts,
+and ``.github/actionlint.yaml`` (the self-hosted labels, only when the
 project has no actionlint config of its own). Buildkite: the bootstrap pipeline. Both
 install testfleet the way it is installed here (:mod:`.install`) unless the configuration
 names its own install. Alongside, the notes ``init`` prints: how testfleet will be
@@ -33,6 +34,10 @@ def resolve_install(config: Config) -> Install:
 
 
 def _install_notes(install: Install, out: CIFiles) -> None:
+    if install.problem and install.source == "config":
+        raise UsageError(install.problem)
+    if install.note:
+        out.notes.append(f"note: {install.note}")
     if install.problem:
         out.warnings.append(f"warning: {install.problem}; the generated jobs stop with that "
                             "message until then")
@@ -65,6 +70,7 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
     """The GitHub files for ``config`` (``opts``: a WorkflowOptions whose ``install``
     is filled in here when the configuration names none)."""
     from testfleet.integrations.action import ACTION_PATH, render_action
+    from testfleet.integrations.github_job_action import JOB_ACTION_PATH, render_job_action
     from testfleet.integrations.github_options import (
         ACTIONLINT_PATH,
         TRUSTED_WORKFLOW_PATH,
@@ -75,6 +81,7 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
     )
     from testfleet.integrations.github_trusted import github_settings, render_trusted_workflow
     from testfleet.integrations.github_workflow import render_workflow
+    from testfleet.integrations.setup_scripts import SETUP_DIR, setup_scripts
 
     assert isinstance(opts, WorkflowOptions)
     out = CIFiles()
@@ -93,6 +100,16 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
                             "stage is on GitHub-hosted runners and not trusted_only); delete it")
     # the workflows' plan/run/history steps are this action (one implementation)
     out.files.append((repo / ACTION_PATH, render_action(), ACTION_PATH))
+    # what every stage job shares, once, and each setup item as a script file
+    out.files.append((repo / JOB_ACTION_PATH, render_job_action(config, opts), JOB_ACTION_PATH))
+    scripts = setup_scripts(config)
+    out.files += [(repo / path, text, path) for path, text in sorted(scripts.files.items())]
+    out.notes += [f"note: {n}" for n in scripts.notes]
+    stale = sorted(str(p.relative_to(repo)) for p in (repo / SETUP_DIR).glob("*/setup-*.sh")
+                   if str(p.relative_to(repo)) not in scripts.files)
+    if stale:
+        out.warnings.append(f"warning: no stage runs these setup scripts any more; delete them: "
+                            f"{', '.join(stale)}")
     labels = self_hosted_labels(config)
     own = [p for p in (".github/actionlint.yaml", ".github/actionlint.yml") if (repo / p).exists()]
     if labels and not own:

@@ -236,9 +236,8 @@ def restore_history(config: Config, opts: WorkflowOptions, *note: str, under: st
         "with": {"path": history_path(config, opts, under),
                  "key": f"{HISTORY_CACHE}-${{{{ github.run_id }}}}",
                  "restore-keys": f"{HISTORY_CACHE}-"},
-    }, before=("The newest history this branch or the default branch saved (a pull request",
-               "restores the default branch's; nothing in a pull request's run ever saves it).",
-               *note))
+    }, before=("The newest history this branch or the default branch saved (no pull request "
+               "saves one).", *note))
 
 
 def restore_collection(config: Config, opts: WorkflowOptions, under: str = "") -> Note:
@@ -248,8 +247,7 @@ def restore_collection(config: Config, opts: WorkflowOptions, under: str = "") -
         "with": {"path": "\n".join(collection_cache_paths(config, opts, under)),
                  "key": f"{COLLECTION_CACHE}-${{{{ github.run_id }}}}",
                  "restore-keys": f"{COLLECTION_CACHE}-"},
-    }, before=("The last collection of this branch or the default branch: files whose",
-               "content is unchanged are not scanned again (their digests prove it)."))
+    }, before=("The last collection: files whose content is unchanged are not scanned again.",))
 
 
 def save_collection(config: Config, opts: WorkflowOptions) -> dict[str, Any]:

@@ -9,7 +9,7 @@ script needs reaches it through ``env:``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from testfleet.integrations.yaml_doc import Note
@@ -19,7 +19,8 @@ from testfleet.integrations.yaml_text import PINNED_ACTIONS
 #: actionlint and every runner version understand; zizmor's newer ``$/`` self-repository
 #: form is not used on purpose, hence its ignore comment).
 LOCAL_ACTION = "./.github/actions/testfleet"
-LOCAL_ACTION_NOTE = "zizmor: ignore[self-repository]"
+LOCAL_ACTION_NOTE = ("zizmor: ignore[self-repository] the ./ form every runner and actionlint "
+                     "read")
 
 
 def pinned(action: str) -> Note:
@@ -64,9 +65,8 @@ def setup_python(version: str) -> Note:
 
 
 def setup_uv() -> Note:
-    return uses("astral-sh/setup-uv", {"enable-cache": False}, name="Set up uv",
-                before=("The stage's uv = true (pinned like every action; no cache, so no "
-                        "pull request writes one).",))
+    # no cache, so no pull request writes one
+    return uses("astral-sh/setup-uv", {"enable-cache": False})
 
 
 def action(name: str, command: str, *, install: str | None, config: str | None,
@@ -87,7 +87,9 @@ def action(name: str, command: str, *, install: str | None, config: str | None,
     if skip_install:
         with_["install"] = "none"
     elif install:
-        with_["install"] = install if install.endswith("\n") else install + "\n"
+        # one line stays one line; a script keeps its final newline
+        one = "\n" not in install.strip()
+        with_["install"] = install.strip() if one else install.rstrip("\n") + "\n"
     if config:
         with_["config"] = config
     with_.update(inputs or {})
@@ -100,36 +102,29 @@ def args(*values: str) -> str:
     return "".join(f"{v}\n" for v in values)
 
 
-#: zizmor flags a GITHUB_ENV/GITHUB_PATH write in a pull_request_target workflow; a
-#: trusted test job's setup is the pull request's own code in a job that runs it anyway.
-SETUP_ENV_NOTE = ("zizmor: ignore[github-env] the pull request's setup, in a job that "
-                  "runs its code anyway")
+def setup_files(lane: str, count: int, env: Mapping[str, Any]) -> list[Any]:
+    """One step per ``setup`` item, each running the item's script file
+    (:mod:`testfleet.integrations.setup_scripts`): an ``exit 0`` in one (a wait loop that
+    is done) ends only that step, and what one writes to ``$GITHUB_ENV`` reaches the next."""
+    from testfleet.integrations.setup_scripts import script_path
 
-
-def setup_steps(commands: Sequence[str], env: Mapping[str, Any],
-                working_directory: str | None = None, *, trusted: bool = False) -> list[Any]:
-    """One step per ``setup`` item, so that an ``exit 0`` in one (a wait loop that is
-    done) ends only that step and never skips the next. Each item runs with ``bash -e``
-    as GitHub runs a ``run:`` step."""
-    steps: list[Any] = []
-    for i, command in enumerate(commands, 1):
-        lines = [line.strip() for line in command.splitlines() if line.strip()]
-        # a leading comment (a shellcheck directive) does not say what the step does
-        first = next((line for line in lines if not line.startswith("#")), lines[0] if lines else "")
-        title = first if len(first) <= 60 else first[:57] + "..."
-        step: dict[str, Any] = {"name": f"Setup {i}/{len(commands)}: {title}"}
+    out: list[Any] = []
+    for i in range(1, count + 1):
+        step: dict[str, Any] = {"run": f"bash {script_path(lane, i)}"}
         if env:
             step["env"] = dict(env)
-        if working_directory:
-            step["working-directory"] = working_directory
-        step["shell"] = "bash"
-        script = command if command.endswith("\n") else command + "\n"
-        writes_env = any(name in command for name in ("GITHUB_ENV", "GITHUB_PATH"))
-        step["run"] = Note(script, eol=SETUP_ENV_NOTE) if trusted and writes_env else script
-        steps.append(Note(step, before=(
-            "The stage's setup, one step per item (an 'exit 0' ends only its own step).",)
-            if i == 1 else ()))
-    return steps
+        out.append(step)
+    return out
+
+
+def job_action(env: Mapping[str, Any]) -> Note:
+    """The stage job's one step that runs its plan job and keeps what it ran
+    (:mod:`testfleet.integrations.github_job_action`), with the stage's secrets."""
+    step: dict[str, Any] = {"uses": Note("./.github/actions/testfleet-job", eol=LOCAL_ACTION_NOTE)}
+    if env:
+        step["env"] = dict(env)
+    step["with"] = {"job": "${{ matrix.id }}", "plan-digest": "${{ needs.plan.outputs.digest }}"}
+    return Note(step)
 
 
 def upload(name: str, path: str, *, cond: str | None, if_no_files: str,

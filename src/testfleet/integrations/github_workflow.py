@@ -41,7 +41,7 @@ from testfleet import __version__
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
 from testfleet.integrations.github_jobs import (
-    guard_script,
+    fits_args,
     plan_job,
     plan_outputs,
     reconcile_job,
@@ -86,8 +86,8 @@ from testfleet.planning.lanes import all_lanes
 __all__ = ["WorkflowOptions", "collection_cache_paths", "history_mode", "history_path",
            "render_workflow", "stage_job_ids", "stage_waves", "wave_count"]
 
-PLAN_OUTPUTS = ["waves", "has_jobs", "cadence", "bypass_fastfail", "write_baseline", "digest",
-                "stages", "tree_errors"]
+#: The plan step's outputs the jobs of this workflow read (the step has more).
+PLAN_OUTPUTS = ["has_jobs", "bypass_fastfail", "digest", "stages", "tree_errors"]
 
 
 def _triggers(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
@@ -95,10 +95,8 @@ def _triggers(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
     trusted = trusted_stages(config)
     on: dict[str, Any] = {}
     if len(trusted) < len(config.stages) or not config.stages:
-        on["pull_request"] = Note({"types": Flow(["opened", "synchronize", "reopened", "labeled"])},
-                                  before=("Pull requests: the stages on GitHub-hosted runners "
-                                          "only (the others: testfleet-trusted.yml).",)
-                                  if trusted else ())
+        # with testfleet-trusted.yml, only the stages on GitHub-hosted runners (the header says)
+        on["pull_request"] = {"types": Flow(["opened", "synchronize", "reopened", "labeled"])}
     if opts.push_branches:
         on["push"] = {"branches": list(opts.push_branches)}
     if config.policy.schedules:
@@ -106,13 +104,14 @@ def _triggers(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
                           for cron, cadence in sorted(config.policy.schedules.items())]
     on["workflow_dispatch"] = {"inputs": {
         "cadence": {"description": "How broad the run is", "type": "choice",
-                    "options": list(cadences), "default": "regular"},
+                    "options": Flow(list(cadences)), "default": "regular"},
         "match_all_labels": {"description": "Include every registered label",
                              "type": "boolean", "default": False},
     }}
+    # not required, empty by default: the cadence comes from the event
     on["workflow_call"] = {"inputs": {"cadence": {
         "description": f"Cadence override ({', '.join(cadences)}); empty = from the event",
-        "type": "string", "required": False, "default": ""}}}
+        "type": "string"}}}
     return on
 
 
@@ -122,16 +121,17 @@ def _plan_job(config: Config, opts: WorkflowOptions) -> Note:
     if mode == "database" and opts.database_read_secret:
         # a read-only role: the plan job never runs test code, but it does check out the PR
         plan_env = {"TESTFLEET_DATABASE_URL": f"${{{{ secrets.{opts.database_read_secret} }}}}"}
-    inputs: dict[str, Any] = {"cadence": "${{ inputs.cadence }}"}
+    # the plan is refused when this file was not generated for it (runners, CI settings)
+    inputs: dict[str, Any] = {"cadence": "${{ inputs.cadence }}",
+                              "args": steps.args(*fits_args(WORKFLOW_PATH))}
     if opts.diff_pruning:
         inputs["diff-base"] = "HEAD^1"
     trusted = trusted_stages(config)
     hosted = [name for name in sorted(config.stages) if name not in trusted]
     if trusted and hosted:
-        inputs["stages"] = Note(
-            f"${{{{ github.event_name == 'pull_request' && {expr_str(','.join(hosted))} || '' }}}}",
-            before=("A pull request plans only the stages on GitHub-hosted runners here.",))
-    lanes = sorted(all_lanes(config))
+        # a pull request plans only the stages on GitHub-hosted runners here
+        inputs["stages"] = \
+            f"${{{{ github.event_name == 'pull_request' && {expr_str(','.join(hosted))} || '' }}}}"
     body: list[Any] = [
         steps.checkout(fetch_depth=2, before=(
             "depth 2: the base commit, whose config decides a fork's trust (and the diff base)",)),
@@ -144,7 +144,6 @@ def _plan_job(config: Config, opts: WorkflowOptions) -> Note:
         steps.action("Plan", "plan", install=opts.install, config=opts.config, step_id="plan",
                      env=plan_env, inputs=inputs),
         save_collection(config, opts),
-        {"name": "Check the plan fits this workflow", "run": guard_script(config, lanes)},
         steps.upload(PLAN_ARTIFACT, "plan.json", cond=None, if_no_files="error", overwrite=True,
                      retention_days=opts.artifact_retention_days),
     ]
@@ -197,18 +196,14 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
         "needs": Flow(["plan", *job_ids]),
         "if": f"${{{{ !cancelled() && needs.plan.result == 'success' && {DEFAULT_BRANCH_RUN} }}}}",
         "runs-on": "ubuntu-latest",
-        "permissions": {"contents": "read"},
         "timeout-minutes": 30,
         "concurrency": Note({"group": f"{HISTORY_CACHE}-${{{{ github.workflow }}}}",
                              "cancel-in-progress": False}, before=(
             "one merge at a time, so two runs never save histories that miss each other's",)),
         "steps": body,
     }, before=(
-        "Trust rule: only runs on the default branch (push, schedule, manual dispatch)",
-        "write history. Pull requests, from forks above all, restore and read the",
-        "default branch's history but never save it, and no PR job's artifact is ever",
-        "merged: this job does not run for them. Metric baselines are written only by",
-        "cadences that write baselines (the plan's policy, recorded with each run)."))
+        "Only default-branch runs (push, schedule, manual dispatch) write history: no pull",
+        "request's artifact is ever merged; baselines only from cadences that write them."))
 
 
 def render_workflow(config: Config, options: WorkflowOptions | None = None) -> str:
@@ -231,24 +226,19 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
     jobs["reconcile"] = reconcile_job(opts, ids, trusted=False)
     jobs["testfleet"] = result_job(config, ["plan", *ids, "reconcile"], "testfleet")
     header = (
-        f"Generated by 'testfleet init --github' (testfleet {__version__}).",
-        "The plan decides jobs, shards and timeouts at run time; this file has one job per",
-        "stage and must agree with the configuration on stages, their needs, runners and",
-        "CI settings (container, setup, secrets, env, python, uv, checkouts, fail_fast,",
-        "max_parallel), schedules and cadences (the plan job checks). Regenerate it after",
-        "changing them:",
-        "  testfleet init --github --force",
-        "History: only default-branch runs (push, schedule, manual dispatch) write it; pull",
-        "requests restore and read the default branch's history and never save it.",
+        f"Generated by 'testfleet init --github' (testfleet {__version__}); regenerate it with",
+        "'testfleet init --github --force' (the plan job refuses a plan this file was not",
+        "written for). The plan decides jobs, shards and timeouts; each stage's job has the",
+        "stage's runners and CI settings, from the configuration (TESTFLEET_CI_SETTINGS is",
+        "their digest), its setup items in .github/testfleet/, and runs its shard with",
+        ".github/actions/testfleet-job. Every job reads contents only.",
         *((f"Pull requests run the self-hosted and trusted_only stages through "
-           f"{TRUSTED_WORKFLOW_PATH.rsplit('/', 1)[-1]}",
-           "(planned from the base branch's definition), never through this file.")
-          if trusted else ()),
+           f"{TRUSTED_WORKFLOW_PATH.rsplit('/', 1)[-1]}.",) if trusted else ()),
     )
     doc = {
         "name": opts.name,
         "on": _triggers(config, opts),
-        "permissions": {},
+        "permissions": {"contents": "read"},
         "concurrency": Note({
             "group": "testfleet-${{ github.workflow }}-${{ github.event.pull_request.number "
                      "|| github.run_id }}"

@@ -9,10 +9,17 @@ install that same commit. pip records where an installed distribution came from
 * a VCS record: ``pip install "testfleet @ git+<url>@<commit>"`` (the commit pip
   resolved, not the branch that was asked for; credentials in the URL are never copied);
 * a remote archive: that archive URL, with its hash when pip recorded one;
-* a local directory or file (an editable checkout, a wheel built here): nothing CI could
-  reach. Then the command is an explicit error naming the fix, and :attr:`Install.problem`
-  says so for ``init`` to print, unless the project names its own install
-  (``[tool.testfleet.ci] install`` / ``init --install``).
+* a local directory or file (an editable checkout, a wheel built here, a clone on this
+  disk): nothing CI could reach, and a path of this machine has no place in a committed
+  file. The jobs install this version's release from the package index instead, and
+  :attr:`Install.note` says why for ``init`` to print (the path goes to the terminal only);
+* a version that is not a release (``1.0.dev3``, ``1.0+local``): the index has nothing to
+  pin, so the command is an explicit error naming the fix, and :attr:`Install.problem` says
+  so, unless the project names its own install (``[tool.testfleet.ci] install`` /
+  ``init --install``).
+
+A configured install is refused when it names a path of this machine (:func:`configured`):
+it would be written into the committed workflows.
 
 :func:`from_direct_url` is pure; :func:`this_install` reads the record.
 """
@@ -20,6 +27,7 @@ install that same commit. pip records where an installed distribution came from
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -41,11 +49,27 @@ class Install:
     source: str  # "index", "vcs", "archive", "config" or "unreproducible"
     detail: str
     problem: str | None = None
+    note: str | None = None
 
 
-def index_install(version: str = __version__) -> Install:
+def index_install(version: str = __version__, note: str | None = None) -> Install:
+    if not RELEASE.fullmatch(version):
+        return _unreproducible(f"version {version}, not a release the package index can pin,")
     return Install(f"python3 -m pip install {shlex.quote(f'{SPEC}=={version}')}", "index",
-                   f"{DIST} {version} from the package index")
+                   f"{DIST} {version} from the package index", note=note)
+
+
+#: A final release (PEP 440 without pre, dev or local parts): what an index pin can name.
+RELEASE = re.compile(r"\d+(\.\d+)*(\.post\d+)?")
+
+
+def _local(where: str, version: str) -> Install:
+    """A local source: this version's release from the index, said in a note (the path is
+    printed, never written into a file)."""
+    return index_install(version, note=(
+        f"testfleet is installed here from {where}, which CI cannot reach: the jobs install "
+        f"the release {version} from the package index (set [tool.testfleet.ci] install, "
+        "testfleet init --github --force --install CMD, to pin a git commit instead)"))
 
 
 def _public_url(url: str) -> tuple[str, bool]:
@@ -60,8 +84,8 @@ def _public_url(url: str) -> tuple[str, bool]:
 
 
 def _unreproducible(where: str) -> Install:
-    message = (f"testfleet was installed from {where} when this workflow was generated, which "
-               "CI cannot reach; set [tool.testfleet.ci] install (testfleet init --github "
+    message = (f"testfleet was {where} when this workflow was generated: "
+               "CI cannot install that; set [tool.testfleet.ci] install (testfleet init --github "
                "--force --install CMD) and regenerate")
     command = f"echo {shlex.quote('::error title=testfleet::' + message)}\nexit 1"
     return Install(command, "unreproducible", where, problem=message)
@@ -72,7 +96,8 @@ def from_direct_url(data: Any, version: str = __version__) -> Install:
     if not data:
         return index_install(version)
     if not isinstance(data, dict) or not isinstance(data.get("url"), str):
-        return _unreproducible("a source pip did not record readably (direct_url.json)")
+        return _unreproducible("installed from a source pip did not record readably "
+                               "(direct_url.json)")
     url, stripped = _public_url(data["url"])
     subdirectory = data.get("subdirectory")
     suffix = f"#subdirectory={subdirectory}" if isinstance(subdirectory, str) and subdirectory else ""
@@ -80,8 +105,11 @@ def from_direct_url(data: Any, version: str = __version__) -> Install:
     if isinstance(vcs, dict):
         commit = vcs.get("commit_id")
         kind = vcs.get("vcs")
-        if kind != "git" or not isinstance(commit, str) or url.startswith("file:"):
-            return _unreproducible(f"a local or non-git repository ({url})")
+        if url.startswith("file:"):
+            return _local(f"a repository on this machine ({url})", version)
+        if kind != "git" or not isinstance(commit, str):
+            return _unreproducible(f"installed from a {kind or 'version control'} repository "
+                                   "that is not git")
         spec = f"{SPEC} @ git+{url}@{commit}{suffix}"
         note = " (credentials in its URL were left out)" if stripped else ""
         return Install(f"python3 -m pip install {shlex.quote(spec)}", "vcs",
@@ -94,7 +122,7 @@ def from_direct_url(data: Any, version: str = __version__) -> Install:
                        f"the archive {url}")
     dir_info = data.get("dir_info")
     editable = isinstance(dir_info, dict) and dir_info.get("editable")
-    return _unreproducible(f"{'an editable checkout' if editable else 'a local path'} ({url})")
+    return _local(f"{'an editable checkout' if editable else 'a local path'} ({url})", version)
 
 
 def this_install() -> Install:
@@ -104,7 +132,9 @@ def this_install() -> Install:
     try:
         dist = metadata.distribution(DIST)
     except metadata.PackageNotFoundError:
-        return _unreproducible("a source tree that is not an installed distribution")
+        return index_install(__version__, note=(
+            "testfleet runs here from a source tree that is not an installed distribution: "
+            f"the jobs install the release {__version__} from the package index"))
     text = dist.read_text("direct_url.json")
     if text is None:
         return index_install(dist.version)
@@ -115,5 +145,18 @@ def this_install() -> Install:
     return from_direct_url(data, dist.version)
 
 
+#: What makes a configured install this machine's: a file URL, an absolute or home path. A
+#: path relative to the repository (``-e '.[dev]'``, ``-r requirements-ci.txt``) is the
+#: project's own, and a fresh runner's checkout has it.
+LOCAL_INSTALL = re.compile(r"file:|(?:^|[\s'\"=@])[~/]")
+
+
 def configured(command: str) -> Install:
+    """The project's own install; a local one is a :attr:`Install.problem` (``init``
+    refuses to write it into a committed file)."""
+    if LOCAL_INSTALL.search(command):
+        return Install(command, "config", "[tool.testfleet.ci] install", problem=(
+            f"[tool.testfleet.ci] install {command!r} names a path of this machine, which a "
+            "fresh CI runner cannot reach and a committed workflow must not hold; install "
+            f"testfleet itself, pinned: {index_install().command}"))
     return Install(command, "config", "[tool.testfleet.ci] install")

@@ -237,6 +237,18 @@ _STATUS_STYLE = {
 }
 
 
+def queue_lines(plan: Plan) -> list[str]:
+    """Queue lanes (#40): their jobs are runners of one queue, not a partition."""
+    runners = Counter(job.lane for job in plan.jobs if job.queue is not None)
+    out: dict[str, str] = {}
+    for job in plan.jobs:
+        if job.queue is not None and job.lane not in out:
+            out[job.lane] = (f"queue: {job.lane}: {runners[job.lane]} runner(s) pull its "
+                             f"{job.queue['files']} file(s) from one queue (a capacity, not a "
+                             f"partition; lease {job.queue['lease_seconds']:g}s)")
+    return list(out.values())
+
+
 def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
     """Stages with status, shards, estimated minutes, skipped counts by reason, warnings."""
     import io
@@ -286,6 +298,8 @@ def render_table(plan: Plan, color: bool = False, width: int = 120) -> str:
             sharding.add_row(Text(row[0]), *row[1:])
         console.print(sharding)
         console.print(Text(SHARDING_LEGEND, style="dim"))
+    for line in queue_lines(plan):
+        console.print(Text(line))
     counts = skipped_by_reason(plan)
     if counts:
         console.print(Text("skipped: " + ", ".join(f"{counts[r]} {r}" for r in REASONS

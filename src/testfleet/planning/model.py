@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         PlanInputsDoc,
         PlannedTestDoc,
         PolicyDoc,
+        QueueDoc,
         SkippedDoc,
         StageDoc,
         TriggerDoc,
@@ -98,6 +99,9 @@ class Job:
     timeout_minutes: int = DEFAULT_JOB_TIMEOUT_MINUTES
     # Stage variants (#12): the variant this job runs ("" for a stage without variants).
     variant: str = ""
+    # Elastic execution (#40): a queue lane's jobs are runners pulling the lane's files
+    # (``tests`` is this runner's planned share, not its partition); None: shard mode.
+    queue: QueueDoc | None = None
 
     @property
     def lane(self) -> str:
@@ -126,6 +130,8 @@ class Job:
             out["probe"] = True
         if self.variant:
             out["variant"] = self.variant
+        if self.queue is not None:
+            out["queue"] = self.queue
         return out
 
     def matrix_entry(self) -> dict[str, Any]:
@@ -415,7 +421,7 @@ def _job(j: JobDoc) -> Job:
                                 t.get("quarantined", "")) for t in j["tests"]),
         env=env, probe=j.get("probe", False),
         timeout_minutes=j.get("timeout_minutes", DEFAULT_JOB_TIMEOUT_MINUTES),
-        variant=j.get("variant", ""),
+        variant=j.get("variant", ""), queue=j.get("queue"),
         ci=JobCI(container=container, setup=tuple(c.get("setup", [])),
                  secrets=tuple(c.get("secrets", [])), fail_fast=c.get("fail_fast"),
                  max_parallel=c.get("max_parallel"), timeout_minutes=c.get("timeout_minutes"),

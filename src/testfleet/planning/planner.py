@@ -42,7 +42,7 @@ from testfleet.planning.stage_files import bind_stage_files
 from testfleet.registry.model import Registration, Registry
 
 if TYPE_CHECKING:
-    from testfleet.documents.plan import TrustDoc
+    from testfleet.documents.plan import QueueDoc, TrustDoc
     from testfleet.documents.vocabulary import Reason, Source, StageCount, Status
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
@@ -303,6 +303,7 @@ def make_plan(
         # (a job never has zero files) and run empty.
         of = max(len(groups), stage.shards or 0) if groups else 0
         ci = job_ci(stage)
+        queue = _queue_doc(lane, stage, len(tests), fork_pr, warnings) if groups else None
         for i, group in enumerate(groups, 1):
             jobs.append(Job(
                 id=f"{lane.key}-{i}-of-{of}",
@@ -321,7 +322,11 @@ def make_plan(
                             for f, sec in group),
                 env=dict(stage.env),
                 ci=ci,
-                timeout_minutes=job_timeout(ci, sum(sec for _, sec in group)),
+                # a queue runner may end up running any share of its lane (the others
+                # lost): its CI job timeout is sized for the whole lane
+                timeout_minutes=job_timeout(ci, sum(seconds) if queue
+                                            else sum(sec for _, sec in group)),
+                queue=queue,
             ))
         over = [j for j in jobs[len(jobs) - len(groups):] if j.estimate > j.timeout_minutes * 60]
         if over:  # the job would be cancelled before its tests end: more shards, or a longer limit
@@ -553,6 +558,20 @@ def probe_jobs(config: Config, by_stage: Mapping[str, list[Registration]], caden
         warnings.append(f"probe: {name} is dormant; job {name}-probe runs "
                         f"{len(tests)} of its file(s) on its runners and never blocks")
     return out
+
+
+def _queue_doc(lane: Lane, stage: StageConfig, files: int, fork_pr: bool,
+               warnings: list[str]) -> QueueDoc | None:
+    """What a queue lane's jobs carry (#40). A fork's pull request never touches the shared
+    database: its queue lanes run in shard mode, and the plan says so."""
+    if stage.execution != "queue":
+        return None
+    if fork_pr:
+        warnings.append(f"stage {lane.key}: execution = \"queue\" runs in shard mode for a "
+                        "fork's pull request (a fork never touches the shared database)")
+        return None
+    return {"execution": "queue", "lease_seconds": float(stage.queue_lease_seconds),
+            "infra_retries": stage.queue_infra_retries, "files": files}
 
 
 def _dedupe(items: list[str]) -> list[str]:

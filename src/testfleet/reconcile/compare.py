@@ -25,6 +25,12 @@ retry of a job (a higher ``ci_attempt`` of the same job id) supersedes the earli
 attempt; two statuses of one job in one attempt are two executions. Tests that failed are
 not this module's business: the jobs' own exit statuses fail the run for them.
 
+A queue lane (#40) is accounted from the queue database instead of its statuses: its jobs
+are runners that pull files (a capacity), so a job that never reported, or a runner killed
+mid-file, is not a problem by itself; every planned file of the lane must have exactly
+one final report in the queue (:class:`QueueReport`), and a queue lane the caller could
+not read counts its files as missing.
+
 Zero is never green by accident: a plan with jobs reconciles only when they reported and
 executed their files; a plan with no jobs reconciles when nothing executed.
 """
@@ -32,7 +38,7 @@ executed their files; a plan with no jobs reconciles when nothing executed.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +61,17 @@ class FileProblem:
     def to_json(self) -> FileProblemDoc:
         return {"stage": self.stage, "file": self.file, "planned_job": self.planned_job,
                 "jobs": list(self.jobs)}
+
+
+@dataclass(frozen=True)
+class QueueReport:
+    """A queue lane's file as the queue database holds it: its final reports' runners (one,
+    always, unless something is wrong) and the outcome of the report; ``outcome`` None:
+    the file is still pending or claimed."""
+
+    file: str
+    outcome: Outcome | None
+    runners: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,8 +214,11 @@ def _latest_attempts(statuses: Sequence[JobStatus]) -> tuple[list[JobStatus], li
     return kept, dropped
 
 
-def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
-    """Compare ``plan`` (a :class:`~testfleet.planning.model.Plan`) with ``statuses``."""
+def reconcile(plan: Any, statuses: Sequence[JobStatus],
+              queues: Mapping[str, Sequence[QueueReport]] | None = None) -> Reconciliation:
+    """Compare ``plan`` (a :class:`~testfleet.planning.model.Plan`) with ``statuses``, and
+    its queue lanes with ``queues`` (lane -> its files' reports, read from the queue)."""
+    queue_lanes = {job.lane for job in plan.jobs if getattr(job, "queue", None) is not None}
     planned_job_of: dict[tuple[str, str], str] = {}
     jobs_by_id = {job.id: job for job in plan.jobs}
     shards_of: dict[str, int] = {}
@@ -233,7 +253,7 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
             out.other_plan.append(JobProblem(
                 s.job_id, s.lane, f"ran from plan {s.plan_digest or '(none)'}, not this one",
                 s.source))
-        if not s.complete:
+        if not s.complete and s.lane not in queue_lanes:  # a queue runner's work is in the queue
             out.incomplete.append(JobProblem(
                 s.job_id, s.lane, f"exit status {s.exit_status}: {s.reason or 'did not finish'}",
                 s.source))
@@ -255,7 +275,7 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
                     f" ({', '.join(unknown)})" if unknown and unknown != [s.job_id] else ""),
                 s.source))
         reported_jobs |= covered
-        for f in s.files:
+        for f in () if s.lane in queue_lanes else s.files:
             key = (f.stage, f.file)
             reported[key].append(s.job_id)
             if f.executed:
@@ -264,7 +284,18 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus]) -> Reconciliation:
             planned = planned_job_of.get(key)
             if planned is not None and planned not in covered:
                 out.moved.append(FileProblem(f.stage, f.file, planned, (s.job_id,)))
+    for lane in sorted(queue_lanes):
+        for report in (queues or {}).get(lane, ()):
+            key = (lane, report.file)
+            if report.outcome is None:  # still pending or claimed: missing
+                continue
+            reported[key].extend(report.runners or ("(queue)",))
+            if report.outcome != "NOT_RUN":
+                executed[key].extend(report.runners)
+                outcomes[report.outcome] += len(report.runners)
     for job in plan.jobs:
+        if job.lane in queue_lanes:
+            continue
         if job.id not in reported_jobs:
             out.missing_jobs.append(JobProblem(
                 job.id, job.lane, f"never reported ({len(job.tests)} planned file(s))"))

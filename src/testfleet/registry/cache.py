@@ -41,8 +41,9 @@ from typing import Any, NamedTuple
 from testfleet import __version__
 from testfleet.findings import Finding
 
-SCHEMA = 4  # 2: gate entries carry their duplicate constraint keys; 3: content digests;
-# 4: gate arguments in their own region, a racy entry marked instead of carrying its digest again
+SCHEMA = 5  # 2: gate entries carry their duplicate constraint keys; 3: content digests;
+# 4: gate arguments in their own region, a racy entry marked instead of carrying its digest again;
+# 5: a file Python cannot read (NUL byte, encoding cookie) has invalid registrations
 KIND = "testfleet-registry-cache"
 NAME = "registry-cache.bin"
 RACY_NS = 3_000_000_000

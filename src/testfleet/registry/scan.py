@@ -15,7 +15,10 @@ statements, so this module:
    validator can say why a marker that is named was not read.
 
 Everything here is pure: bytes in, :class:`FileScan` out. Full-file syntax
-validation is :mod:`testfleet.registry.syntax`'s job (``check`` only).
+validation is :mod:`testfleet.registry.syntax`'s job (``check`` only); what makes a
+whole file unreadable to Python before any syntax (a NUL byte, an encoding cookie it
+cannot honour) is found here, at C speed, so that ``list``, ``plan`` and ``check``
+agree that such a file's registrations are invalid (#36).
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class FileScan:
     syntax_errors: list[tuple[int, int, str]] = field(default_factory=list)
     has_main_call: bool = False
     decode_error: str | None = None
+    # (line, col, code, message): why Python cannot read this file at all (see unreadable)
+    unreadable: tuple[int, int, str, str] | None = None
     # line -> codes named by a ``# testfleet: ignore[...]`` comment there (empty: no codes given)
     suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
@@ -143,9 +148,48 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
     return text, None
 
 
+def unreadable(data: bytes) -> tuple[int, int, str, str] | None:
+    """(line, col, code, message) when Python could not even tokenize this file, else None.
+
+    Two things make a file that decodes as UTF-8 unrunnable whatever its syntax: a NUL
+    byte, and an encoding cookie in its first two lines that names no codec, clashes
+    with a UTF-8 byte order mark, or does not decode the file. Both are checked at C
+    speed (a byte search; the cookie only when ``coding`` occurs in those lines), so
+    every command can afford them; the rules are Python's own
+    (:func:`tokenize.detect_encoding`)."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line_start = data.rfind(b"\n", 0, nul) + 1
+        return (data.count(b"\n", 0, nul) + 1, nul - line_start + 1, "syntax",
+                "Python cannot run this file: source code cannot contain null bytes "
+                "(a NUL byte here)")
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    head = data if second < 0 else data[:second + 1]
+    if b"coding" not in head:
+        return None
+    import io
+    import tokenize
+
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(head).readline)
+        if encoding not in ("utf-8", "utf-8-sig"):
+            data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        line = 2 if first >= 0 and _COOKIE.match(data[first + 1:second + 1 or None]) else 1
+        return (line, 1, "encoding", "Python cannot run this file: its encoding cookie: "
+                f"{getattr(exc, 'msg', None) or exc}")
+    return None
+
+
+#: Python's encoding cookie (PEP 263), as :mod:`tokenize` matches it.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+
+
 def scan_source(data: bytes, pattern: re.Pattern[str], needles: tuple[bytes, ...]) -> FileScan:
     """Scan one file's bytes for marker calls (see the module docstring)."""
     result = FileScan()
+    result.unreadable = unreadable(data)
     has_marker = may_hold_marker(data, needles)
     has_main = b"__main__" in data
     has_suppression = b"testfleet:" in data

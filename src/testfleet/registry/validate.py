@@ -68,7 +68,7 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
     out = FileResult()
     if (not scanned.calls and not scanned.others and not scanned.syntax_errors
             and scanned.decode_error is None and not scanned.suppressions):
-        return _without_markers(rel, scanned, rules, out)
+        return _unreadable(rel, scanned, _without_markers(rel, scanned, rules, out))
     err = _Sink(rel, out.findings)
     out.suppressions = scanned.suppressions
 
@@ -129,6 +129,23 @@ def validate_file(rel: str, scanned: sc.FileScan, rules: Rules) -> FileResult:
         err(0, 0, "unregistered", _unregistered_message(rules))
     _python_main(rel, scanned, rules, out)
     out.registrations.sort(key=lambda r: (r.backend, r.suite))
+    return _unreadable(rel, scanned, out)
+
+
+def _unreadable(rel: str, scanned: sc.FileScan, out: FileResult) -> FileResult:
+    """A file Python cannot read (a NUL byte, a bad encoding cookie) runs nowhere: one
+    error where it breaks, and every registration it makes, explicit or implicit, is
+    invalid with that error, so ``list`` shows, ``plan`` skips and ``check`` fails the
+    same file (#36)."""
+    if scanned.unreadable is None:
+        return out
+    line, col, code, message = scanned.unreadable
+    out.findings = [f for f in out.findings if f.code != "no-main-call"]  # it never runs
+    out.findings.append(Finding(rel, line, col, "error", code, message))
+    for reg in out.registrations:
+        out.invalid.append(InvalidRegistration(rel, reg.backend, reg.suite, reg.line or line,
+                                               reg.col if reg.line else col, code, message))
+    out.registrations = []
     return out
 
 

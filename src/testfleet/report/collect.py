@@ -93,11 +93,11 @@ def build_report(
                        if row.name.startswith(name + ".") and row.backend == backend)}
     backends = _group_rows(
         {s.backend for s in config.stages.values()} | {r.backend for r in registrations},
-        lambda r, name: r.backend == name, registrations, dormant, config, at_risk,
+        lambda r: (r.backend,), registrations, dormant, config, at_risk,
     )
     labels = _group_rows(
         set(config.labels) | {lb for r in registrations for lb in r.labels},
-        lambda r, name: name in r.labels, registrations, dormant, config, at_risk,
+        lambda r: set(r.labels), registrations, dormant, config, at_risk,
     )
     ledger = _ledger(registrations, ages or {}, now, dormant, patterns)
     from testfleet.report.references import dropped_patterns
@@ -159,13 +159,20 @@ def _stage_rows(config: Config, regs: Sequence[Registration], patterns: tuple[st
     return tuple(rows)
 
 
-def _group_rows(names: Iterable[str], member: Callable[[Registration, str], bool],
+def _group_rows(names: Iterable[str], groups: Callable[[Registration], Iterable[str]],
                 regs: Sequence[Registration], dormant: set[str], config: Config,
                 at_risk: Set[tuple[str, str]] = frozenset()) -> tuple[GroupRow, ...]:
-    """One row per backend or label; ``scheduled`` leaves out dormant and unknown stages."""
+    """One row per backend or label (``groups``: those a registration is in, each once);
+    ``scheduled`` leaves out dormant and unknown stages. The registrations are sorted
+    into their groups in one pass: a pass per group was a third of a warm ``check`` of
+    100,000 files (#36)."""
+    by_name: dict[str, list[Registration]] = defaultdict(list)
+    for reg in regs:
+        for name in groups(reg):
+            by_name[name].append(reg)
     rows = []
     for name in sorted(names):
-        members = [r for r in regs if member(r, name)]
+        members = by_name.get(name, [])
         scheduled = sum(
             1 for r in members
             if r.disabled is None and r.suite not in dormant and r.suite in config.stages

@@ -4,7 +4,7 @@
 --write``, an edit touches only the bytes of the literal ``disabled=`` argument
 (``None`` <-> a reason string); when a call has no ``disabled=`` yet, ``disable``
 inserts ``, disabled="..."`` after its last argument and changes nothing else. Every
-edit is verified by re-parsing the result, and the file is written atomically.
+edit is verified by re-reading the edited call, and the file is written atomically.
 
 Pure functions over bytes; the commands do the reading and writing.
 """
@@ -94,13 +94,33 @@ def _suite_of(call: ast.Call) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _calls(tree: ast.Module, markers: set[str], suite: str) -> list[ast.Call]:
-    out = []
-    for stmt in tree.body:
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if isinstance(call, ast.Call) and _marker_name(call.func) in markers \
-                and _suite_of(call) == suite:
-            out.append(call)
+def _calls(source: bytes, markers: set[str], suite: str) -> list[ast.Call]:
+    """The top-level marker calls of ``suite``, with their real line numbers.
+
+    Found as the registry finds them (:func:`testfleet.registry.scan.scan_source`): at
+    C speed, parsing only the registration statements, never the whole file. A whole
+    parse cost 20 s on a 10 MB test file, twice per edit (the edit and its check), and
+    an edit inside one call's parentheses cannot change how the rest of the file parses
+    (#36)."""
+    from testfleet.registry.scan import marker_pattern, needles_for, scan_source
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as exc:
+        raise EditError(f"cannot parse the file: {exc}") from None
+    if encoding not in ("utf-8", "utf-8-sig"):
+        raise EditError(f"the file declares encoding {encoding}; only UTF-8 files are edited")
+    scanned = scan_source(source, marker_pattern(markers), needles_for(markers))
+    if scanned.decode_error is not None:
+        raise EditError(f"cannot parse the file: not UTF-8 ({scanned.decode_error})")
+    if scanned.unreadable is not None:
+        raise EditError(f"cannot parse the file: line {scanned.unreadable[0]}: "
+                        f"{scanned.unreadable[3]}")
+    out = [c.node for c in scanned.calls
+           if _marker_name(c.node.func) in markers and _suite_of(c.node) == suite]
+    if not out and scanned.syntax_errors:
+        line, _col, message = scanned.syntax_errors[0]
+        raise EditError(f"cannot parse the file: line {line}: {message}")
     return out
 
 
@@ -112,23 +132,13 @@ def _offsets(source: bytes) -> list[int]:
     return starts
 
 
-def _parse(source: bytes) -> ast.Module:
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-        if encoding not in ("utf-8", "utf-8-sig"):
-            raise EditError(f"the file declares encoding {encoding}; only UTF-8 files are edited")
-        return ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
-        raise EditError(f"cannot parse the file: {exc}") from None
-
-
 def _position(source: bytes, starts: list[int], line: int, col: int) -> int:
     bom = len(BOM) if line == 1 and source.startswith(BOM) else 0
     return starts[line - 1] + bom + col
 
 
-def _pick(tree: ast.Module, markers: set[str], suite: str, line: int) -> ast.Call:
-    calls = _calls(tree, markers, suite)
+def _pick(source: bytes, markers: set[str], suite: str, line: int) -> ast.Call:
+    calls = _calls(source, markers, suite)
     if not calls:
         raise EditError(f"no top-level {'/'.join(sorted(markers)) or 'marker'}"
                         f"(..., suite={suite!r}) call")
@@ -145,7 +155,7 @@ def _disabled_keyword(call: ast.Call) -> ast.keyword | None:
 
 
 def set_disabled(source: bytes, markers: set[str], suite: str, reason: str | None,
-                 line: int = 0) -> tuple[bytes, Edit]:
+                 line: int = 0, *, restore_none: bool = False) -> tuple[bytes, Edit]:
     """``source`` with the registration of ``suite`` disabled for ``reason`` (or enabled
     again when ``reason`` is None); every other byte is kept.
 
@@ -154,17 +164,18 @@ def set_disabled(source: bytes, markers: set[str], suite: str, reason: str | Non
     line of its own, indented like the last argument, in a call written one argument per
     line. ``enable`` removes the argument with its separator (or its line), so enabling
     what ``disable`` inserted gives back the original bytes; one it cannot remove cleanly
-    (a comment beside it) becomes ``disabled=None``.
+    (a comment beside it) becomes ``disabled=None``, and so does one that was
+    ``disabled=None`` before ``disable`` wrote the reason over it (``restore_none``, as
+    :mod:`testfleet.results.originals` finds out), which gives those bytes back too.
     """
-    tree = _parse(source)
-    call = _pick(tree, markers, suite, line)
+    call = _pick(source, markers, suite, line)
     kw = _disabled_keyword(call)
     starts = _offsets(source)
     if reason is None:
-        result, edit = _enable(source, starts, call, kw)
+        result, edit = _enable(source, starts, call, kw, restore_none)
     else:
         result, edit = _disable(source, starts, call, kw, json.dumps(reason, ensure_ascii=False))
-    _verify(call, _pick(_parse(result), markers, suite, call.lineno), reason)
+    _verify(call, _pick(result, markers, suite, call.lineno), reason)
     return result, edit
 
 
@@ -208,7 +219,7 @@ def _disable(source: bytes, starts: list[int], call: ast.Call, kw: ast.keyword |
 
 
 def _enable(source: bytes, starts: list[int], call: ast.Call,
-            kw: ast.keyword | None) -> tuple[bytes, Edit]:
+            kw: ast.keyword | None, restore_none: bool = False) -> tuple[bytes, Edit]:
     if kw is None:
         raise EditError(f"the call on line {call.lineno} has no disabled= argument: "
                         "it is enabled already")
@@ -218,7 +229,7 @@ def _enable(source: bytes, starts: list[int], call: ast.Call,
     if node.value is None:
         raise EditError(f"disabled=None on line {node.lineno}: it is enabled already")
     old = _text(source, starts, kw)
-    removed = _without(source, starts, call, kw)
+    removed = None if restore_none else _without(source, starts, call, kw)
     if removed is not None:
         return removed, Edit(kw.lineno, old, "")
     start, end = _span(source, starts, node)  # a comment beside it: keep the argument

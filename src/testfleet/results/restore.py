@@ -4,7 +4,7 @@ possible (a command that fails writes nothing; see :mod:`testfleet.results.inpla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,12 @@ def markers_of(project: Any, backend: str) -> set[str]:
 
 
 def plan_edits(project: Any, targets: list[tuple[Any, str | None]],
-               contents: Mapping[str, bytes]) -> list[Planned]:
+               contents: Mapping[str, bytes],
+               keep_none: Collection[tuple[str, str]] = ()) -> list[Planned]:
     """One edit per (registration, new reason or None) on ``contents`` (file -> bytes);
-    edits to one file are chained. Any problem is a usage error naming the file and line,
-    and nothing is written."""
+    edits to one file are chained. Enabling a (file, suite) of ``keep_none`` writes
+    ``disabled=None`` back instead of removing the argument (it was there before).
+    Any problem is a usage error naming the file and line, and nothing is written."""
     current: dict[str, bytes] = {}
     out: list[Planned] = []
     problems: list[str] = []
@@ -50,7 +52,8 @@ def plan_edits(project: Any, targets: list[tuple[Any, str | None]],
         try:
             source = current.get(reg.file, contents[reg.file])
             data, edit = set_disabled(source, markers_of(project, reg.backend), reg.suite,
-                                      reason, reg.line)
+                                      reason, reg.line,
+                                      restore_none=(reg.file, reg.suite) in keep_none)
         except EditError as exc:
             problems.append(f"{where} ({reg.suite}): {exc}")
             continue
@@ -61,7 +64,8 @@ def plan_edits(project: Any, targets: list[tuple[Any, str | None]],
     return out
 
 
-def apply_edits(project: Any, targets: list[tuple[Any, str | None]]) -> list[Planned]:
+def apply_edits(project: Any, targets: list[tuple[Any, str | None]],
+                keep_none: Collection[tuple[str, str]] = ()) -> list[Planned]:
     """Plan and write every edit in place, all or nothing; the caller holds
     :func:`testfleet.results.inplace.edit_lock` since before it read the registrations."""
     from testfleet.results.inplace import edit_in_place
@@ -69,7 +73,7 @@ def apply_edits(project: Any, targets: list[tuple[Any, str | None]]) -> list[Pla
     planned: list[Planned] = []
 
     def plan(contents: Mapping[str, bytes]) -> dict[str, bytes]:
-        planned[:] = plan_edits(project, targets, contents)
+        planned[:] = plan_edits(project, targets, contents, keep_none)
         return {e.file: e.data for e in planned}  # chained: the last edit holds all of them
 
     edit_in_place(project.root, [reg.file for reg, _ in targets if not reg.implicit], plan)

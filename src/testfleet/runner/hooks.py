@@ -48,6 +48,15 @@ def _named_signatures(spec: JobSpec, entries: Sequence[Entry]) -> list[Any]:
     return list(found.values())
 
 
+def infrastructure_failure(spec: JobSpec, result: FileResult) -> bool:
+    """Whether a file's failure carries an infrastructure incident's signature (a backend's
+    start-up pattern): what queue mode may retry on another runner (#40)."""
+    from testfleet.runner.incident_job import file_signature
+
+    signature = file_signature(spec, result)
+    return signature is not None and signature.kind == "infra"
+
+
 class HistoryTimeout(Exception):
     """A history operation did not finish in time, or the run was interrupted meanwhile."""
 

@@ -2,5 +2,6 @@
 
 OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
                 "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show",
-                "results", "flaky", "job-status", "reconcile", "incidents", "shadow")
+                "results", "flaky", "job-status", "reconcile", "incidents", "shadow",
+                "queue-status")
 KINDS = ("config", *OUTPUT_KINDS)

@@ -29,6 +29,7 @@ def output_types() -> dict[str, Any]:
     from testfleet.documents.history import HistoryMergeDoc, HistoryShowDoc
     from testfleet.documents.job_status import JobStatusDoc
     from testfleet.documents.plan import PlanDoc
+    from testfleet.documents.queue import QueueStatusDoc
     from testfleet.documents.reconcile import ReconcileDoc
     from testfleet.documents.registrations import ListDoc
     from testfleet.documents.report import ReportDoc
@@ -53,6 +54,7 @@ def output_types() -> dict[str, Any]:
         "reconcile": ReconcileDoc,
         "incidents": IncidentsDoc,
         "shadow": ShadowDoc,
+        "queue-status": QueueStatusDoc,
     }
 
 

@@ -209,7 +209,8 @@ def translate(exc: BaseException, target: Target) -> StoreError:
     text = " ".join(str(getattr(exc, "orig", exc) or exc).split())
     low = text.lower()
     where = f"history database {target.display}"
-    if "database is locked" in low or "database table is locked" in low or "busy" in low:
+    if ("database is locked" in low or "database table is locked" in low or "busy" in low
+            or "lock timeout" in low):  # PostgreSQL's lock_timeout (another merge's lock)
         return StoreLocked(f"{where} is locked by another process (waited for the busy timeout): {text}")
     if "file is not a database" in low or "malformed" in low or "not a database" in low:
         return StoreCorrupt(f"{where} is not a valid SQLite database ({text}); "

@@ -268,6 +268,13 @@ def _v8_failure_signatures(conn: Connection) -> None:
     conn.execute(text(executions_view_sql(conn.dialect.name, 8)))
 
 
+def _v9_queue(conn: Connection) -> None:
+    """Queue mode (#40): its tables live with their statements in testfleet.store.queue."""
+    from testfleet.store.queue import create_tables
+
+    create_tables(conn)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
@@ -281,6 +288,8 @@ MIGRATIONS: list[Migration] = [
               "executions is a view", _v7_compact_executions, frees_space=True),
     Migration(8, "incidents: failure signatures on executions and testcases (failure_signatures)",
               _v8_failure_signatures),
+    Migration(9, "queue mode: queue_lanes, queue_items, queue_attempts (claims and leases, "
+              "apart from the history)", _v9_queue),
     # Append new steps here; see the module docstring.
 ]
 

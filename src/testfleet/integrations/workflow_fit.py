@@ -1,0 +1,79 @@
+"""Whether a plan fits the workflow about to run it: ``testfleet plan --fits-workflow``.
+
+A generated workflow has one job per stage lane, with the lane's runner and CI settings
+(container, setup, secrets, env, ...) written in it, because GitHub reads them before
+any plan exists. When the configuration changes and the workflow is not regenerated, a
+plan's jobs would run under settings it was not made for. The plan job therefore reads
+the workflow file it runs in (the base branch's, for ``testfleet-trusted.yml``) and
+refuses a plan that has jobs for a lane with no job in it, for a lane whose ``runs-on``
+there is not the plan's, or whose CI settings digest (the job's ``TESTFLEET_CI_SETTINGS``)
+differs; and a lane with more jobs than a GitHub matrix holds. The check was a Python
+script inlined into every generated plan job; here it is testfleet's own code, tested.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from testfleet.planning.jobci import static_fingerprint
+
+#: The env key of a stage job that holds the digest of the CI settings it was written with.
+SETTINGS_ENV = "TESTFLEET_CI_SETTINGS"
+MAX_MATRIX = 256  # GitHub's limit of jobs per matrix
+_LANE = re.compile(r"fromJSON\(needs\.plan\.outputs\.stages\)\['((?:[^']|'')+)'\]\.matrix")
+REGENERATE = "regenerate it with 'testfleet init --github --force'"
+
+
+def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
+    """lane -> (its job's ``runs-on`` labels, its CI settings digest) for every stage job
+    of a generated workflow (a job whose matrix is the plan's matrix of one lane)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from None
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    lanes: dict[str, tuple[list[str], str]] = {}
+    for job in (jobs or {}).values():
+        if not isinstance(job, dict) or not isinstance(job.get("strategy"), dict):
+            continue
+        m = _LANE.search(str(job["strategy"].get("matrix", "")))
+        if m is None:
+            continue
+        runs_on = job.get("runs-on")
+        labels = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on or []]
+        env = job.get("env")
+        digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
+        lanes[m.group(1).replace("''", "'")] = (labels, str(digest))
+    return lanes
+
+
+def _lane(job: Mapping[str, Any]) -> str:
+    return str(job["stage"]) + (f".{job['variant']}" if job.get("variant") else "")
+
+
+def misfits(plan: Mapping[str, Any], lanes: Mapping[str, tuple[list[str], str]]) -> list[str]:
+    """Why ``plan`` cannot run in a workflow with these stage jobs (empty: it can)."""
+    jobs = [j for j in plan.get("jobs", []) if isinstance(j, Mapping)]
+    out: list[str] = []
+    for lane in sorted({_lane(j) for j in jobs} - set(lanes)):
+        out.append(f"stage {lane} has jobs but no job in this workflow; {REGENERATE}")
+    changed = sorted({_lane(j) for j in jobs if _lane(j) in lanes and static_fingerprint(
+        j.get("ci", {}), j.get("env", {})) != lanes[_lane(j)][1]})
+    out += [f"the CI settings of stage {lane} (container, setup, secrets, env, python, uv, "
+            f"checkouts, fail_fast, max_parallel) changed since this workflow was generated; "
+            f"{REGENERATE}" for lane in changed]
+    moved = sorted({_lane(j) for j in jobs
+                    if _lane(j) in lanes and list(j.get("runs_on", [])) != lanes[_lane(j)][0]})
+    out += [f"the runs_on of stage {lane} changed since this workflow was generated (its "
+            f"runners are written in this file, never taken from a plan); {REGENERATE}"
+            for lane in moved]
+    for lane, n in sorted(Counter(_lane(j) for j in jobs).items()):
+        if n > MAX_MATRIX:
+            out.append(f"stage {lane} has {n} jobs; a GitHub matrix holds at most "
+                       f"{MAX_MATRIX} (lower max_shards)")
+    return out
