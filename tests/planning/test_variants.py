@@ -6,8 +6,6 @@ pipeline and the runner."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -228,22 +226,26 @@ def test_the_workflow_has_one_job_per_variant_with_its_static_settings() -> None
     assert "['gpu.h200'].matrix" in h200["strategy"]["matrix"]
     assert h200["container"]["image"] == "nvcr.io/nvidia/pytorch:24.05-py3"
     assert "container" not in b200
+    settings = h200["env"].pop("TESTFLEET_CI_SETTINGS")  # the digest the plan job checks
     assert h200["env"] == {"GPU": "h200", "NCCL_DEBUG": "WARN"}
-    assert any(s.get("name", "").startswith("Setup 1/") for s in b200["steps"])
+    assert settings != b200["env"]["TESTFLEET_CI_SETTINGS"]
+    assert {"run": "bash .github/testfleet/gpu.b200/setup-1.sh",
+            "env": {"HF_TOKEN": "${{ secrets.HF_TOKEN }}"}} in b200["steps"]  # its own setup
     assert h200["needs"] == ["plan", "unit"]
     soak = render_workflow(config(soak={"backend": "cuda", "needs": ["gpu"]}))
     assert yaml.safe_load(soak)["jobs"]["soak"]["needs"] == ["plan", "gpu_b200", "gpu_h200"]
 
 
-def test_the_workflow_guard_checks_each_variant_settings(tmp_path: Path) -> None:
+def test_the_workflow_guard_checks_each_variant_settings() -> None:
+    """The plan job's check (``testfleet plan --fits-workflow``) holds each variant to the
+    settings written in its own job: changing one variant names that variant only."""
+    from testfleet.integrations.workflow_fit import misfits, workflow_lanes
     from testfleet.planning.jobci import job_ci
 
     cfg = config()
-    data = yaml.safe_load(render_workflow(cfg))
-    guard = next(s for s in data["jobs"]["plan"]["steps"]
-                 if s.get("name") == "Check the plan fits this workflow")["run"]
+    lanes = workflow_lanes(render_workflow(cfg))
 
-    def run_guard(c: Any) -> subprocess.CompletedProcess[str]:
+    def plan_of(c: Any) -> dict[str, Any]:
         jobs = [{"id": f"{ln.key}-1", "stage": ln.stage, "variant": ln.variant, "wave": 0,
                  "ci": job_ci(ln.config).to_json(), "env": ln.config.env,
                  "runs_on": list(ln.config.runs_on)}
@@ -251,18 +253,15 @@ def test_the_workflow_guard_checks_each_variant_settings(tmp_path: Path) -> None
         for job in jobs:
             if not job["variant"]:
                 del job["variant"]
-        (tmp_path / "plan.json").write_text(json.dumps({"jobs": jobs}))
-        return subprocess.run(["bash", "-e", "-c", guard], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=60, check=False,
-                              env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+        return {"jobs": jobs}
 
-    ok = run_guard(cfg)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert misfits(plan_of(cfg), lanes) == []
     changed = {**GPU, "variants": {**GPU["variants"], "b200": {"runs_on": ["b200"],
                                                                "setup": ["other"]}}}
-    bad = run_guard(config(changed))
-    assert bad.returncode == 1 and "CI settings of stage gpu.b200" in bad.stdout
-    assert "gpu.h200" not in bad.stdout
+    bad = misfits(plan_of(config(changed)), lanes)
+    assert bad and all("gpu.b200" in reason for reason in bad), bad
+    assert any("CI settings of stage gpu.b200" in reason for reason in bad)
+    assert not any("gpu.h200" in reason for reason in bad)
 
 
 def test_buildkite_steps_carry_each_variant() -> None:

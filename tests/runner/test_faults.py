@@ -61,6 +61,11 @@ if os.fork() == 0:
             fh.write(f"{os.getpid()}\\n")
         time.sleep(3600)
     os._exit(0)
+# the test passes only once its daemon is up (on a loaded machine the sweep could
+# otherwise kill it before it wrote its pid)
+deadline = time.monotonic() + 30
+while not os.path.exists(sys.argv[0] + ".pids") and time.monotonic() < deadline:
+    time.sleep(0.01)
 print("parent passes and leaves a daemon behind")
 """
 
