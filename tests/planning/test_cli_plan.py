@@ -329,3 +329,25 @@ def test_missing_history_database_still_says_so(example_project: Path, capsys: p
                            "--database", "nowhere/history.db")
     assert code == 0 and any("no history database at nowhere/history.db yet" in w
                              for w in json.loads(out)["warnings"])
+
+
+def test_a_tree_whose_stages_never_run_on_push_is_told_which_event_to_pass(
+        tmp_path: Path, capsys) -> None:
+    """An adopted tree's CI often never runs on push, the event assumed without --event:
+    plan and run say which event to pass instead of leaving an empty plan unexplained (#39)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_a.py").write_text(
+        'from testfleet import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="a")\n')
+    config = 'roots = ["tests"]\n[stages.a]\nbackend = "cpu"\nevents = ["pull_request", "schedule"]\n'
+    (tmp_path / "testfleet.toml").write_text(config)
+    hint = ("no stage runs on push, the event assumed without --event; pass --event "
+            "pull_request (this configuration's stages run on pull_request, schedule)")
+    code, _, err = run_cli(capsys, "-C", str(tmp_path), "plan")
+    assert code == 0 and hint in err
+    code, _, err = run_cli(capsys, "-C", str(tmp_path), "run", "--stage", "a", "--dry-run")
+    assert hint in err
+    code, out, err = run_cli(capsys, "-C", str(tmp_path), "plan", "--event", "pull_request")
+    assert code == 0 and hint not in err and "1 job(s)" in out
+    # a stage that runs on push (or on every event) needs no hint
+    (tmp_path / "testfleet.toml").write_text(config.replace('"schedule"]', '"schedule", "push"]'))
+    assert hint.split(";")[0] not in run_cli(capsys, "-C", str(tmp_path), "plan")[2]

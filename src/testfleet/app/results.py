@@ -28,6 +28,20 @@ class ResultsRows:
     incidents: list[Incident]
 
 
+#: What the read-only commands say on a project whose history does not exist yet.
+NO_RUNS = "no runs recorded yet (`testfleet run` records them; CI merges them with `history merge`)"
+
+
+def history_missing(project: Project, database: str | None) -> bool:
+    """True when the history is an SQLite file that does not exist yet: a read-only
+    command then reads nothing and creates nothing (a first ``results`` or ``flaky`` used
+    to leave an empty database behind, and say "no failures" as if runs had passed)."""
+    from testfleet.store.engine import resolve_target
+
+    target = resolve_target(project, database)
+    return target.path is not None and not target.path.exists()
+
+
 def read_results(project: Project, database: str | None, *, stage: str | None,
                  file: str | None, runs: int, tests: bool) -> ResultsRows:
     from testfleet.incidents.history import recent_incidents
@@ -36,6 +50,8 @@ def read_results(project: Project, database: str | None, *, stage: str | None,
     from testfleet.store import open_store
 
     probe_window = max(runs, flaky_policy(project.config).window)
+    if history_missing(project, database):
+        return ResultsRows([], [], [], [])
     with open_store(project, database) as store:
         results = file_results(store, runs=runs, stage=stage, file=file)
         probe_rows = file_results(store, runs=probe_window, stage=stage)
@@ -63,6 +79,8 @@ def read_flaky(project: Project, database: str | None, *, stage: str | None) -> 
     from testfleet.store.signatures import read_signatures
 
     policy = flaky_policy(project.config)
+    if history_missing(project, database):
+        return FlakyRows([], {}, {})
     with open_store(project, database) as store:
         rows = file_results(store, runs=policy.window, stage=stage)
         rows += case_results(store, runs=policy.window, stage=stage)
@@ -79,5 +97,7 @@ def read_incidents(project: Project, database: str | None, *, runs: int,
     from testfleet.incidents.history import recent_incidents
     from testfleet.store import open_store
 
+    if history_missing(project, database):
+        return []
     with open_store(project, database) as store:
         return recent_incidents(store, runs=runs, stage=stage)

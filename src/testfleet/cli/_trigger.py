@@ -237,6 +237,27 @@ def resolve_file(project: Project, base: Path, raw: str) -> str:
     return relpath
 
 
+def _say_when_nothing_runs_on_push(project: Project) -> None:
+    """A tree whose CI never runs on push (an adopted one, often) plans nothing for the
+    event assumed without ``--event``: say which events to pass instead of leaving a
+    bare "excluded" to explain an empty plan."""
+    import click
+
+    lanes = [stage for stage in project.config.stages.values() if not stage.dormant]
+    lanes += [v for stage in lanes for v in getattr(stage, "variants", {}).values()]
+    events: set[str] = set()
+    for lane in lanes:
+        if lane.events is None or "push" in lane.events:
+            return
+        events.update(lane.events)
+        events.update(t.event for t in lane.run_on_changes)
+    if events:
+        first = "pull_request" if "pull_request" in events else sorted(events)[0]
+        click.echo(f"testfleet: note: no stage runs on push, the event assumed without --event; "
+                   f"pass --event {first} (this configuration's stages run on "
+                   f"{', '.join(sorted(events))})", err=True)
+
+
 def build_request(project: Project, base: Path, opts: TriggerOptions,
                   env: Mapping[str, str] | None = None) -> Any:
     """Turn the flags into a ``PlanRequest``; reads the GitHub event and the diff."""
@@ -270,6 +291,7 @@ def build_request(project: Project, base: Path, opts: TriggerOptions,
                 event = "pull_request"
             else:
                 event = "push"
+                _say_when_nothing_runs_on_push(project)
         if labels and event not in PR_EVENTS:
             raise UsageError(f"conflicting flags: --labels with --event {event} "
                              "(labels come only with pull_request events)")

@@ -76,6 +76,11 @@ def command(ctx: click.Context, stage: str | None, show_all: bool, fmt: str,
         }
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
+    if not rows:
+        from testfleet.app.results import NO_RUNS
+
+        color.console().print(NO_RUNS)
+        return 0
     _table(alone, policy, groups)
     return 0
 

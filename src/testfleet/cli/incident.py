@@ -94,7 +94,10 @@ def list_cmd(ctx: click.Context, runs: int, stage: str | None, fmt: str, databas
         return 0
     console = color.console()
     if not incidents:
-        console.print(f"no failures in the newest {runs} run(s)")
+        from testfleet.app.results import NO_RUNS, history_missing
+
+        console.print(NO_RUNS if history_missing(project, database)
+                      else f"no failures in the newest {runs} run(s)")
         return 0
     console.print(incidents_table(incidents, link, suggestions,
                                   f"incidents of the newest {runs} run(s), newest first"))

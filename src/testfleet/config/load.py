@@ -70,10 +70,12 @@ def config_from_text(text: str, name: str) -> Config:
         prefix = "tool.testfleet."
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: [tool.testfleet] must be a table")
-    return validate_config(data, name, prefix)
+    return validate_config(data, name, prefix, text)
 
 
-def validate_config(data: dict[str, Any], file: str = "testfleet.toml", prefix: str = "") -> Config:
+def validate_config(data: dict[str, Any], file: str = "testfleet.toml", prefix: str = "",
+                    text: str = "") -> Config:
+    """``text``: the file's own text, when there is one, so each finding names its line."""
     findings: list[Finding] = []
     config: Config | None = None
     try:
@@ -84,6 +86,8 @@ def validate_config(data: dict[str, Any], file: str = "testfleet.toml", prefix: 
     for key, message in cross_reference_problems(data):
         if (prefix + key, message) not in seen:
             findings.append(Finding(file, 0, 0, "error", "config", message, prefix + key))
+    if text:
+        findings = [_located(f, text) for f in findings]
     if findings or config is None:
         summary = "\n".join("  " + f.render() for f in findings)
         raise ConfigError(f"invalid configuration in {file}:\n{summary}", findings)
@@ -97,14 +101,34 @@ def config_findings(exc: ValidationError, file: str, prefix: str = "") -> list[F
         key = prefix + ".".join(loc) if loc else prefix.rstrip(".")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = f"unknown key {loc[-1]!r}" if loc else "unknown key"
             parent = _model_at(loc[:-1])
             if parent is not None:
-                msg += f"; valid keys here: {', '.join(sorted(parent.model_fields))}"
+                valid = sorted(parent.model_fields)
+                if loc:
+                    import difflib
+
+                    close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.6)
+                    if close:
+                        msg += f" (did you mean {close[0]!r}?)"
+                msg += f"; valid keys here: {', '.join(valid)}"
         elif err["type"] != "value_error" and "input" in err and not isinstance(err["input"], dict):
             msg += f" (got {err['input']!r})"
         findings.append(Finding(file, 0, 0, "error", "config", msg, key))
     return findings
+
+
+def _located(finding: Finding, text: str) -> Finding:
+    """The finding at the line of its key in ``text`` (the table's line when the key has
+    none of its own); unchanged when it already has one or the key is not found."""
+    if finding.line or not finding.key:
+        return finding
+    from dataclasses import replace
+
+    from testfleet.config.keyloc import key_line
+
+    line = key_line(text, finding.key.split("."))
+    return replace(finding, line=line) if line else finding
 
 
 def _model_at(loc: list[str]) -> type[BaseModel] | None:
