@@ -16,6 +16,7 @@ back as it went in is an error here, never a broken workflow.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,36 @@ class Note:
     value: Any
     before: tuple[str, ...] = ()
     eol: str = ""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """``value`` written once under the anchor ``&name``, for :class:`Alias` to repeat.
+
+    Stage jobs that share their runner class or setup would otherwise repeat the same steps
+    in full; GitHub Actions reads YAML anchors (since 2025), so the second job says
+    ``steps: *name`` and a reviewer reads the steps once."""
+
+    name: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``*name``: the value of the :class:`Anchor` of that name, written earlier in the
+    document. ``value`` is what it stands for (the round-trip check compares it)."""
+
+    name: str
+    value: Any
+
+
+_ANCHOR_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _anchor_name(name: str) -> str:
+    if not _ANCHOR_NAME.match(name):
+        raise ValueError(f"not an anchor name: {name!r}")
+    return name
 
 
 @dataclass(frozen=True)
@@ -117,6 +148,19 @@ def _unwrap(value: Any) -> tuple[Any, tuple[str, ...], str]:
 def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> None:
     """``prefix`` (``key:`` or ``-``) followed by ``value``, at ``indent``."""
     pad = " " * indent
+    if isinstance(value, Alias):
+        out.append(f"{pad}{prefix} *{_anchor_name(value.name)}{_eol(eol)}")
+        return
+    if isinstance(value, Anchor):
+        inner, name = value.value, _anchor_name(value.name)
+        if not isinstance(inner, (dict, list)) or not inner or prefix == "-":
+            raise TypeError("an anchor here marks a non-empty mapping or sequence under a key")
+        out.append(f"{pad}{prefix} &{name}{_eol(eol)}")
+        if isinstance(inner, dict):
+            _mapping(inner, indent + 2, out)
+        else:
+            _sequence(inner, indent + 2, out)
+        return
     if isinstance(value, Flow):
         out.append(f"{pad}{prefix} {_flow(value.items)}{_eol(eol)}")
     elif isinstance(value, dict) and value:
@@ -163,6 +207,8 @@ def _sequence(items: list[Any], indent: int, out: list[str]) -> None:
 def plain(value: Any) -> Any:
     """The data without its comments: what parsing the document gives back."""
     value, _, _ = _unwrap(value)
+    if isinstance(value, (Anchor, Alias)):
+        return plain(value.value)
     if isinstance(value, Flow):
         return [plain(v) for v in value.items]
     if isinstance(value, dict):
