@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,11 @@ def _fake_bin(tmp_path: Path) -> Path:
     bin_dir.mkdir()
     for name in ("testfleet", "python3"):
         path = bin_dir / name
-        path.write_text(f'#!/bin/bash\nprintf "%s\\0" {name} "$@" >> "$ARGV_LOG"\nprintf "\\n" >> "$ARGV_LOG"\n'
-                        'exit "${FAKE_EXIT:-0}"\n')
+        # the action's step is 'testfleet action': the real one, which calls the stand-in
+        real = f'if [ "$1" = action ]; then exec {sys.executable} -m testfleet action; fi\n' \
+            if name == "testfleet" else ""
+        path.write_text(f'#!/bin/bash\n{real}printf "%s\\0" {name} "$@" >> "$ARGV_LOG"\n'
+                        'printf "\\n" >> "$ARGV_LOG"\nexit "${FAKE_EXIT:-0}"\n')
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return bin_dir
 

@@ -528,15 +528,15 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
     first, second = ("bash .github/testfleet/gpu.h200/setup-1.sh",
                      "bash .github/testfleet/gpu.h200/setup-2.sh")
     names = [s.get("name") or s.get("run") or s["uses"].split("@")[0] for s in gpu["steps"]]
-    assert names.index("actions/checkout") < names.index(first) < names.index(
-        second) < names.index("Run")
+    both = f"{first}\n{second}\n"  # neither writes $GITHUB_ENV: one step, one line each
+    assert names.index("actions/checkout") < names.index(both) < names.index("Run")
     # a container job has no setup-python (the image brings Python); a plain one does
     assert "actions/setup-python" not in names
     assert any(s.get("uses", "").startswith("actions/setup-python@") for s in unit["steps"])
-    # each setup item is its own step running its own script file: an `exit 0` in one
+    # each setup item runs its own script file in its own bash: an `exit 0` in one
     # cannot skip the next, and a reviewer (and shellcheck) reads it as a file
     setups = [s for s in gpu["steps"] if s.get("run", "").startswith("bash .github/testfleet/")]
-    assert [s["run"] for s in setups] == [first, second]
+    assert [s["run"] for s in setups] == [both]
     files = setup_scripts(config).files
     assert [files[r.removeprefix("bash ")].splitlines()[-1] for r in (first, second)] == [
         "pip install -e .", "nvidia-smi"]
@@ -551,9 +551,26 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
         for step in job.get("steps", []):
             text = json.dumps(step)
             if "HF_TOKEN" in text:  # its setup items and its job action, nothing else
-                assert name == "gpu_h200" and (step.get("run") in (first, second)
+                assert name == "gpu_h200" and (step.get("run") == both
                                                or "testfleet-job" in step.get("uses", ""))
     assert "secrets.HF_TOKEN" not in json.dumps(unit)
+
+
+def test_a_setup_item_that_writes_the_job_env_ends_its_step() -> None:
+    """What an item writes to $GITHUB_ENV or $GITHUB_PATH reaches only later steps, so
+    the item after it starts a new step; items that write neither share one."""
+    from testfleet.integrations.github_steps import setup_files
+
+    items = ["echo one", 'echo "X=1" >> "$GITHUB_ENV"', "echo $X", "echo /opt >> $GITHUB_PATH",
+             "which tool", "echo last"]
+    out = setup_files("gpu", items, {"T": "${{ secrets.T }}"})
+    assert [s["run"] for s in out] == [
+        "bash .github/testfleet/gpu/setup-1.sh\nbash .github/testfleet/gpu/setup-2.sh\n",
+        "bash .github/testfleet/gpu/setup-3.sh\nbash .github/testfleet/gpu/setup-4.sh\n",
+        "bash .github/testfleet/gpu/setup-5.sh\nbash .github/testfleet/gpu/setup-6.sh\n"]
+    assert all(s["env"] == {"T": "${{ secrets.T }}"} for s in out)
+    assert [s["run"] for s in setup_files("gpu", ["echo >> $GITHUB_ENV"], {})] == [
+        "bash .github/testfleet/gpu/setup-1.sh"]
 
 
 def test_the_plan_carries_the_settings_into_the_stage_matrix(tmp_path: Path) -> None:
@@ -756,3 +773,36 @@ def test_waits_of_different_events_that_close_a_cycle_are_refused() -> None:
         "b": {"backend": "cpu", "needs_on": {"pull_request": ["a"]}}}})
     with pytest.raises(UsageError, match=r"wait for each other on different events"):
         render_workflow(config)
+
+
+def test_stages_with_the_same_settings_write_them_once(tmp_path: Path) -> None:
+    """#39: two GPU stages on different runners with the same container, env and setup:
+    the second job names the first one's steps, container and env (YAML anchors, read by
+    GitHub, actionlint and zizmor), keeps its own runs-on and matrix, and parses to exactly
+    the job it would be written out in full; a stage with other settings is written in
+    full, and nothing is anchored that is not repeated."""
+    from testfleet.integrations.setup_scripts import setup_scripts
+
+    config = validate_config({"stages": {
+        "unit": {"backend": "cpu", "setup": ["echo unit"], "fail_fast": True},
+        "gpu.h200": {**GPU_CI},
+        "gpu.h100": {**GPU_CI, "runs_on": ["self-hosted", "h100"]},
+    }})
+    text = render_workflow(config)
+    for key in ("steps", "container", "env"):
+        assert text.count(f"{key}: &gpu_h100-{key}") == 1, key
+        assert text.count(f"{key}: *gpu_h100-{key}") == 1, key
+    assert len(re.findall(r": [&*][\w-]+$", text, re.M)) == 6  # the unit stage: in full
+    data = parsed(text)
+    h100, h200 = data["jobs"]["gpu_h100"], data["jobs"]["gpu_h200"]
+    assert h100["runs-on"] == ["self-hosted", "h100"] and h200["runs-on"] == ["self-hosted", "gpu"]
+    assert h100["steps"] == h200["steps"] and h100["container"] == h200["container"]
+    assert "gpu.h200" in h200["strategy"]["matrix"] and "gpu.h100" in h100["strategy"]["matrix"]
+    # one directory of setup scripts for both, named for the first, its header naming both
+    files = setup_scripts(config).files
+    assert sorted(files) == [".github/testfleet/gpu.h100/setup-1.sh",
+                             ".github/testfleet/gpu.h100/setup-2.sh",
+                             ".github/testfleet/unit/setup-1.sh"]
+    assert "of stages gpu.h100, gpu.h200, from" in files[".github/testfleet/gpu.h100/setup-1.sh"]
+    for result in lint(tmp_path, text, config=config):
+        assert result.returncode == 0, result.stdout + result.stderr

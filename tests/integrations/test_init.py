@@ -402,7 +402,7 @@ def test_setup_items_are_script_files_and_a_dropped_one_is_named(
     assert sorted(p.name for p in scripts.iterdir()) == ["setup-1.sh", "setup-2.sh"]
     assert (scripts / "setup-1.sh").read_text().endswith("set -eo pipefail\necho one\n")
     workflow = (example_project / WORKFLOW_PATH).read_text()
-    assert workflow.count("run: bash .github/testfleet/stage-a-cpu/setup-") == 2
+    assert workflow.count("bash .github/testfleet/stage-a-cpu/setup-") == 2
     pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
                                       '[tool.testfleet.stages.stage-a-cpu]\n'
                                       'setup = ["echo one"]\n', 1))

@@ -90,7 +90,8 @@ def test_every_generated_workflow_parses_back_to_the_values_given(
         assert {k: v for k, v in job.get("env", {}).items() if k != SETTINGS_ENV} == env
         assert job["container"].get("options", "") == options
         # each setup item is a script file, written as it was given (after its header)
-        runs = [s["run"] for s in job["steps"] if s.get("run", "").startswith("bash .github/")]
+        runs = [line for s in job["steps"] if s.get("run", "").startswith("bash .github/")
+                for line in s["run"].splitlines()]
         assert runs == [f"bash {script_path('gpu', i)}" for i in range(1, len(setup) + 1)]
         files = setup_scripts(config).files
         for i, value in enumerate(setup, 1):

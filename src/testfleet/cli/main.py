@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shadow": ("testfleet.cli.shadow", "Compare what testfleet would run with what the old CI ran."),
     # elastic execution (issue #40)
     "queue": ("testfleet.cli.queue", "Queue mode: what a plan's queue lanes hold."),
+    "action": ("testfleet.cli.action", "One step of testfleet's GitHub Action (inputs from TESTFLEET_*)."),
 }
 
 

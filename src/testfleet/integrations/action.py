@@ -8,9 +8,10 @@ history loop: each command is the CLI's, its words joined by a hyphen). The gene
 one implementation; ``action.yml`` at the root of this repository is the same text
 (a test keeps it current).
 
-Safety: every input reaches the scripts through ``env:`` only, never through a
-``${{ }}`` inside ``run:``. ``args`` is one argument per line, passed as an array,
-so no value is ever split or evaluated by the shell. The install command is the
+Safety: every input reaches testfleet through ``env:`` only, never through a
+``${{ }}`` inside ``run:``; ``testfleet action`` (:mod:`.action_step`) turns them into
+command lines. ``args`` is one argument per line, so no value is ever split or evaluated
+by a shell. The install command is the
 one string that is meant to be shell code; it comes from the calling workflow
 (the committed ``[tool.testfleet.ci] install``), never from the event.
 
@@ -25,23 +26,15 @@ workflow.
 from __future__ import annotations
 
 from testfleet import __version__
+from testfleet.integrations.action_step import COMMANDS as _STEP_COMMANDS
+from testfleet.integrations.action_step import OLD_COMMANDS as _OLD_COMMANDS
 
 ACTION_PATH = ".github/actions/testfleet/action.yml"
 LOCAL_ACTION = "./.github/actions/testfleet"
 
-#: The action's commands and the testfleet subcommand each runs.
-COMMANDS = {
-    "plan": "plan",
-    "run": "run",
-    "history-export": "history export",
-    "history-merge": "history merge",
-    "check": "check",
-    "report": "report",
-    "reconcile": "reconcile",
-}
-
-#: Old command names, still run (with a notice in the log) so that workflows keep working.
-OLD_COMMANDS = {"record": "history-export"}
+#: The action's commands (each the CLI's, its words joined by a hyphen), and old names.
+COMMANDS = {name: " ".join(words) for name, words in _STEP_COMMANDS.items()}
+OLD_COMMANDS = _OLD_COMMANDS
 
 #: What ``plan`` writes to ``$GITHUB_OUTPUT`` and the action exposes.
 PLAN_OUTPUTS = {
@@ -58,72 +51,6 @@ PLAN_OUTPUTS = {
     "tree_errors": "'true' when registrations were rejected (planned as 'invalid'; fail the run on it)",
     "authorized": "'false' for a fork's pull request without an authorizing label (give its jobs no secret)",
 }
-
-_SCRIPT = r"""
-set -euo pipefail
-base=()
-if [ -n "${TESTFLEET_CONFIG:-}" ]; then base+=(--config "$TESTFLEET_CONFIG"); fi
-extra=()
-while IFS= read -r line; do
-  if [ -n "$line" ]; then extra+=("$line"); fi
-done <<< "${TESTFLEET_ARGS:-}"
-case "$TESTFLEET_COMMAND" in
-  plan)
-    case "$GITHUB_EVENT_NAME" in
-      pull_request|pull_request_target|push|schedule|workflow_dispatch) args=(--github) ;;
-      *) args=(--event workflow_call) ;;  # called by a workflow of another event
-    esac
-    if [ -n "${TESTFLEET_CADENCE:-}" ]; then args+=(--cadence "$TESTFLEET_CADENCE"); fi
-    case "$GITHUB_EVENT_NAME" in
-      pull_request|pull_request_target)
-        if [ -n "${TESTFLEET_DIFF_BASE:-}" ]; then args+=(--diff-base "$TESTFLEET_DIFF_BASE"); fi ;;
-    esac
-    if [ -n "${TESTFLEET_STAGES:-}" ]; then
-      IFS=, read -ra stages <<< "$TESTFLEET_STAGES"
-      for stage in "${stages[@]}"; do args+=(--stage "$stage"); done
-    fi
-    # Exit 1: the plan was made and written, but registrations were rejected (fate
-    # 'invalid', output tree_errors=true). The valid tests must still run: the step passes
-    # and the workflow's final check fails on tree_errors.
-    status=0
-    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format github --plan-file "$TESTFLEET_PLAN_FILE" || status=$?
-    if [ "$status" -gt 1 ]; then exit "$status"; fi
-    testfleet "${base[@]}" plan "${args[@]}" "${extra[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY" || [ "$?" -eq 1 ]
-    ;;
-  run)
-    if [ -z "${TESTFLEET_JOB:-}" ]; then
-      echo "::error title=testfleet::the run command needs the 'job' input"
-      exit 2
-    fi
-    # --plan-digest: run refuses a plan file whose content does not have this digest
-    if [ -n "${TESTFLEET_PLAN_DIGEST:-}" ]; then extra=(--plan-digest "$TESTFLEET_PLAN_DIGEST" "${extra[@]}"); fi
-    testfleet "${base[@]}" run --plan "$TESTFLEET_PLAN_FILE" --job "$TESTFLEET_JOB" \
-      --junit "$TESTFLEET_JUNIT_DIR/$TESTFLEET_JOB.xml" \
-      --status-file "$TESTFLEET_STATUS_DIR/$TESTFLEET_JOB.json" "${extra[@]}"
-    ;;
-  reconcile)
-    # args: status files or directories of them (downloaded artifacts); default status-dir
-    if [ "${#extra[@]}" -eq 0 ]; then extra=("$TESTFLEET_STATUS_DIR"); fi
-    testfleet "${base[@]}" reconcile --plan "$TESTFLEET_PLAN_FILE" "${extra[@]}"
-    ;;
-  history-export|record)
-    if [ "$TESTFLEET_COMMAND" = record ]; then
-      echo "::notice title=testfleet::the action's command 'record' is now 'history-export' (as the CLI's 'history export'); 'record' is deprecated"
-    fi
-    testfleet "${base[@]}" history export "${extra[@]}"
-    ;;
-  history-merge)
-    # a directory stands for the bundles in it (downloaded artifacts, one folder each)
-    testfleet "${base[@]}" history merge --skip-empty "${extra[@]}"
-    ;;
-  check) testfleet "${base[@]}" check "${extra[@]}" ;;
-  report) testfleet "${base[@]}" report "${extra[@]}" ;;
-  *)
-    echo "::error title=testfleet::unknown command '$TESTFLEET_COMMAND' (valid: COMMANDS)"
-    exit 2
-    ;;
-esac
-"""
 
 _INSTALL = r"""
 set -euo pipefail
@@ -148,7 +75,6 @@ def render_action(version: str = __version__) -> str:
     from testfleet.integrations.yaml_text import uses as _uses
     from testfleet.integrations.yaml_text import yaml_str
 
-    script = _SCRIPT.replace("COMMANDS", ", ".join(COMMANDS))
     lines = [
         f"# testfleet {version}: plan, run and history steps for GitHub Actions.",
         "# Rendered by testfleet (testfleet.integrations.action); 'testfleet init --github'",
@@ -239,7 +165,7 @@ def render_action(version: str = __version__) -> str:
         "        TESTFLEET_PLAN_DIGEST: ${{ inputs.plan-digest }}",
         "        TESTFLEET_JUNIT_DIR: ${{ inputs.junit-dir }}",
         "        TESTFLEET_STATUS_DIR: ${{ inputs.status-dir }}",
-        "      run: |",
-        *_indent(script, 8),
+        # the inputs above become command lines in testfleet itself (testfleet.integrations.action_step)
+        "      run: testfleet action",
     ]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,8 @@ CI settings differ from what the workflow was generated with.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from testfleet.config import Config
@@ -23,7 +25,7 @@ from testfleet.integrations.github_options import (
     workflow_needs,
 )
 from testfleet.integrations.workflow_fit import SETTINGS_ENV
-from testfleet.integrations.yaml_doc import Flow, Note
+from testfleet.integrations.yaml_doc import Alias, Anchor, Flow, Note, plain
 from testfleet.integrations.yaml_text import expr_str
 from testfleet.planning.jobci import JobCI, job_ci
 from testfleet.planning.lanes import Lane, all_lanes
@@ -153,7 +155,10 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         body.append(steps.setup_python(python))
     if ci.uv:
         body.append(steps.setup_uv())
-    body += steps.setup_files(name, len(ci.setup), secret_env)
+    if ci.setup:
+        from testfleet.integrations.setup_scripts import setup_owners
+
+        body += steps.setup_files(setup_owners(config)[name], ci.setup, secret_env)
     body.append(steps.job_action(run_env))
     job["steps"] = body
     return Note(job, before=tuple(about))
@@ -236,3 +241,45 @@ def result_job(config: Config, needs: list[str], check: str) -> Note:
             "run": RESULT_SCRIPT,
         }],
     }, before=("One stable check to require in branch protection, whatever the plan holds.",))
+
+
+#: The job keys whose value, when two stage jobs have the same, is written once.
+SHARED_KEYS = ("container", "env", "steps")
+_NOT_ANCHOR = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def share_repeats(jobs: dict[str, Any]) -> None:
+    """Write each repeated ``container``/``env``/``steps`` of the jobs once: the first
+    job that has it holds it under an anchor (``&<job>-steps``), the others name it
+    (``*<job>-steps``). Stages that run on different runners with the same image, env
+    and setup (miles' five H100/H200 stages, most of SGLang's) then cost a reviewer a few
+    lines each, and each stage keeps its own job, ``runs-on``, fail-fast and matrix."""
+    first: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    repeated: set[tuple[str, str]] = set()
+    seen: list[tuple[str, str, dict[str, Any], tuple[str, str]]] = []
+    for job_id, raw in jobs.items():
+        body = _unwrap(raw)
+        if not isinstance(body, dict):
+            continue
+        for key in SHARED_KEYS:
+            value = body.get(key)
+            if value is None or (key == "env" and len(plain(value)) < 2):
+                continue
+            sig = (key, json.dumps(plain(value), sort_keys=True))
+            if sig in first:
+                repeated.add(sig)
+            else:
+                first[sig] = (job_id, body)
+            seen.append((job_id, key, body, sig))
+    for job_id, key, body, sig in seen:
+        if sig not in repeated:
+            continue
+        owner, _ = first[sig]
+        name = f"{_NOT_ANCHOR.sub('-', owner)}-{key}"
+        body[key] = Anchor(name, body[key]) if owner == job_id else Alias(name, body[key])
+
+
+def _unwrap(value: Any) -> Any:
+    while isinstance(value, Note):
+        value = value.value
+    return value

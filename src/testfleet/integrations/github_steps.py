@@ -9,7 +9,7 @@ script needs reaches it through ``env:``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from testfleet.integrations.yaml_doc import Note
@@ -102,15 +102,22 @@ def args(*values: str) -> str:
     return "".join(f"{v}\n" for v in values)
 
 
-def setup_files(lane: str, count: int, env: Mapping[str, Any]) -> list[Any]:
-    """One step per ``setup`` item, each running the item's script file
-    (:mod:`testfleet.integrations.setup_scripts`): an ``exit 0`` in one (a wait loop that
-    is done) ends only that step, and what one writes to ``$GITHUB_ENV`` reaches the next."""
+def setup_files(lane: str, commands: Sequence[str], env: Mapping[str, Any]) -> list[Any]:
+    """The ``setup`` items as steps, each item its own ``bash <file>`` process
+    (:mod:`testfleet.integrations.setup_scripts`), so an ``exit 0`` in one (a wait loop
+    that is done) ends only that item. Items share a step, one line each, until one
+    writes ``$GITHUB_ENV`` or ``$GITHUB_PATH``: what it writes reaches only later steps,
+    so the next item starts a new one, as when every item was a step of its own."""
     from testfleet.integrations.setup_scripts import script_path
 
+    runs: list[list[str]] = [[]]
+    for i, command in enumerate(commands, 1):
+        runs[-1].append(f"bash {script_path(lane, i)}")
+        if i < len(commands) and ("GITHUB_ENV" in command or "GITHUB_PATH" in command):
+            runs.append([])
     out: list[Any] = []
-    for i in range(1, count + 1):
-        step: dict[str, Any] = {"run": f"bash {script_path(lane, i)}"}
+    for lines in runs:
+        step: dict[str, Any] = {"run": lines[0] if len(lines) == 1 else "\n".join(lines) + "\n"}
         if env:
             step["env"] = dict(env)
         out.append(step)

@@ -42,6 +42,7 @@ from testfleet.integrations.github_jobs import (
     plan_outputs,
     reconcile_job,
     result_job,
+    share_repeats,
     stage_job,
 )
 from testfleet.integrations.github_options import (
@@ -129,6 +130,7 @@ def render_trusted_workflow(config: Config, options: WorkflowOptions | None = No
         jobs[job_ids[name]] = stage_job(config, opts, lanes[name], job_ids, waves,
                                         present=set(lanes), trusted=True, pr_excluded=False)
     ids = [job_ids[n] for n in order]
+    share_repeats(jobs)
     jobs["reconcile"] = reconcile_job(opts, ids, trusted=True)
     jobs["testfleet"] = result_job(config, ["plan", *ids, "reconcile"], CHECK_NAME)
     header = (

@@ -46,6 +46,7 @@ from testfleet.integrations.github_jobs import (
     plan_outputs,
     reconcile_job,
     result_job,
+    share_repeats,
     stage_job,
 )
 from testfleet.integrations.github_options import (
@@ -223,6 +224,7 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
     history = _history_job(config, opts, ids)
     if history is not None:
         jobs["history"] = history
+    share_repeats(jobs)
     jobs["reconcile"] = reconcile_job(opts, ids, trusted=False)
     jobs["testfleet"] = result_job(config, ["plan", *ids, "reconcile"], "testfleet")
     header = (

@@ -28,14 +28,30 @@ DIRECTIVE = "# shellcheck disable="
 
 
 def script_path(lane: str, index: int) -> str:
-    """Where a lane's setup item ``index`` (1-based) is written, relative to the repository."""
+    """Where a lane's setup item ``index`` (1-based) is written, relative to the repository
+    (``lane``: the lane that owns the scripts, :func:`setup_owners`)."""
     return f"{SETUP_DIR}/{lane}/setup-{index}.sh"
 
 
-def _text(lane: str, index: int, count: int, command: str, codes: list[str]) -> str:
+def setup_owners(config: Config) -> dict[str, str]:
+    """lane -> the lane whose directory holds its setup scripts: the first lane (by key)
+    with exactly the same setup items. SGLang and miles give most of their GPU stages the
+    same setup; written once, a reviewer reads it once and the stage jobs' steps are the
+    same (the workflow then writes them once, as a YAML anchor)."""
+    first: dict[tuple[str, ...], str] = {}
+    out: dict[str, str] = {}
+    for key, lane in sorted(all_lanes(config).items()):
+        setup = tuple(job_ci(lane.config).setup)
+        if setup:
+            out[key] = first.setdefault(setup, key)
+    return out
+
+
+def _text(lanes: list[str], index: int, count: int, command: str, codes: list[str]) -> str:
     body = command if command.endswith("\n") else command + "\n"
+    which = f"stage {lanes[0]}" if len(lanes) == 1 else f"stages {', '.join(lanes)}"
     head = ["#!/usr/bin/env bash",
-            f"# Setup {index}/{count} of stage {lane}, from its 'setup' in the testfleet",
+            f"# Setup {index}/{count} of {which}, from its 'setup' in the testfleet",
             "# configuration: edit it there, then run 'testfleet init --github --force'."]
     if codes:
         head.append(f"{DIRECTIVE}{','.join(codes)}  # the project's own script, carried verbatim")
@@ -52,14 +68,19 @@ class SetupScripts:
 
 def setup_scripts(config: Config) -> SetupScripts:
     """Every lane's setup items as files, each checked by shellcheck as it is written."""
+    owners = setup_owners(config)
+    users: dict[str, list[str]] = {}
+    for key, owner in owners.items():
+        users.setdefault(owner, []).append(key)
+    lanes = all_lanes(config)
     items = [(key, i, len(ci.setup), command)
-             for key, lane in sorted(all_lanes(config).items())
-             for ci in (job_ci(lane.config),)
+             for key in sorted(users)
+             for ci in (job_ci(lanes[key].config),)
              for i, command in enumerate(ci.setup, 1)]
     out = SetupScripts()
     if not items:
         return out
-    plain = [_text(key, i, n, command, []) for key, i, n, command in items]
+    plain = [_text(users[key], i, n, command, []) for key, i, n, command in items]
     exe = executable()
     codes: list[list[str]] = [[] for _ in items]
     if exe is None:
@@ -74,7 +95,7 @@ def setup_scripts(config: Config) -> SetupScripts:
                              "nothing marked")
     for (key, i, n, command), found in zip(items, codes, strict=True):
         path = script_path(key, i)
-        out.files[path] = _text(key, i, n, command, found)
+        out.files[path] = _text(users[key], i, n, command, found)
         if found:
             out.notes.append(f"{path}: shellcheck finding(s) {', '.join(found)} in the "
                              "project's own script; written verbatim under a "

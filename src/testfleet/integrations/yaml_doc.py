@@ -152,14 +152,15 @@ def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> No
         out.append(f"{pad}{prefix} *{_anchor_name(value.name)}{_eol(eol)}")
         return
     if isinstance(value, Anchor):
-        inner, name = value.value, _anchor_name(value.name)
-        if not isinstance(inner, (dict, list)) or not inner or prefix == "-":
+        held, _, held_eol = _unwrap(value.value)
+        name = _anchor_name(value.name)
+        if not isinstance(held, (dict, list)) or not held or prefix == "-":
             raise TypeError("an anchor here marks a non-empty mapping or sequence under a key")
-        out.append(f"{pad}{prefix} &{name}{_eol(eol)}")
-        if isinstance(inner, dict):
-            _mapping(inner, indent + 2, out)
+        out.append(f"{pad}{prefix} &{name}{_eol('; '.join(filter(None, (eol, held_eol))))}")
+        if isinstance(held, dict):
+            _mapping(held, indent + 2, out)
         else:
-            _sequence(inner, indent + 2, out)
+            _sequence(held, indent + 2, out)
         return
     if isinstance(value, Flow):
         out.append(f"{pad}{prefix} {_flow(value.items)}{_eol(eol)}")
