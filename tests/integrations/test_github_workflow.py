@@ -164,16 +164,17 @@ def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path
 def test_the_linters_do_catch_an_injected_expression(tmp_path: Path) -> None:
     """The lint test is not vacuous: the same tools reject a PR title in a run script."""
     text = render_workflow(example().config)
-    bad = text.replace("          set -euo pipefail\n",
+    bad = text.replace('          echo "job results: $RESULTS"\n',
                        '          echo "${{ github.event.pull_request.title }}"\n'
-                       "          set -euo pipefail\n", 1)
+                       '          echo "job results: $RESULTS"\n', 1)
     assert bad != text
     actionlint, zizmor, _ = lint(tmp_path, bad)
     assert actionlint.returncode != 0 and "untrusted" in actionlint.stdout
     assert zizmor.returncode != 0 and "template-injection" in zizmor.stdout + zizmor.stderr
     # and actionlint really runs shellcheck on the scripts
-    unquoted = text.replace("          set -euo pipefail\n",
-                            "          mkdir -p $TESTFLEET_JOB_ID\n          set -euo pipefail\n", 1)
+    unquoted = text.replace('          echo "job results: $RESULTS"\n',
+                            '          mkdir -p $TESTFLEET_JOB_ID\n          echo "job results: $RESULTS"\n', 1)
+    assert unquoted != text
     actionlint, _, _ = lint(tmp_path, unquoted)
     assert actionlint.returncode != 0 and "SC2086" in actionlint.stdout
 
@@ -312,9 +313,9 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
 
 
 def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
+    two = {"backend": "cpu", "shards": 2}  # fail fast across two jobs: a job of its own
     config = validate_config({"stages": {
-        "a.b": {"backend": "cpu"}, "a_b": {"backend": "cpu"}, "1st": {"backend": "cpu"},
-        "plan": {"backend": "cpu"}, "Testfleet": {"backend": "cpu"}}})
+        "a.b": two, "a_b": two, "1st": two, "plan": two, "Testfleet": two}})
     ids = stage_job_ids(config)
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
@@ -762,7 +763,11 @@ def test_a_stage_waits_in_the_workflow_for_what_any_event_makes_it_wait_for() ->
         "gpu": {"backend": "cuda", "runs_on": ["self-hosted", "h200"], "needs": ["unit"],
                 "needs_on": {"pull_request": ["lint"]}}}})
     jobs = parsed(render_workflow(config))["jobs"]
-    assert set(jobs["gpu"]["needs"]) == {"plan", "unit", "lint"}
+    # unit and lint: the same settings, and gpu waits for both: one job (#39)
+    lanes = {lane: job for job, body in jobs.items()
+             for lane in body.get("env", {}).get("TESTFLEET_LANES", job).split()}
+    assert set(jobs["gpu"]["needs"]) == {"plan", lanes["unit"], lanes["lint"]}
+    assert lanes["unit"] == lanes["lint"] == "lint"
 
 
 def test_waits_of_different_events_that_close_a_cycle_are_refused() -> None:

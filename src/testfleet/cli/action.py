@@ -11,9 +11,15 @@ import sys
 import click
 
 
-@click.command("action", help="Run one step of testfleet's GitHub Action; its inputs come "
-               "from the TESTFLEET_* variables the action sets (see action.yml).")
+@click.command("action")
 def command() -> int:
+    """Run one step of testfleet's GitHub Action; its inputs come from the TESTFLEET_*
+    variables the action sets (TESTFLEET_COMMAND=plan, run, reconcile, ...; see action.yml).
+
+    \b
+    Examples:
+      testfleet action
+    """
     from testfleet.integrations.action_step import ActionError, invocations
 
     found = invocations(os.environ)

@@ -132,6 +132,12 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     if fmt == "table" and to_stdout and color.terminal():
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else color.PIPE_WIDTH
         text = render_table(plan, color=color.wanted(), width=width)
+    elif fmt == "github" and fits_workflow is not None:
+        # the workflow's jobs that run several lanes read one matrix for all of them
+        from testfleet.integrations.plan_formats import render_github
+
+        text = render_github(plan, {key: lanes for key, (lanes, _) in _workflow(
+            fits_workflow if fits_workflow.is_absolute() else base / fits_workflow)[1].items()})
     else:
         text = FORMATS[fmt](plan)
 
@@ -176,19 +182,28 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     return 0
 
 
+def _workflow(workflow: Path) -> tuple[dict[str, tuple[list[str], str]],
+                                       dict[str, tuple[list[str], bool]]]:
+    """The stage jobs of the workflow ``--fits-workflow`` names: its lanes and its groups."""
+    from testfleet.integrations.workflow_fit import workflow_groups, workflow_lanes
+
+    try:
+        text = workflow.read_text(encoding="utf-8")
+        return workflow_lanes(text), workflow_groups(text)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--fits-workflow: cannot read {workflow}: {exc}") from None
+
+
 def _check_fits(plan: Plan, workflow: Path) -> None:
     """Refuse a plan the workflow that runs it was not generated for (each reason as an
     error annotation on the run's page under GitHub Actions)."""
     import json
 
-    from testfleet.integrations.workflow_fit import misfits, workflow_lanes
+    from testfleet.integrations.workflow_fit import misfits
     from testfleet.planning.model import plan_bytes
 
-    try:
-        lanes = workflow_lanes(workflow.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--fits-workflow: cannot read {workflow}: {exc}") from None
-    reasons = misfits(json.loads(plan_bytes(plan)), lanes)
+    lanes, groups = _workflow(workflow)
+    reasons = misfits(json.loads(plan_bytes(plan)), lanes, groups)
     if not reasons:
         return
     if os.environ.get("GITHUB_ACTIONS") == "true":

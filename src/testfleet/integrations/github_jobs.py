@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from typing import Any
 
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
+from testfleet.integrations.github_groups import LANES_ENV, JobGroup
 from testfleet.integrations.github_options import (
     DEFAULT_BRANCH_RUN,
     PLAN_ARTIFACT,
@@ -47,6 +49,27 @@ def _runs_on(runs_on: list[str] | tuple[str, ...], trusted_lane: bool) -> Any:
         return Note(value, eol="zizmor: ignore[self-hosted-runner] pull requests reach it "
                                "only through testfleet-trusted.yml")
     return Note(value, eol="the stage's runs_on") if trusted_lane else value
+
+
+#: zizmor reads a runs-on that indexes a map as obfuscation; here the map is the point.
+RUNNERS_NOTE = ("each stage's runs_on, written here from the config; the plan's matrix entry "
+                "names only its stage")
+
+
+def _runs_on_lanes(members: list[Lane], trusted_lane: bool) -> Any:
+    """One lane's runners as written today; several lanes' as a map from lane to labels,
+    written here from the configuration and indexed by the matrix entry's lane."""
+    labels = {ln.key: list(ln.config.runs_on) for ln in members}
+    if len({tuple(v) for v in labels.values()}) == 1:
+        return _runs_on(members[0].config.runs_on, trusted_lane)
+    table = json.dumps({k: v[0] if len(v) == 1 else v for k, v in labels.items()},
+                       separators=(",", ":")).replace("'", "''")
+    if trusted_lane and any("self-hosted" in v for v in labels.values()):
+        note = ("zizmor: ignore[self-hosted-runner,obfuscation] pull requests reach them only "
+                f"through testfleet-trusted.yml; {RUNNERS_NOTE}")
+    else:
+        note = f"zizmor: ignore[obfuscation] {RUNNERS_NOTE}"
+    return Note(f"${{{{ fromJSON('{table}')[matrix.lane] }}}}", eol=note)
 
 
 def _container(ci: JobCI) -> Note | None:
@@ -83,26 +106,31 @@ def _python(ci: JobCI, opts: WorkflowOptions) -> str | None:
 
 def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[str, str],
               waves: dict[str, int], *, present: set[str], trusted: bool,
-              pr_excluded: bool) -> Note:
-    """The job of one stage lane. ``present``: the lanes this workflow holds (a need on a
-    lane of the other workflow cannot be waited for); ``trusted``: this is the trusted
+              pr_excluded: bool, group: JobGroup | None = None) -> Note:
+    """The job of one stage lane, or of a :class:`JobGroup` of lanes with the same
+    settings (``lane``: its first). ``present``: the lanes this workflow holds (a need on
+    a lane of the other workflow cannot be waited for); ``trusted``: this is the trusted
     workflow's job (the pull request's merge commit, secrets only when authorized, no
     history written); ``pr_excluded``: this lane runs only in the trusted workflow for
     pull requests, so here it is skipped on ``pull_request``."""
     name = lane.key
+    members = [all_lanes(config)[key] for key in (group.lanes if group else (name,))]
     stage = lane.config
     ci = job_ci(stage)
     stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
     needed = [ln for n in workflow_needs(stage) for ln in all_lanes(config).values() if ln.stage == n]
-    needs = ["plan", *[job_ids[ln.key] for ln in needed if ln.key in present]]
+    needs = ["plan", *dict.fromkeys(job_ids[ln.key] for ln in needed if ln.key in present)]
     dropped = sorted({ln.stage for ln in needed if ln.key not in present})
     cond = ["!cancelled()", "needs.plan.result == 'success'", f"{stage_ref}.has_jobs"]
     if pr_excluded:
         cond.insert(0, "github.event_name != 'pull_request'")
     if len(needs) > 1:
         cond.append("(!failure() || needs.plan.outputs.bypass_fastfail == 'true')")
-    if ci.fail_fast is None:
-        fail_fast: Any = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
+    if group is not None and group.one_job_each:
+        fail_fast: Any = False
+        fail_fast_note = "each of these stages runs one job: nothing of its own to cancel"
+    elif ci.fail_fast is None:
+        fail_fast = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
         fail_fast_note = "unless the run bypasses fast-fail"
     else:
         fail_fast = ci.fail_fast
@@ -112,6 +140,10 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         strategy["max-parallel"] = ci.max_parallel
     strategy["matrix"] = f"${{{{ {stage_ref}.matrix }}}}"
     about = ["Pull requests get this stage from testfleet-trusted.yml."] if pr_excluded else []
+    if len(members) > 1:
+        about[:0] = textwrap.wrap(f"Stages {', '.join(ln.key for ln in members)}: the same "
+                                  "settings, one job, each stage on its own runners.", 88,
+                                  break_on_hyphens=False)
     if dropped:
         about.append(f"Its need on {', '.join(dropped)} (in the other workflow) is not waited "
                      "for here.")
@@ -120,7 +152,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         "needs": Flow(needs),
         "if": f"${{{{ {' && '.join(cond)} }}}}",
         "strategy": strategy,
-        "runs-on": _runs_on(stage.runs_on, trusted or pr_excluded),
+        "runs-on": _runs_on_lanes(members, trusted or pr_excluded),
     }
     container = _container(ci)
     if container is not None:
@@ -128,6 +160,8 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     job["timeout-minutes"] = "${{ matrix.timeout_minutes }}"
     # the digest of the CI settings written here: the plan job refuses a plan made with others
     job["env"] = {**dict(sorted(ci.env.items())), SETTINGS_ENV: ci.fingerprint()}
+    if len(members) > 1:
+        job["env"][LANES_ENV] = " ".join(ln.key for ln in members)
     secret_env = {s: _secret(s, trusted) for s in ci.secrets}
     run_env: dict[str, Any] = {}
     if opts.database_secret and not trusted:
@@ -209,17 +243,12 @@ def reconcile_job(opts: WorkflowOptions, job_ids: list[str], *, trusted: bool) -
                "otherwise this job fails and names what is missing (testfleet reconcile)."))
 
 
-RESULT_SCRIPT = """set -euo pipefail
-echo "job results: $RESULTS"
-if [ "${TREE_ERRORS:-}" = "true" ]; then
-  echo "::error title=testfleet::registrations were rejected; the plan ran every valid test and left them out as 'invalid' (testfleet check lists them)"
-  exit 1
+RESULT_SCRIPT = """echo "job results: $RESULTS"
+if [ "$TREE_ERRORS" = true ]; then
+  echo "::error title=testfleet::registrations were rejected; the plan ran every valid test and left them out as 'invalid' (testfleet check lists them)"; exit 1
 fi
 for result in $RESULTS; do
-  case "$result" in
-    success|skipped) ;;
-    *) echo "::error title=testfleet::a testfleet job ended with '$result'"; exit 1 ;;
-  esac
+  case "$result" in success|skipped) ;; *) echo "::error title=testfleet::a testfleet job ended with '$result'"; exit 1 ;; esac
 done
 """
 
@@ -277,6 +306,23 @@ def share_repeats(jobs: dict[str, Any]) -> None:
         owner, _ = first[sig]
         name = f"{_NOT_ANCHOR.sub('-', owner)}-{key}"
         body[key] = Anchor(name, body[key]) if owner == job_id else Alias(name, body[key])
+    for job_id, raw in jobs.items():
+        body = _unwrap(raw)
+        if isinstance(body, dict) and isinstance(body.get("steps"), list):
+            _share_step_env(f"{_NOT_ANCHOR.sub('-', job_id)}-secrets", body["steps"])
+
+
+def _share_step_env(name: str, steps: list[Any]) -> None:
+    """The stage's secrets reach each setup step and its job step, and only those (never the
+    checkout or the other actions): the same ``env:`` several times, written once."""
+    envs = [step for raw in steps if isinstance(step := _unwrap(raw), dict)
+            and isinstance(step.get("env"), dict) and step["env"]]
+    sigs = [json.dumps(plain(step["env"]), sort_keys=True) for step in envs]
+    if len(envs) < 2 or len(set(sigs)) != 1 or len(envs[0]["env"]) < 1:
+        return
+    envs[0]["env"] = Anchor(name, envs[0]["env"])
+    for step in envs[1:]:
+        step["env"] = Alias(name, step["env"])
 
 
 def _unwrap(value: Any) -> Any:

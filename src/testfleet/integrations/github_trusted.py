@@ -36,6 +36,7 @@ from typing import Any
 from testfleet import __version__
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
+from testfleet.integrations.github_groups import job_groups
 from testfleet.integrations.github_jobs import (
     fits_args,
     plan_job,
@@ -126,10 +127,13 @@ def render_trusted_workflow(config: Config, options: WorkflowOptions | None = No
     lanes = {key: lane for key, lane in all_lanes(config).items() if lane.stage in stages}
     order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
     jobs: dict[str, Any] = {"plan": _plan_job(config, opts, stages)}
-    for name in order:
-        jobs[job_ids[name]] = stage_job(config, opts, lanes[name], job_ids, waves,
-                                        present=set(lanes), trusted=True, pr_excluded=False)
-    ids = [job_ids[n] for n in order]
+    groups = job_groups(config, order)
+    lane_jobs = {key: job_ids[group.key] for group in groups for key in group.lanes}
+    for group in groups:
+        jobs[job_ids[group.key]] = stage_job(config, opts, lanes[group.key], lane_jobs, waves,
+                                             present=set(lanes), trusted=True, pr_excluded=False,
+                                             group=group)
+    ids = [job_ids[group.key] for group in groups]
     share_repeats(jobs)
     jobs["reconcile"] = reconcile_job(opts, ids, trusted=True)
     jobs["testfleet"] = result_job(config, ["plan", *ids, "reconcile"], CHECK_NAME)

@@ -40,6 +40,7 @@ from typing import Any
 from testfleet import __version__
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
+from testfleet.integrations.github_groups import job_groups
 from testfleet.integrations.github_jobs import (
     fits_args,
     plan_job,
@@ -216,11 +217,14 @@ def render_workflow(config: Config, options: WorkflowOptions | None = None) -> s
     trusted = set(trusted_stages(config))
     order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
     jobs: dict[str, Any] = {"plan": _plan_job(config, opts)}
-    for name in order:
-        jobs[job_ids[name]] = stage_job(config, opts, lanes[name], job_ids, waves,
-                                        present=set(lanes), trusted=False,
-                                        pr_excluded=lanes[name].stage in trusted)
-    ids = [job_ids[n] for n in order]
+    groups = job_groups(config, order, excluded=[k for k in order if lanes[k].stage in trusted])
+    lane_jobs = {key: job_ids[group.key] for group in groups for key in group.lanes}
+    for group in groups:
+        jobs[job_ids[group.key]] = stage_job(config, opts, lanes[group.key], lane_jobs, waves,
+                                             present=set(lanes), trusted=False,
+                                             pr_excluded=lanes[group.key].stage in trusted,
+                                             group=group)
+    ids = [job_ids[group.key] for group in groups]
     history = _history_job(config, opts, ids)
     if history is not None:
         jobs["history"] = history

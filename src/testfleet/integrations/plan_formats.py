@@ -12,7 +12,8 @@ import json
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from testfleet.documents.vocabulary import StageCount
 from testfleet.mdtext import md
@@ -31,8 +32,10 @@ def render_json(plan: Plan) -> str:
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:-]*$")
 
 
-def github_outputs(plan: Plan) -> dict[str, str]:
-    """The step outputs a workflow consumes: one matrix for all jobs and one per wave."""
+def github_outputs(plan: Plan, groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
+    """The step outputs a workflow consumes: one matrix for all jobs and one per wave.
+    ``groups``: the workflow's jobs that run several lanes (key -> lanes); their lanes'
+    matrices are one, under the key (:mod:`.github_groups`)."""
     policy = plan.policy
 
     def flag(value: object) -> str:
@@ -65,11 +68,14 @@ def github_outputs(plan: Plan) -> dict[str, str]:
     # One job per stage in the generated workflow (#11), one per variant of a stage with
     # variants (#12): each reads its own matrix from here by the lane's key,
     # fromJSON(needs.plan.outputs.stages)['<stage>' or '<stage>.<variant>'].matrix.
-    stages: dict[str, dict[str, object]] = {}
+    key_of = {lane: key for key, lanes in (groups or {}).items() for lane in lanes}
+    stages: dict[str, dict[str, Any]] = {}
     for summary in plan.stages:
         jobs = [j for j in plan.jobs if j.lane == summary.lane]
-        stages[summary.lane] = {"has_jobs": bool(jobs),
-                                "matrix": {"include": [j.matrix_entry() for j in jobs]}}
+        entry = stages.setdefault(key_of.get(summary.lane, summary.lane),
+                                  {"has_jobs": False, "matrix": {"include": []}})
+        entry["has_jobs"] = entry["has_jobs"] or bool(jobs)
+        entry["matrix"]["include"] += [j.matrix_entry() for j in jobs]
     out["stages"] = json.dumps(stages, sort_keys=True, separators=(",", ":"))
     return out
 
@@ -90,8 +96,8 @@ def github_output_text(outputs: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_github(plan: Plan) -> str:
-    return github_output_text(github_outputs(plan))
+def render_github(plan: Plan, groups: Mapping[str, Sequence[str]] | None = None) -> str:
+    return github_output_text(github_outputs(plan, groups))
 
 
 

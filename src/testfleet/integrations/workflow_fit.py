@@ -13,6 +13,7 @@ script inlined into every generated plan job; here it is testfleet's own code, t
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -20,46 +21,97 @@ from typing import Any
 
 import yaml
 
+from testfleet.integrations.github_groups import LANES_ENV
 from testfleet.planning.jobci import static_fingerprint
 
 #: The env key of a stage job that holds the digest of the CI settings it was written with.
 SETTINGS_ENV = "TESTFLEET_CI_SETTINGS"
 MAX_MATRIX = 256  # GitHub's limit of jobs per matrix
+_RUNNERS_MAP = re.compile(r"\$\{\{\s*fromJSON\('((?:[^']|'')*)'\)\[matrix\.lane\]\s*\}\}")
 _LANE = re.compile(r"fromJSON\(needs\.plan\.outputs\.stages\)\['((?:[^']|'')+)'\]\.matrix")
 REGENERATE = "regenerate it with 'testfleet init --github --force'"
 
 
-def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
-    """lane -> (its job's ``runs-on`` labels, its CI settings digest) for every stage job
-    of a generated workflow (a job whose matrix is the plan's matrix of one lane)."""
+def _stage_jobs(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(the key of its matrix in the plan's ``stages`` output, the job) for every stage job
+    of a generated workflow."""
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
-    lanes: dict[str, tuple[list[str], str]] = {}
+    out: list[tuple[str, dict[str, Any]]] = []
     for job in (jobs or {}).values():
         if not isinstance(job, dict) or not isinstance(job.get("strategy"), dict):
             continue
         m = _LANE.search(str(job["strategy"].get("matrix", "")))
+        if m is not None:
+            out.append((m.group(1).replace("''", "'"), job))
+    return out
+
+
+def _members(key: str, job: Mapping[str, Any]) -> list[str]:
+    env = job.get("env")
+    named = env.get(LANES_ENV) if isinstance(env, dict) else None
+    return str(named).split() if named else [key]
+
+
+def _labels(runs_on: Any, lane: str) -> list[str]:
+    if isinstance(runs_on, str):
+        m = _RUNNERS_MAP.fullmatch(runs_on.strip())
         if m is None:
-            continue
-        runs_on = job.get("runs-on")
-        labels = [runs_on] if isinstance(runs_on, str) else [str(x) for x in runs_on or []]
+            return [runs_on]
+        try:
+            table = json.loads(m.group(1).replace("''", "'"))
+        except ValueError:
+            return [runs_on]
+        value = table.get(lane, []) if isinstance(table, dict) else []
+        return [value] if isinstance(value, str) else [str(x) for x in value]
+    return [str(x) for x in runs_on or []]
+
+
+def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
+    """lane -> (its job's ``runs-on`` labels, its CI settings digest) for every stage job
+    of a generated workflow (a job whose matrix is the plan's matrix of one lane, or of a
+    group of lanes named in its ``TESTFLEET_LANES``, each with its runners in the job's map)."""
+    lanes: dict[str, tuple[list[str], str]] = {}
+    for key, job in _stage_jobs(text):
         env = job.get("env")
         digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
-        lanes[m.group(1).replace("''", "'")] = (labels, str(digest))
+        for lane in _members(key, job):
+            lanes[lane] = (_labels(job.get("runs-on"), lane), str(digest))
     return lanes
+
+
+def workflow_groups(text: str) -> dict[str, tuple[list[str], bool]]:
+    """key -> (its lanes, whether its job is written ``fail-fast: false``) for every stage
+    job that runs several lanes (the plan's ``stages`` output keys their matrix by ``key``)."""
+    out: dict[str, tuple[list[str], bool]] = {}
+    for key, job in _stage_jobs(text):
+        members = _members(key, job)
+        if len(members) > 1:
+            out[key] = (members, job["strategy"].get("fail-fast") is False)
+    return out
 
 
 def _lane(job: Mapping[str, Any]) -> str:
     return str(job["stage"]) + (f".{job['variant']}" if job.get("variant") else "")
 
 
-def misfits(plan: Mapping[str, Any], lanes: Mapping[str, tuple[list[str], str]]) -> list[str]:
+def misfits(plan: Mapping[str, Any], lanes: Mapping[str, tuple[list[str], str]],
+            groups: Mapping[str, tuple[list[str], bool]] | None = None) -> list[str]:
     """Why ``plan`` cannot run in a workflow with these stage jobs (empty: it can)."""
     jobs = [j for j in plan.get("jobs", []) if isinstance(j, Mapping)]
     out: list[str] = []
+    # a lane that shares a fail-fast: false job because it runs one job must still run one
+    one_each = {lane for members, no_fail_fast in (groups or {}).values() if no_fail_fast
+                for lane in members}
+    counts = Counter(_lane(j) for j in jobs)
+    for lane in sorted({_lane(j) for j in jobs if _lane(j) in one_each
+                        and (j.get("ci") or {}).get("fail_fast") is not False
+                        and counts[_lane(j)] > 1}):
+        out.append(f"stage {lane} has {counts[lane]} jobs but shares a job written for stages "
+                   f"that run one job each; {REGENERATE}")
     for lane in sorted({_lane(j) for j in jobs} - set(lanes)):
         out.append(f"stage {lane} has jobs but no job in this workflow; {REGENERATE}")
     changed = sorted({_lane(j) for j in jobs if _lane(j) in lanes and static_fingerprint(

@@ -140,6 +140,8 @@ class Job:
         entry: dict[str, Any] = dict(self.to_json())
         entry.pop("tests")
         entry["n_tests"] = len(self.tests)
+        # a generated job that runs several lanes picks each entry's runners by it
+        entry["lane"] = self.lane
         return entry
 
 
