@@ -261,13 +261,15 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
     for name in ("unit", "lint", "gpu", "soak"):  # the shared steps are the job action's
         (action,) = [s for s in raw["jobs"][name]["steps"] if "testfleet-job" in s.get("uses", "")]
         assert action["with"] == {"job": "${{ matrix.id }}",
-                                  "plan-digest": "${{ needs.plan.outputs.digest }}"}
+                                  "plan-digest": "${{ needs.plan.outputs.digest }}",
+                                  "rescue": "${{ matrix.rescue }}"}  # empty: not a rescue job
     data = inline(raw, config)
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
     assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
+    rescues = ["lint-rescue", "unit-rescue", "gpu-rescue", "soak-rescue"]
     assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "history", "reconcile",
-                                 "testfleet"}
+                                 "testfleet", "rescued", *rescues}
     for name in ("unit", "lint", "gpu", "soak"):
         job = data["jobs"][name]
         needs = config.stages[name].needs
@@ -288,7 +290,8 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         assert run["uses"] == "./.github/actions/testfleet"
         # JUnit and the status file go to the action's defaults, uploaded below
         assert run["with"] == {"command": "run", "job": "${{ matrix.id }}",
-                               "plan-digest": "${{ needs.plan.outputs.digest }}"}
+                               "plan-digest": "${{ needs.plan.outputs.digest }}",
+                               "rescue-digest": "${{ matrix.rescue }}"}
         status = next(s for s in job["steps"] if s.get("uses", "").startswith(
             "actions/upload-artifact@") and s["with"]["name"].startswith("testfleet-status-"))
         assert status["if"] == "${{ always() }}" and status["with"]["path"] == "testfleet-status/"
@@ -299,7 +302,7 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
                  and s["with"]["name"].startswith("junit-")]
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
     assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak",
-                                                  "reconcile"]
+                                                  "reconcile", *rescues, "rescued"]
     reconcile = data["jobs"]["reconcile"]
     assert reconcile["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
     assert reconcile["if"] == "${{ always() && needs.plan.result == 'success' }}"
@@ -319,7 +322,8 @@ def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
     data = parsed(render_workflow(config))
-    assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", *ids.values()}
+    assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", "rescued",
+                                 *ids.values(), *(f"{i}-rescue" for i in ids.values())}
     assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
 
 
@@ -551,7 +555,8 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
         for step in job.get("steps", []):
             text = json.dumps(step)
             if "HF_TOKEN" in text:  # its setup items and its job action, nothing else
-                assert name == "gpu_h200" and (step.get("run") in (first, second)
+                assert name in ("gpu_h200", "gpu_h200-rescue") and (
+                    step.get("run") in (first, second)
                                                or "testfleet-job" in step.get("uses", ""))
     assert "secrets.HF_TOKEN" not in json.dumps(unit)
 
@@ -647,7 +652,9 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         assert upload["with"]["name"] == "testfleet-history-${{ matrix.id }}"
         assert upload["if"] == record["if"]
     history = data["jobs"]["history"]
-    assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+    # the rescue jobs record history too
+    assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak", "lint-rescue",
+                                "unit-rescue", "gpu-rescue", "soak-rescue"]
     assert "permissions" not in history  # the workflow's: contents read
     assert history["concurrency"]["cancel-in-progress"] is False
     steps = history["steps"]
@@ -756,3 +763,54 @@ def test_waits_of_different_events_that_close_a_cycle_are_refused() -> None:
         "b": {"backend": "cpu", "needs_on": {"pull_request": ["a"]}}}})
     with pytest.raises(UsageError, match=r"wait for each other on different events"):
         render_workflow(config)
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_each_stage_job_has_a_rescue_job_on_its_runner_with_its_very_steps(trusted: bool) -> None:
+    """#40: the rescue job of a lane is the stage job's runner, container, env and steps
+    (written once, through YAML anchors), its matrix from the reconcile job's rescue output,
+    one attempt each; in the trusted workflow the steps are the stage job's too, so a rescue
+    job gets the verified merge commit and the stage's secrets only for an authorized plan."""
+    config = ci_config()
+    text = render_trusted_workflow(config) if trusted else render_workflow(config)
+    assert text is not None
+    data = parsed(text)
+    lanes = ["gpu_h200"] if trusted else ["unit", "gpu_h200"]
+    for job_id in lanes:
+        stage, rescue = data["jobs"][job_id], data["jobs"][f"{job_id}-rescue"]
+        assert f"steps: &{job_id}-steps" in text and f"steps: *{job_id}-steps" in text
+        for key in ("runs-on", "container", "env", "steps", "timeout-minutes"):
+            assert rescue.get(key) == stage.get(key), key
+        assert rescue["needs"] == ["plan", "reconcile"]
+        assert rescue["strategy"]["fail-fast"] is False
+        lane = "gpu.h200" if job_id == "gpu_h200" else job_id
+        assert rescue["strategy"]["matrix"] == \
+            f"${{{{ fromJSON(needs.reconcile.outputs.rescue)['{lane}'].matrix }}}}"
+        assert "needs.reconcile.result == 'success'" in rescue["if"]
+        assert f"fromJSON(needs.reconcile.outputs.rescue)['{lane}'].has_jobs" in rescue["if"]
+    if trusted:  # the same authorization gate on the secrets as the stage job's
+        assert "needs.plan.outputs.authorized == 'true' && secrets.HF_TOKEN" in json.dumps(
+            data["jobs"]["gpu_h200-rescue"]["steps"])
+        assert "${{ needs.plan.outputs.sha }}" in json.dumps(data["jobs"]["gpu_h200-rescue"]["steps"])
+    reconcile, rescued = data["jobs"]["reconcile"], data["jobs"]["rescued"]
+    assert reconcile["env"] == {"TESTFLEET_RESCUE_OUT": "rescue.json"}
+    assert rescued["env"] == {"TESTFLEET_RESCUE": "rescue.json"}
+    assert rescued["steps"] == reconcile["steps"] and "steps: *reconcile-steps" in text
+    assert rescued["needs"] == ["plan", "reconcile", *[f"{j}-rescue" for j in sorted(lanes)]]
+    assert "needs.reconcile.outputs.has_rescue == 'true'" in rescued["if"]
+    assert data["jobs"]["testfleet"]["needs"][-1] == "rescued"
+
+
+@pytest.mark.parametrize(("results", "rescued", "code"), [
+    ("success failure success success", "success", 0),  # a lost runner, rescued
+    ("success failure success failure", "failure", 1),  # the rescue's reconcile failed
+    ("success failure success skipped", "skipped", 1),  # no rescue: the failure stands
+    ("success success success skipped", "skipped", 0),
+])
+def test_summary_job_takes_the_rescue_reconcile_as_the_verdict_when_it_ran(
+        results: str, rescued: str, code: int, tmp_path: Path) -> None:
+    data = parsed(render_workflow(example().config))
+    step = data["jobs"]["testfleet"]["steps"][0]
+    assert step["env"]["RESCUED"] == "${{ needs.rescued.result }}"
+    assert _bash(step["run"], {"RESULTS": results, "RESCUED": rescued},
+                 tmp_path).returncode == code
