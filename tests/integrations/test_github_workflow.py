@@ -796,7 +796,8 @@ def test_each_stage_job_has_a_rescue_job_on_its_runner_with_its_very_steps(trust
     assert reconcile["env"] == {"TESTFLEET_RESCUE_OUT": "rescue.json"}
     assert rescued["env"] == {"TESTFLEET_RESCUE": "rescue.json"}
     assert rescued["steps"] == reconcile["steps"] and "steps: *reconcile-steps" in text
-    assert rescued["needs"] == ["plan", "reconcile", *[f"{j}-rescue" for j in sorted(lanes)]]
+    assert rescued["needs"][:2] == ["plan", "reconcile"]
+    assert sorted(rescued["needs"][2:]) == [f"{j}-rescue" for j in sorted(lanes)]
     assert "needs.reconcile.outputs.has_rescue == 'true'" in rescued["if"]
     assert data["jobs"]["testfleet"]["needs"][-1] == "rescued"
 
