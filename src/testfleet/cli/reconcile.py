@@ -50,6 +50,11 @@ FORMATS = ("table", "json", "markdown")
                    "the step outputs has_rescue, rescue (per stage lane, shaped like the plan's "
                    "stages output) and rescue_digest. Exits 0 when every problem is a file the "
                    "rescue runs. Default: $TESTFLEET_RESCUE_OUT.")
+@click.option("--rescue-pipeline", "rescue_pipeline", default=None,
+              type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --rescue-out, when the run goes on to a rescue wave: write its "
+                   "Buildkite steps (and the reconcile after them) to FILE, for "
+                   "'buildkite-agent pipeline upload'; otherwise FILE is left absent.")
 @click.option("--rescue", "rescue_path", envvar="TESTFLEET_RESCUE", default=None,
               type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="The reconcile after a rescue wave: its rescue file. Every planned file must "
@@ -58,8 +63,8 @@ FORMATS = ("table", "json", "markdown")
 @click.argument("statuses", nargs=-1, type=click.Path(path_type=Path), metavar="STATUS...")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
-            database: str | None, rescue_out: Path | None, rescue_path: Path | None,
-            statuses: tuple[Path, ...]) -> int:
+            database: str | None, rescue_out: Path | None, rescue_pipeline: Path | None,
+            rescue_path: Path | None, statuses: tuple[Path, ...]) -> int:
     """Compare a plan with the job status files of its run: every planned job reported,
     every planned (stage, file) ran exactly once, nothing ran that was not planned.
 
@@ -107,9 +112,14 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
         _verbosity.note(printable(note))
     result = reconcile(plan, found, _queue_reports(ctx, plan, database), rescue)
     going_on = False
+    if rescue_pipeline is not None and rescue_out is None:
+        raise UsageError("--rescue-pipeline goes with --rescue-out (the wave it uploads)")
     if rescue_out is not None:
-        going_on = _write_rescue(plan, found, result,
-                                 rescue_out if rescue_out.is_absolute() else base / rescue_out)
+        going_on, wave = _write_rescue(plan, found, result,
+                                       rescue_out if rescue_out.is_absolute() else base / rescue_out)
+        if rescue_pipeline is not None:
+            _write_pipeline(plan, wave if going_on else None, rescue_pipeline
+                            if rescue_pipeline.is_absolute() else base / rescue_pipeline)
     if fmt == "json":
         click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
@@ -132,9 +142,26 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     return 0 if result.ok or going_on else 1
 
 
-def _write_rescue(plan: Any, found: list[JobStatus], result: Any, path: Path) -> bool:
-    """Write the rescue wave (and its GitHub step outputs); True when the run goes on to it
-    because every problem found is a file it runs."""
+def _write_pipeline(plan: Any, wave: Any, path: Path) -> None:
+    """The rescue wave's Buildkite steps, or no file when there is nothing to upload."""
+    import json
+
+    from testfleet.integrations.buildkite import rescue_pipeline
+
+    try:
+        if wave is None or not wave.jobs:
+            path.unlink(missing_ok=True)
+            return
+        path.write_text(json.dumps(rescue_pipeline(plan, wave), indent=2) + "\n",
+                        encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--rescue-pipeline {path}: cannot write it ({exc.strerror or exc})"
+                         ) from None
+
+
+def _write_rescue(plan: Any, found: list[JobStatus], result: Any, path: Path) -> tuple[bool, Any]:
+    """Write the rescue wave (and its GitHub step outputs); (whether the run goes on to it
+    because every problem found is a file it runs, the wave)."""
     import json
 
     from testfleet.integrations.plan_formats import github_output_text
@@ -166,7 +193,7 @@ def _write_rescue(plan: Any, found: list[JobStatus], result: Any, path: Path) ->
                 fh.write(github_output_text(outputs))
         except OSError as exc:
             raise UsageError(f"cannot write $GITHUB_OUTPUT: {exc.strerror or exc}") from None
-    return going_on
+    return going_on, rescue
 
 
 def _queue_reports(ctx: click.Context, plan: Any, database: str | None) -> Any:
