@@ -815,3 +815,20 @@ def test_summary_job_takes_the_rescue_reconcile_as_the_verdict_when_it_ran(
     assert step["env"]["RESCUED"] == "${{ needs.rescued.result }}"
     assert _bash(step["run"], {"RESULTS": results, "RESCUED": rescued},
                  tmp_path).returncode == code
+
+
+def test_a_queue_lane_job_never_fails_fast_and_gets_the_database_on_default_branch_runs(
+        tmp_path: Path) -> None:
+    """#40: a queue lane's runners pull one queue: one runner's failure must not cancel the
+    others (fail-fast false, whatever the run's fast-fail), and they need the database URL,
+    which only default-branch runs get (like every history write)."""
+    config = validate_config({"stages": {
+        "q": {"backend": "cpu", "shards": 4, "execution": "queue"},
+        "s": {"backend": "cpu", "shards": 2}}})
+    data = parsed(render_workflow(config, WorkflowOptions(database_secret="TF_DB")))
+    assert data["jobs"]["q"]["strategy"]["fail-fast"] is False
+    assert data["jobs"]["s"]["strategy"]["fail-fast"] != False  # noqa: E712 - an expression
+    run = next(s for s in data["jobs"]["q"]["steps"] if "testfleet-job" in s.get("uses", ""))
+    url = run["env"]["TESTFLEET_DATABASE_URL"]
+    assert "secrets.TF_DB" in url and "github.event.repository.default_branch" in url
+    assert "github.event_name == 'push'" in url

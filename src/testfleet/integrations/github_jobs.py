@@ -99,8 +99,11 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         cond.insert(0, "github.event_name != 'pull_request'")
     if len(needs) > 1:
         cond.append("(!failure() || needs.plan.outputs.bypass_fastfail == 'true')")
-    if ci.fail_fast is None:
-        fail_fast: Any = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
+    if getattr(stage, "execution", "shards") == "queue":  # #40: runners pull one queue
+        fail_fast: Any = False
+        fail_fast_note = "a queue lane: one runner's failure must not cancel the other pullers"
+    elif ci.fail_fast is None:
+        fail_fast = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
         fail_fast_note = "unless the run bypasses fast-fail"
     else:
         fail_fast = ci.fail_fast

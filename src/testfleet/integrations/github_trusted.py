@@ -46,8 +46,8 @@ from testfleet.integrations.github_jobs import (
 )
 from testfleet.integrations.github_options import (
     PLAN_ARTIFACT,
-    RESERVED_JOBS,
     PR_PATH,
+    RESERVED_JOBS,
     TRUSTED_WORKFLOW_PATH,
     WORKFLOW_PATH,
     WorkflowOptions,
