@@ -31,6 +31,7 @@ def output_types() -> dict[str, Any]:
     from testfleet.documents.plan import PlanDoc
     from testfleet.documents.queue import QueueStatusDoc
     from testfleet.documents.reconcile import ReconcileDoc
+    from testfleet.documents.rescue import RescueDoc
     from testfleet.documents.registrations import ListDoc
     from testfleet.documents.report import ReportDoc
     from testfleet.documents.results import FlakyDoc, IncidentsDoc, ResultsDoc
@@ -55,6 +56,7 @@ def output_types() -> dict[str, Any]:
         "incidents": IncidentsDoc,
         "shadow": ShadowDoc,
         "queue-status": QueueStatusDoc,
+        "rescue": RescueDoc,
     }
 
 
