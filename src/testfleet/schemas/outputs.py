@@ -31,9 +31,9 @@ def output_types() -> dict[str, Any]:
     from testfleet.documents.plan import PlanDoc
     from testfleet.documents.queue import QueueStatusDoc
     from testfleet.documents.reconcile import ReconcileDoc
-    from testfleet.documents.rescue import RescueDoc
     from testfleet.documents.registrations import ListDoc
     from testfleet.documents.report import ReportDoc
+    from testfleet.documents.rescue import RescueDoc
     from testfleet.documents.results import FlakyDoc, IncidentsDoc, ResultsDoc
     from testfleet.documents.shadow import ShadowDoc
 
