@@ -42,8 +42,9 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -53,6 +54,9 @@ from testfleet.planning.policy import Trigger
 from testfleet.planning.request import PlanRequest
 from testfleet.planning.sharding import lower_bound
 from testfleet.queue.lane import lane_items
+from testfleet.reconcile.compare import reconcile
+from testfleet.reconcile.rescue import rescue_wave
+from testfleet.reconcile.status import FileStatus, JobStatus, RescueRef
 from testfleet.registry.model import Registration
 
 
@@ -92,16 +96,22 @@ def lane_estimates(shape: LaneShape, rng: random.Random) -> list[float]:
     return out
 
 
-def plan_lanes(seed: int) -> dict[str, tuple[list[list[str]], list[str], dict[str, float]]]:
+def plan_lanes(seed: int, execution: str = "queue"
+               ) -> dict[str, tuple[list[list[str]], list[str], dict[str, float]]]:
     """lane -> (static shards' files in plan order, queue claim order, estimates), from the
     real planner on a project whose stages are queue lanes."""
+    return _plan_lanes(seed, execution)[0]
+
+
+def _plan_lanes(seed: int, execution: str) -> tuple[
+        dict[str, tuple[list[list[str]], list[str], dict[str, float]]], Any]:
     rng = random.Random(seed)
     config = ['roots = ["tests"]\n']
     regs: list[Registration] = []
     ests: dict[str, dict[str, float]] = {}
     for shape in LANES:
         config.append(f'[stages.{shape.name}]\nbackend = "cpu"\nshards = {shape.shards}\n'
-                      'execution = "queue"\n')
+                      f'execution = "{execution}"\n')
         ests[shape.name] = {}
         for i, est in enumerate(lane_estimates(shape, rng)):
             file = f"tests/{shape.name}/test_{i:03d}.py"
@@ -116,11 +126,47 @@ def plan_lanes(seed: int) -> dict[str, tuple[list[list[str]], list[str], dict[st
     out = {}
     for shape in LANES:
         jobs = sorted((j for j in plan.jobs if j.lane == shape.name), key=lambda j: j.shard)
-        assert jobs and all(j.queue is not None for j in jobs), shape.name
+        assert jobs and all((j.queue is not None) == (execution == "queue") for j in jobs)
         shards = [[t.file for t in j.tests] for j in jobs]
-        order = [i.file for i in lane_items(plan, shape.name)]
+        order = [i.file for i in lane_items(plan, shape.name)] if execution == "queue" else []
         out[shape.name] = (shards, order, ests[shape.name])
-    return out
+    return out, plan
+
+
+def _status(plan: Any, job: Any, rescue: Any = None, files: Any = None) -> JobStatus:
+    tests = files if files is not None else [t.file for t in job.tests]
+    return JobStatus(
+        plan_digest=plan.digest, job_id=job.id if rescue is None else rescue.id,
+        stage=job.stage, variant=job.variant, shard=job.shard, shards=job.shards, run_id="b",
+        ci_run_id="1", empty=False, complete=True, exit_status=0,
+        files=tuple(FileStatus(f, job.lane, "PASSED", 1) for f in tests),
+        jobs=(job.id,) if rescue is None else (),
+        rescue=None if rescue is None else RescueRef("", job.id))
+
+
+def rescue_run(plan: Any, lane: str, true: dict[str, float], fault: str, victim: int,
+               kill_at: float, starts: list[float], others: list[JobStatus]) -> Outcome:
+    """Static shards with the rescue wave, through the real code: the victim's runner is
+    gone (lost at start, or killed: a dead runner uploads no status), the first reconcile's
+    :func:`rescue_wave` picks its files, a rescue job on the same runner class runs them
+    once the other jobs ended, and the reconcile after it counts what is still unrun."""
+    jobs = sorted((j for j in plan.jobs if j.lane == lane), key=lambda j: j.shard)
+    loads = [sum(true[t.file] for t in j.tests) for j in jobs]
+    ends = [starts[i] + loads[i] for i in range(len(jobs))]
+    if fault in ("none", "late"):
+        return Outcome(max(ends), 0, 0.0)
+    mine = [_status(plan, j) for i, j in enumerate(jobs) if i != victim]
+    wave = rescue_wave(plan, [*others, *mine])
+    rescued = [replace(_status(plan, plan.job(r.origin), r, r.files),
+                       rescue=RescueRef(wave.digest, r.origin))
+               for r in wave.jobs if r.lane == lane]
+    result = reconcile(plan, [*others, *mine, *rescued], rescue=wave)
+    lost = sum(1 for p in (*result.missing, *result.not_run) if p.stage == lane)
+    others_end = max((e for i, e in enumerate(ends) if i != victim), default=0.0)
+    load = sum(true[f] for r in wave.jobs if r.lane == lane for f in r.files)
+    killed = (min(kill_at, ends[victim]) - starts[victim]) if fault == "killed mid-file" else 0.0
+    end_of_kill = kill_at if fault == "killed mid-file" else 0.0
+    return Outcome(max(max(others_end, end_of_kill) + load, others_end), lost, killed)
 
 
 @dataclass
@@ -196,8 +242,11 @@ def pct(values: list[float], p: float) -> float:
 def simulate(seeds: int, lease: float, overhead: float) -> dict[str, dict[str, list[float]]]:
     """fault -> metric -> values over (lane, seed)."""
     out: dict[str, dict[str, list[float]]] = {f: {} for f in FAULTS}
+    shard_plans: dict[int, Any] = {}
     for seed in range(seeds):
         lanes = plan_lanes(1000 + seed % 10)  # ten planned trees; durations vary per seed
+        static_plan = shard_plans.setdefault(seed % 10, _plan_lanes(1000 + seed % 10, "shards")[1])
+        everyone = [_status(static_plan, j) for j in static_plan.jobs]
         rng = random.Random(seed)
         for shape in LANES:
             shards, order, ests = lanes[shape.name]
@@ -212,8 +261,11 @@ def simulate(seeds: int, lease: float, overhead: float) -> dict[str, dict[str, l
                 kill_at = rng.uniform(0, 0.5) * lb  # within the first half of the run
                 st = static_run(shards, true, fault, victim, kill_at, starts)
                 qu = queue_run(order, true, n, fault, victim, kill_at, starts, lease, overhead)
+                rs = rescue_run(static_plan, shape.name, true, fault, victim, kill_at, starts,
+                                [s for s in everyone if s.stage != shape.name])
                 m = out[fault]
                 for key, value in (("static", st.makespan / lb), ("queue", qu.makespan / lb),
+                                   ("rescue", rs.makespan / lb), ("rescue_lost", rs.lost),
                                    ("static_lost", st.lost), ("queue_lost", qu.lost),
                                    ("static_killed", st.killed_work / 60),
                                    ("queue_killed", qu.killed_work / 60)):
@@ -298,15 +350,17 @@ def main() -> int:
     data = simulate(args.seeds, args.lease, args.claim_overhead)
     print(f"{args.seeds} seeds x {len(LANES)} lanes, lease {args.lease:g}s, claim overhead "
           f"{args.claim_overhead * 1000:g} ms, {time.perf_counter() - t0:.1f}s\n")
-    print("| fault | static / LB p50 | queue / LB p50 | static / LB p90 | queue / LB p90 | "
-          "files lost per lane (mean): static / queue | GPU-min on killed work per lane "
-          "(mean): static / queue |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| fault | static / LB p50 | static+rescue / LB p50 | queue / LB p50 | static / LB p90 "
+          "| queue / LB p90 | files lost per lane (mean): static / static+rescue (max) / queue | "
+          "GPU-min on killed work per lane (mean): static / queue |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fault in FAULTS:
         m = data[fault]
-        print(f"| {fault} | {pct(m['static'], .5):.3f} | {pct(m['queue'], .5):.3f} | "
+        print(f"| {fault} | {pct(m['static'], .5):.3f} | {pct(m['rescue'], .5):.3f} | "
+              f"{pct(m['queue'], .5):.3f} | "
               f"{pct(m['static'], .9):.3f} | {pct(m['queue'], .9):.3f} | "
-              f"{statistics.mean(m['static_lost']):.1f} / {statistics.mean(m['queue_lost']):.1f} | "
+              f"{statistics.mean(m['static_lost']):.1f} / {max(m['rescue_lost']):.0f} / "
+              f"{statistics.mean(m['queue_lost']):.1f} | "
               f"{statistics.mean(m['static_killed']):.1f} / "
               f"{statistics.mean(m['queue_killed']):.1f} |")
     print()

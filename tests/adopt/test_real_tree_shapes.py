@@ -307,7 +307,9 @@ def test_without_the_job_keys_they_are_listed_and_the_config_is_valid(
 
 
 #: #39 item 2: all the workflow and action files adoption writes or changes, together.
-LINE_BUDGET = {"miles-ci": 800, "sglang-ci": 3000}
+#: miles-ci was 796 lines before the rescue wave (#40) gave each stage job a rescue job
+#: (about 14 lines each, its steps through an anchor): #39's 800 stays the target.
+LINE_BUDGET = {"miles-ci": 880, "sglang-ci": 3000}
 IGNORE = re.compile(r"zizmor: ignore\[[^\]]+\](.*)$")
 
 

@@ -107,6 +107,12 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         assert "Traceback" not in proc.stdout + proc.stderr, (kind, proc.stderr)
         docs[kind] = json.loads(proc.stdout)
     docs["queue-status"] = _queue_status(tmp_path_factory.mktemp("queue"))
+    # the nightly plan's jobs that never reported: a rescue wave (#40)
+    proc = _tf(root, "reconcile", "--plan", str(root / "nightly.json"),
+               str(root / ".testfleet" / "runs"), "--rescue-out", str(root / "rescue.json"))
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    docs["rescue"] = json.loads((root / "rescue.json").read_text(encoding="utf-8"))
+    assert docs["rescue"]["jobs"]  # type: ignore[index]
     status = next((root / ".testfleet" / "runs").rglob("job-status.json"))
     docs["job-status"] = json.loads(status.read_text(encoding="utf-8"))
     evaluated = docs["gate-evaluate"]

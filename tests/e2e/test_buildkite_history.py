@@ -82,11 +82,18 @@ def test_a_default_branch_build_merges_its_bundles_and_the_next_plans_from_them(
     wait, merge, reconcile = pipeline["steps"][-3:]
     assert wait == {"wait": None, "continue_on_failure": True}
     assert merge["key"] == "testfleet-history"
-    # the GPU jobs never ran here, so they never reported: the reconcile step fails the
-    # build naming each of them, and none of the CPU jobs that did report
+    # the GPU jobs never ran here, so they never reported: as lost agents' jobs they go to
+    # the rescue wave (#40), and the reconcile after it fails the build naming each of them
+    # (their rescue steps cannot run here either), and none of the CPU jobs that did report
     code, log = run_step(bk, bk_repo, reconcile, tmp_path / "reconcile-41", build)
     gpu = sorted(j["id"] for j in plan["jobs"] if j["backend"] != "cpu")
-    assert code == 1 and gpu and all(job_id in log for job_id in gpu), log
+    assert code == 0 and gpu and all(job_id in log for job_id in gpu), log
+    uploaded = json.loads((bk.store / "uploaded-pipeline.json").read_text())
+    *rescue_steps, rescue_wait, rescued = uploaded["steps"]
+    assert sorted(r["env"]["TESTFLEET_JOB_ID"] for r in rescue_steps) == [f"{g}-rescue" for g in gpu]
+    assert rescue_wait == {"wait": None, "continue_on_failure": True}
+    code, log = run_step(bk, bk_repo, rescued, tmp_path / "rescued-41", build)
+    assert code == 1 and all(job_id in log for job_id in gpu), log
     assert not any(f"missing job {s['key']}" in log for s in steps)
     assert merge["if"] == "build.pull_request.id == null && build.branch == pipeline.default_branch"
     assert merge["concurrency"] == 1 and merge["concurrency_group"].startswith(
@@ -184,3 +191,44 @@ def test_rejected_registrations_run_the_valid_tests_and_fail_the_build_last(
         "testfleet-history", "testfleet-reconcile", "testfleet-tree-errors")
     code, log = run_step(bk, bk_repo, last, tmp_path / "last", build)
     assert code == 1 and "1 registration(s) were rejected" in log
+
+
+def test_a_lost_agent_job_is_rescued_by_the_uploaded_rescue_steps(bk_repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """#40 on Buildkite: a test step retries on agent loss and soft-fails only on it; one CPU
+    step's agent is lost for good (no status): the reconcile step uploads a rescue step on
+    the same agents that runs exactly its files, and the reconcile after it names them as
+    rescued. A step whose test failed is not rescued."""
+    bk = Buildkite(tmp_path)
+    build = {**MAIN, "BUILDKITE_BUILD_NUMBER": "51", "TESTFLEET_CADENCE": "nightly"}
+    pipeline = bootstrap(bk, bk_repo, tmp_path / "plan-51", build)
+    plan = json.loads((bk.store / "artifact-plan.json").read_text())
+    steps = cpu_steps(pipeline, plan)
+    assert len(steps) >= 2
+    for step in steps:
+        assert step["retry"]["automatic"][0] == {"exit_status": -1, "limit": 2}
+        assert {"signal_reason": "agent_stop", "limit": 2} in step["retry"]["automatic"]
+        assert step["soft_fail"] == [{"exit_status": -1}]
+    lost, *others = steps
+    for step in others:
+        code, log = run_step(bk, bk_repo, step, tmp_path / step["key"], build)
+        assert code == 0, log
+    reconcile = next(s for s in pipeline["steps"] if s.get("key") == "testfleet-reconcile")
+    code, log = run_step(bk, bk_repo, reconcile, tmp_path / "reconcile-51", build)
+    assert code == 0, log
+    uploaded = json.loads((bk.store / "uploaded-pipeline.json").read_text())
+    rescue = next(s for s in uploaded["steps"] if s.get("env", {}).get("TESTFLEET_JOB_ID")
+                  == lost["env"]["TESTFLEET_JOB_ID"] + "-rescue")
+    assert rescue.get("agents") == lost.get("agents") and "retry" not in rescue
+    assert rescue["env"]["TESTFLEET_RESCUE_DIGEST"].startswith("sha256:")
+    code, log = run_step(bk, bk_repo, rescue, tmp_path / "rescue-51", build)
+    assert code == 0, log
+    lost_files = [t["file"] for j in plan["jobs"] if j["id"] == lost["env"]["TESTFLEET_JOB_ID"]
+                  for t in j["tests"]]
+    rescued = uploaded["steps"][-1]
+    assert rescued["key"] == "testfleet-rescued"
+    code, log = run_step(bk, bk_repo, rescued, tmp_path / "rescued-51", build)
+    assert "from the rescue wave" in log and all(f in log for f in lost_files), log
+    # only the GPU jobs (never run here) are left unaccounted for, never the CPU ones
+    cpu_ids = {s["env"]["TESTFLEET_JOB_ID"] for s in steps}
+    assert code == 1 and not any(c in log for c in cpu_ids - {lost["env"]["TESTFLEET_JOB_ID"]})

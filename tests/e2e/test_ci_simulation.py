@@ -262,8 +262,9 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     waves = int(contexts["steps"]["plan"]["outputs"]["waves"])  # the plan step's
     assert waves == 2
     stages = json.loads(job_outputs["stages"])
-    stage_jobs = [name for name in workflow["jobs"]
-                  if name not in ("plan", "history", "reconcile", "testfleet")]
+    stage_jobs = [name for name in workflow["jobs"]  # rescue jobs: test_a_lost_runner_...
+                  if name not in ("plan", "history", "reconcile", "rescued", "testfleet")
+                  and not name.endswith("-rescue")]
     assert "history" in workflow["jobs"]  # the history loop is on by default
     assert len(stage_jobs) == len(stages)
     # a pull request plans only the GitHub-hosted stages here (testfleet-trusted.yml, the rest)
@@ -547,3 +548,156 @@ def test_plan_job_scripts_on_each_trigger(repo: Path, tmp_path: Path, event: str
     plan = json.loads((repo / "plan.json").read_text())
     assert (plan["policy"]["event"], plan["policy"]["cadence"]) == expect
     assert outputs["cadence"] == expect[1] and outputs["digest"] == plan["digest"]
+
+
+def run_job(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any], name: str,
+            uses: Uses | None = None) -> tuple[bool, dict[str, str], str]:
+    """:func:`run_steps` with the job's own ``env:`` in every step's environment and in the
+    ``env`` context, as GitHub gives it."""
+    env = {k: resolve(str(v), contexts) for k, v in (job.get("env") or {}).items()}
+    saved = dict(runner.base)
+    runner.base.update(env)
+    try:
+        return run_steps(runner, job, cwd, {**contexts, "env": env}, name, uses=uses)
+    finally:
+        runner.base = saved
+
+
+def test_a_lost_runner_is_rescued_through_the_workflow(repo: Path, tmp_path: Path) -> None:
+    """#40, played through the generated workflow's own scripts: one shard's runner is lost
+    (it never reports); the reconcile job's rescue matrix holds exactly its files, the
+    rescue job (the stage job's very steps) runs them, and the reconcile after the rescue
+    passes and names them. A shard whose test failed gets no rescue, and after the rescue
+    its failure still fails the run."""
+    from testfleet.reconcile.rescue import load_rescue
+
+    workflow = workflow_for(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add the workflow")
+    runner = Runner(tmp_path, "pull_request", EVENTS / "pr_same_repo.json")
+    payload = json.loads((EVENTS / "pr_same_repo.json").read_text())
+    contexts: dict[str, Any] = {"inputs": {}, "matrix": {}, "github": {
+        "event_name": "pull_request", "ref": "refs/pull/7/merge", "event": payload}}
+    plan_ws = tmp_path / "plan-job"
+    git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
+    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan")
+    assert ok, logs
+    outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
+    contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
+    plan = json.loads((plan_ws / "plan.json").read_text())
+    stages = json.loads(outputs["stages"])
+    job_of = {name: re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
+              for name, job in workflow["jobs"].items()
+              if "needs.plan.outputs.stages" in job.get("if", "")}
+    entries = [(name, e) for name, lane in job_of.items() if stages[lane]["has_jobs"]
+               for e in stages[lane]["matrix"]["include"] if e["backend"] == "cpu"]
+    multi = [e for _, e in entries if e["n_tests"] > 1]
+    assert len(entries) >= 2 and multi, entries
+    failing = multi[-1]  # a shard whose first file fails: fast-fail leaves the rest NOT_RUN
+    lost = next(e for _, e in entries if e["id"] != failing["id"])
+    statuses: dict[str, Path] = {}
+
+    def play(name: str, entry: dict[str, Any], label: str, edit: str | None = None) -> Path:
+        ws = tmp_path / "jobs" / label
+        git(tmp_path, "clone", "-q", str(repo), str(ws))
+        shutil.copy(plan_ws / "plan.json", ws / "plan.json")
+        if (plan_ws / "rescue.json").exists() and entry.get("rescue"):
+            shutil.copy(plan_ws / "rescue.json", ws / "rescue.json")  # download-artifact
+        if edit is not None:
+            (ws / edit).write_text("raise SystemExit('this test fails')\n")
+        contexts["matrix"] = entry
+        run_job(runner, workflow["jobs"][name], ws, contexts, label)
+        return ws / "testfleet-status"
+
+    for name, entry in entries:
+        if entry["id"] == lost["id"]:
+            continue  # its runner is lost: nothing of it ever reports
+        statuses[entry["id"]] = play(name, entry, entry["id"])
+    first_file = next(j for j in plan["jobs"] if j["id"] == failing["id"])["tests"][0]["file"]
+    failed_status = play(next(n for n, e in entries if e["id"] == failing["id"]),
+                         failing, failing["id"] + "-failed", edit=first_file)
+
+    def reconcile(job_name: str, found: dict[str, Path], label: str,
+                  rescue_store: Path | None = None) -> tuple[bool, dict[str, str], str]:
+        ws = tmp_path / label
+        git(tmp_path, "clone", "-q", str(repo), str(ws))
+
+        def uses(step: dict[str, Any], cwd: Path, ctx: dict[str, Any]) -> None:
+            with_ = step.get("with", {})
+            if step["uses"].startswith("actions/download-artifact@") and \
+                    with_.get("name") == "testfleet-plan":
+                shutil.copy(plan_ws / "plan.json", cwd / "plan.json")
+            elif step["uses"].startswith("actions/download-artifact@") and \
+                    with_.get("name") == "testfleet-rescue":
+                assert rescue_store is not None
+                shutil.copy(rescue_store, cwd / "rescue.json")
+            elif step["uses"].startswith("actions/download-artifact@"):
+                for job_id, folder in found.items():
+                    shutil.copytree(folder, cwd / with_["path"] / f"testfleet-status-{job_id}")
+            elif step["uses"].startswith("actions/upload-artifact@"):
+                assert with_["name"] == "testfleet-rescue"
+                shutil.copy(cwd / "rescue.json", plan_ws / "rescue.json")  # the artifact
+
+        ctx = dict(contexts)
+        ok, _, logs = run_job(runner, workflow["jobs"][job_name], ws, ctx, label, uses=uses)
+        job_outputs = {k: resolve(v, ctx) for k, v in
+                       (workflow["jobs"][job_name].get("outputs") or {}).items()}
+        return ok, job_outputs, logs
+
+    # -- the test failure alone: no rescue, the run fails as before -----------------------
+    alone = {**{k: v for k, v in statuses.items() if k != failing["id"]},
+             failing["id"]: failed_status}
+    lost_job = next(n for n, e in entries if e["id"] == lost["id"])
+    ok, out, logs = reconcile("reconcile", {**alone, lost["id"]: play(lost_job, lost, "lost-ok")},
+                              "reconcile-failed-only")
+    assert not ok and out["has_rescue"] == "false", logs
+    assert not (plan_ws / "rescue.json").exists()
+
+    # -- one lost runner and one failed shard: only the lost shard's files are rescued ----
+    ok, out, logs = reconcile("reconcile", alone, "reconcile-both")
+    assert not ok and out["has_rescue"] == "true", logs  # the failure fails it anyway
+    rescue_matrix = json.loads(out["rescue"])
+    lost_files = sorted(t["file"] for j in plan["jobs"] if j["id"] == lost["id"]
+                        for t in j["tests"])
+    # the job fails, so its upload step does not run and no rescue job starts; the wave
+    # it wrote is the lost shard's alone all the same
+    assert not (plan_ws / "rescue.json").exists()
+    wave = load_rescue(tmp_path / "reconcile-both" / "rescue.json")
+    assert [(j.origin, sorted(j.files)) for j in wave.jobs] == [(lost["id"], lost_files)]
+    assert all(not v["has_jobs"] for lane, v in rescue_matrix.items() if lane != lost["stage"])
+
+    # -- the lost runner alone: the first reconcile hands its files to the rescue wave ----
+    ok, out, logs = reconcile("reconcile", statuses, "reconcile-first")
+    assert ok and out["has_rescue"] == "true", logs  # the rescue's reconcile decides
+    assert "::warning" in logs and lost["id"] in logs
+    rescue_store = plan_ws / "rescue.json"
+    assert load_rescue(rescue_store) == wave  # the same wave, the same digest
+    contexts["needs"]["reconcile"] = {"result": "success", "outputs": out}
+    rescue_entries = json.loads(out["rescue"])[lost["stage"]]["matrix"]["include"]
+    assert [e["id"] for e in rescue_entries] == [lost["id"] + "-rescue"]
+    (entry,) = rescue_entries
+    assert entry["runs_on"] == lost["runs_on"] and entry["rescue"] == wave.digest
+    rescue_job = next(n for n, j in workflow["jobs"].items() if n.endswith("-rescue")
+                      and f"['{lost['stage']}']" in j["if"])
+    cond = workflow["jobs"][rescue_job]["if"].removeprefix("${{").removesuffix("}}")
+    assert truthy(evaluate(cond, contexts, {"cancelled": False, "failure": True}))
+    rescued_status = play(rescue_job, entry, entry["id"])
+    (xml,) = (rescued_status.parent / "testfleet-junit").glob("*.xml")
+    ran = {case.get("name") for case in ElementTree.parse(xml).iter("testcase")}
+    ran |= {p.get("value") for p in ElementTree.parse(xml).iter("property")
+            if p.get("name") == "file"}
+    assert set(lost_files) <= ran  # the lost shard's files, run by the rescue job
+
+    # -- the reconcile after the rescue: passes, naming the rescued files -----------------
+    for lane in {j for j in workflow["jobs"] if j.endswith("-rescue")}:
+        contexts["needs"][lane] = {"result": "success"}
+    cond = workflow["jobs"]["rescued"]["if"].removeprefix("${{").removesuffix("}}")
+    assert truthy(evaluate(cond, contexts, {"cancelled": False, "failure": True}))
+    ok, _, logs = reconcile("rescued", {**statuses, entry["id"]: rescued_status},
+                            "reconcile-rescued", rescue_store)
+    assert ok, logs
+    assert "from the rescue wave" in logs and all(f in logs for f in lost_files)
+    # the same rescue beside the failed shard: its failure still fails the run
+    ok, _, logs = reconcile("rescued", {**alone, entry["id"]: rescued_status},
+                            "reconcile-rescued-failed", rescue_store)
+    assert not ok and first_file in logs, logs

@@ -159,7 +159,8 @@ def play_run(gh: GitHub, workflow: dict[str, Any], repo: Path, tmp: Path, *, eve
     stages = json.loads(outputs["stages"])
     results: dict[str, str] = {}
     for name, job in workflow["jobs"].items():
-        if name in ("plan", "history", "reconcile", "testfleet"):
+        if name in ("plan", "history", "reconcile", "rescued", "testfleet") \
+                or name.endswith("-rescue"):
             continue
         status = {"failure": any(results.get(n) == "failure" for n in job["needs"][1:]),
                   "cancelled": False}

@@ -13,7 +13,13 @@ import pytest
 import yaml
 
 from testfleet import __version__
-from testfleet.integrations.action import COMMANDS, OLD_COMMANDS, PLAN_OUTPUTS, render_action
+from testfleet.integrations.action import (
+    COMMANDS,
+    OLD_COMMANDS,
+    PLAN_OUTPUTS,
+    RECONCILE_OUTPUTS,
+    render_action,
+)
 
 from .conftest import run_tool, tool
 
@@ -56,7 +62,7 @@ def test_inputs_reach_scripts_only_through_env() -> None:
         if "uses" in step:
             assert "@" in step["uses"] and " # v" in render_action()
     assert data["inputs"]["version"]["default"] == __version__  # the install is pinned
-    assert set(data["outputs"]) == set(PLAN_OUTPUTS)
+    assert set(data["outputs"]) == set(PLAN_OUTPUTS) | set(RECONCILE_OUTPUTS)
     for name, out in data["outputs"].items():
         assert out["value"] == f"${{{{ steps.testfleet.outputs.{name} }}}}"
 

@@ -262,13 +262,15 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
     for name in ("unit", "lint", "gpu", "soak"):  # the shared steps are the job action's
         (action,) = [s for s in raw["jobs"][name]["steps"] if "testfleet-job" in s.get("uses", "")]
         assert action["with"] == {"job": "${{ matrix.id }}",
-                                  "plan-digest": "${{ needs.plan.outputs.digest }}"}
+                                  "plan-digest": "${{ needs.plan.outputs.digest }}",
+                                  "rescue": "${{ matrix.rescue }}"}  # empty: not a rescue job
     data = inline(raw, config)
     assert wave_count(config) == 3
     assert stage_waves(config) == {"unit": 0, "lint": 0, "gpu": 1, "soak": 2}
     assert stage_job_ids(config) == {"unit": "unit", "lint": "lint", "gpu": "gpu", "soak": "soak"}
+    rescues = ["lint-rescue", "unit-rescue", "gpu-rescue", "soak-rescue"]
     assert set(data["jobs"]) == {"plan", "unit", "lint", "gpu", "soak", "history", "reconcile",
-                                 "testfleet"}
+                                 "testfleet", "rescued", *rescues}
     for name in ("unit", "lint", "gpu", "soak"):
         job = data["jobs"][name]
         needs = config.stages[name].needs
@@ -289,7 +291,8 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         assert run["uses"] == "./.github/actions/testfleet"
         # JUnit and the status file go to the action's defaults, uploaded below
         assert run["with"] == {"command": "run", "job": "${{ matrix.id }}",
-                               "plan-digest": "${{ needs.plan.outputs.digest }}"}
+                               "plan-digest": "${{ needs.plan.outputs.digest }}",
+                               "rescue-digest": "${{ matrix.rescue }}"}
         status = next(s for s in job["steps"] if s.get("uses", "").startswith(
             "actions/upload-artifact@") and s["with"]["name"].startswith("testfleet-status-"))
         assert status["if"] == "${{ always() }}" and status["with"]["path"] == "testfleet-status/"
@@ -300,7 +303,7 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
                  and s["with"]["name"].startswith("junit-")]
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
     assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak",
-                                                  "reconcile"]
+                                                  "reconcile", *rescues, "rescued"]
     reconcile = data["jobs"]["reconcile"]
     assert reconcile["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
     assert reconcile["if"] == "${{ always() && needs.plan.result == 'success' }}"
@@ -320,7 +323,8 @@ def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
     data = parsed(render_workflow(config))
-    assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", *ids.values()}
+    assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", "rescued",
+                                 *ids.values(), *(f"{i}-rescue" for i in ids.values())}
     assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
 
 
@@ -552,7 +556,7 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
         for step in job.get("steps", []):
             text = json.dumps(step)
             if "HF_TOKEN" in text:  # its setup items and its job action, nothing else
-                assert name == "gpu_h200" and (step.get("run") == both
+                assert name in ("gpu_h200", "gpu_h200-rescue") and (step.get("run") == both
                                                or "testfleet-job" in step.get("uses", ""))
     assert "secrets.HF_TOKEN" not in json.dumps(unit)
 
@@ -665,7 +669,9 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
         assert upload["with"]["name"] == "testfleet-history-${{ matrix.id }}"
         assert upload["if"] == record["if"]
     history = data["jobs"]["history"]
-    assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
+    # the rescue jobs record history too
+    assert history["needs"] == ["plan", "lint", "unit", "gpu", "soak", "lint-rescue",
+                                "unit-rescue", "gpu-rescue", "soak-rescue"]
     assert "permissions" not in history  # the workflow's: contents read
     assert history["concurrency"]["cancel-in-progress"] is False
     steps = history["steps"]
@@ -765,6 +771,7 @@ def test_a_stage_waits_in_the_workflow_for_what_any_event_makes_it_wait_for() ->
     jobs = parsed(render_workflow(config))["jobs"]
     # unit and lint: the same settings, and gpu waits for both: one job (#39)
     lanes = {lane: job for job, body in jobs.items()
+             if "needs.plan.outputs.stages" in str(body.get("strategy", {}).get("matrix"))
              for lane in body.get("env", {}).get("TESTFLEET_LANES", job).split()}
     assert set(jobs["gpu"]["needs"]) == {"plan", lanes["unit"], lanes["lint"]}
     assert lanes["unit"] == lanes["lint"] == "lint"
@@ -796,8 +803,12 @@ def test_stages_with_the_same_settings_write_them_once(tmp_path: Path) -> None:
     text = render_workflow(config)
     for key in ("steps", "container", "env"):
         assert text.count(f"{key}: &gpu_h100-{key}") == 1, key
-        assert text.count(f"{key}: *gpu_h100-{key}") == 1, key
-    assert len(re.findall(r": [&*][\w-]+$", text, re.M)) == 6  # the unit stage: in full
+        # gpu_h200 names it, and so do both rescue jobs (#40)
+        assert text.count(f"{key}: *gpu_h100-{key}") == 3, key
+    anchors = re.findall(r": &([\w-]+)$", text, re.M)
+    aliases = re.findall(r": \*([\w-]+)$", text, re.M)
+    assert len(anchors) == len(set(anchors)) and set(aliases) == set(anchors)  # none unused
+    assert "gpu_h200-steps" not in anchors and "unit-container" not in anchors
     data = parsed(text)
     h100, h200 = data["jobs"]["gpu_h100"], data["jobs"]["gpu_h200"]
     assert h100["runs-on"] == ["self-hosted", "h100"] and h200["runs-on"] == ["self-hosted", "gpu"]
@@ -811,3 +822,73 @@ def test_stages_with_the_same_settings_write_them_once(tmp_path: Path) -> None:
     assert "of stages gpu.h100, gpu.h200, from" in files[".github/testfleet/gpu.h100/setup-1.sh"]
     for result in lint(tmp_path, text, config=config):
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_each_stage_job_has_a_rescue_job_on_its_runner_with_its_very_steps(trusted: bool) -> None:
+    """#40: the rescue job of a lane is the stage job's runner, container, env and steps
+    (written once, through YAML anchors), its matrix from the reconcile job's rescue output,
+    one attempt each; in the trusted workflow the steps are the stage job's too, so a rescue
+    job gets the verified merge commit and the stage's secrets only for an authorized plan."""
+    config = ci_config()
+    text = render_trusted_workflow(config) if trusted else render_workflow(config)
+    assert text is not None
+    data = parsed(text)
+    lanes = ["gpu_h200"] if trusted else ["unit", "gpu_h200"]
+    for job_id in lanes:
+        stage, rescue = data["jobs"][job_id], data["jobs"][f"{job_id}-rescue"]
+        assert f"steps: &{job_id}-steps" in text and f"steps: *{job_id}-steps" in text
+        for key in ("runs-on", "container", "env", "steps", "timeout-minutes"):
+            assert rescue.get(key) == stage.get(key), key
+        assert rescue["needs"] == ["plan", "reconcile"]
+        assert rescue["strategy"]["fail-fast"] is False
+        lane = "gpu.h200" if job_id == "gpu_h200" else job_id
+        assert rescue["strategy"]["matrix"] == \
+            f"${{{{ fromJSON(needs.reconcile.outputs.rescue)['{lane}'].matrix }}}}"
+        assert "needs.reconcile.result == 'success'" in rescue["if"]
+        assert f"fromJSON(needs.reconcile.outputs.rescue)['{lane}'].has_jobs" in rescue["if"]
+    if trusted:  # the same authorization gate on the secrets as the stage job's
+        assert "needs.plan.outputs.authorized == 'true' && secrets.HF_TOKEN" in json.dumps(
+            data["jobs"]["gpu_h200-rescue"]["steps"])
+        assert "${{ needs.plan.outputs.sha }}" in json.dumps(data["jobs"]["gpu_h200-rescue"]["steps"])
+    reconcile, rescued = data["jobs"]["reconcile"], data["jobs"]["rescued"]
+    assert reconcile["env"] == {"TESTFLEET_RESCUE_OUT": "rescue.json", "TESTFLEET_WORKFLOW":
+                                f".github/workflows/testfleet{'-trusted' if trusted else ''}.yml"}
+    assert rescued["env"] == {"TESTFLEET_RESCUE": "rescue.json"}
+    assert rescued["steps"] == reconcile["steps"] and "steps: *reconcile-steps" in text
+    assert rescued["needs"][:2] == ["plan", "reconcile"]
+    assert sorted(rescued["needs"][2:]) == [f"{j}-rescue" for j in sorted(lanes)]
+    assert "needs.reconcile.outputs.has_rescue == 'true'" in rescued["if"]
+    assert data["jobs"]["testfleet"]["needs"][-1] == "rescued"
+
+
+@pytest.mark.parametrize(("results", "rescued", "code"), [
+    ("success failure success success", "success", 0),  # a lost runner, rescued
+    ("success failure success failure", "failure", 1),  # the rescue's reconcile failed
+    ("success failure success skipped", "skipped", 1),  # no rescue: the failure stands
+    ("success success success skipped", "skipped", 0),
+])
+def test_summary_job_takes_the_rescue_reconcile_as_the_verdict_when_it_ran(
+        results: str, rescued: str, code: int, tmp_path: Path) -> None:
+    data = parsed(render_workflow(example().config))
+    step = data["jobs"]["testfleet"]["steps"][0]
+    assert step["env"]["RESCUED"] == "${{ needs.rescued.result }}"
+    assert _bash(step["run"], {"RESULTS": results, "RESCUED": rescued},
+                 tmp_path).returncode == code
+
+
+def test_a_queue_lane_job_never_fails_fast_and_gets_the_database_on_default_branch_runs(
+        tmp_path: Path) -> None:
+    """#40: a queue lane's runners pull one queue: one runner's failure must not cancel the
+    others (fail-fast false, whatever the run's fast-fail), and they need the database URL,
+    which only default-branch runs get (like every history write)."""
+    config = validate_config({"stages": {
+        "q": {"backend": "cpu", "shards": 4, "execution": "queue"},
+        "s": {"backend": "cpu", "shards": 2}}})
+    data = parsed(render_workflow(config, WorkflowOptions(database_secret="TF_DB")))
+    assert data["jobs"]["q"]["strategy"]["fail-fast"] is False
+    assert data["jobs"]["s"]["strategy"]["fail-fast"] != False  # noqa: E712 - an expression
+    run = next(s for s in data["jobs"]["q"]["steps"] if "testfleet-job" in s.get("uses", ""))
+    url = run["env"]["TESTFLEET_DATABASE_URL"]
+    assert "secrets.TF_DB" in url and "github.event.repository.default_branch" in url
+    assert "github.event_name == 'push'" in url

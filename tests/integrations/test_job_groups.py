@@ -134,7 +134,9 @@ def test_init_groups_and_plan_reads_the_groups_back(tmp_path: Path,
     assert nightly["strategy"]["fail-fast"] is False
     assert nightly["runs-on"] == ["self-hosted", "b200"]
     assert "gpu-h200" not in jobs and "nightly-b" not in jobs
-    assert {"plan", "cpu", "gpu-h100", "nightly-a", "history", "reconcile", "testfleet"} == set(jobs)
+    assert {"plan", "cpu", "gpu-h100", "nightly-a", "history", "reconcile", "testfleet",
+            "rescued", "cpu-rescue", "gpu-h100-rescue", "nightly-a-rescue"} == set(jobs)
+    assert jobs["gpu-h100-rescue"]["runs-on"] == gpu["runs-on"]
 
     github_output = tmp_path / "out.txt"
     monkeypatch.setenv("GITHUB_OUTPUT", str(github_output))

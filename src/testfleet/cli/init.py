@@ -397,6 +397,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
         ci.files += part.files
         ci.notes += part.notes
         ci.warnings += part.warnings
+        ci.warnings += _queue_warnings(config, opts)
     if buildkite:
         part = buildkite_files(repo, config, force=force)
         ci.files += part.files
@@ -550,6 +551,26 @@ def _shadow_verdict(repo: Path) -> None:
     if path.is_file():
         click.echo(f"shadow mode ({DEFAULT_PATH}): {verdict(load_history(path), 10)['message']}",
                    err=True)
+
+
+def _queue_warnings(config: Any, opts: Any) -> list[str]:
+    """Queue lanes (#40) in the generated workflow: their runners need the database URL,
+    which only ``database_secret`` gives them (on default-branch runs)."""
+    from testfleet.planning.lanes import all_lanes
+
+    queue = sorted(k for k, lane in all_lanes(config).items()
+                   if getattr(lane.config, "execution", "shards") == "queue")
+    if not queue:
+        return []
+    if opts.database_secret is None:
+        return [f"{', '.join(queue)} run(s) in queue mode, whose runners need the team's "
+                "PostgreSQL (TESTFLEET_DATABASE_URL): set [tool.testfleet.ci] database_secret "
+                "(testfleet init --github --force --database-secret NAME), and run 'testfleet "
+                "db upgrade' once with the role that may change the schema"]
+    return [f"{', '.join(queue)} run(s) in queue mode: run 'testfleet db upgrade' once with the "
+            "role that may change the schema before the first run; the runners get "
+            f"secrets.{opts.database_secret} on default-branch runs only, so a pull request's "
+            "queue runner has no database and is refused (docs/execution-modes.md)"]
 
 
 def _ci_flags(install: str | None, database_secret: str | None,

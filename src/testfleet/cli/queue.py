@@ -31,7 +31,43 @@ def command() -> None:
     Examples:
       testfleet queue status --plan plan.json
       testfleet queue status --plan plan.json --format json -o queue.json
+      testfleet queue prune --older-than 14
     """
+
+
+@command.command("prune")
+@click.option("--older-than", "days", type=click.FloatRange(min=1), default=None, metavar="DAYS",
+              help="Delete the rows of queue lanes with no activity for DAYS days (at least "
+                   "1). Default: 30 (what every new lane's enqueue prunes anyway).")
+@database_option("The queue lives there.")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+@click.pass_context
+def prune_cmd(ctx: click.Context, days: float | None, database: str | None, dry_run: bool) -> int:
+    """Delete the queue rows (lanes, their files and attempts) of plans whose lanes saw no
+    claim and no report for DAYS days: finished lanes, and lanes whose runners are all gone.
+    A lane some runner still works on is kept. The history (durations, outcomes) is not
+    touched: a queue row is never history.
+
+    \b
+    Examples:
+      testfleet queue prune
+      testfleet queue prune --older-than 7 --dry-run
+      testfleet queue prune --older-than 14 --database postgresql://ci@db.internal/tf
+    """
+    import time
+
+    from testfleet.store import open_store
+    from testfleet.store import queue as q
+
+    keep = q.KEEP_DAYS if days is None else days
+    with open_store(project_from(ctx), database) as store, \
+            (store.read() if dry_run else store.write()) as conn:
+        now = q.server_now(conn) if conn.dialect.name == "postgresql" else time.time()
+        pruned = q.prune(conn, now - keep * 86400, delete=not dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    click.echo(f"testfleet queue prune: {verb} {pruned.lanes} lane(s) idle for {keep:g} day(s) "
+               f"or more: {pruned.items} file row(s), {pruned.attempts} attempt row(s)")
+    return 0
 
 
 @command.command("status")

@@ -2,10 +2,13 @@
 
     testfleet reconcile --plan plan.json testfleet-status/
     testfleet reconcile --plan plan.json --expect-digest sha256:... --format json s1.json s2.json
+    testfleet reconcile --plan plan.json --rescue-out rescue.json testfleet-status/
+    testfleet reconcile --plan plan.json --rescue rescue.json testfleet-status/
 
 Exit status: 0 every planned job reported and every planned (stage, file) ran exactly once
-(a plan without jobs: nothing ran); 1 otherwise, with the list; 2 bad input (a plan or
-status file that cannot be read, a plan that is not the expected one).
+(a plan without jobs: nothing ran), or, with --rescue-out, every problem is a lost file the
+rescue wave will run; 1 otherwise, with the list; 2 bad input (a plan, status or rescue file
+that cannot be read, a plan or rescue wave that is not the expected one).
 """
 
 from __future__ import annotations
@@ -40,10 +43,34 @@ FORMATS = ("table", "json", "markdown")
                               "step summary.")
 @output_option()
 @database_option("A queue lane's reports are read from there (queue mode, PostgreSQL).")
+@click.option("--rescue-out", "rescue_out", envvar="TESTFLEET_RESCUE_OUT", default=None,
+              type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="The first reconcile of a run: write the rescue wave (the files whose runner "
+                   "was lost, one rescue job per lost shard) to FILE, and under GitHub Actions "
+                   "the step outputs has_rescue, rescue (per stage lane, shaped like the plan's "
+                   "stages output) and rescue_digest. Exits 0 when every problem is a file the "
+                   "rescue runs. Default: $TESTFLEET_RESCUE_OUT.")
+@click.option("--workflow", "workflow", envvar="TESTFLEET_WORKFLOW", default=None,
+              type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --rescue-out: the generated workflow that runs the rescue; its jobs "
+                   "that run several stages read one rescue matrix, keyed as their stage "
+                   "matrix is. Default: $TESTFLEET_WORKFLOW.")
+@click.option("--rescue-pipeline", "rescue_pipeline", default=None,
+              type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --rescue-out, when the run goes on to a rescue wave: write its "
+                   "Buildkite steps (and the reconcile after them) to FILE, for "
+                   "'buildkite-agent pipeline upload'; otherwise FILE is left absent.")
+@click.option("--rescue", "rescue_path", envvar="TESTFLEET_RESCUE", default=None,
+              type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="The reconcile after a rescue wave: its rescue file. Every planned file must "
+                   "have exactly one final report (shard's or rescue's) and none may fail. "
+                   "Default: $TESTFLEET_RESCUE.")
 @click.argument("statuses", nargs=-1, type=click.Path(path_type=Path), metavar="STATUS...")
 @click.pass_context
 def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
-            database: str | None, statuses: tuple[Path, ...]) -> int:
+            database: str | None, rescue_out: Path | None, workflow: Path | None,
+            rescue_pipeline: Path | None, rescue_path: Path | None,
+            statuses: tuple[Path, ...]) -> int:
     """Compare a plan with the job status files of its run: every planned job reported,
     every planned (stage, file) ran exactly once, nothing ran that was not planned.
 
@@ -57,6 +84,8 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
       testfleet reconcile --plan plan.json testfleet-status/
       testfleet reconcile --plan plan.json --format json -o reconcile.json testfleet-status/
       testfleet reconcile --plan plan.json --expect-digest sha256:0f3a... s1.json s2.json
+      testfleet reconcile --plan plan.json --rescue-out rescue.json testfleet-status/
+      testfleet reconcile --plan plan.json --rescue rescue.json testfleet-status/
     """
     import json
 
@@ -76,10 +105,30 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     require_digest(plan, (expect or "").strip() or None, f"plan file {plan_path}")
     if not statuses:
         raise UsageError("name the status files (or directories holding them) to reconcile")
+    if rescue_out is not None and rescue_path is not None:
+        raise UsageError("--rescue-out makes the rescue wave, --rescue reconciles it: give one")
+    rescue = None
+    if rescue_path is not None:
+        from testfleet.reconcile.rescue import load_rescue, require_rescue
+
+        rescue = load_rescue(rescue_path if rescue_path.is_absolute() else base / rescue_path)
+        require_rescue(rescue, plan, None, f"rescue file {rescue_path}")
     found, notes = read_statuses([p if p.is_absolute() else base / p for p in statuses])
     for note in notes:
         _verbosity.note(printable(note))
-    result = reconcile(plan, found, _queue_reports(ctx, plan, database))
+    result = reconcile(plan, found, _queue_reports(ctx, plan, database), rescue)
+    going_on = False
+    if rescue_pipeline is not None and rescue_out is None:
+        raise UsageError("--rescue-pipeline goes with --rescue-out (the wave it uploads)")
+    if rescue_out is not None:
+        groups = _workflow_groups(workflow if workflow is None or workflow.is_absolute()
+                                  else base / workflow)
+        going_on, wave = _write_rescue(plan, found, result,
+                                       rescue_out if rescue_out.is_absolute() else base / rescue_out,
+                                       groups)
+        if rescue_pipeline is not None:
+            _write_pipeline(plan, wave if going_on else None, rescue_pipeline
+                            if rescue_pipeline.is_absolute() else base / rescue_pipeline)
     if fmt == "json":
         click.echo(json.dumps(to_json(result), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
@@ -88,6 +137,8 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
         click.echo(render_text(result), nl=False)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(result):  # never into the document (-o: not stdout)
+            if going_on:  # not this run's verdict: the rescue wave's reconcile is
+                line = line.replace("::error ", "::warning ", 1)
             click.echo(line, err=fmt == "json" or META_OUTPUT in ctx.meta)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
@@ -97,7 +148,75 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
             except OSError as exc:
                 click.echo(f"testfleet: warning: cannot write $GITHUB_STEP_SUMMARY: {exc}",
                            err=True)
-    return 0 if result.ok else 1
+    return 0 if result.ok or going_on else 1
+
+
+def _write_pipeline(plan: Any, wave: Any, path: Path) -> None:
+    """The rescue wave's Buildkite steps, or no file when there is nothing to upload."""
+    import json
+
+    from testfleet.integrations.buildkite import rescue_pipeline
+
+    try:
+        if wave is None or not wave.jobs:
+            path.unlink(missing_ok=True)
+            return
+        path.write_text(json.dumps(rescue_pipeline(plan, wave), indent=2) + "\n",
+                        encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--rescue-pipeline {path}: cannot write it ({exc.strerror or exc})"
+                         ) from None
+
+
+def _workflow_groups(workflow: Path | None) -> dict[str, list[str]]:
+    """The generated workflow's jobs that run several stages (none without a workflow)."""
+    if workflow is None:
+        return {}
+    from testfleet.integrations.workflow_fit import workflow_groups
+
+    try:
+        groups = workflow_groups(workflow.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--workflow: cannot read {workflow}: {exc}") from None
+    return {key: lanes for key, (lanes, _) in groups.items()}
+
+
+def _write_rescue(plan: Any, found: list[JobStatus], result: Any, path: Path,
+                  groups: dict[str, list[str]]) -> tuple[bool, Any]:
+    """Write the rescue wave (and its GitHub step outputs); (whether the run goes on to it
+    because every problem found is a file it runs, the wave)."""
+    import json
+
+    from testfleet.integrations.plan_formats import github_output_text
+    from testfleet.reconcile.compare import rescue_covers
+    from testfleet.reconcile.rescue import rescue_wave, stage_matrices, write_rescue
+
+    rescue = rescue_wave(plan, found)
+    try:
+        write_rescue(path, rescue)
+    except OSError as exc:
+        raise UsageError(f"--rescue-out {path}: cannot write it ({exc.strerror or exc})") from None
+    going_on = not result.ok and rescue_covers(result, rescue)
+    files = sum(len(j.files) for j in rescue.jobs)
+    if rescue.jobs:
+        _verbosity.note(printable(
+            f"rescue wave {rescue.digest[:19]}… in {path.name}: {files} file(s) of "
+            f"{len(rescue.jobs)} lost job(s) ({', '.join(j.origin for j in rescue.jobs)}) run "
+            "once more on their runner class"
+            + ("; the reconcile after it decides this run" if going_on else
+               ("" if result.ok else "; other problems fail this run anyway"))))
+    output = os.environ.get("GITHUB_OUTPUT")
+    if output and os.environ.get("GITHUB_ACTIONS") == "true":
+        outputs = {"has_rescue": "true" if rescue.jobs else "false",
+                   "rescue_digest": rescue.digest,
+                   "rescue": json.dumps(stage_matrices(plan, rescue, groups), sort_keys=True,
+                                        separators=(",", ":"))}
+        try:
+            with open(output, "a", encoding="utf-8") as fh:
+                fh.write(github_output_text(outputs))
+        except OSError as exc:
+            raise UsageError(f"cannot write $GITHUB_OUTPUT: {exc.strerror or exc}") from None
+    return going_on, rescue
 
 
 def _queue_reports(ctx: click.Context, plan: Any, database: str | None) -> Any:

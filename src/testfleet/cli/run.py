@@ -71,6 +71,14 @@ OUTPUTS = ("auto", "plain", "github", "buildkite", "terminal")
               default=None, metavar="FILE",
               help="Write the job status file to FILE (for `testfleet reconcile`); default: "
                    "<records>/job-status.json.")
+@click.option("--rescue", "rescue_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="With --plan: --job names a rescue job of this rescue file (written by "
+                   "`testfleet reconcile --rescue-out`): run the files its planned job's runner "
+                   "never reported, once, with that job's settings.")
+@click.option("--rescue-digest", "rescue_digest", envvar="TESTFLEET_RESCUE_DIGEST", default=None,
+              metavar="DIGEST", help="With --rescue: refuse a rescue file whose digest is not "
+                                     "DIGEST (exit 2). Default: $TESTFLEET_RESCUE_DIGEST.")
 @click.option("--queue", "queue", is_flag=True,
               help="Run as one of a queue lane's runners (execution = \"queue\"): claim files "
                    "from the lane's PostgreSQL queue until every file is done. A queue lane's "
@@ -80,7 +88,8 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
             trigger_options: TriggerOptions, max_attempts: int | None, continue_on_error: bool,
             junit: Path | None, database: str | None, no_history: bool, records: Path | None,
             output: str, dry_run: bool, plan_digest: str | None,
-            status_file: Path | None, queue: bool) -> int:
+            status_file: Path | None, rescue_path: Path | None, rescue_digest: str | None,
+            queue: bool) -> int:
     """Run one job of a plan (or a stage shard, or registered files): one process per file,
     timeouts that kill the whole process tree, classified retries, fast-fail, live output,
     JUnit, GitHub step summary, history and metric gate.
@@ -98,6 +107,7 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
       testfleet run --stage stage-b-cpu --cadence nightly --display plain
       testfleet run --file tests/unit/test_rollout_buffer.py --dry-run
       testfleet run --plan plan.json --stage stage-c-4-gpu-h200 --queue
+      testfleet run --plan plan.json --rescue rescue.json --job stage-a-cpu-2-of-4-rescue
     """
     from testfleet.runner.jobs import build_spec
     from testfleet.runner.settings import run_options
@@ -113,7 +123,8 @@ def command(ctx: click.Context, plan_path: Path | None, job_id: str | None, shar
                 project, base, plan_path, opts.stages[0], (plan_digest or "").strip() or None)
         else:
             sel, plan, plan_file = _select(project, base, opts, plan_path, job_id, shard,
-                                           database, (plan_digest or "").strip() or None)
+                                           database, (plan_digest or "").strip() or None,
+                                           rescue_path, (rescue_digest or "").strip() or None)
         settings = _queue_lane(project, plan, sel, queue, bool(opts.files), database)
         if settings is not None:
             from testfleet.queue.lane import lane_items
@@ -249,9 +260,13 @@ def _trigger_given(opts: TriggerOptions) -> bool:
 
 def _select(project: Any, base: Path, opts: TriggerOptions, plan_path: Path | None,
             job_id: str | None, shard: str | None, database: str | None,
-            digest: str | None) -> tuple[Any, Any, str | None]:
+            digest: str | None, rescue_path: Path | None = None,
+            rescue_digest: str | None = None) -> tuple[Any, Any, str | None]:
     """(the selection, the plan it comes from, the plan file's path as shown)."""
-    from testfleet.runner.jobs import require_digest, select_plan_job
+    from testfleet.runner.jobs import require_digest, select_plan_job, select_rescue_job
+
+    if rescue_path is not None and plan_path is None:
+        raise UsageError("--rescue needs --plan (the plan the rescue wave is of) and --job")
 
     if plan_path is not None:
         if _trigger_given(opts) or shard is not None:
@@ -264,13 +279,22 @@ def _select(project: Any, base: Path, opts: TriggerOptions, plan_path: Path | No
         path = plan_path if plan_path.is_absolute() else base / plan_path
         plan = load_plan(path)
         require_digest(plan, digest, f"plan file {path}")
-        sel = select_plan_job(plan, job_id)
+        if rescue_path is not None:
+            from testfleet.reconcile.rescue import load_rescue, require_rescue
+
+            where = rescue_path if rescue_path.is_absolute() else base / rescue_path
+            rescue = load_rescue(where)
+            require_rescue(rescue, plan, rescue_digest, f"rescue file {rescue_path}")
+            sel = select_rescue_job(plan, rescue, job_id)
+        else:
+            sel = select_plan_job(plan, job_id)
         if digest is None:  # nothing pins the plan: it runs only what this project plans
             from testfleet.registry import collect
             from testfleet.runner.planguard import require_registered
 
             require_registered(project.config, collect(project, gates=False).registrations,
-                               plan, sel.jobs, f"plan file {plan_path}")
+                               plan, (sel.rescue.origin,) if sel.rescue else sel.jobs,
+                               f"plan file {plan_path}")
         return sel, plan, str(plan_path)
     if job_id is not None:
         raise UsageError("--job needs --plan")

@@ -36,6 +36,14 @@ class FileStatusDoc(TypedDict):
 
 
 @boundary
+class RescueRefDoc(TypedDict):
+    """A rescue job's status (#40): which rescue wave it ran from and whose files."""
+
+    digest: Digest
+    origin: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+@boundary
 class JobStatusDoc(TypedDict):
     """One job's account of its part of a plan. testfleet writes every key; the ones not
     required are read with their defaults (no list, "testfleet run", "", 0, null)."""
@@ -61,3 +69,4 @@ class JobStatusDoc(TypedDict):
     finished_at: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
     testfleet_version: NotRequired[Name]
     files: list[FileStatusDoc]
+    rescue: NotRequired[RescueRefDoc | None]

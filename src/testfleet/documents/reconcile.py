@@ -74,5 +74,17 @@ class ReconcileDoc(TypedDict):
     """Statuses of shards the plan left without files (accepted, shown)."""
     superseded: list[JobProblemDoc]
     """Statuses a later CI attempt of the same job replaced (accepted, shown)."""
+    failed: list[FileProblemDoc]
+    """With a rescue wave: files whose final report is a failure, not quarantined."""
+    rescue_digest: str | None
+    """The rescue wave reconciled with (``--rescue``), or null."""
+    rescued_jobs: list[JobProblemDoc]
+    """Planned jobs that never reported or did not finish, whose files the rescue ran
+    (accepted, shown)."""
+    rescued: list[FileProblemDoc]
+    """Files whose one final report came from the rescue wave (accepted, shown)."""
+    late: list[FileProblemDoc]
+    """Files a rescue job ran that their own shard reported after all: the shard's report
+    counts (accepted, shown)."""
     problems: list[str]
     """One line per kind of problem."""

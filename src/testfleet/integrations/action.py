@@ -52,6 +52,12 @@ PLAN_OUTPUTS = {
     "authorized": "'false' for a fork's pull request without an authorizing label (give its jobs no secret)",
 }
 
+#: What ``reconcile`` writes to ``$GITHUB_OUTPUT`` with ``TESTFLEET_RESCUE_OUT`` (#40).
+RECONCILE_OUTPUTS = {
+    "has_rescue": "'true' when files of lost shards go to the rescue wave",
+    "rescue": "per stage lane, the rescue jobs: {\"<lane>\": {\"has_jobs\": bool, \"matrix\": {...}}}",
+}
+
 _INSTALL = r"""
 set -euo pipefail
 if [ -n "${TESTFLEET_INSTALL:-}" ]; then
@@ -118,6 +124,8 @@ def render_action(version: str = __version__) -> str:
         "    description: run only; the plan job id (matrix.id).",
         "  plan-digest:",
         "    description: run only; refuse a plan file whose digest is not this one (the plan output 'digest').",
+        "  rescue-digest:",
+        "    description: run only; run a rescue job of rescue.json (next to the plan file), whose digest must be this one.",
         "  junit-dir:",
         "    description: run only; JUnit goes to <junit-dir>/<job>.xml.",
         "    default: testfleet-junit",
@@ -126,10 +134,11 @@ def render_action(version: str = __version__) -> str:
         "    default: testfleet-status",
         "outputs:",
     ]
-    for name, text in PLAN_OUTPUTS.items():
+    for name, text in [*[(n, "plan only; " + t) for n, t in PLAN_OUTPUTS.items()],
+                       *[(n, "reconcile only; " + t) for n, t in RECONCILE_OUTPUTS.items()]]:
         lines += [
             f"  {name}:",
-            f"    description: {yaml_str('plan only; ' + text)}",
+            f"    description: {yaml_str(text)}",
             f"    value: ${{{{ steps.testfleet.outputs.{name} }}}}",
         ]
     lines += [
@@ -163,6 +172,7 @@ def render_action(version: str = __version__) -> str:
         "        TESTFLEET_STAGES: ${{ inputs.stages }}",
         "        TESTFLEET_JOB: ${{ inputs.job }}",
         "        TESTFLEET_PLAN_DIGEST: ${{ inputs.plan-digest }}",
+        "        TESTFLEET_RESCUE_DIGEST: ${{ inputs.rescue-digest }}",
         "        TESTFLEET_JUNIT_DIR: ${{ inputs.junit-dir }}",
         "        TESTFLEET_STATUS_DIR: ${{ inputs.status-dir }}",
         # the inputs above become command lines in testfleet itself (testfleet.integrations.action_step)

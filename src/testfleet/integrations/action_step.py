@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 #: The action's commands and the testfleet subcommand each runs.
 COMMANDS = {
@@ -89,10 +90,14 @@ def invocations(env: Mapping[str, str]) -> tuple[list[Invocation], list[str]] | 
         if not job:
             return ActionError("the run command needs the 'job' input")
         digest = ("--plan-digest", _get(env, "PLAN_DIGEST")) if _get(env, "PLAN_DIGEST") else ()
+        # a rescue job (#40): rescue.json beside the plan file, checked against its digest
+        rescue = ("--rescue", str(PurePosixPath(plan_file).parent / "rescue.json")) \
+            if _get(env, "RESCUE_DIGEST") else ()
         junit = _get(env, "JUNIT_DIR", "testfleet-junit")
         return [Invocation((*verb, "--plan", plan_file, "--job", job,
                             "--junit", f"{junit}/{job}.xml",
-                            "--status-file", f"{status_dir}/{job}.json", *digest, *extra))], notices
+                            "--status-file", f"{status_dir}/{job}.json", *digest, *rescue,
+                            *extra))], notices
     if command == "reconcile":
         # status files or directories of them (downloaded artifacts); default status-dir
         return [Invocation((*verb, "--plan", plan_file, *(extra or (status_dir,))))], notices

@@ -61,6 +61,13 @@ Reconciliation (INTERFACES.md section 1): each step writes its job status file
 ``testfleet reconcile``, which fails the build naming every job that never reported and
 every planned file reported other than once.
 
+The rescue wave (#40): a step whose agent was lost is retried automatically (exit status
+-1, signal reason ``agent_stop``), and when its retries are spent it soft-fails (exit
+status -1 only): the reconcile step writes the files no step reported as the rescue wave
+(``reconcile --rescue-out``) and uploads :func:`rescue_pipeline`, one step per lost job on
+its origin's agents and settings, and the reconcile after it, which fails the build unless
+every planned file then has exactly one final report and none failed.
+
 Rejected registrations (``plan`` exit 1): the bootstrap uploads the plan of every
 valid test as usual and passes; the pipeline ends with a step, after a ``wait`` that
 continues on failure, that fails the build naming the cause, as the GitHub
@@ -92,6 +99,9 @@ HISTORY_DIR = "testfleet-history"
 TREE_ERRORS_KEY = "testfleet-tree-errors"
 RECONCILE_KEY = "testfleet-reconcile"
 STATUS_DIR = "testfleet-status"
+#: the rescue wave (#40): its file and the key of the reconcile after it
+RESCUE_FILE = "rescue.json"
+RESCUED_KEY = "testfleet-rescued"
 #: A build of the default branch, not of a pull request (the shell test every history
 #: command repeats at run time; the step-level ``if`` is Buildkite's own at upload).
 DEFAULT_BRANCH_BUILD = ('[ "${BUILDKITE_PULL_REQUEST:-false}" = "false" ] && '
@@ -247,7 +257,9 @@ def _command(plan: Plan, opts: BuildkiteOptions) -> tuple[list[str], list[str]]:
                 f"({digest})' >&2; exit 2")
     run = (f'testfleet run --plan {plan_file} --job "$TESTFLEET_JOB_ID" '
            f'--junit "{JUNIT_DIR}/$TESTFLEET_JOB_ID.xml" '
-           f'--status-file "{STATUS_DIR}/$TESTFLEET_JOB_ID.json"')
+           f'--status-file "{STATUS_DIR}/$TESTFLEET_JOB_ID.json"'
+           # a rescue step (#40): the rescue wave's file, its digest in the step's env
+           f'${{TESTFLEET_RESCUE_DIGEST:+ --rescue {RESCUE_FILE}}}')
     before = [
         f"buildkite-agent artifact download {plan_file} .",
         # the plan file's own digest, exactly (it is written first); not a substring of it
@@ -373,7 +385,13 @@ def reconcile_step(plan: Plan, opts: BuildkiteOptions) -> dict[str, Any] | None:
             f"mkdir -p {STATUS_DIR}",
             f"buildkite-agent artifact download '{STATUS_DIR}/*.json' . || "
             "echo 'testfleet: no job status file in this build' >&2",
-            f"testfleet reconcile --plan {plan_file} --expect-digest {digest} {STATUS_DIR}",
+            # the files of lost agents' jobs: the rescue wave, uploaded as steps (#40)
+            f"testfleet reconcile --plan {plan_file} --expect-digest {digest} "
+            f"--rescue-out {RESCUE_FILE} --rescue-pipeline rescue-pipeline.json {STATUS_DIR}",
+            "if [ -s rescue-pipeline.json ]; then",
+            f"  buildkite-agent artifact upload {RESCUE_FILE}",
+            "  buildkite-agent pipeline upload rescue-pipeline.json",
+            "fi",
         ],
         "timeout_in_minutes": 10,
     }
@@ -495,40 +513,16 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
     if notice is not None:
         steps.append(notice)
     for job in plan.jobs:
-        step: dict[str, Any] = {
-            "label": f"{job.lane} {job.shard}/{job.shards}",
-            "key": keys[job.id],
-            "commands": [*before, *machine_commands(job), *setup_commands(job), *run],
-            "env": {"TESTFLEET_JOB_ID": job.id,
-                    **{k: v for k, v in sorted(job.env.items())}},
-            "artifact_paths": [f"{JUNIT_DIR}/*.xml", f"{STATUS_DIR}/*.json"],
-            "timeout_in_minutes": job.timeout_minutes,
-        }
-        secrets = [*job.ci.secrets, *(c.token_secret for c in job.ci.checkouts
-                                      if c.token_secret and c.token_secret not in job.ci.secrets)]
-        if secrets:
-            step["secrets"] = secrets
-        if job.ci.fail_fast:
-            step["cancel_on_build_failing"] = True
-        if job.ci.max_parallel:
-            step["concurrency"] = job.ci.max_parallel
-            step["concurrency_group"] = f"testfleet/{job.lane}"  # made per build below
-        agents = agents_for(job.runs_on)
-        if agents:
-            step["agents"] = agents
-        deps = _dependencies(plan, job, keys)
-        if deps:
-            step["depends_on"] = deps
-            if bypass:
-                step["allow_dependency_failure"] = True
-        plugins = _plugins(job, opts)
-        if plugins:
-            step["plugins"] = plugins
+        step = _job_step(plan, job, opts, keys, before, run, bypass=bypass)
         if opts.agent_lost_retries:
             step["retry"] = {"automatic": [
                 {"exit_status": -1, "limit": opts.agent_lost_retries},
                 {"signal_reason": "agent_stop", "limit": opts.agent_lost_retries},
             ]}
+        # an agent lost after its retries does not fail the build by itself: its files go
+        # to the rescue wave, and the reconcile after it fails the build unless each of
+        # them then has exactly one final report
+        step["soft_fail"] = [{"exit_status": -1}]
         steps.append(step)
     final = [s for s in (history_step() if plan.jobs and writes_history(plan) else None,
                          reconcile_step(plan, opts), tree_errors_step(plan)) if s is not None]
@@ -550,6 +544,82 @@ def pipeline(plan: Plan, options: BuildkiteOptions | None = None) -> dict[str, A
         elif "concurrency_group" in step:
             step["concurrency_group"] = "${BUILDKITE_BUILD_ID}/" + step["concurrency_group"]
     return {"env": _escape_all(env), "steps": escaped}
+
+
+def _job_step(plan: Plan, job: Job, opts: BuildkiteOptions, keys: dict[str, str],
+              before: list[str], run: list[str], *, bypass: bool) -> dict[str, Any]:
+    """The command step of one plan job (a rescue step starts from its origin's)."""
+    step: dict[str, Any] = {
+        "label": f"{job.lane} {job.shard}/{job.shards}",
+        "key": keys[job.id],
+        "commands": [*before, *machine_commands(job), *setup_commands(job), *run],
+        "env": {"TESTFLEET_JOB_ID": job.id,
+                **{k: v for k, v in sorted(job.env.items())}},
+        "artifact_paths": [f"{JUNIT_DIR}/*.xml", f"{STATUS_DIR}/*.json"],
+        "timeout_in_minutes": job.timeout_minutes,
+    }
+    secrets = [*job.ci.secrets, *(c.token_secret for c in job.ci.checkouts
+                                  if c.token_secret and c.token_secret not in job.ci.secrets)]
+    if secrets:
+        step["secrets"] = secrets
+    if job.ci.fail_fast:
+        step["cancel_on_build_failing"] = True
+    if job.ci.max_parallel:
+        step["concurrency"] = job.ci.max_parallel
+        step["concurrency_group"] = f"testfleet/{job.lane}"  # made per build below
+    agents = agents_for(job.runs_on)
+    if agents:
+        step["agents"] = agents
+    deps = _dependencies(plan, job, keys)
+    if deps:
+        step["depends_on"] = deps
+        if bypass:
+            step["allow_dependency_failure"] = True
+    plugins = _plugins(job, opts)
+    if plugins:
+        step["plugins"] = plugins
+    return step
+
+
+def rescue_pipeline(plan: Plan, rescue: Any, options: BuildkiteOptions | None = None
+                    ) -> dict[str, Any]:
+    """The rescue wave (#40) as the pipeline the reconcile step uploads: one step per rescue
+    job, on its origin's agents with its origin's container, setup, secrets and timeout,
+    running ``testfleet run --rescue`` (one attempt: no automatic retry); then, after a
+    ``wait`` that continues on failure, the reconcile of the plan with its rescue."""
+    opts = options or BuildkiteOptions()
+    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY, RECONCILE_KEY, RESCUED_KEY}
+    keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
+    before, run = _command(plan, opts)
+    plan_file = shlex.quote(opts.plan_file)
+    steps: list[dict[str, Any]] = []
+    for rjob in rescue.jobs:
+        origin = plan.job(rjob.origin)
+        step = _job_step(plan, origin, opts, keys, before, run, bypass=False)
+        step.pop("depends_on", None)
+        step.pop("allow_dependency_failure", None)
+        step["key"] = step_key(rjob.id, taken)
+        step["label"] = f"{origin.lane} {origin.shard}/{origin.shards} rescue"
+        step["env"] = {**step["env"], "TESTFLEET_JOB_ID": rjob.id,
+                       "TESTFLEET_RESCUE_DIGEST": rescue.digest}
+        step["commands"] = [f"buildkite-agent artifact download {RESCUE_FILE} .",
+                            *step["commands"]]
+        steps.append(step)
+    digest = shlex.quote(plan.digest)
+    steps += [{"wait": None, "continue_on_failure": True}, {
+        "label": ":white_check_mark: testfleet reconcile after the rescue",
+        "key": RESCUED_KEY,
+        "commands": [
+            f"buildkite-agent artifact download {plan_file} .",
+            f"buildkite-agent artifact download {RESCUE_FILE} .",
+            f"mkdir -p {STATUS_DIR}",
+            f"buildkite-agent artifact download '{STATUS_DIR}/*.json' .",
+            f"testfleet reconcile --plan {plan_file} --expect-digest {digest} "
+            f"--rescue {RESCUE_FILE} {STATUS_DIR}",
+        ],
+        "timeout_in_minutes": 10,
+    }]
+    return {"steps": _escape_all(steps)}
 
 
 def _escape_all(value: Any) -> Any:

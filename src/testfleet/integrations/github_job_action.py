@@ -41,6 +41,7 @@ from testfleet.integrations.github_options import (
     reads_cache,
     restore_history,
 )
+from testfleet.integrations.github_rescue import RESCUE_ARTIFACT
 from testfleet.integrations.yaml_doc import dump
 
 JOB_ACTION_PATH = ".github/actions/testfleet-job/action.yml"
@@ -49,13 +50,17 @@ JOB_ACTION = "./.github/actions/testfleet-job"
 
 def render_job_action(config: Config, opts: WorkflowOptions) -> str:
     """The composite action a stage job runs its plan job with (deterministic)."""
-    body: list[Any] = [steps.uses("actions/download-artifact", {"name": PLAN_ARTIFACT})]
+    body: list[Any] = [steps.uses("actions/download-artifact", {"name": PLAN_ARTIFACT}),
+                       # a rescue job (#40): the rescue wave its matrix entry names
+                       steps.uses("actions/download-artifact", {"name": RESCUE_ARTIFACT},
+                                  cond="${{ inputs.rescue != '' }}")]
     if reads_cache(config, opts):  # read only: the metric gate's baselines
         body.append(restore_history(config, opts).value)
     body.append(steps.action("Run", "run", install=opts.install, config=opts.config, inputs={
         # JUnit and the status file go to the action's defaults, testfleet-junit/ and
         # testfleet-status/, uploaded below
-        "job": "${{ inputs.job }}", "plan-digest": "${{ inputs.plan-digest }}"}))
+        "job": "${{ inputs.job }}", "plan-digest": "${{ inputs.plan-digest }}",
+        "rescue-digest": "${{ inputs.rescue }}"}))
     if history_mode(config, opts) == "cache":
         writes = f"${{{{ !cancelled() && {DEFAULT_BRANCH_RUN} }}}}"
         body.append(steps.action(
@@ -81,6 +86,8 @@ def render_job_action(config: Config, opts: WorkflowOptions) -> str:
             "job": {"description": "The plan job id (matrix.id).", "required": True},
             "plan-digest": {"description": "The digest the plan file must have (the plan "
                                            "job's output digest).", "required": True},
+            "rescue": {"description": "A rescue job's rescue file digest (matrix.rescue); empty "
+                                      "for a planned job.", "default": ""},
         },
         "runs": {"using": "composite", "steps": body},
     }

@@ -23,6 +23,8 @@ from testfleet.integrations.github_options import (
     PLAN_ARTIFACT,
     STATUS_ARTIFACT,
     STATUS_DIR,
+    TRUSTED_WORKFLOW_PATH,
+    WORKFLOW_PATH,
     WorkflowOptions,
     workflow_needs,
 )
@@ -126,8 +128,11 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         cond.insert(0, "github.event_name != 'pull_request'")
     if len(needs) > 1:
         cond.append("(!failure() || needs.plan.outputs.bypass_fastfail == 'true')")
-    if group is not None and group.one_job_each:
+    if getattr(stage, "execution", "shards") == "queue":  # #40: runners pull one queue
         fail_fast: Any = False
+        fail_fast_note = "a queue lane: one runner's failure must not cancel the other pullers"
+    elif group is not None and group.one_job_each:
+        fail_fast = False
         fail_fast_note = "each of these stages runs one job: nothing of its own to cancel"
     elif ci.fail_fast is None:
         fail_fast = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
@@ -219,7 +224,11 @@ def plan_outputs(names: list[str]) -> dict[str, str]:
 
 def reconcile_job(opts: WorkflowOptions, job_ids: list[str], *, trusted: bool) -> Note:
     """Every planned (stage, file) reported exactly once, by the jobs that were planned
-    (INTERFACES.md §1): a shard that never reported fails the run, naming it."""
+    (INTERFACES.md §1): a shard that never reported fails the run, naming it, unless its
+    files go to the rescue wave (:mod:`testfleet.integrations.github_rescue`), whose
+    reconcile (these steps again, with ``TESTFLEET_RESCUE``) then decides."""
+    from testfleet.integrations.github_rescue import RESCUE_ARTIFACT, RESCUE_FILE
+
     checkout_note = ("The base branch's own files: nothing of the pull request runs here.",) \
         if trusted else ()
     return Note({
@@ -228,6 +237,11 @@ def reconcile_job(opts: WorkflowOptions, job_ids: list[str], *, trusted: bool) -
         "if": "${{ always() && needs.plan.result == 'success' }}",
         "runs-on": "ubuntu-latest",
         "timeout-minutes": 10,
+        "outputs": {o: f"${{{{ steps.reconcile.outputs.{o} }}}}" for o in ("has_rescue", "rescue")},
+        "env": Note({"TESTFLEET_RESCUE_OUT": RESCUE_FILE,
+                     # its jobs that run several stages read one rescue matrix each
+                     "TESTFLEET_WORKFLOW": TRUSTED_WORKFLOW_PATH if trusted else WORKFLOW_PATH},
+                    eol="lost shards' files: the rescue wave"),
         "steps": [
             steps.checkout(before=checkout_note),
             steps.setup_python(opts.python_version),
@@ -235,9 +249,15 @@ def reconcile_job(opts: WorkflowOptions, job_ids: list[str], *, trusted: bool) -
             steps.uses("actions/download-artifact", {"pattern": f"{STATUS_ARTIFACT}-*",
                                                      "path": STATUS_DIR},
                        cond="${{ needs.plan.outputs.has_jobs == 'true' }}"),
+            steps.uses("actions/download-artifact", {"name": RESCUE_ARTIFACT},
+                       cond="${{ env.TESTFLEET_RESCUE != '' }}"),
             steps.action("Reconcile", "reconcile", install=opts.install, config=opts.config,
+                         step_id="reconcile",
                          # reads the status-dir: a job that never reported is named
                          inputs={"plan-digest": "${{ needs.plan.outputs.digest }}"}),
+            steps.upload(RESCUE_ARTIFACT, RESCUE_FILE, overwrite=True, if_no_files="error",
+                         cond="${{ steps.reconcile.outputs.has_rescue == 'true' }}",
+                         retention_days=opts.artifact_retention_days),
         ],
     }, before=("Every planned job reported, every planned file exactly once, nothing unplanned:",
                "otherwise this job fails and names what is missing (testfleet reconcile)."))
@@ -247,13 +267,18 @@ RESULT_SCRIPT = """echo "job results: $RESULTS"
 if [ "$TREE_ERRORS" = true ]; then
   echo "::error title=testfleet::registrations were rejected; the plan ran every valid test and left them out as 'invalid' (testfleet check lists them)"; exit 1
 fi
+if [ "$RESCUED" = success ]; then
+  echo "a rescue wave ran and its reconcile passed: every planned file has one final report, none failed"; exit 0
+fi
 for result in $RESULTS; do
   case "$result" in success|skipped) ;; *) echo "::error title=testfleet::a testfleet job ended with '$result'"; exit 1 ;; esac
 done
 """
 
 
-def result_job(config: Config, needs: list[str], check: str) -> Note:
+def result_job(config: Config, needs: list[str], check: str, rescued: str | None = None) -> Note:
+    """The one required check; ``rescued``: the job that reconciles after the rescue wave,
+    whose pass is the verdict on the stage jobs when it ran (a lost runner fails its job)."""
     from testfleet.integrations.github_options import ignored_label_expr
 
     return Note({
@@ -266,7 +291,8 @@ def result_job(config: Config, needs: list[str], check: str) -> Note:
         "steps": [{
             "name": "All jobs passed",
             "env": {"RESULTS": "${{ join(needs.*.result, ' ') }}",
-                    "TREE_ERRORS": "${{ needs.plan.outputs.tree_errors }}"},
+                    "TREE_ERRORS": "${{ needs.plan.outputs.tree_errors }}",
+                    **({"RESCUED": f"${{{{ needs.{rescued}.result }}}}"} if rescued else {})},
             "run": RESULT_SCRIPT,
         }],
     }, before=("One stable check to require in branch protection, whatever the plan holds.",))

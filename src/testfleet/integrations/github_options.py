@@ -155,7 +155,7 @@ def wave_count(config: Config) -> int:
     return max(1, 1 + max(stage_waves(config).values(), default=0))
 
 
-RESERVED_JOBS = {"plan", "testfleet", "reconcile", "history"}
+RESERVED_JOBS = {"plan", "testfleet", "reconcile", "history", "rescued"}
 
 
 def stage_job_ids(config: Config) -> dict[str, str]:

@@ -130,7 +130,9 @@ def job_action(env: Mapping[str, Any]) -> Note:
     step: dict[str, Any] = {"uses": Note("./.github/actions/testfleet-job", eol=LOCAL_ACTION_NOTE)}
     if env:
         step["env"] = dict(env)
-    step["with"] = {"job": "${{ matrix.id }}", "plan-digest": "${{ needs.plan.outputs.digest }}"}
+    # a rescue job's matrix entry carries its rescue file's digest; a stage job's has none
+    step["with"] = {"job": "${{ matrix.id }}", "plan-digest": "${{ needs.plan.outputs.digest }}",
+                    "rescue": "${{ matrix.rescue }}"}
     return Note(step)
 
 

@@ -134,9 +134,15 @@ class QueueDb:
     def enqueue(self, items: Sequence[tuple[str, float]]) -> bool:
         from testfleet.store import queue as q
 
-        return self._retrying("enqueue", lambda c: q.enqueue(
-            c, self.s.plan_digest, self.s.lane, items, runner=self.s.runner,
-            pull_request=self.s.pull_request, now=q.server_now(c)))
+        def step(c: Any) -> bool:
+            now = q.server_now(c)
+            made = q.enqueue(c, self.s.plan_digest, self.s.lane, items, runner=self.s.runner,
+                             pull_request=self.s.pull_request, now=now)
+            if made:  # once per new lane: the rows of lanes idle for KEEP_DAYS go
+                q.prune(c, now - q.KEEP_DAYS * 86400, keep=(self.s.plan_digest, self.s.lane))
+            return made
+
+        return self._retrying("enqueue", step)
 
     def claim(self) -> tuple[str, Claim | None]:
         """(what to do next, the claim when it is ``run``)."""

@@ -31,6 +31,15 @@ mid-file, is not a problem by itself; every planned file of the lane must have e
 one final report in the queue (:class:`QueueReport`), and a queue lane the caller could
 not read counts its files as missing.
 
+A rescue wave (#40, :mod:`testfleet.reconcile.rescue`) is reconciled with its rescue file:
+a rescue job's status counts for the files of its rescue job only; a planned job that never
+reported (or was interrupted) is accepted when its rescue job reported for it, and its
+files are *rescued* (listed, accepted). A file its original shard reported after all (late)
+keeps that report as its one final report; the rescue's run of it is *late* (listed, never
+counted twice). With a rescue, the stage jobs' own exit statuses no longer decide the run
+(a lost runner fails its job too), so every final report is judged here: a failure that is
+not quarantined is *failed*. Without the rescue file a rescue job's status matches nothing.
+
 Zero is never green by accident: a plan with jobs reconciles only when they reported and
 executed their files; a plan with no jobs reconciles when nothing executed.
 """
@@ -42,7 +51,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from testfleet.reconcile.status import MAX_ATTEMPTS, NOT_FINISHED, JobStatus
+from testfleet.reconcile.rescue import BLOCKING, SUFFIX, Rescue, RescueJob
+from testfleet.reconcile.status import MAX_ATTEMPTS, NOT_FINISHED, JobStatus, latest_attempts
 
 if TYPE_CHECKING:
     from testfleet.documents.reconcile import FileProblemDoc, JobProblemDoc
@@ -108,11 +118,16 @@ class Reconciliation:
     incomplete: list[JobProblem] = field(default_factory=list)
     unplanned_jobs: list[JobProblem] = field(default_factory=list)
     impossible: list[JobProblem] = field(default_factory=list)
+    failed: list[FileProblem] = field(default_factory=list)  # judged with a rescue only
     empty_shards: list[JobProblem] = field(default_factory=list)  # accepted, shown
     superseded: list[JobProblem] = field(default_factory=list)  # accepted, shown
+    rescued_jobs: list[JobProblem] = field(default_factory=list)  # accepted, shown
+    rescued: list[FileProblem] = field(default_factory=list)  # accepted, shown
+    late: list[FileProblem] = field(default_factory=list)  # accepted, shown
+    rescue_digest: str | None = None  # the rescue wave reconciled with, if any
 
     PROBLEMS = ("missing_jobs", "missing", "not_run", "duplicated", "moved", "unplanned",
-                "other_plan", "incomplete", "unplanned_jobs", "impossible")
+                "other_plan", "incomplete", "unplanned_jobs", "impossible", "failed")
 
     @property
     def ok(self) -> bool:
@@ -196,28 +211,47 @@ def _job_contradictions(s: JobStatus, named: list[Any], lane_jobs: dict[str, lis
     return out
 
 
-def _latest_attempts(statuses: Sequence[JobStatus]) -> tuple[list[JobStatus], list[JobStatus]]:
-    """(the statuses that count, the ones a later CI attempt of the same job superseded)."""
-    by_job: dict[str, list[JobStatus]] = defaultdict(list)
-    for s in statuses:
-        by_job[s.job_id].append(s)
-    kept: list[JobStatus] = []
-    dropped: list[JobStatus] = []
-    for group in by_job.values():
-        attempts = [s.ci_attempt for s in group]
-        if len(group) > 1 and None not in attempts and len(set(attempts)) > 1:
-            last = max(a for a in attempts if a is not None)
-            kept += [s for s in group if s.ci_attempt == last]
-            dropped += [s for s in group if s.ci_attempt != last]
-        else:
-            kept += group
-    return kept, dropped
+def _rescue_contradictions(s: JobStatus, job: RescueJob | None, plan: Any) -> list[str]:
+    """Where a rescue job's status disagrees with its rescue job: its origin, lane, files
+    (only the rescue job's) and their planned quarantine."""
+    if job is None or s.rescue is None:
+        return []
+    out = []
+    if s.rescue.origin != job.origin:
+        out.append(f"stands in for {s.rescue.origin!r}, but rescue job {job.id} is "
+                   f"{job.origin!r}'s")
+    if s.lane != job.lane:
+        out.append(f"stage {s.lane!r}, but rescue job {job.id} is of {job.lane!r}")
+    mine = set(job.files)
+    quarantined = {t.file: bool(t.quarantined) for j in plan.jobs if j.id == job.origin
+                   for t in j.tests}
+    for f in s.files:
+        if f.file not in mine:
+            out.append(f"{f.file}: not a file of rescue job {job.id}")
+        elif quarantined.get(f.file, f.quarantined) != f.quarantined:
+            out.append(f"{f.file}: reported {'' if f.quarantined else 'not '}quarantined, "
+                       "unlike the plan")
+    return out
+
+
+def _judge(out: Reconciliation, finals: dict[tuple[str, str], tuple[str, Outcome, bool]],
+           planned_job_of: dict[tuple[str, str], str]) -> None:
+    """With a rescue: every final report that fails (not quarantined) fails the run."""
+    for key, (job_id, outcome, quarantined) in sorted(finals.items()):
+        if outcome in BLOCKING and not quarantined:
+            out.failed.append(FileProblem(*key, planned_job_of.get(key), (job_id,)))
 
 
 def reconcile(plan: Any, statuses: Sequence[JobStatus],
-              queues: Mapping[str, Sequence[QueueReport]] | None = None) -> Reconciliation:
+              queues: Mapping[str, Sequence[QueueReport]] | None = None,
+              rescue: Rescue | None = None) -> Reconciliation:
     """Compare ``plan`` (a :class:`~testfleet.planning.model.Plan`) with ``statuses``, and
-    its queue lanes with ``queues`` (lane -> its files' reports, read from the queue)."""
+    its queue lanes with ``queues`` (lane -> its files' reports, read from the queue);
+    with ``rescue`` (its rescue wave, checked against the plan), the rescue jobs' statuses
+    too (see the module docstring)."""
+    rescue_statuses = [s for s in statuses if s.rescue is not None]
+    statuses_all = statuses
+    statuses = [s for s in statuses if s.rescue is None]
     queue_lanes = {job.lane for job in plan.jobs if getattr(job, "queue", None) is not None}
     planned_job_of: dict[tuple[str, str], str] = {}
     jobs_by_id = {job.id: job for job in plan.jobs}
@@ -231,33 +265,38 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus],
             shards_of[job.lane] = job.shards
             taken[job.lane].add(job.shard)
             lane_jobs[job.lane].append(job)
-    out = Reconciliation(plan.digest, len(plan.jobs), len(planned_job_of), len(statuses), 0)
-    for s in statuses:  # superseded ones too: a forged status is one whatever its attempt
+    out = Reconciliation(plan.digest, len(plan.jobs), len(planned_job_of), len(statuses_all), 0,
+                         rescue_digest=None if rescue is None else rescue.digest)
+    rescue_jobs = {} if rescue is None else {j.id: j for j in rescue.jobs}
+    for s in statuses_all:  # superseded ones too: a forged status is one whatever its attempt
         named = [jobs_by_id[j] for j in dict.fromkeys(s.jobs or (s.job_id,)) if j in jobs_by_id]
         found = _state_contradictions(s)
-        if s.plan_digest == plan.digest:  # another plan's fields describe that plan's jobs
+        if s.rescue is not None:
+            found += _rescue_contradictions(s, rescue_jobs.get(s.job_id), plan)
+        elif s.plan_digest == plan.digest:  # another plan's fields describe that plan's jobs
             found += _job_contradictions(s, named, lane_jobs)
         if found:
             out.impossible.append(JobProblem(s.job_id, s.lane, "; ".join(found[:10]) + (
                 f"; and {len(found) - 10} more" if len(found) > 10 else ""), s.source))
-    kept, dropped = _latest_attempts(statuses)
+    kept, dropped = latest_attempts(statuses)
+    kept_rescue, dropped_rescue = latest_attempts(rescue_statuses)
     out.superseded = [JobProblem(s.job_id, s.lane, f"superseded by CI attempt of the same job "
                                                    f"(this one: attempt {s.ci_attempt})", s.source)
-                      for s in dropped]
+                      for s in (*dropped, *dropped_rescue)]
     reported_jobs: set[str] = set()
     executed: dict[tuple[str, str], list[str]] = defaultdict(list)
     reported: dict[tuple[str, str], list[str]] = defaultdict(list)
     outcomes: Counter[Outcome] = Counter()
+    finals: dict[tuple[str, str], tuple[str, Outcome, bool]] = {}
+    incomplete: list[tuple[JobStatus, set[str]]] = []
     for s in kept:
         if s.plan_digest != plan.digest:
             out.other_plan.append(JobProblem(
                 s.job_id, s.lane, f"ran from plan {s.plan_digest or '(none)'}, not this one",
                 s.source))
-        if not s.complete and s.lane not in queue_lanes:  # a queue runner's work is in the queue
-            out.incomplete.append(JobProblem(
-                s.job_id, s.lane, f"exit status {s.exit_status}: {s.reason or 'did not finish'}",
-                s.source))
         covered = set(s.jobs) or ({s.job_id} if s.job_id in jobs_by_id else set())
+        if not s.complete and s.lane not in queue_lanes:  # a queue runner's work is in the queue
+            incomplete.append((s, covered))
         if s.empty:
             if not covered and _empty_shard_ok(s, shards_of, taken):
                 out.empty_shards.append(JobProblem(
@@ -281,6 +320,7 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus],
             if f.executed:
                 executed[key].append(s.job_id)
                 outcomes[f.outcome] += 1
+                finals.setdefault(key, (s.job_id, f.outcome, f.quarantined))
             planned = planned_job_of.get(key)
             if planned is not None and planned not in covered:
                 out.moved.append(FileProblem(f.stage, f.file, planned, (s.job_id,)))
@@ -293,12 +333,31 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus],
             if report.outcome != "NOT_RUN":
                 executed[key].extend(report.runners)
                 outcomes[report.outcome] += len(report.runners)
+    rescued_by = _rescue_statuses(out, plan, rescue, kept_rescue, rescue_jobs, planned_job_of,
+                                  executed, reported, outcomes, finals)
+    for s, covered in incomplete:
+        helpers = sorted(rescued_by[j] for j in covered if j in rescued_by)
+        if covered and len(helpers) == len(covered):
+            out.rescued_jobs.append(JobProblem(
+                s.job_id, s.lane, f"did not finish ({s.reason or f'exit status {s.exit_status}'}); "
+                                  f"the rest of its files rescued by {', '.join(helpers)}",
+                s.source))
+        else:
+            out.incomplete.append(JobProblem(
+                s.job_id, s.lane, f"exit status {s.exit_status}: {s.reason or 'did not finish'}",
+                s.source))
     for job in plan.jobs:
         if job.lane in queue_lanes:
             continue
-        if job.id not in reported_jobs:
+        if job.id not in reported_jobs and job.id in rescued_by:
+            out.rescued_jobs.append(JobProblem(
+                job.id, job.lane, f"never reported; its {len(job.tests)} file(s) rescued by "
+                                  f"{rescued_by[job.id]}"))
+        elif job.id not in reported_jobs:
+            again = f"{job.id}{SUFFIX}" in rescue_jobs
             out.missing_jobs.append(JobProblem(
-                job.id, job.lane, f"never reported ({len(job.tests)} planned file(s))"))
+                job.id, job.lane, f"never reported ({len(job.tests)} planned file(s))"
+                                  + (", and neither did its rescue job" if again else "")))
     for key, planned in sorted(planned_job_of.items()):
         ran = executed.get(key, [])
         if len(ran) > 1:
@@ -311,4 +370,70 @@ def reconcile(plan: Any, statuses: Sequence[JobStatus],
         out.unplanned.append(FileProblem(*key, None, tuple(reported[key])))
     out.executed = sum(1 for key in planned_job_of if executed.get(key))
     out.outcomes = dict(sorted(outcomes.items()))
+    if rescue is not None:
+        _judge(out, finals, planned_job_of)
     return out
+
+
+def _rescue_statuses(out: Reconciliation, plan: Any, rescue: Rescue | None,
+                     kept: list[JobStatus], rescue_jobs: dict[str, RescueJob],
+                     planned_job_of: dict[tuple[str, str], str],
+                     executed: dict[tuple[str, str], list[str]],
+                     reported: dict[tuple[str, str], list[str]], outcomes: Counter[Outcome],
+                     finals: dict[tuple[str, str], tuple[str, Outcome, bool]]) -> dict[str, str]:
+    """Account the rescue jobs' statuses (after every planned job's, so a late original
+    report wins); returns origin job id -> the rescue job that reported for it."""
+    rescued_by: dict[str, str] = {}
+    for s in kept:
+        assert s.rescue is not None
+        job = rescue_jobs.get(s.job_id)
+        if rescue is None or job is None:
+            why = ("a rescue job's status, but no rescue file was given (--rescue)"
+                   if rescue is None else "not a job of this rescue wave")
+            out.unplanned_jobs.append(JobProblem(s.job_id, s.lane, why, s.source))
+            continue
+        if s.plan_digest != plan.digest or s.rescue.digest != rescue.digest:
+            out.other_plan.append(JobProblem(
+                s.job_id, s.lane, f"ran from plan {s.plan_digest or '(none)'} and rescue wave "
+                                  f"{s.rescue.digest}, not this one", s.source))
+            continue
+        if not s.complete:
+            out.incomplete.append(JobProblem(
+                s.job_id, s.lane, f"rescue job, exit status {s.exit_status}: "
+                                  f"{s.reason or 'did not finish'}", s.source))
+        else:
+            rescued_by[job.origin] = s.job_id
+        for f in s.files:
+            key = (f.stage, f.file)
+            if f.file not in job.files:
+                continue  # named in impossible
+            if executed.get(key) and s.job_id not in executed[key]:
+                if f.executed:  # its original shard reported it after all: that one counts
+                    out.late.append(FileProblem(*key, planned_job_of.get(key), (s.job_id,)))
+                continue
+            reported[key].append(s.job_id)
+            if f.executed:
+                executed[key].append(s.job_id)
+                outcomes[f.outcome] += 1
+                finals.setdefault(key, (s.job_id, f.outcome, f.quarantined))
+                out.rescued.append(FileProblem(*key, planned_job_of.get(key), (s.job_id,)))
+    return rescued_by
+
+
+def rescue_covers(result: Reconciliation, rescue: Rescue) -> bool:
+    """Whether every problem the first reconcile found is a planned file the rescue wave
+    runs (a job that never reported, a file missing or not run, a job that did not
+    finish): then the run goes on to the rescue wave, and its reconcile decides."""
+    origins = {j.origin for j in rescue.jobs}
+    files = rescue.files
+    for name in Reconciliation.PROBLEMS:
+        items = getattr(result, name)
+        if name in ("missing_jobs", "incomplete"):
+            if any(p.job_id not in origins for p in items):
+                return False
+        elif name in ("missing", "not_run"):
+            if any((p.stage, p.file) not in files for p in items):
+                return False
+        elif items:
+            return False
+    return bool(rescue.jobs) or result.ok

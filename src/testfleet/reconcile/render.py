@@ -37,6 +37,19 @@ KINDS: dict[str, tuple[str, str]] = {
     "impossible": ("statuses that contradict their plan job", "a field no run of that job "
                                                               "writes: edited, or not written by "
                                                               "testfleet"),
+    "failed": ("files whose final report failed", "after a rescue wave reconcile judges every "
+                                                  "file's final report (not quarantined)"),
+}
+#: what is accepted but shown, in the order shown
+ACCEPTED: dict[str, tuple[str, str]] = {
+    "empty_shards": ("empty shards", "accepted"),
+    "superseded": ("superseded attempts", "accepted"),
+    "rescued_jobs": ("jobs whose runner was lost, rescued", "accepted: the rescue wave ran "
+                                                            "their unreported files"),
+    "rescued": ("files from the rescue wave", "accepted: their one final report is the "
+                                              "rescue job's"),
+    "late": ("files a rescue job ran that their own shard reported late", "accepted: the "
+             "shard's report counts, the rescue's run of them does not"),
 }
 
 
@@ -61,6 +74,11 @@ def to_json(r: Reconciliation) -> ReconcileDoc:
         "impossible": [p.to_json() for p in r.impossible],
         "empty_shards": [p.to_json() for p in r.empty_shards],
         "superseded": [p.to_json() for p in r.superseded],
+        "failed": [p.to_json() for p in r.failed],
+        "rescue_digest": r.rescue_digest,
+        "rescued_jobs": [p.to_json() for p in r.rescued_jobs],
+        "rescued": [p.to_json() for p in r.rescued],
+        "late": [p.to_json() for p in r.late],
         "problems": problem_lines(r),
     }
 
@@ -74,8 +92,9 @@ def verdict(r: Reconciliation) -> str:
         return f"FAILED: {count} problem(s) between the plan and what its jobs reported"
     if not r.planned_jobs:
         return "OK: the plan has no jobs, and no job executed anything"
+    rescued = (f"; {len(r.rescued)} of them from the rescue wave" if r.rescued else "")
     return (f"OK: every planned file ran exactly once ({r.executed} file(s) in "
-            f"{r.planned_jobs} job(s))")
+            f"{r.planned_jobs} job(s){rescued})")
 
 
 def _file_line(p: FileProblem) -> str:
@@ -111,8 +130,7 @@ def render_text(r: Reconciliation) -> str:
              f"{r.statuses} status file(s), {r.executed} planned file(s) executed"]
     if r.outcomes:
         lines.append("outcomes: " + ", ".join(f"{n} {o}" for o, n in r.outcomes.items()))
-    for name, (heading, meaning) in {**KINDS, "empty_shards": ("empty shards", "accepted"),
-                                     "superseded": ("superseded attempts", "accepted")}.items():
+    for name, (heading, meaning) in {**KINDS, **ACCEPTED}.items():
         items = getattr(r, name)
         if not items:
             continue
@@ -131,8 +149,7 @@ def render_markdown(r: Reconciliation) -> str:
              "executed."]
     if r.outcomes:
         lines += ["", "Outcomes: " + ", ".join(f"{n} {md(o)}" for o, n in r.outcomes.items())]
-    for name, (heading, meaning) in {**KINDS, "empty_shards": ("empty shards", "accepted"),
-                                     "superseded": ("superseded attempts", "accepted")}.items():
+    for name, (heading, meaning) in {**KINDS, **ACCEPTED}.items():
         items = getattr(r, name)
         if not items:
             continue

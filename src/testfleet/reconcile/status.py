@@ -17,6 +17,8 @@ strictly, every problem named with its path.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -29,7 +31,7 @@ from testfleet.documents.vocabulary import Outcome
 from testfleet.errors import UsageError
 
 if TYPE_CHECKING:
-    from testfleet.documents.job_status import FileStatusDoc, JobStatusDoc, Runner
+    from testfleet.documents.job_status import FileStatusDoc, JobStatusDoc, RescueRefDoc, Runner
 
 SCHEMA: Final = "testfleet.job-status/1"
 #: what a file's outcome may be (the history's vocabulary; NOT_RUN: reported, not executed)
@@ -68,6 +70,15 @@ class FileStatus:
 
 
 @dataclass(frozen=True)
+class RescueRef:
+    """What makes a status a rescue job's (#40): the rescue file's digest it ran from and
+    the planned job whose files it ran."""
+
+    digest: str
+    origin: str
+
+
+@dataclass(frozen=True)
 class JobStatus:
     """One job's account of its part of a plan."""
 
@@ -94,6 +105,8 @@ class JobStatus:
     started_at: float = 0.0
     finished_at: float | None = None
     testfleet_version: str = ""
+    #: a rescue job's status: the rescue wave and the planned job it stands in for
+    rescue: RescueRef | None = None
     #: where it was read from (not part of the file)
     source: str = field(default="", compare=False)
 
@@ -102,7 +115,7 @@ class JobStatus:
         return f"{self.stage}.{self.variant}" if self.variant else self.stage
 
     def to_json(self) -> JobStatusDoc:
-        return {
+        doc: JobStatusDoc = {
             "schema": SCHEMA, "plan_digest": self.plan_digest, "plan_file": self.plan_file,
             "job_id": self.job_id, "jobs": list(self.jobs), "stage": self.stage,
             "variant": self.variant, "shard": self.shard, "shards": self.shards,
@@ -114,6 +127,9 @@ class JobStatus:
             "testfleet_version": self.testfleet_version,
             "files": [f.to_json() for f in self.files],
         }
+        if self.rescue is not None:
+            doc["rescue"] = {"digest": self.rescue.digest, "origin": self.rescue.origin}
+        return doc
 
 
 def status_bytes(status: JobStatus) -> bytes:
@@ -128,6 +144,24 @@ def write_status(path: Path, status: JobStatus) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     replace_atomically(path, status_bytes(status), mode=output_mode(path))
+
+
+def latest_attempts(statuses: Sequence[JobStatus]) -> tuple[list[JobStatus], list[JobStatus]]:
+    """(the statuses that count, the ones a later CI attempt of the same job superseded)."""
+    by_job: dict[str, list[JobStatus]] = defaultdict(list)
+    for s in statuses:
+        by_job[s.job_id].append(s)
+    kept: list[JobStatus] = []
+    dropped: list[JobStatus] = []
+    for group in by_job.values():
+        attempts = [s.ci_attempt for s in group]
+        if len(group) > 1 and None not in attempts and len(set(attempts)) > 1:
+            last = max(a for a in attempts if a is not None)
+            kept += [s for s in group if s.ci_attempt == last]
+            dropped += [s for s in group if s.ci_attempt != last]
+        else:
+            kept += group
+    return kept, dropped
 
 
 # -- the file boundary ---------------------------------------------------------------------
@@ -169,7 +203,11 @@ def parse_status(data: Any, source: str) -> JobStatus:
         ci_attempt=doc.get("ci_attempt"), reason=doc.get("reason", ""),
         plan_file=doc.get("plan_file"), started_at=doc.get("started_at", 0.0),
         finished_at=doc.get("finished_at"), testfleet_version=doc.get("testfleet_version", ""),
-        source=source)
+        rescue=_rescue_ref(doc.get("rescue")), source=source)
+
+
+def _rescue_ref(doc: RescueRefDoc | None) -> RescueRef | None:
+    return None if doc is None else RescueRef(doc["digest"], doc["origin"])
 
 
 class _TooLong(ValueError):

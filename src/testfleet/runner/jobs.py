@@ -18,6 +18,7 @@ from typing import Any
 
 from testfleet.config import Project
 from testfleet.errors import UsageError
+from testfleet.reconcile.status import RescueRef
 from testfleet.runner.model import JobSpec, RunItem, RunOptions
 from testfleet.runner.settings import stage_settings
 
@@ -46,6 +47,8 @@ class Selected:
     shards: int = 1
     jobs: tuple[str, ...] = ()
     plan_digest: str = ""
+    #: a rescue job (#40): the rescue wave and the planned job it stands in for
+    rescue: RescueRef | None = None
 
     @property
     def empty(self) -> bool:
@@ -91,6 +94,20 @@ def _selected(plan: Any, job: Any) -> Selected:
                     tuple(_items(job)), dict(plan.policy), getattr(job, "variant", ""),
                     job.ci.max_attempts, job.ci.retry_wait, job.shard, job.shards, (job.id,),
                     plan.digest)
+
+
+def select_rescue_job(plan: Any, rescue: Any, job_id: str) -> Selected:
+    """A rescue job (#40) of a rescue wave already checked against ``plan``
+    (:func:`testfleet.reconcile.rescue.require_rescue`): its origin job's settings and
+    runner class, only the files the rescue names, its own id, and no planned job of its
+    own (its status says which job it stands in for)."""
+    job = rescue.job(job_id)  # raises UsageError naming the rescue's jobs
+    origin = plan.job(job.origin)
+    wanted = set(job.files)
+    sel = _selected(plan, origin)
+    items = tuple(i for i in sel.items if i.file in wanted)
+    return dataclasses.replace(sel, job_id=job.id, items=items, jobs=(),
+                               rescue=RescueRef(rescue.digest, origin.id))
 
 
 def select_plan_job(plan: Any, job_id: str) -> Selected:

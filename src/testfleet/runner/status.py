@@ -23,7 +23,7 @@ def _base(sel: Selected, run_id: str, *, plan_file: str | None, started_at: floa
         shard=sel.shard, shards=sel.shards, run_id=run_id, ci_run_id=ci_run_id(env),
         empty=sel.empty, complete=False, exit_status=NOT_FINISHED, jobs=sel.jobs,
         runner="testfleet run", ci_attempt=ci_attempt(env), plan_file=plan_file,
-        started_at=started_at, testfleet_version=__version__)
+        started_at=started_at, testfleet_version=__version__, rescue=sel.rescue)
 
 
 def placeholder(spec: JobSpec, sel: Selected, *, plan_file: str | None, started_at: float,

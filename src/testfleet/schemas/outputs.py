@@ -33,6 +33,7 @@ def output_types() -> dict[str, Any]:
     from testfleet.documents.reconcile import ReconcileDoc
     from testfleet.documents.registrations import ListDoc
     from testfleet.documents.report import ReportDoc
+    from testfleet.documents.rescue import RescueDoc
     from testfleet.documents.results import FlakyDoc, IncidentsDoc, ResultsDoc
     from testfleet.documents.shadow import ShadowDoc
 
@@ -55,6 +56,7 @@ def output_types() -> dict[str, Any]:
         "incidents": IncidentsDoc,
         "shadow": ShadowDoc,
         "queue-status": QueueStatusDoc,
+        "rescue": RescueDoc,
     }
 
 

@@ -167,6 +167,50 @@ def enqueue(conn: Connection, digest: str, lane: str, items: Sequence[tuple[str,
     return True
 
 
+#: how long a queue lane's rows are kept after their last activity, unless pruned sooner
+#: (``testfleet queue prune --older-than DAYS``); a new lane's enqueue prunes older ones
+KEEP_DAYS = 30
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one prune deleted: lanes, their items and their attempts."""
+
+    lanes: int = 0
+    items: int = 0
+    attempts: int = 0
+
+
+def prune(conn: Connection, cutoff: float, *, keep: tuple[str, str] | None = None,
+          delete: bool = True) -> Pruned:
+    """Delete every queue lane (its items and attempts with it) with no activity since
+    ``cutoff`` (POSIX seconds): enqueued before it, and no file claimed or finished after
+    it. A lane some runner still works on has recent activity and stays; one whose runners
+    are all gone (pending files nobody claims any more) goes when it is old enough.
+    ``keep``: a (digest, lane) never deleted (the lane being enqueued); ``delete=False``
+    counts what would go."""
+    recent = select(queue_items.c.plan_digest, queue_items.c.lane).where(or_(
+        queue_items.c.claimed_at >= cutoff, queue_items.c.finished_at >= cutoff)).distinct()
+    active = {(d, lane) for d, lane in conn.execute(recent)}
+    stale = [(d, lane) for d, lane in conn.execute(
+        select(queue_lanes.c.plan_digest, queue_lanes.c.lane)
+        .where(queue_lanes.c.enqueued_at < cutoff)
+        .order_by(queue_lanes.c.enqueued_at))
+        if (d, lane) not in active and (d, lane) != keep]
+    items = attempts = 0
+    for digest, lane in stale:
+        of_attempts = and_(queue_attempts.c.plan_digest == digest, queue_attempts.c.lane == lane)
+        if not delete:
+            attempts += conn.execute(select(func.count()).where(of_attempts)).scalar_one()
+            items += conn.execute(select(func.count()).where(_key(digest, lane))).scalar_one()
+            continue
+        attempts += conn.execute(queue_attempts.delete().where(of_attempts)).rowcount
+        items += conn.execute(queue_items.delete().where(_key(digest, lane))).rowcount
+        conn.execute(queue_lanes.delete().where(and_(
+            queue_lanes.c.plan_digest == digest, queue_lanes.c.lane == lane)))
+    return Pruned(len(stale), items, attempts)
+
+
 def lane_row(conn: Connection, digest: str, lane: str) -> Any:
     return conn.execute(select(queue_lanes).where(
         queue_lanes.c.plan_digest == digest, queue_lanes.c.lane == lane)).first()
