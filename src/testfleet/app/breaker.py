@@ -18,11 +18,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from testfleet.breaker.machine import advance, episodes, force
-from testfleet.breaker.model import BreakerState, Episode, Event, LaneOutcome, RunRef, state_from_json
+from testfleet.breaker.model import (
+    BreakerState,
+    Episode,
+    Event,
+    LaneOutcome,
+    RunRef,
+    state_from_json,
+)
 from testfleet.breaker.settings import BreakerSettings, lane_settings
 
 if TYPE_CHECKING:
     from testfleet.config import Project
+    from testfleet.findings import Finding
     from testfleet.planning.model import Plan
     from testfleet.store.breakers import EventRow
 
@@ -322,4 +330,32 @@ def too_old(project: Project, states: Mapping[str, BreakerState],
                 else f"breaker opened by {state.opened_by}: {state.reason}")
         reason = " ".join(f"{what}; breaker open since the runs {runs}, see #<issue>".split())
         out.append((state, settings, dormant_line(reason[:300])))
+    return out
+
+
+def breaker_findings(project: Project, states: Mapping[str, BreakerState],
+                     now: float | None = None) -> list[Finding]:
+    """``check``'s word on breakers: one open longer than its ``max_open_days`` is an error
+    with the incident and the one dormancy line to commit with a reference (the tracked,
+    human decision); a breaker that holds a lane back is a coverage hole already."""
+    from testfleet.config.keyloc import config_line
+    from testfleet.findings import Finding
+    from testfleet.report.rules import _config_name
+
+    out = []
+    for state, settings, line in too_old(project, states, now):
+        stage = state.lane.split(".")[0] if state.lane not in project.config.stages \
+            else state.lane
+        at = config_line(project.raw_config_text, stage, "breaker")
+        days = state.age_days(time.time() if now is None else now)
+        out.append(Finding(
+            _config_name(project), at, 0, "error", "breaker-open-too-long",
+            f"breaker of {state.lane} has been open {days:.1f} days (max_open_days = "
+            f"{settings.max_open_days:g}): "
+            + (f"infrastructure incident {state.signature}: {state.text}" if state.signature
+               else f"opened by {state.opened_by}: {state.reason}")
+            + f"; decide it: make the stage dormant with one tracked line under "
+            f"[tool.testfleet.stages.{stage}] ({line}, with the issue that tracks the "
+            "runners), or close the breaker (testfleet breaker close "
+            f"{state.lane} --reason ...)", key=f"stages.{stage}.breaker"))
     return out

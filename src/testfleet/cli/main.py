@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shadow": ("testfleet.cli.shadow", "Compare what testfleet would run with what the old CI ran."),
     # elastic execution (issue #40)
     "queue": ("testfleet.cli.queue", "Queue mode: what a plan's queue lanes hold."),
+    # the runner-class breaker (issue #41)
+    "breaker": ("testfleet.cli.breaker", "Runner-class breakers: show their state, or force one."),
 }
 
 

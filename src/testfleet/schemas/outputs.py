@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 def output_types() -> dict[str, Any]:
     """kind -> the type of its documents."""
+    from testfleet.documents.breaker import BreakersDoc
     from testfleet.documents.check import CheckDoc
     from testfleet.documents.db import DbStatusDoc
     from testfleet.documents.durations import DurationsDoc, DurationsSuggestDoc
@@ -55,6 +56,7 @@ def output_types() -> dict[str, Any]:
         "incidents": IncidentsDoc,
         "shadow": ShadowDoc,
         "queue-status": QueueStatusDoc,
+        "breakers": BreakersDoc,
     }
 
 
