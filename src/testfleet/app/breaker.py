@@ -359,3 +359,21 @@ def breaker_findings(project: Project, states: Mapping[str, BreakerState],
             "runners), or close the breaker (testfleet breaker close "
             f"{state.lane} --reason ...)", key=f"stages.{stage}.breaker"))
     return out
+
+
+def held_back_lanes(project: Project, database: str | None) -> list[tuple[str, str]]:
+    """(lane, why) of each lane an open breaker holds back, as the plan says it: a
+    coverage hole in ``results`` as in every other output."""
+    from testfleet.planning.lanes import find_lane
+    from testfleet.planning.planner import held_back
+
+    states, _ = read_breakers(project, database)
+    out = []
+    for key, state in sorted(states.items()):
+        lane = find_lane(project.config, key)
+        if lane is None or lane.config.disabled is not None:
+            continue
+        why = held_back(state, lane, None)
+        if why is not None:
+            out.append((key, why))
+    return out
