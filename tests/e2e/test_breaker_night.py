@@ -323,3 +323,69 @@ def test_eight_different_assertion_failures_open_nothing(
     assert {k for _, k, _ in breaker_rows(saved)} == {"observed"}
     state = json.loads(rows(saved, "SELECT state FROM breaker_events ORDER BY seq DESC LIMIT 1")[0][0])
     assert state["status"] == "closed" and state["streak"] == []
+
+
+# -- the same night through the Buildkite pipeline ------------------------------------
+
+MAIN = {"BUILDKITE_BRANCH": "main", "BUILDKITE_PIPELINE_DEFAULT_BRANCH": "main",
+        "BUILDKITE_PULL_REQUEST": "false", "BUILDKITE_REPO": "git@github.com:radixark/miles.git",
+        "TESTFLEET_CADENCE": "nightly"}
+
+
+def test_the_seed_night_through_the_buildkite_pipeline(tmp_path: Path) -> None:
+    """Five default-branch builds (the history step merges into the shared database the
+    plan reads), the MI300X steps on runners without devices in builds 1 and 2."""
+    from e2e.test_buildkite_history import bootstrap, run_step
+    from e2e.test_ci_simulation import Buildkite
+    from testfleet.cli.main import main
+
+    repo = make_project(tmp_path / "miles")
+    with pytest.raises(SystemExit) as info:
+        main(["-C", str(repo), "init", "--buildkite", "--install", "true"])
+    assert info.value.code == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the Buildkite pipeline")
+    history = tmp_path / "shared" / "history.db"
+    history.parent.mkdir()
+    db = {"TESTFLEET_DATABASE_URL": str(history)}
+
+    def build(number: int, devices: str) -> dict[str, Any]:
+        (tmp_path / f"bk-{number}").mkdir()
+        bk = Buildkite(tmp_path / f"bk-{number}")
+        env = {**MAIN, "BUILDKITE_BUILD_NUMBER": str(number)}
+        pipeline = bootstrap(bk, repo, tmp_path / f"plan-{number}", {**env, **db})
+        plan = json.loads((bk.store / "artifact-plan.json").read_text())
+        jobs = {j["id"]: j for j in plan["jobs"]}
+        failed = []
+        for step in pipeline["steps"]:
+            job = jobs.get(step.get("env", {}).get("TESTFLEET_JOB_ID", ""))
+            if job is None:
+                continue
+            sim = {"SIM_HIP_DEVICES": devices} if job["backend"] == "rocm" else {}
+            code, log = run_step(bk, repo, step, tmp_path / f"{number}-{step['key']}",
+                                 {**env, **sim})
+            if code != 0:
+                failed.append(job["id"])
+        merge = next(s for s in pipeline["steps"] if s.get("key") == "testfleet-history")
+        code, log = run_step(bk, repo, merge, tmp_path / f"history-{number}", {**env, **db})
+        assert code == 0, log
+        return {"plan": plan, "failed": failed, "log": log}
+
+    for number in (1, 2):
+        b = build(number, "none")
+        assert sorted(t["file"] for j in lane_jobs(b["plan"]) for t in j["tests"]) == FILES
+        assert b["failed"] and all(LANE in f for f in b["failed"])
+    assert "breaker stage-c-4-gpu-mi300x: opened after 2 default-branch run(s) in a row (1, 2)" \
+        in b["log"]
+    b3 = build(3, "ok")
+    assert [j["id"] for j in lane_jobs(b3["plan"])] == [f"{LANE}-probe"]
+    assert fates(b3["plan"]) == {f: "runner-broken" for f in FILES}
+    assert summary(b3["plan"])["hole"] and not b3["failed"]
+    b4 = build(4, "ok")
+    assert [j["id"] for j in lane_jobs(b4["plan"])] == [f"{LANE}-probe"]
+    assert "closed after 2 clean probe(s)" in b4["log"]
+    b5 = build(5, "ok")
+    assert sorted(t["file"] for j in lane_jobs(b5["plan"]) for t in j["tests"]) == FILES
+    assert not fates(b5["plan"]) and not b5["failed"]
+    assert [k for _, k, _ in breaker_rows(history)] == [
+        "observed", "opened", "observed", "closed", "observed"]
