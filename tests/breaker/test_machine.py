@@ -48,7 +48,7 @@ def test_two_runs_failed_the_same_infrastructure_way_open_it() -> None:
 
 @pytest.mark.parametrize("between", ["failed", "passed"])
 def test_a_run_that_did_not_fail_that_way_starts_the_count_again(between: str) -> None:
-    state, events = fold(BreakerState(LANE), out("1", "infra"), out("2", between),
+    state, _ = fold(BreakerState(LANE), out("1", "infra"), out("2", between),
                          out("3", "infra"))
     assert not state.open and len(state.streak) == 1
 

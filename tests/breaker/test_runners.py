@@ -77,18 +77,20 @@ def _plan(root: Path, *args: str) -> tuple[int, dict, str]:  # type: ignore[type
 
 def test_a_lane_no_online_runner_serves_gets_no_runner_online(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    code, plan, out = _plan(root)
+    code, plan, _ = _plan(root)
+    assert code == 0
     assert plan["runners"] == {"checked": False}  # availability was not checked
     assert [j["stage"] for j in plan["jobs"]] == ["gpu"]
     (root / "runners.json").write_text(doc(("offline", ["self-hosted", "h200"])))
-    code, plan, out = _plan(root, "--runners", "runners.json")
+    code, plan, _ = _plan(root, "--runners", "runners.json")
+    assert code == 0
     assert not plan["jobs"]
     assert [s["reason"] for s in plan["skipped"]] == ["no-runner-online"]
     stage = plan["stages"][0]
     assert stage["status"] == "no-runner-online" and stage["hole"]
     assert plan["runners"]["checked"] and plan["runners"]["offline_lanes"] == ["gpu"]
     (root / "runners.json").write_text(doc(("online", ["self-hosted", "h200", "x"])))
-    code, plan, out = _plan(root, "--runners", "runners.json")
+    _, plan, _ = _plan(root, "--runners", "runners.json")
     assert [j["stage"] for j in plan["jobs"]] == ["gpu"] and not plan["runners"]["offline_lanes"]
 
 
