@@ -109,3 +109,50 @@ def test_age_counts_only_while_open() -> None:
     state, _ = fold(BreakerState(LANE), out("1", "infra"), out("2", "infra"))
     assert state.age_days(2.0 + 86400 * 3) == pytest.approx(3.0)
     assert BreakerState(LANE).age_days(1e9) == 0.0
+
+
+def test_lanes_opt_in_per_stage_and_variant(config_project) -> None:  # type: ignore[no-untyped-def]
+    from testfleet.breaker.settings import lane_settings
+
+    project = config_project("""\
+[breaker]
+open_after = 3
+
+[stages.a]
+backend = "rocm"
+breaker = { close_after = 5 }
+
+[stages.a.variants.x]
+runs_on = ["x"]
+
+[stages.a.variants.y]
+runs_on = ["y"]
+breaker = false
+
+[stages.b]
+backend = "cpu"
+
+[stages.b.variants.z]
+runs_on = ["z"]
+breaker = { max_open_days = 1 }
+
+[stages.c]
+backend = "cpu"
+""")
+    assert lane_settings(project.config) == {
+        "a.x": BreakerSettings(3, 5, 7), "b.z": BreakerSettings(3, 2, 1)}
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("[breaker]\nopen_after = 0\n", "breaker.open_after"),
+    ("[breaker]\nopen_afte = 2\n", "open_afte"),
+    ('[stages.a]\nbackend = "cpu"\nbreaker = "yes"\n', "stages.a.breaker"),
+    ('[stages.a]\nbackend = "cpu"\nbreaker = { close_after = -1 }\n', "close_after"),
+])
+def test_bad_breaker_keys_are_config_errors_naming_the_key(config_project, text: str,  # type: ignore[no-untyped-def]
+                                                           where: str) -> None:
+    from testfleet.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        config_project(text)
+    assert where in str(info.value)

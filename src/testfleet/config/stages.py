@@ -85,6 +85,14 @@ def lane_container(v: Any) -> Any:
     return {"image": v} if isinstance(v, str) else v
 
 
+def lane_breaker(v: Any) -> Any:
+    """``breaker = true`` or a table of counts (#41): "yes" is not a yes."""
+    if v is not None and not isinstance(v, (bool, dict)) and not hasattr(v, "model_fields"):
+        raise ValueError(f"want true, false or a table (open_after, close_after, "
+                         f"max_open_days), got {str(v)[:40]!r}")
+    return v
+
+
 def lane_one_line(v: Any) -> Any:
     """#17: runner labels and container values land in CI files one per line."""
     for item in v if isinstance(v, list) else [v]:
@@ -177,6 +185,11 @@ class VariantConfig(VariantJobKeys, VariantTriggers, _Strict):
     queue_lease_seconds: float | None = Field(default=None, ge=5, le=3600)
     # The runner-class breaker (#41): this variant's lane opts in (or out: false).
     breaker: bool | BreakerOverride | None = None
+
+    @field_validator("breaker", mode="before")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        return lane_breaker(v)
 
     # The lane validator, so a value is refused here exactly as it is on the stage.
     @field_validator("container", mode="before")
@@ -378,6 +391,11 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
     # The runner-class breaker (#41): the lane (each variant's, unless it says false) opts
     # in to be held back while its runners fail the same infrastructure way.
     breaker: bool | BreakerOverride | None = None
+
+    @field_validator("breaker", mode="before")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        return lane_breaker(v)
 
     # Stage variants (#12): the same suite on other runner classes or images.
     variants: dict[str, VariantConfig] = Field(default_factory=dict)
