@@ -132,8 +132,6 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     plan, _ = plan_from_history(project, registry, request, database, notes_in_plan=True,
                                 history_problem=history_location_problem(project, database),
                                 runners=runners)
-    if runners is None and any(s.backend != "cpu" for s in plan.stages) and fmt == "table":
-        _verbosity.note("runner availability was not checked (plan --runners FILE)")
 
     if plan_file is not None:
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
