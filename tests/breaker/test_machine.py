@@ -156,3 +156,35 @@ def test_bad_breaker_keys_are_config_errors_naming_the_key(config_project, text:
     with pytest.raises(ConfigError) as info:
         config_project(text)
     assert where in str(info.value)
+
+
+def _rows(texts: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    """Final rows of one run of one lane, each failed with (kind, text), and signatures."""
+    from types import SimpleNamespace
+
+    from testfleet.failures.signature import make
+
+    sigs = {}
+    rows = []
+    for i, (kind, text) in enumerate(texts):
+        sig = make(kind, text, text.split(":")[0])  # type: ignore[arg-type]
+        sigs[sig.digest] = sig
+        rows.append(SimpleNamespace(file=f"tests/t{i}.py", stage=LANE, backend="rocm",
+                                    outcome="FAILED", ts=float(i), commit_sha=None,
+                                    ci_run_id="9", signature=sig.digest, attempt=1))
+    return rows, sigs
+
+
+@pytest.mark.parametrize(("texts", "kind"), [
+    ([("infra", "RuntimeError: HIP error: hipErrorNoDevice")] * 8, "infra"),
+    ([("exception", f"AssertionError: loss diverged at step {i}") for i in range(8)], "failed"),
+    ([("exception", "AssertionError: wrong result")] * 8, "failed"),
+    ([("exception", "ModuleNotFoundError: No module named 'megatron'")] * 8, "failed"),
+    ([("exception", "RuntimeError: rendezvous timed out")] * 8, "infra"),
+])
+def test_a_runs_outcome_of_a_lane(texts: list[tuple[str, str]], kind: str) -> None:
+    from testfleet.app.breaker import RunSource, lane_outcome
+
+    rows, sigs = _rows(texts)
+    got = lane_outcome(rows, [], sigs, LANE, RunSource("9", None), 1.0)
+    assert got.kind == kind and got.files == 8

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 #: the events a default-branch run writes history on (history.trust.TRUSTED_EVENTS)
 DEFAULT_BRANCH_EVENTS = ("push", "schedule", "workflow_dispatch", "workflow_call")
 FAILING = ("FAILED", "TIMEOUT", "ERROR")
+#: Exceptions of broken code that the incident grouping calls infrastructure when one lane
+#: ran alone (it cannot see the other stages that would fail too): never a breaker's cause.
+BROKEN_CODE = ("ImportError", "ModuleNotFoundError")
 
 
 def _state(row: EventRow) -> BreakerState:
@@ -124,8 +127,10 @@ def lane_outcome(rows: Sequence[Any], case_rows: Sequence[Any], signatures: Mapp
                     for r in newest.values())
         return LaneOutcome(ref, at, "passed" if clean else "failed", files=files)
     for incident in incidents_of(list(newest.values()), case_rows, dict(signatures)):
-        if incident.category != INFRASTRUCTURE:
-            continue
+        if incident.category != INFRASTRUCTURE or (
+                incident.signature.kind != "infra"
+                and incident.signature.text.startswith(BROKEN_CODE)):
+            continue  # a broken import in the lane's own run is broken code, not runners
         share = next((s for s in incident.lanes if s.lane == lane), None)
         if share is not None and share.files == share.ran == files:
             text = incident.signature.label or incident.signature.text
