@@ -113,6 +113,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     docs["rescue"] = json.loads((root / "rescue.json").read_text(encoding="utf-8"))
     assert docs["rescue"]["jobs"]  # type: ignore[index]
+    docs["breakers"] = _breakers(tmp_path_factory.mktemp("breakers"))
     status = next((root / ".testfleet" / "runs").rglob("job-status.json"))
     docs["job-status"] = json.loads(status.read_text(encoding="utf-8"))
     evaluated = docs["gate-evaluate"]
@@ -129,6 +130,21 @@ command = "python"
 shards = 2
 execution = "queue"
 """
+
+
+def _breakers(tmp: Path) -> object:
+    """``breaker list``: a lane whose breaker was forced open, closed and open again (one
+    closed episode, one open), and a lane that never opened."""
+    (tmp / "tests").mkdir()
+    (tmp / "testfleet.toml").write_text(
+        'roots = ["tests"]\n[stages.gpu]\nbackend = "rocm"\nbreaker = true\n'
+        '[stages.gpu2]\nbackend = "rocm"\nbreaker = { open_after = 3 }\n', encoding="utf-8")
+    for verb, reason in (("open", "drained"), ("close", "fixed"), ("open", "again")):
+        proc = _tf(tmp, "breaker", verb, "gpu", "--reason", reason, "--by", "alice")
+        assert proc.returncode == 0, proc.stderr
+    proc = _tf(tmp, "breaker", "list", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 def _queue_status(tmp: Path) -> object:

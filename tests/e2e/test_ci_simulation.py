@@ -112,30 +112,40 @@ Uses = Callable[[dict[str, Any], Path, dict[str, Any]], None]
 
 
 def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[str, Any],
-               name: str, uses: Uses | None = None) -> tuple[int, str, dict[str, str]]:
+               name: str, uses: Uses | None = None,
+               keep_going: bool = False) -> tuple[int, str, dict[str, str]]:
     """A ``uses: ./<path>`` step: the action's own run steps read from that path of the
     workspace (``cwd``), as GitHub resolves a local action, with its inputs (defaults filled
     in), the step's env and the action's ``working-directory``, as GitHub runs a composite
     action; a local action it uses (the stage jobs' shared one runs testfleet's) is played
     the same way, each step under its ``if:``. Installing is the harness's job (testfleet
-    is on PATH); other actions (artifacts, caches) are the harness's too."""
+    is on PATH); other actions (artifacts, caches) are the harness's too. ``keep_going``:
+    after a failed step, play on as GitHub does: the steps whose ``if:`` holds on failure
+    (``!cancelled()``, ``always()``) run, the others are skipped, and the failure is the
+    action's."""
     action = yaml.safe_load((cwd / step["uses"] / "action.yml").read_text())
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     inputs.update({k: resolve(str(v), contexts) for k, v in step.get("with", {}).items()})
     ctx = {**contexts, "inputs": inputs}
     step_env = {k: resolve(v, contexts) for k, v in step.get("env", {}).items()}
     code, logs, outputs = 0, "", {}
+    failed = 0
     for i, inner in enumerate(action["runs"]["steps"]):
         cond = inner.get("if", "")
+        if failed and not cond:
+            continue  # success(), the default condition, is false after a failure
         if cond and not truthy(evaluate(cond.removeprefix("${{").removesuffix("}}"), ctx,
-                                        {"cancelled": False, "failure": code != 0})):
+                                        {"cancelled": False, "failure": (failed or code) != 0})):
             continue
         if inner.get("uses", "").startswith("./"):  # a local action inside this one
             nested = {**inner, "env": {**step.get("env", {}), **inner.get("env", {})}}
-            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}", uses)
+            code, log, outputs = run_action(runner, nested, cwd, ctx, f"{name}-a{i}", uses,
+                                            keep_going)
             logs += log
             if code != 0:
-                break
+                if not keep_going:
+                    break
+                failed = failed or code
             continue
         if "uses" in inner and uses is not None:
             uses(inner, cwd, ctx)
@@ -147,14 +157,18 @@ def run_action(runner: Runner, step: dict[str, Any], cwd: Path, contexts: dict[s
         code, log, outputs = runner.step(inner["run"], where, env, f"{name}-a{i}")
         logs += log
         if code != 0:
-            break
+            if not keep_going:
+                break
+            failed = failed or code
+    code = failed or code
     exposed = {k: outputs.get(v["value"].split(".")[-1].rstrip(" }"), "")
                for k, v in action.get("outputs", {}).items()}
     return code, logs, exposed
 
 
 def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str, Any],
-              name: str, uses: Uses | None = None) -> tuple[bool, dict[str, str], str]:
+              name: str, uses: Uses | None = None,
+              keep_going: bool = False) -> tuple[bool, dict[str, str], str]:
     """Run a job's own ``run:`` steps and testfleet action steps whose ``if`` holds;
     ``uses(step, cwd, contexts)`` plays any other action (else the harness does)."""
     outputs: dict[str, str] = {}
@@ -167,7 +181,8 @@ def run_steps(runner: Runner, job: dict[str, Any], cwd: Path, contexts: dict[str
             uses(step, cwd, contexts)
             continue
         if step.get("uses", "").startswith("./"):
-            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}", uses)
+            code, log, step_out = run_action(runner, step, cwd, contexts, f"{name}-{i}", uses,
+                                             keep_going)
             logs += log
             if "id" in step:
                 contexts.setdefault("steps", {})[step["id"]] = {"outputs": step_out}

@@ -76,7 +76,7 @@ def test_identical_repeats_are_harmless() -> None:
     (lambda raw: gzip.compress(b"[1, 2]"), "no 'schema' field"),
     (lambda raw: sealed(payload(), schema="sarif/2.1"), "foreign schema 'sarif/2.1'"),
     (lambda raw: sealed(payload(), schema="testfleet.plan/1"), "foreign schema"),
-    (lambda raw: sealed(payload(), schema="testfleet.bundle/3"), "newer than this testfleet reads"),
+    (lambda raw: sealed(payload(), schema="testfleet.bundle/4"), "newer than this testfleet reads"),
     (lambda raw: sealed(payload(), sha="0" * 64), "checksum mismatch"),
     (lambda raw: sealed(payload(store_schema=99)), "history schema version 99, newer"),
 ])

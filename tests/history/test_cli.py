@@ -39,7 +39,7 @@ def test_export_show_merge_and_merge_again(cli: Callable[..., tuple[int, str, st
     assert "exported 3 execution(s) (6 testcase result(s)), 2 gate run(s) (6 value(s)) of run 200" in out
     code, out, _ = cli("history", "show", "job.tfb", "--format", "json")
     doc = json.loads(out)
-    assert code == 0 and doc["format"] == "testfleet.bundle/2"
+    assert code == 0 and doc["format"] == "testfleet.bundle/3"
     assert doc["schema"] == "testfleet.history-show/1"
     assert doc["source"]["event"] == "schedule" and doc["source"]["write_baseline"] is True
     assert doc["counts"] == {"executions": 3, "gate_runs": 2, "gate_values": 6, "testcases": 6,

@@ -92,7 +92,7 @@ def test_probe_config_errors(tmp_path: Path) -> None:
                                                           'start-up, see #2230"\n', "")
     (root / "testfleet.toml").write_text(text.replace('"nitely"', '"nightly"'))
     active = cli(root, "check")
-    assert active.returncode == 1 and "applies to a dormant stage only" in active.stdout + active.stderr
+    assert active.returncode == 1 and "applies to a dormant stage (one with 'disabled') or to a stage with 'breaker'" in active.stdout + active.stderr
 
 
 def test_probe_of_an_unregistered_file_is_a_check_error(tmp_path: Path) -> None:

@@ -42,9 +42,14 @@ def check_rules(project: Project, registry: Registry, *, now: dt.datetime | None
     ages, info = disabled_ages(project.root, regs, use_git=needs_git, spans=spans,
                                digests=registry.digests)
     spans.save(partial=partial)
+    from testfleet.app.breaker import breaker_findings, read_breakers
+
+    breakers, _ = read_breakers(project, None)
     report = build_report(project=project.root.name, config=cfg, registrations=regs,
-                          now=now, ages=ages, invalid=invalid_by_stage(registry))
+                          now=now, ages=ages, invalid=invalid_by_stage(registry),
+                          breakers=breakers)
     findings = evaluate_rules(report, cfg, _config_name(project), project.raw_config_text)
+    findings += breaker_findings(project, breakers, now.timestamp())
     if needs_git:
         findings += git_findings(project, report, info)
     return findings

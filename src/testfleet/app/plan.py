@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from testfleet.breaker.model import BreakerState
+    from testfleet.breaker.runners import RunnerInventory
     from testfleet.config import Project
     from testfleet.planning.model import Plan
 
@@ -25,6 +27,8 @@ class PlanInputs:
 
     estimates: dict[tuple[str, str], tuple[float, str]]
     quarantine: dict[tuple[str, str], str]
+    #: each opted-in lane's runner-class breaker (#41), as the history holds it
+    breakers: dict[str, BreakerState]
     #: history notes, then quarantine notes (untrusted text: print escaped)
     notes: list[str]
 
@@ -34,6 +38,7 @@ def plan_inputs(project: Project, registry: Any, database: str | None, *,
     """Estimates and quarantine from the history (of ``stage`` and, for a variant's lane,
     its stage; of every stage when ``stage`` is None). ``history_problem`` says why no
     history could be read at all, instead of "no database yet"."""
+    from testfleet.app.breaker import read_breakers
     from testfleet.app.estimates import estimates_for
     from testfleet.planning.lanes import find_lane
     from testfleet.results.quarantine import quarantine_for
@@ -44,22 +49,28 @@ def plan_inputs(project: Project, registry: Any, database: str | None, *,
     if history_problem is not None:
         notes = [f"{history_problem}; all estimates are est_time literals"]
     quarantine, quarantine_notes = quarantine_for(project, database, [stage] if stage else None)
-    return PlanInputs(estimates, quarantine, [*notes, *quarantine_notes])
+    breakers, breaker_notes = read_breakers(project, database)
+    return PlanInputs(estimates, quarantine, breakers, [*notes, *quarantine_notes, *breaker_notes])
 
 
 def plan_from_history(project: Project, registry: Any, request: Any, database: str | None, *,
                       stage: str | None = None, history_problem: str | None = None,
-                      notes_in_plan: bool = False) -> tuple[Plan, list[str]]:
+                      notes_in_plan: bool = False,
+                      runners: RunnerInventory | None = None) -> tuple[Plan, list[str]]:
     """The plan for ``request`` with the history's estimates and quarantine, and the notes
     on what was used. ``notes_in_plan``: the notes become the plan's own warnings (what
     ``testfleet plan`` prints and writes) and none are returned; otherwise the plan is the
     same as one made without notes, and the caller shows them (a stage path's plan is
-    frozen and compared by digest, so notes of the moment stay out of it)."""
+    frozen and compared by digest, so notes of the moment stay out of it). The history's
+    runner-class breakers (#41) and ``runners`` (the online self-hosted runners, ``plan
+    --runners``) hold lanes back."""
     from testfleet.planning import make_plan
 
     inputs = plan_inputs(project, registry, database, stage=stage, history_problem=history_problem)
     if notes_in_plan:
         return make_plan(project, registry, request, inputs.estimates, warnings=inputs.notes,
-                         quarantine=inputs.quarantine), []
+                         quarantine=inputs.quarantine, breakers=inputs.breakers,
+                         runners=runners), []
     return make_plan(project, registry, request, inputs.estimates,
-                     quarantine=inputs.quarantine), inputs.notes
+                     quarantine=inputs.quarantine, breakers=inputs.breakers,
+                     runners=runners), inputs.notes

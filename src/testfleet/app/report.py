@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 from testfleet.config import Project
 from testfleet.errors import UsageError
@@ -44,11 +45,14 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
         git = f"ages unknown: {info.note}"
     results = None
     quarantined: set[tuple[str, str]] = set()
+    breakers: dict[str, Any] = {}
     if history:
+        from testfleet.app.breaker import read_breakers
         from testfleet.app.report_history import read_report_history
 
         read = read_report_history(project, registry, database)
         hist, results, quarantined = read.history, read.results, read.quarantined
+        breakers, _ = read_breakers(project, database)
     else:
         hist = HistorySection(False, "history not requested (--no-history)")
     notes = []
@@ -64,7 +68,7 @@ def gather(project: Project, *, plan_path: Path | None = None, database: str | N
                           project=_name(project), config=project.config, registrations=regs,
                           now=now, ages=ages, git=git, history=hist, plan=plan, notes=notes,
                           config_file=_config_name(project), config_text=project.raw_config_text,
-                          quarantined=quarantined)
+                          quarantined=quarantined, breakers=breakers)
     findings = evaluate_rules(report, project.config, _config_name(project),
                               project.raw_config_text)
     findings += git_findings(project, report, info)

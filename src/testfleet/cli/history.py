@@ -175,13 +175,17 @@ def _expand(files: tuple[Path, ...], base: Path) -> list[Path]:
 @click.option("--skip-empty", is_flag=True,
               help="No bundle at all (a run whose jobs exported nothing) is a notice and exit 0, "
                    "not an error.")
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="The run's plan: a lane it gave jobs that recorded nothing counts as one "
+                   "whose jobs never started or never reported, for its runner-class breaker.")
 @human_format_option("testfleet.history-merge/1")
 @output_option()
 @click.pass_context
 def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
               allow_untrusted: bool, require_ref: str | None, keep: int,
               older_than_days: float | None, no_prune: bool, wait_seconds: float,
-              skip_empty: bool, fmt: str) -> int:
+              skip_empty: bool, plan_path: Path | None, fmt: str) -> int:
     """Merge bundles into the history database in one transaction (idempotent). A
     directory stands for every file under it (downloaded artifacts, one folder each).
 
@@ -215,6 +219,11 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
         raise UsageError(f"no history bundle in {', '.join(map(str, files))}")
     # every file verified before the database is touched
     bundles = read_bundles(paths, base)
+    plan = None
+    if plan_path is not None:
+        from testfleet.planning.model import load_plan
+
+        plan = load_plan(plan_path if plan_path.is_absolute() else base / plan_path)
     cutoff = time.time() - older_than_days * 86400 if older_than_days is not None else None
     # one deadline for opening (a first merge creates the schema) and merging
     deadline = time.monotonic() + wait_seconds
@@ -235,6 +244,12 @@ def merge_cmd(ctx: click.Context, files: tuple[Path, ...], database: str | None,
                                require_ref=require_ref, keep=None if no_prune else keep,
                                older_than=cutoff, deadline=deadline, say=say)
         where = store.target.display
+        # the runner-class breakers (#41): only default-branch runs' records move them
+        from testfleet.app.breaker import observe_runs, run_sources
+
+        breaker_lines = observe_runs(project, store, run_sources(bundles, require_ref), plan=plan)
+    for line in breaker_lines:
+        click.echo(f"testfleet: {printable(line)}", err=True)
     for note in result.notes:
         click.echo(f"testfleet: warning: {printable(note)}", err=True)
     if fmt == "json":

@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # elastic execution (issue #40)
     "queue": ("testfleet.cli.queue", "Queue mode: what a plan's queue lanes hold."),
     "action": ("testfleet.cli.action", "One step of testfleet's GitHub Action (inputs from TESTFLEET_*)."),
+    # the runner-class breaker (issue #41)
+    "breaker": ("testfleet.cli.breaker", "Runner-class breakers: show their state, or force one."),
 }
 
 

@@ -30,6 +30,7 @@ from testfleet.findings import Finding
 from testfleet.integrations.plan_formats import FORMATS, render_table
 
 if TYPE_CHECKING:
+    from testfleet.breaker.runners import RunnerInventory
     from testfleet.planning.model import Plan
 
 MAX_FINDINGS_SHOWN = 20
@@ -80,10 +81,16 @@ def is_note(message: str) -> bool:
               help="Refuse (exit 2, after writing) a plan that the generated workflow FILE "
                    "cannot run: a stage with jobs but no job there, or whose runs-on or CI "
                    "settings there differ (regenerate it with testfleet init --github --force).")
+@click.option("--runners", "runners_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="The self-hosted runners, as GitHub's runners API returns them (GET "
+                   "/repos/OWNER/REPO/actions/runners): a lane whose labels no online runner "
+                   "carries gets the fate 'no-runner-online' instead of jobs that would wait. "
+                   "Without it runner availability is not checked.")
 @click.pass_context
 def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, output: Path | None,
             plan_file: Path | None, database: str | None, strict: bool,
-            fits_workflow: Path | None) -> int:
+            fits_workflow: Path | None, runners_file: Path | None) -> int:
     """Resolve a CI trigger into a plan: jobs per stage and shard, and for every
     registration not in a job the one reason why.
 
@@ -105,6 +112,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
 
     project = project_from(ctx)
     base = ctx.find_root().obj.directory
+    runners = _runners(runners_file, Path(base)) if runners_file is not None else None
     try:
         request = build_request(project, base, trigger_options)
     except PullRequestMoved as exc:
@@ -122,7 +130,8 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
     from testfleet.app.plan import plan_from_history
 
     plan, _ = plan_from_history(project, registry, request, database, notes_in_plan=True,
-                                history_problem=history_location_problem(project, database))
+                                history_problem=history_location_problem(project, database),
+                                runners=runners)
 
     if plan_file is not None:
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
@@ -192,6 +201,27 @@ def _workflow(workflow: Path) -> tuple[dict[str, tuple[list[str], str]],
         return workflow_lanes(text), workflow_groups(text)
     except (OSError, ValueError) as exc:
         raise UsageError(f"--fits-workflow: cannot read {workflow}: {exc}") from None
+
+
+def _runners(path: Path, base: Path) -> RunnerInventory:
+    """``--runners FILE`` read and parsed; any problem is a usage error naming the file and
+    the place in it (exit 2)."""
+    from testfleet.breaker.runners import RunnersError, parse_runners
+    from testfleet.fileio import read_capped
+
+    target = path if path.is_absolute() else base / path
+    try:
+        raw = read_capped(target, 32 << 20)
+    except OSError as exc:
+        raise UsageError(f"--runners: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--runners: {path}: not UTF-8 (byte {exc.start})") from None
+    try:
+        return parse_runners(text, f"--runners {path}")
+    except RunnersError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_fits(plan: Plan, workflow: Path) -> None:

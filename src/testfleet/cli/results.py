@@ -81,16 +81,30 @@ def command(ctx: click.Context, stage: str | None, file: str | None, runs: int, 
 
     suggestions = {n: d for n, i in enumerate(incidents)
                    if (d := dormancy(project, i, link.url)) is not None}
+    from testfleet.app.breaker import held_back_lanes
+
+    held = [h for h in held_back_lanes(project, database)
+            if stage is None or h[0] == stage or h[0].startswith(f"{stage}.")]
     if fmt == "json":
         doc: ResultsDoc = {"schema": SCHEMA, "runs": runs, "stage": stage, "file": file,
                "files": [summary_json(f, url) for f in files],
                "incidents": [incident_json(i, link.url, suggestions.get(n))
                              for n, i in enumerate(incidents)],
                "probes": [p.to_json() for p in probes]}
+        if held:
+            doc["held_back"] = [{"lane": lane, "detail": detail} for lane, detail in held]
         if tests:
             doc["testcases"] = [{"stage": c.stage, "file": c.file, **c.to_json()} for c in cases]
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return 0
+    if held:
+        from rich.markup import escape
+
+        from testfleet.textsafe import printable
+
+        for lane, detail in held:
+            color.console().print(f"[bold red]coverage hole[/]: lane [bold]{escape(lane)}[/] is "
+                                  f"held back by its breaker: {escape(printable(detail))}")
     _table(files, cases, url, runs, incidents, suggestions, probes, link.url)
     return 0
 

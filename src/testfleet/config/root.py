@@ -13,6 +13,7 @@ from testfleet.config.backends import BUILTIN_BACKENDS, BackendConfig, ImplicitD
 from testfleet.config.base import _NAME, MAX_NAME, _relative_path, _Strict, _unsafe_in_ci_path
 from testfleet.config.policy import PolicyConfig
 from testfleet.config.sections import (
+    BreakerConfig,
     CheckConfig,
     CIConfig,
     DurationsConfig,
@@ -46,6 +47,8 @@ class Config(_Strict):
     flaky: FlakyConfig = Field(default_factory=FlakyConfig)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
     ci: CIConfig = Field(default_factory=CIConfig)
+    # the runner-class breaker (#41): its counts; a stage or variant opts in
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
 
     @field_validator("roots")
     @classmethod

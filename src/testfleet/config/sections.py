@@ -1,4 +1,4 @@
-"""The smaller sections: durations, runner, gate, check, flaky, results and ci."""
+"""The smaller sections: durations, runner, gate, check, flaky, results, ci and breaker."""
 
 from __future__ import annotations
 
@@ -173,3 +173,25 @@ class CIConfig(_Strict):
             raise ValueError(f"{v[:60]!r} is not a secret name (letters, digits and '_', "
                              "not starting with a digit or GITHUB_)")
         return v
+
+
+# --- the runner-class breaker (#41) --------------------------------------------------
+
+
+class BreakerConfig(_Strict):
+    """``[tool.testfleet.breaker]``: when an opted-in lane's breaker opens and closes (see
+    testfleet.breaker). Counts are default-branch runs in a row; a breaker open longer
+    than ``max_open_days`` fails ``testfleet check`` and asks for the tracked decision."""
+
+    open_after: int = Field(default=2, ge=1, le=100)
+    close_after: int = Field(default=2, ge=1, le=100)
+    max_open_days: float = Field(default=7, gt=0, le=3650)
+
+
+class BreakerOverride(_Strict):
+    """``breaker = { open_after = 3 }`` on a stage or variant: opted in, with its own
+    counts; a key it omits is the ``[breaker]`` section's."""
+
+    open_after: int | None = Field(default=None, ge=1, le=100)
+    close_after: int | None = Field(default=None, ge=1, le=100)
+    max_open_days: float | None = Field(default=None, gt=0, le=3650)

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from testfleet.ci_keys import _SECRET_NAME, StageJobKeys, VariantJobKeys, _ci_text, _control_char
 from testfleet.config.base import _NAME, MAX_NAME, _check_pr_label, _relative_path, _Strict
+from testfleet.config.sections import BreakerOverride
 from testfleet.config.triggers import StageTriggers, VariantTriggers
 from testfleet.documents.vocabulary import MAX_EST_TIME
 
@@ -82,6 +83,14 @@ def _image_or_table(schema: dict[str, Any]) -> None:
 def lane_container(v: Any) -> Any:
     """``container = "rocm/x:1"``: just the image, made a table."""
     return {"image": v} if isinstance(v, str) else v
+
+
+def lane_breaker(v: Any) -> Any:
+    """``breaker = true`` or a table of counts (#41): "yes" is not a yes."""
+    if v is not None and not isinstance(v, (bool, dict)) and not hasattr(v, "model_fields"):
+        raise ValueError(f"want true, false or a table (open_after, close_after, "
+                         f"max_open_days), got {str(v)[:40]!r}")
+    return v
 
 
 def lane_one_line(v: Any) -> Any:
@@ -174,6 +183,13 @@ class VariantConfig(VariantJobKeys, VariantTriggers, _Strict):
     # Elastic execution (#40): the stage's keys, per variant.
     execution: Literal["shards", "queue"] | None = None
     queue_lease_seconds: float | None = Field(default=None, ge=5, le=3600)
+    # The runner-class breaker (#41): this variant's lane opts in (or out: false).
+    breaker: bool | BreakerOverride | None = None
+
+    @field_validator("breaker", mode="before")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        return lane_breaker(v)
 
     # The lane validator, so a value is refused here exactly as it is on the stage.
     @field_validator("container", mode="before")
@@ -372,6 +388,15 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
     queue_lease_seconds: float = Field(default=120.0, ge=5, le=3600)
     queue_infra_retries: int = Field(default=1, ge=0, le=3)
 
+    # The runner-class breaker (#41): the lane (each variant's, unless it says false) opts
+    # in to be held back while its runners fail the same infrastructure way.
+    breaker: bool | BreakerOverride | None = None
+
+    @field_validator("breaker", mode="before")
+    @classmethod
+    def _breaker(cls, v: Any) -> Any:
+        return lane_breaker(v)
+
     # Stage variants (#12): the same suite on other runner classes or images.
     variants: dict[str, VariantConfig] = Field(default_factory=dict)
 
@@ -420,7 +445,8 @@ class StageConfig(StageJobKeys, StageTriggers, _Strict):
 
     @model_validator(mode="after")
     def _probe_needs_dormant(self) -> StageConfig:
-        if self.probe is not None and self.disabled is None:
-            raise ValueError("'probe' applies to a dormant stage only (one with 'disabled'); "
-                             "an active stage runs its files anyway")
+        if self.probe is not None and self.disabled is None and self.breaker in (None, False):
+            raise ValueError("'probe' applies to a dormant stage (one with 'disabled') or to a "
+                             "stage with 'breaker' (the probe its open breaker runs); an active "
+                             "stage runs its files anyway")
         return self

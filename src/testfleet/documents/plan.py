@@ -151,7 +151,10 @@ class JobDoc(TypedDict):
     tests: list[PlannedTestDoc]
     env: NotRequired[dict[str, str]]
     probe: NotRequired[bool]
-    """A dormant stage's probe job (it never blocks)."""
+    """A probe job: of a dormant stage, or of a lane whose breaker is open (it never blocks)."""
+    breaker: NotRequired[bool]
+    """A probe of a lane whose runner-class breaker is open (#41): its result closes the
+    breaker after ``close_after`` clean runs in a row."""
     ci: NotRequired[JobCIDoc]
     timeout_minutes: NotRequired[Positive]
     variant: NotRequired[str]
@@ -279,6 +282,19 @@ class PlanInputsDoc(TypedDict):
 
 
 @boundary
+class RunnersDoc(TypedDict):
+    """Whether the plan knew which self-hosted runners were online (#41, ``plan --runners``)."""
+
+    checked: bool
+    """False: runner availability was not checked; jobs may wait for runners that are not there."""
+    source: NotRequired[str]
+    """Where the runners were read from."""
+    online: NotRequired[int]
+    total: NotRequired[int]
+    offline_lanes: NotRequired[list[str]]
+    """Lanes no online runner serves (their registrations' fate: ``no-runner-online``)."""
+
+
 class PlanContentDoc(TypedDict):
     """A plan without its digest: what the digest is computed over."""
 
@@ -291,6 +307,7 @@ class PlanContentDoc(TypedDict):
     warnings: list[str]
     trust: NotRequired[TrustDoc]
     inputs: NotRequired[PlanInputsDoc | None]
+    runners: NotRequired[RunnersDoc]
 
 
 @boundary

@@ -24,7 +24,9 @@ from testfleet.documents.vocabulary import (
 
 #: why a stage or backend has nothing that can run
 HoleCause = Literal["dormant", "all-stages-dormant", "all-invalid", "no-registrations",
-                    "all-disabled", "nothing-scheduled"]
+                    "all-disabled", "nothing-scheduled",
+                    # #41: the lane's runner-class breaker is open (only its probe runs)
+                    "runner-broken"]
 
 CountsDoc = TypedDict("CountsDoc", {
     "enabled": int, "label-gated": int, "nightly-only": int, "at-risk": int, "disabled": int,

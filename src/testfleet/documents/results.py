@@ -147,6 +147,15 @@ class ProbeDoc(TypedDict):
 
 
 @closed
+class HeldBackDoc(TypedDict):
+    """A lane its open runner-class breaker holds back: a coverage hole."""
+
+    lane: str
+    detail: str
+    """The incident (or who forced it), since when, the runs."""
+
+
+@closed
 class ResultsDoc(TypedDict):
     """The newest runs per (file, stage), the incidents of the newest runs and the probes
     of dormant stages."""
@@ -160,6 +169,9 @@ class ResultsDoc(TypedDict):
     probes: list[ProbeDoc]
     testcases: NotRequired[list[TestcaseDoc]]
     """With ``--tests``."""
+    held_back: NotRequired[list[HeldBackDoc]]
+    """Lanes an open runner-class breaker holds back (#41): coverage holes until their
+    probe passes."""
 
 
 @closed

@@ -33,7 +33,10 @@ MAX_JOB_TIMEOUT_MINUTES = 4320
 # models that read plan files: every ``plan`` needs these words, only a run that loads a
 # plan needs the models, whose construction costs start-up time)
 SCHEMA: Final = "testfleet.plan/1"
-Status = Literal["scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty"]
+Status = Literal["scheduled", "dormant", "unauthorized", "excluded", "unaffected", "empty",
+                 # the runner-class breaker (#41): the lane's breaker is open (only its probe
+                 # runs), or no online runner carries its labels (``plan --runners``)
+                 "runner-broken", "no-runner-online"]
 Reason = Literal[
     "disabled",
     "stage-dormant",
@@ -53,6 +56,10 @@ Reason = Literal[
     # #12: a marker call the registry rejected; a registration with suite "" (run by path only)
     "invalid",
     "path-only",
+    # #41: the lane's breaker is open (its runners failed the same infrastructure way in
+    # consecutive default-branch runs); no online runner carries the lane's labels
+    "runner-broken",
+    "no-runner-online",
 ]
 Source = Literal["history", "est_time"]
 #: what a stage summary counts: its registrations, and how many of them each skip reason took

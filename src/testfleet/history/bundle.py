@@ -47,9 +47,10 @@ from testfleet.store.identity import UID_PATTERN
 from testfleet.textsafe import printable
 
 SCHEMA_PREFIX = "testfleet.bundle/"
-FORMAT_VERSION = 2
-#: Formats read (1: before failure signatures; its records are a subset of format 2's).
-READS_FORMATS = (1, 2)
+FORMAT_VERSION = 3
+#: Formats read (1: before failure signatures; 2: before the breaker log; each one's
+#: records are a subset of the next one's).
+READS_FORMATS = (1, 2, 3)
 SCHEMA = f"{SCHEMA_PREFIX}{FORMAT_VERSION}"
 
 #: The most compressed bytes read from a bundle file (a whole 100k-execution history
@@ -166,6 +167,19 @@ class SignatureRecord(_Row):
     text: str = Field(min_length=1, max_length=300)
 
 
+class BreakerEventRecord(_Row):
+    """One event of a lane's breaker log (format 3, schema step 10): the lane's state after
+    it as its canonical JSON (checked as a ``testfleet.breaker-state/1`` document)."""
+
+    uid: str = _UID
+    lane: str = Field(min_length=1, max_length=255)
+    seq: int = Field(ge=0, le=INT32_MAX)
+    at: float
+    kind: Literal["observed", "opened", "closed", "forced-open", "forced-close"]
+    run: str | None = Field(default=None, max_length=255)
+    state: str = Field(min_length=2, max_length=64_000)
+
+
 class Source(_Row):
     """Where the records came from, as the exporting job saw it (see ``history.trust``)."""
 
@@ -187,6 +201,7 @@ class Payload(_Row):
     gate_values: list[GateValueRecord] = Field(default_factory=list)
     testcases: list[TestcaseRecord] = Field(default_factory=list)
     signatures: list[SignatureRecord] = Field(default_factory=list)
+    breakers: list[BreakerEventRecord] = Field(default_factory=list)  # format 3
 
 
 @dataclass(frozen=True)
@@ -424,6 +439,8 @@ def _check_consistency(payload: Payload, name: str) -> None:
             raise BundleError(f"{name}: testcases[{i}] references execution {c.execution}, "
                               "which the bundle does not contain")
     _duplicates(((s.digest, s) for s in payload.signatures), "failure signature", name)
+    _duplicates(((b.uid, b) for b in payload.breakers), "breaker event", name)
+    _check_breakers(payload, name)
     known = {s.digest for s in payload.signatures}
     named = [(f"executions[{i}]", r.signature) for i, r in enumerate(payload.executions)] + \
         [(f"testcases[{i}]", c.signature) for i, c in enumerate(payload.testcases)]
@@ -431,6 +448,25 @@ def _check_consistency(payload: Payload, name: str) -> None:
         if digest is not None and digest not in known:
             raise BundleError(f"{name}: {where} names failure signature {digest}, which the "
                               "bundle does not contain")
+
+
+def _check_breakers(payload: Payload, name: str) -> None:
+    """Each breaker event's state is a breaker state of its own lane, and its uid is its
+    content's (an edited state is a different event, never a silent replacement)."""
+    from testfleet.breaker.model import StateError, state_from_json
+    from testfleet.store.breakers import event_row
+
+    for i, b in enumerate(payload.breakers):
+        try:
+            doc = json.loads(b.state)
+            state = state_from_json(doc)
+        except (ValueError, RecursionError, StateError) as exc:
+            raise BundleError(f"{name}: breakers[{i}].state: {printable(str(exc))[:200]}") from None
+        if state.lane != b.lane or state.seq != b.seq:
+            raise BundleError(f"{name}: breakers[{i}]: its state is of lane {printable(state.lane)[:80]} "
+                              f"seq {state.seq}, not the event's")
+        if event_row(b.lane, b.seq, b.at, b.kind, b.run, doc).uid != b.uid:
+            raise BundleError(f"{name}: breakers[{i}]: uid {b.uid} is not its content's")
 
 
 def unique(rows: Iterable[Any], key: str = "uid") -> list[Any]:

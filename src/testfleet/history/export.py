@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from testfleet.history.bundle import (
+    BreakerEventRecord,
     BundleError,
     ExecutionRecord,
     GateRunRecord,
@@ -45,9 +46,22 @@ def export_payload(store: Store, *, run_id: str | None, source: Source) -> Paylo
         cases = read_testcases(conn, run_id)
         signatures = read_signature_records(
             conn, [r.signature for r in executions] + [c.signature for c in cases])
+        breakers = read_breaker_records(conn) if run_id is None else []
     return Payload(store_schema=latest_version(), created_at=time.time(), testfleet=__version__,
                    source=source, executions=executions, gate_runs=runs, gate_values=values,
-                   testcases=cases, signatures=signatures)
+                   testcases=cases, signatures=signatures, breakers=breakers)
+
+
+def read_breaker_records(conn: Connection) -> list[BreakerEventRecord]:
+    """The breaker log (#41), whole: a lane's state is its newest event, and a history
+    exported whole carries it (a job's bundle, of one run's records, does not: the merge
+    of the run writes the breaker's events)."""
+    from testfleet.store.breakers import read_events
+
+    return [_record(BreakerEventRecord, {"uid": r.uid, "lane": r.lane, "seq": r.seq,
+                                         "at": r.at, "kind": r.kind, "run": r.run,
+                                         "state": r.state}, "breaker event")
+            for r in read_events(conn)]
 
 
 def read_signature_records(conn: Connection, digests: list[str | None]) -> list[SignatureRecord]:

@@ -128,6 +128,7 @@ class MergeResult:
     notes: list[str] = field(default_factory=list)
     rows: HistoryRowsDoc = field(default_factory=_no_rows)
     size_bytes: int | None = None
+    breakers_added: int = 0  # breaker events (#41) the bundles added
 
     def to_json(self) -> MergeResultDoc:
         return {"bundles": self.bundles, "added": self.added, "already_present": self.known,
@@ -179,6 +180,7 @@ def merge_bundles(store: Store, bundles: Sequence[Bundle], *, allow_untrusted: b
             new = _merge_executions(conn, [b for b, _ in admitted], result)
             _merge_testcases(conn, [b for b, _ in admitted], new, result)
             _merge_gate_runs(conn, admitted, result)
+            _merge_breakers(conn, [b for b, _ in admitted], require_ref, result)
             if keep is not None:
                 from testfleet.store.durations import prune
                 from testfleet.store.execution_rows import AlchemyDb
@@ -261,6 +263,27 @@ def _merge_signatures(conn: Connection, bundles: Sequence[Bundle], result: Merge
     for i in range(0, len(payload), 5 * _CHUNK):
         insert_signatures(AlchemyDb(conn), payload[i:i + 5 * _CHUNK])
     result.added["signatures"] += int(conn.execute(count).scalar() or 0) - before
+
+
+def _merge_breakers(conn: Connection, bundles: Sequence[Bundle], require_ref: str | None,
+                    result: MergeResult) -> None:
+    """The breaker log (#41) of a whole history merges by union; a bundle whose origin may
+    not write baselines (a pull request's, another ref's) brings no breaker events: a pull
+    request reads the breaker and never changes it."""
+    from testfleet.store.breakers import EventRow, insert_events
+
+    rows = []
+    for bundle in bundles:
+        if not bundle.payload.breakers:
+            continue
+        if admit(bundle.payload.source, require_ref=require_ref).refused is not None:
+            result.notes.append(f"{bundle.name}: its {len(bundle.payload.breakers)} breaker "
+                                "event(s) were left out: only default-branch records change "
+                                "a breaker")
+            continue
+        rows += [EventRow(b.uid, b.lane, b.seq, b.at, b.kind, b.run, b.state)
+                 for b in bundle.payload.breakers]
+    result.breakers_added += insert_events(conn, rows)
 
 
 def _merge_executions(conn: Connection, bundles: Sequence[Bundle],

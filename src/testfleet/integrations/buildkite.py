@@ -360,7 +360,10 @@ def history_step() -> dict[str, Any]:
             f"if ! buildkite-agent artifact download '{bundles}' .; then",
             "  echo 'testfleet: no history bundles in this build'; exit 0",
             "fi",
-            f'testfleet history merge {bundles} --require-ref "refs/heads/$BUILDKITE_BRANCH"',
+            # the plan: a lane it gave jobs that recorded nothing moves its breaker (#41)
+            f"buildkite-agent artifact download {PLAN_FILE} .",
+            f'testfleet history merge {bundles} --require-ref "refs/heads/$BUILDKITE_BRANCH" '
+            f"--plan {PLAN_FILE}",
         ],
         "timeout_in_minutes": 30,
         # one merge at a time per pipeline (the group is named at upload, below)

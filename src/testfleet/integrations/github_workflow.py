@@ -176,12 +176,15 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
             restore_history(config, opts),
             steps.uses("actions/download-artifact", {"pattern": f"{HISTORY_ARTIFACT}-*",
                                                      "path": f"{HISTORY_ARTIFACT}-in"}),
+            # the plan: a lane it gave jobs that recorded nothing moves its breaker (#41)
+            steps.uses("actions/download-artifact", {"name": PLAN_ARTIFACT}),
             steps.action("Merge this run's records", "history-merge", install=opts.install,
                          config=opts.config, inputs={"args": steps.args(
                              f"{HISTORY_ARTIFACT}-in",
                              # a bundle from any other ref is refused, nothing merged
                              "--require-ref",
-                             "refs/heads/${{ github.event.repository.default_branch }}")}),
+                             "refs/heads/${{ github.event.repository.default_branch }}",
+                             "--plan", "plan.json")}),
         ]
     else:
         body += [

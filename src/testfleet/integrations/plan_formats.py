@@ -240,6 +240,7 @@ def render_markdown(plan: Plan, max_skipped: int = 50) -> str:
 _STATUS_STYLE = {
     "scheduled": "green", "dormant": "bold yellow", "unauthorized": "bold red",
     "excluded": "cyan", "unaffected": "cyan", "empty": "dim",
+    "runner-broken": "bold red", "no-runner-online": "bold red",
 }
 
 

@@ -25,11 +25,19 @@ def _seconds(value: float) -> float:
 
 
 def history_digest(estimates: Estimates | None,
-                   quarantine: Mapping[tuple[str, str], str] | None) -> str:
-    """``sha256:<hex>`` over the history-derived estimates and the quarantine."""
+                   quarantine: Mapping[tuple[str, str], str] | None,
+                   breakers: Mapping[str, object] | None = None) -> str:
+    """``sha256:<hex>`` over the history-derived estimates, the quarantine and the open
+    runner-class breakers (#41: each one's lane and ``seq``; none open: the digest is the
+    one made before breakers existed)."""
     measured = sorted([file, key, _seconds(seconds)]
                       for (file, key), (seconds, source) in (estimates or {}).items()
                       if source == "history")
     held = sorted([stage, file, why] for (stage, file), why in (quarantine or {}).items())
-    body = canonical_bytes({"estimates": measured, "quarantine": held})
+    doc: dict[str, object] = {"estimates": measured, "quarantine": held}
+    opened = sorted([lane, getattr(state, "seq", 0)] for lane, state in (breakers or {}).items()
+                    if getattr(state, "open", False))
+    if opened:
+        doc["breakers"] = opened
+    body = canonical_bytes(doc)
     return "sha256:" + hashlib.sha256(body).hexdigest()

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         PlannedTestDoc,
         PolicyDoc,
         QueueDoc,
+        RunnersDoc,
         SkippedDoc,
         StageDoc,
         TriggerDoc,
@@ -102,6 +103,8 @@ class Job:
     # Elastic execution (#40): a queue lane's jobs are runners pulling the lane's files
     # (``tests`` is this runner's planned share, not its partition); None: shard mode.
     queue: QueueDoc | None = None
+    # The runner-class breaker (#41): a probe job of a lane whose breaker is open.
+    breaker: bool = False
 
     @property
     def lane(self) -> str:
@@ -128,6 +131,8 @@ class Job:
         }
         if self.probe:
             out["probe"] = True
+        if self.breaker:
+            out["breaker"] = True
         if self.variant:
             out["variant"] = self.variant
         if self.queue is not None:
@@ -233,6 +238,8 @@ class Plan:
     #: what the plan pins about the history it was made from (planning/inputs.py):
     #: ``{"history": "sha256:..."}``; None in plans written before it existed
     inputs: PlanInputsDoc | None = None
+    #: whether runner availability was checked (#41); None: no lane runs on self-hosted runners
+    runners: RunnersDoc | None = None
     #: canonical bytes of ``content()``, kept by :func:`seal` so writing the plan does
     #: not encode it twice; not an init field, so ``replace()`` never carries it over.
     _content_bytes: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -270,6 +277,8 @@ class Plan:
             content["trust"] = self.trust
         if self.inputs:
             content["inputs"] = self.inputs
+        if self.runners is not None:
+            content["runners"] = self.runners
         return content
 
     def to_json(self) -> PlanDoc:
@@ -396,6 +405,7 @@ def _parse_plan(data: Any) -> Plan:
         digest=doc["digest"],
         trust=doc.get("trust"),
         inputs=doc.get("inputs"),
+        runners=doc.get("runners"),
     )
 
 
@@ -421,7 +431,7 @@ def _job(j: JobDoc) -> Job:
         wave=j["wave"], needs=tuple(j["needs"]), estimate=j["estimate"],
         tests=tuple(PlannedTest(t["file"], t["estimate"], t["source"], t.get("command"),
                                 t.get("quarantined", "")) for t in j["tests"]),
-        env=env, probe=j.get("probe", False),
+        env=env, probe=j.get("probe", False), breaker=j.get("breaker", False),
         timeout_minutes=j.get("timeout_minutes", DEFAULT_JOB_TIMEOUT_MINUTES),
         variant=j.get("variant", ""), queue=j.get("queue"),
         ci=JobCI(container=container, setup=tuple(c.get("setup", [])),

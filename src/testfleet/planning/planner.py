@@ -15,6 +15,8 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
+from testfleet.breaker.model import BreakerState
+from testfleet.breaker.runners import RunnerInventory, self_hosted
 from testfleet.commands import AUTO, Style, resolve
 from testfleet.config import Config, Project, StageConfig
 from testfleet.config.triggers import needs_for
@@ -42,7 +44,7 @@ from testfleet.planning.stage_files import bind_stage_files
 from testfleet.registry.model import Registration, Registry
 
 if TYPE_CHECKING:
-    from testfleet.documents.plan import QueueDoc, TrustDoc
+    from testfleet.documents.plan import QueueDoc, RunnersDoc, TrustDoc
     from testfleet.documents.vocabulary import Reason, Source, StageCount, Status
 
 Estimates = Mapping[tuple[str, str], tuple[float, str]]
@@ -128,7 +130,10 @@ def _shard_count(name: str, config: Config, seconds: list[float],
     return n
 
 
-def _hole_cause(stage: StageConfig, regs: list[Registration], invalid: int = 0) -> str | None:
+def _hole_cause(stage: StageConfig, regs: list[Registration], invalid: int = 0,
+                held: str | None = None) -> str | None:
+    if held is not None and stage.disabled is None and regs:
+        return held
     rejected = (f"{invalid} registration{' for this stage is' if invalid == 1 else 's for this stage are'} "
                 "invalid") if invalid else ""
     if stage.disabled is not None:
@@ -194,6 +199,8 @@ def make_plan(
     warnings: Sequence[str] = (),
     styles: Mapping[str, Style | None] | None = None,
     quarantine: Mapping[tuple[str, str], str] | None = None,
+    breakers: Mapping[str, BreakerState] | None = None,
+    runners: RunnerInventory | None = None,
 ) -> Plan:
     """Plan one trigger. ``estimates`` maps (file, stage) -> (seconds, source); when
     a pair is missing the registration's literal ``est_time`` is used. ``warnings``
@@ -201,7 +208,11 @@ def make_plan(
     ``styles`` (file -> script or pytest style) resolve ``command = "auto"`` stages; when
     not given, the files of those stages are parsed (never imported) under the root.
     ``quarantine`` maps (stage, file) of flaky files to why: they run in their job and
-    their failure does not block it (see testfleet.results.quarantine)."""
+    their failure does not block it (see testfleet.results.quarantine).
+    ``breakers`` maps a lane to its breaker's state as the history holds it (#41): an open
+    one holds the lane back (fate ``runner-broken``, a coverage hole) and, on a run that
+    is not a pull request, schedules its probe instead. ``runners``: the online self-hosted
+    runners (``plan --runners``); a lane no online runner serves gets ``no-runner-online``."""
     config = project.config
     registrations = list(registry.registrations if isinstance(registry, Registry) else registry)
     # A fork's trust settings come from its base commit (planning/trust.py).
@@ -261,6 +272,7 @@ def make_plan(
     summaries: list[StageSummary] = []
     hole_warnings: list[str] = []
     dormant_holes: dict[str, list[tuple[str, str]]] = {}
+    probe_for_breaker: list[tuple[Lane, BreakerState]] = []
     for name, lane in ((n, lane) for n in sorted(config.stages, key=lambda n: (waves[n], n))
                        for lane in stage_lanes(config, n)):
         stage = lane.config
@@ -276,6 +288,22 @@ def make_plan(
         if not request.include_disabled and any(r.disabled_on for r in chosen):
             status, reason, chosen = _runner_disabled(lane, status, reason, chosen,
                                                       sel.skipped, skip_counts)
+        held_state = (breakers or {}).get(lane.key)
+        held = held_back(held_state, lane, runners) if stage.disabled is None else None
+        if held is not None:
+            if chosen:
+                broken = held_state is not None and held_state.open
+                fate: Reason = "runner-broken" if broken else "no-runner-online"
+                for r in chosen:
+                    sel.skipped.append(Skipped(r.file, r.backend, r.suite, fate, held, lane.variant))
+                    skip_counts[lane.key][fate] += 1
+                status = "runner-broken" if broken else "no-runner-online"
+                reason, chosen = held, []
+            warnings.append(f"{lane.key}: {held}")
+            if held_state is not None and held_state.open and not request.trigger.is_pull_request \
+                    and (not wanted_lanes.get(name) or lane.variant in wanted_lanes[name]) \
+                    and (not request.stages or name in request.stages):
+                probe_for_breaker.append((lane, held_state))
         auto = stage.command == AUTO
         if auto and chosen and styles is None:
             from testfleet.planning.styles import read_styles
@@ -343,7 +371,7 @@ def make_plan(
         lane_skips = Counter(skip_counts[lane.key])
         if lane.variant:  # a rejected call has no variant: it is a hole in each lane of its backend
             lane_skips["invalid"] += invalid_counts[(name, lane.backend)]
-        cause = _hole_cause(stage, regs, lane_skips.get("invalid", 0))
+        cause = _hole_cause(stage, regs, lane_skips.get("invalid", 0), held)
         what = f"stage {name}" + (f" variant {lane.variant}" if lane.variant else "")
         if cause and any(not r.disabled_for(stage.runs_on) for r in regs) and stage.disabled is None:
             hole_warnings.append(f"coverage hole: {what} ({stage.backend}) is missing tests: {cause}")
@@ -383,6 +411,8 @@ def make_plan(
                                  f"registrations ({', '.join(sorted(k for _, k in whats))}): each is dormant: {why}")
     warnings.extend(hole_warnings)
     jobs.extend(probe_jobs(config, by_stage, policy.cadence, estimates, waves, warnings))
+    for lane, state in probe_for_breaker:
+        jobs.extend(breaker_probe(lane, state, by_stage, estimates, waves, runners, warnings))
     warnings.extend(f"quarantined: {t.file} ({j.stage}) runs but its failure does not fail "
                     f"the job: {t.quarantined}" for j in jobs for t in j.tests if t.quarantined)
     by_backend: dict[str, list[StageSummary]] = defaultdict(list)
@@ -426,7 +456,8 @@ def make_plan(
         skipped=tuple(sorted(sel.skipped, key=lambda s: (s.suite, s.file, s.variant, s.reason))),
         warnings=tuple(_dedupe(warnings)),
         trust=trust_json,
-        inputs={"history": history_digest(estimates, quarantine)},
+        inputs={"history": history_digest(estimates, quarantine, breakers)},
+        runners=_runners_doc(config, runners, summaries),
     )
     check_invariants(plan, registrations, invalid, _lane_table(config))
     return seal(plan)
@@ -558,6 +589,90 @@ def probe_jobs(config: Config, by_stage: Mapping[str, list[Registration]], caden
         warnings.append(f"probe: {name} is dormant; job {name}-probe runs "
                         f"{len(tests)} of its file(s) on its runners and never blocks")
     return out
+
+
+def _runners_doc(config: Config, runners: RunnerInventory | None,
+                 summaries: Sequence[StageSummary]) -> RunnersDoc | None:
+    """What the plan knew of its self-hosted runners (None: no lane asks for one)."""
+    if not any(self_hosted(lane.config.runs_on) for n in config.stages
+               for lane in stage_lanes(config, n)):
+        return None
+    if runners is None:
+        return {"checked": False}
+    return {"checked": True, "source": runners.source[:300], "online": len(runners.online),
+            "total": runners.total,
+            "offline_lanes": sorted(s.lane for s in summaries if s.status == "no-runner-online")}
+
+
+def _day(epoch: float | None) -> str:
+    """A breaker's opening day (UTC), the plan's stable way to say its age."""
+    import datetime as dt
+
+    if epoch is None:
+        return "an unknown day"
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def held_back(state: BreakerState | None, lane: Lane,
+              runners: RunnerInventory | None) -> str | None:
+    """Why the lane is held back this run (its breaker is open, or no online runner carries
+    its labels), or None. The text says the incident, since when and the runs, from the
+    state alone: the same history makes the same plan."""
+    if state is not None and state.open:
+        if state.opened_by:
+            what = f"opened by {state.opened_by}: {state.reason}"
+        else:
+            what = (f"infrastructure incident {state.signature}: {state.text} in "
+                    f"{len(state.runs)} default-branch run(s) in a row "
+                    f"({', '.join(r.run for r in state.runs[-5:])})")
+        return (f"runner class broken: breaker open since {_day(state.opened_at)}, {what}; "
+                f"held back {state.held_runs} run(s) so far; only its probe runs until it "
+                "passes")[:500]
+    if runners is not None and self_hosted(lane.config.runs_on) \
+            and not runners.serves(lane.config.runs_on):
+        return (f"no online runner carries {', '.join(lane.config.runs_on)} "
+                f"({len(runners.online)} of {runners.total} runner(s) online in "
+                f"{runners.source})")[:500]
+    return None
+
+
+def breaker_probe(lane: Lane, state: BreakerState, by_stage: Mapping[str, list[Registration]],
+                  estimates: Estimates | None, waves: Mapping[str, int],
+                  runners: RunnerInventory | None, warnings: list[str]) -> list[Job]:
+    """The one probe job of a lane whose breaker is open (#41): the stage's ``probe`` files
+    (or its ``shortest`` N), by default its shortest registered file, on the lane's own
+    runners; quarantined, so it never blocks; no job needs it."""
+    stage = lane.config
+    regs = {r.file: r for r in by_stage.get(lane.stage, [])
+            if r.backend == lane.backend and r.disabled_for(stage.runs_on) is None}
+    probe = stage.probe
+    if probe is not None and probe.files:
+        chosen = [regs[f] for f in dict.fromkeys(probe.files) if f in regs]
+    else:
+        own = lane.key if lane.variant else ""
+        chosen = sorted(regs.values(), key=lambda r: (_estimate(r, estimates, own)[0], r.file))
+        chosen = chosen[:probe.shortest if probe is not None else 1]
+    if not chosen:
+        warnings.append(f"probe of broken runner class {lane.key}: no registered file to probe")
+        return []
+    if runners is not None and self_hosted(stage.runs_on) and not runners.serves(stage.runs_on):
+        warnings.append(f"probe of broken runner class {lane.key}: not scheduled, no online "
+                        f"runner carries {', '.join(stage.runs_on)}")
+        return []
+    why = (f"probe of broken runner class {lane.key} (breaker open since "
+           f"{_day(state.opened_at)}); it closes after clean probes in a row")[:500]
+    own = lane.key if lane.variant else ""
+    tests = tuple(PlannedTest(r.file, *_estimate(r, estimates, own), quarantined=why)
+                  for r in chosen)
+    ci = job_ci(stage)
+    warnings.append(f"probe: {lane.key}'s breaker is open; job {lane.key}-probe runs "
+                    f"{len(tests)} of its file(s) on its runners and never blocks")
+    return [Job(id=f"{lane.key}-probe", stage=lane.stage, variant=lane.variant,
+                backend=stage.backend, runs_on=tuple(stage.runs_on),
+                container=stage.container_image, command=stage.command, shard=1, shards=1,
+                wave=waves[lane.stage], needs=(), estimate=rounded(sum(t.estimate for t in tests)),
+                tests=tests, env=dict(stage.env), probe=True, breaker=True, ci=ci,
+                timeout_minutes=job_timeout(ci, sum(t.estimate for t in tests)))]
 
 
 def _queue_doc(lane: Lane, stage: StageConfig, files: int, fork_pr: bool,

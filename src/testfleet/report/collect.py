@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from testfleet.config import Config
 from testfleet.config.keyloc import config_line
@@ -17,6 +17,7 @@ from testfleet.registry.model import Registration
 from testfleet.report.ages import LineAge
 from testfleet.report.expiry import parse_expiry
 from testfleet.report.model import (
+    BrokenLane,
     Counts,
     GroupRow,
     HistorySection,
@@ -73,10 +74,12 @@ def build_report(
     config_text: str = "",
     invalid: Mapping[str, int] | None = None,
     quarantined: Set[tuple[str, str]] = frozenset(),
+    breakers: Mapping[str, Any] | None = None,
 ) -> Report:
     """Everything the report shows, computed from its inputs only. ``invalid`` counts the
     registrations the registry rejected, per stage they name (#12: holes name that cause);
-    ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk)."""
+    ``quarantined`` holds the (stage, file) pairs the plan quarantines (at risk).
+    ``breakers``: each opted-in lane's runner-class breaker (#41); an open one is a hole."""
     from testfleet.planning.stage_files import bind_stage_files
 
     # files a stage runs by path (suite "") count as that stage's
@@ -102,6 +105,8 @@ def build_report(
     ledger = _ledger(registrations, ages or {}, now, dormant, patterns)
     from testfleet.report.references import dropped_patterns
 
+    broken = _broken(config, stages, breakers or {})
+
     notes = (*notes, *dropped_patterns())
     return Report(
         project=project,
@@ -110,7 +115,9 @@ def build_report(
         backends=backends,
         labels=labels,
         totals=count(registrations, at_risk),
-        holes=find_holes(stages, backends, invalid or {}),
+        holes=find_holes(stages, backends, invalid or {}) + tuple(
+            Hole("stage", b.lane, "runner-broken", b.detail, b.lost) for b in broken),
+        broken=broken,
         ledger=ledger,
         git=git,
         history=history or HistorySection(False, "no history database consulted"),
@@ -119,6 +126,25 @@ def build_report(
         findings=tuple(findings),
         config_file=config_file,
     )
+
+
+def _broken(config: Config, stages: Sequence[StageRow],
+            breakers: Mapping[str, Any]) -> tuple[BrokenLane, ...]:
+    """The lanes an open breaker holds back (a dormant stage's is dormant first)."""
+    from testfleet.planning.lanes import find_lane
+    from testfleet.planning.planner import held_back
+
+    out = []
+    rows = {s.name: s for s in stages}
+    for key, state in sorted(breakers.items()):
+        lane = find_lane(config, key)
+        row = rows.get(key)
+        if lane is None or row is None or row.status == "dormant" or not state.open:
+            continue
+        detail = held_back(state, lane, None) or ""
+        out.append(BrokenLane(key, lane.backend, detail, state.opened_at, state.held_runs,
+                              state.held_registrations, row.counts.active))
+    return tuple(out)
 
 
 def _stage_rows(config: Config, regs: Sequence[Registration], patterns: tuple[str, ...],

@@ -75,6 +75,7 @@ def cause(c: str) -> str:
         "no-registrations": "no registrations",
         "all-invalid": "every registration invalid",
         "nothing-scheduled": "nothing scheduled",
+        "runner-broken": "runner class broken (breaker open)",
     }.get(c, c)
 
 

@@ -91,6 +91,20 @@ class StageRow:
 
 
 @dataclass(frozen=True)
+class BrokenLane:
+    """A lane its runner-class breaker holds back (#41): a coverage hole like a dormant
+    stage, that comes back by itself when its probe passes."""
+
+    lane: str
+    backend: str
+    detail: str  # the incident (or who forced it), since when, the runs
+    opened_at: float | None
+    held_runs: int
+    held_registrations: int
+    lost: int  # registrations that would run but for it
+
+
+@dataclass(frozen=True)
 class GroupRow:
     """Coverage totals per backend or per label; ``scheduled`` excludes dormant stages."""
 
@@ -262,6 +276,8 @@ class Report:
     results: ResultsSection | None = None
     # #26: each stage's health from its results (stages without results have none)
     health: tuple[StageHealth, ...] = ()
+    # #41: lanes held back by an open runner-class breaker
+    broken: tuple[BrokenLane, ...] = ()
 
     @property
     def runnable(self) -> int:
@@ -279,7 +295,7 @@ class Report:
     def failing_stages(self) -> tuple[StageHealth, ...]:
         """Stages whose files failed their last run, broken first, then longest failing;
         a dormant stage's (probe) failures are its own business, not a failing stage."""
-        dormant = {s.name for s in self.dormant}
+        dormant = {s.name for s in self.dormant} | {b.lane for b in self.broken}
         failing = [h for h in self.health if h.failing and h.stage not in dormant]
         return tuple(sorted(failing, key=lambda h: (h.state != "broken", -h.streak,
                                                     h.since or 0.0, h.stage)))
@@ -292,6 +308,11 @@ class Report:
             parts.append(f"{len(self.holes)} coverage hole{'s' if len(self.holes) != 1 else ''}")
         if self.dormant:
             parts.append(f"{len(self.dormant)} dormant stage{'s' if len(self.dormant) != 1 else ''}")
+        if self.broken:
+            n = len(self.broken)
+            parts.append(f"{n} runner class{'es' if n != 1 else ''} broken, held back by "
+                         f"{'their breakers' if n != 1 else 'its breaker'} "
+                         f"({', '.join(b.lane for b in self.broken)})")
         parts.append(f"{len(self.ledger)} disabled")
         expired = sum(1 for e in self.ledger if e.expired)
         if expired:

@@ -32,10 +32,25 @@ def rows(report: Report) -> list[tuple[Any, str]]:
         return []
     rank = {h.stage: i for i, h in enumerate(report.failing_stages)}
     dormant = {s.name for s in report.dormant}
+    broken = {b.lane for b in report.broken}
     state = {h.stage: h.state for h in report.health}
     ordered = sorted(r.failing, key=lambda f: (rank.get(f.stage, len(rank)), f.since, f.file))
-    return [(f, "dormant" if f.stage in dormant else state.get(f.stage, "failing"))
-            for f in ordered]
+    return [(f, "dormant" if f.stage in dormant else "runner-broken" if f.stage in broken
+             else state.get(f.stage, "failing")) for f in ordered]
+
+
+def held_back_html(report: Report) -> str:
+    """Lanes an open breaker holds back (#41), at the top of "failing now": a runner class
+    that failed at start-up is the first thing to fix, and its files are a hole until the
+    probe passes."""
+    if not report.broken:
+        return ""
+    items = "".join(
+        f'<li><span class="pill runner-broken">runner-broken</span> <span class="mono">'
+        f"{esc(b.lane)}</span> ({esc(b.backend)}): {esc(b.detail)} · <b>{b.lost} "
+        f"registration(s) held back</b></li>" for b in report.broken)
+    return (f'<div class="held-back" id="held-back"><h3>Held back by a runner-class breaker '
+            f'({len(report.broken)})</h3><ul>{items}</ul></div>')
 
 
 def count_line(report: Report) -> str:
@@ -148,12 +163,14 @@ def html_section(report: Report, path: Any = html_path) -> str:
     r = report.results
     if r is None:
         return ""
+    held = held_back_html(report)
     if not r.available:
-        return (f'<section class="failing-unknown" id="failing"><p class="note">Failing now: '
-                f"unknown ({esc(r.note)})</p></section>")
+        return (f'<section class="failing-unknown" id="failing">{held}<p class="note">Failing '
+                f"now: unknown ({esc(r.note)})</p></section>")
     ok = nothing_failing(report)
     if ok is not None:
-        return f'<section class="ok" id="failing">{"✔ " if r.files else ""}{esc(ok)}</section>'
+        return (f'<section class="{"failing-now" if held else "ok"}" id="failing">{held}'
+                f'{"✔ " if r.files else ""}{esc(ok)}</section>')
     failing = rows(report)
     now = generated_epoch(report)
 
@@ -172,7 +189,7 @@ def html_section(report: Report, path: Any = html_path) -> str:
             "<th>first failing commit</th><th>last run</th><th>last reason</th></tr></thead>")
     shown = "".join(row(f, s) for f, s in failing[:SHOWN])
     out = [f'<section class="failing-now" id="failing"><h2>✖ Failing now <span class="count">'
-           f"({esc(count_line(report))})</span></h2>"
+           f"({esc(count_line(report))})</span></h2>{held}"
            + scroll(f'<table class="results-failing">{head}<tbody>{shown}</tbody></table>')]
     if len(failing) > SHOWN:
         rest = "".join(row(f, s) for f, s in failing[SHOWN:])

@@ -541,7 +541,8 @@ def _failing(report: Report) -> str:
 #: navigation (None: not listed) and its HTML ("" when it has nothing to show). The
 #: section's id is its anchor.
 SECTIONS: dict[str, tuple[Callable[[Report], str | None], Callable[[Report], str]]] = {
-    "failing": (lambda r: "failing now" if r.results is not None and r.results.failing
+    "failing": (lambda r: "failing now" if r.results is not None and (r.results.failing
+                                                                      or r.broken)
                 else None, _failing),
     "incidents": (lambda r: "incidents", lambda r: incidents_html(r.results, _path)),
     "holes": (lambda r: f"holes ({len(r.holes)})", _holes),

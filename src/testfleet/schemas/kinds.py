@@ -3,5 +3,5 @@
 OUTPUT_KINDS = ("check", "list", "plan", "report", "durations", "durations-suggest",
                 "gate-evaluate", "gate-history", "db-status", "history-merge", "history-show",
                 "results", "flaky", "job-status", "reconcile", "incidents", "shadow",
-                "queue-status", "rescue")
+                "queue-status", "rescue", "breakers")
 KINDS = ("config", *OUTPUT_KINDS)

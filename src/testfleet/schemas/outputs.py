@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 def output_types() -> dict[str, Any]:
     """kind -> the type of its documents."""
+    from testfleet.documents.breaker import BreakersDoc
     from testfleet.documents.check import CheckDoc
     from testfleet.documents.db import DbStatusDoc
     from testfleet.documents.durations import DurationsDoc, DurationsSuggestDoc
@@ -57,6 +58,7 @@ def output_types() -> dict[str, Any]:
         "shadow": ShadowDoc,
         "queue-status": QueueStatusDoc,
         "rescue": RescueDoc,
+        "breakers": BreakersDoc,
     }
 
 

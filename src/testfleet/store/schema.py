@@ -275,6 +275,14 @@ def _v9_queue(conn: Connection) -> None:
     create_tables(conn)
 
 
+def _v10_breakers(conn: Connection) -> None:
+    """The runner-class breaker (#41): its log lives with its statements in
+    testfleet.store.breakers; a lane's state is its newest row."""
+    from testfleet.store.breakers import create_tables
+
+    create_tables(conn)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "schema_version and test executions (durations history)", _v1_durations),
     Migration(2, "metric gate: gate_runs, gate_series, gate_values", _v2_metric_gate),
@@ -290,6 +298,8 @@ MIGRATIONS: list[Migration] = [
               _v8_failure_signatures),
     Migration(9, "queue mode: queue_lanes, queue_items, queue_attempts (claims and leases, "
               "apart from the history)", _v9_queue),
+    Migration(10, "runner-class breaker: breaker_events (each lane's breaker log and state)",
+              _v10_breakers),
     # Append new steps here; see the module docstring.
 ]
 

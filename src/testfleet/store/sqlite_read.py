@@ -23,7 +23,7 @@ from testfleet.store.durations import SAMPLES_PER_FILE, FileSamples
 
 #: The schema version this reader was written against: ``schema.latest_version()``
 #: (tests/store/test_sqlite_read.py fails when a migration is added without it).
-READS_SCHEMA = 9
+READS_SCHEMA = 10
 
 Samples = dict[str, dict[str, FileSamples]]  # stage -> file -> samples
 
