@@ -892,3 +892,32 @@ def test_a_queue_lane_job_never_fails_fast_and_gets_the_database_on_default_bran
     url = run["env"]["TESTFLEET_DATABASE_URL"]
     assert "secrets.TF_DB" in url and "github.event.repository.default_branch" in url
     assert "github.event_name == 'push'" in url
+
+
+def test_a_pull_requests_queue_runners_get_the_queue_credential_never_the_history_one(
+        tmp_path: Path) -> None:
+    """#40: with [ci] queue_secret, a queue lane's runners get the history's write secret on
+    default-branch runs and the queue tables' credential otherwise; in the trusted
+    workflow only the queue credential, and only for an authorized plan. A shard lane's
+    jobs never get the queue credential."""
+    config = validate_config({"stages": {
+        "q": {"backend": "cuda", "runs_on": ["self-hosted", "gpu"], "shards": 4,
+              "execution": "queue"},
+        "s": {"backend": "cpu", "shards": 2}}})
+    opts = WorkflowOptions(database_secret="TF_DB", queue_secret="TF_QUEUE")
+
+    def url(text: str, job: str) -> str:
+        data = parsed(text)
+        run = next(s for s in data["jobs"][job]["steps"] if "testfleet-job" in s.get("uses", ""))
+        return str(run.get("env", {}).get("TESTFLEET_DATABASE_URL", ""))
+
+    main = url(render_workflow(config, opts), "q")
+    assert main.endswith("&& secrets.TF_DB || secrets.TF_QUEUE }}") and "default_branch" in main
+    assert "TF_QUEUE" not in url(render_workflow(config, opts), "s")
+    trusted_text = render_trusted_workflow(config, opts)
+    assert trusted_text is not None
+    assert url(trusted_text, "q") == \
+        "${{ needs.plan.outputs.authorized == 'true' && secrets.TF_QUEUE || '' }}"
+    assert "TF_DB" not in trusted_text
+    for result in lint(tmp_path, render_workflow(config, opts), trusted_text, config):
+        assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"

@@ -74,6 +74,25 @@ def test_a_fork_plans_its_queue_lanes_in_shard_mode(
     assert any("runs in shard mode for a fork's pull request" in w for w in plan.warnings)
 
 
+def test_a_pull_request_queues_only_with_a_credential_of_its_own(
+        config_project: Callable[[str], Project]) -> None:
+    """The history's write secret never reaches a pull request's code: its queue lanes
+    run in shard mode, and the plan says why, until [ci] queue_secret names a credential
+    limited to the queue tables."""
+    from dataclasses import replace
+
+    project = config_project(CONFIG)
+    plan = _plan(project, Trigger(event="pull_request"))
+    assert any(j.lane == "q.small" for j in plan.jobs) and not planned_lanes(plan)
+    assert any("runs in shard mode for a pull request: set [tool.testfleet.ci] queue_secret"
+               in w for w in plan.warnings)
+    ci = project.config.ci.model_copy(update={"queue_secret": "TESTFLEET_QUEUE_URL"})
+    project = replace(project, config=project.config.model_copy(update={"ci": ci}))
+    plan = _plan(project, Trigger(event="pull_request"))
+    assert "q.small" in planned_lanes(plan)
+    assert not any("shard mode" in w for w in plan.warnings)
+
+
 def test_jobs_of_one_lane_that_disagree_are_refused(config_project: Callable[[str], Project]) -> None:
     from dataclasses import replace
 

@@ -190,6 +190,8 @@ def test_a_failure_fails_the_lane_fast_and_reconcile_says_not_run(queue_project)
 
 def test_a_pull_requests_outcomes_never_enter_the_history(queue_project) -> None:  # type: ignore[no-untyped-def]
     project = queue_project({"test_a.py": (2.0, 0.0), "test_b.py": (1.0, 0.0)}, shards=1)
+    config = project.root / "testfleet.toml"  # a pull request's queue needs its own credential
+    config.write_text(config.read_text() + '\n[ci]\nqueue_secret = "TESTFLEET_QUEUE_URL"\n')
     pr_plan = project.root / "pr-plan.json"
     made = project.testfleet("plan", "--event", "pull_request", "--format", "json", "-o",
                              str(pr_plan))

@@ -391,6 +391,7 @@ def command(ctx: click.Context, github: bool, buildkite: bool, from_existing: bo
             diff_pruning=not no_pruning,
             database_secret=config.ci.database_secret,
             database_read_secret=config.ci.database_read_secret,
+            queue_secret=config.ci.queue_secret,
             history=config.ci.history,
         )
         part = github_files(repo, config, opts, force=force)
@@ -567,10 +568,14 @@ def _queue_warnings(config: Any, opts: Any) -> list[str]:
                 "PostgreSQL (TESTFLEET_DATABASE_URL): set [tool.testfleet.ci] database_secret "
                 "(testfleet init --github --force --database-secret NAME), and run 'testfleet "
                 "db upgrade' once with the role that may change the schema"]
+    prs = (f"a pull request's queue runners get secrets.{opts.queue_secret} (give it a role "
+           "limited to the queue tables)" if opts.queue_secret else
+           "a pull request plans them in shard mode until [tool.testfleet.ci] queue_secret "
+           "names a credential limited to the queue tables")
     return [f"{', '.join(queue)} run(s) in queue mode: run 'testfleet db upgrade' once with the "
             "role that may change the schema before the first run; the runners get "
-            f"secrets.{opts.database_secret} on default-branch runs only, so a pull request's "
-            "queue runner has no database and is refused (docs/execution-modes.md)"]
+            f"secrets.{opts.database_secret} on default-branch runs only; {prs} "
+            "(docs/execution-modes.md)"]
 
 
 def _ci_flags(install: str | None, database_secret: str | None,

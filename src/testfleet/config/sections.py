@@ -157,6 +157,9 @@ class CIConfig(_Strict):
     install: str | None = None
     database_secret: str | None = None
     database_read_secret: str | None = None
+    # a pull request's queue runners (#40): the database with a role limited to the queue
+    # tables, so a pull request's code never holds the history's write credential
+    queue_secret: str | None = None
     history: bool = True
 
     @field_validator("install")
@@ -166,7 +169,7 @@ class CIConfig(_Strict):
             raise ValueError("install is empty (remove the key for the pinned default)")
         return v if v is None else _ci_text(v, "install command", multiline=True)
 
-    @field_validator("database_secret", "database_read_secret")
+    @field_validator("database_secret", "database_read_secret", "queue_secret")
     @classmethod
     def _secret(cls, v: str | None) -> str | None:
         if v is not None and (not _SECRET_NAME.match(v) or v.upper().startswith("GITHUB_")):

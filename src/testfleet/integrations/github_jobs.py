@@ -169,11 +169,17 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         job["env"][LANES_ENV] = " ".join(ln.key for ln in members)
     secret_env = {s: _secret(s, trusted) for s in ci.secrets}
     run_env: dict[str, Any] = {}
+    queue_lane = (stage.execution or "shards") == "queue"
+    pr_queue = opts.queue_secret if queue_lane else None
     if opts.database_secret and not trusted:
         # Only default-branch runs get the database's write secret: a pull request's jobs
-        # record into their own throwaway SQLite file and never write shared history.
+        # record into their own throwaway SQLite file and never write shared history; a
+        # pull request's queue runners get the queue tables' role, when there is one.
+        other = f"secrets.{pr_queue}" if pr_queue else "''"
         run_env["TESTFLEET_DATABASE_URL"] = (f"${{{{ {DEFAULT_BRANCH_RUN} && "
-                                             f"secrets.{opts.database_secret} || '' }}}}")
+                                             f"secrets.{opts.database_secret} || {other} }}}}")
+    elif pr_queue and trusted:
+        run_env["TESTFLEET_DATABASE_URL"] = _secret(pr_queue, trusted)
     run_env.update(secret_env)
     body: list[Any] = []
     if trusted:

@@ -51,7 +51,8 @@ class WorkflowOptions:
     install of the testfleet that generated the workflow, see
     :mod:`testfleet.integrations.install`). ``history`` closes the history loop;
     ``database_secret`` makes jobs write to PostgreSQL instead, ``database_read_secret``
-    lets the plan job read it. ``push_branches`` adds post-merge runs; ``diff_pruning``
+    lets the plan job read it, ``queue_secret`` gives a pull request's queue runners the
+    queue tables (never the history's write secret). ``push_branches`` adds post-merge runs; ``diff_pruning``
     lets PR plans skip GPU stages that the PR's changes cannot affect (the merge commit's
     first parent is the base, so no extra fetch of a PR-named ref is needed).
     """
@@ -66,6 +67,7 @@ class WorkflowOptions:
     artifact_retention_days: int = 14
     database_secret: str | None = None
     database_read_secret: str | None = None
+    queue_secret: str | None = None
     history: bool = True
     config: str | None = None  # repo-relative config file, when it is not found from the root
 

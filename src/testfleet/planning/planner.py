@@ -331,7 +331,9 @@ def make_plan(
         # (a job never has zero files) and run empty.
         of = max(len(groups), stage.shards or 0) if groups else 0
         ci = job_ci(stage)
-        queue = _queue_doc(lane, stage, len(tests), fork_pr, warnings) if groups else None
+        queue = _queue_doc(lane, stage, len(tests), fork_pr, warnings,
+                           pr=request.trigger.is_pull_request,
+                           pr_queue=config.ci.queue_secret is not None) if groups else None
         for i, group in enumerate(groups, 1):
             jobs.append(Job(
                 id=f"{lane.key}-{i}-of-{of}",
@@ -676,14 +678,22 @@ def breaker_probe(lane: Lane, state: BreakerState, by_stage: Mapping[str, list[R
 
 
 def _queue_doc(lane: Lane, stage: StageConfig, files: int, fork_pr: bool,
-               warnings: list[str]) -> QueueDoc | None:
+               warnings: list[str], *, pr: bool = False, pr_queue: bool = True) -> QueueDoc | None:
     """What a queue lane's jobs carry (#40). A fork's pull request never touches the shared
-    database: its queue lanes run in shard mode, and the plan says so."""
+    database: its queue lanes run in shard mode, and the plan says so. Nor does another
+    pull request's, unless ``[tool.testfleet.ci] queue_secret`` names the credential its
+    queue runners get (a role limited to the queue tables): the history's write secret
+    never reaches a pull request's code."""
     if stage.execution != "queue":
         return None
     if fork_pr:
         warnings.append(f"stage {lane.key}: execution = \"queue\" runs in shard mode for a "
                         "fork's pull request (a fork never touches the shared database)")
+        return None
+    if pr and not pr_queue:
+        warnings.append(f"stage {lane.key}: execution = \"queue\" runs in shard mode for a "
+                        "pull request: set [tool.testfleet.ci] queue_secret (the database with "
+                        "a role limited to the queue tables) to queue its files")
         return None
     return {"execution": "queue", "lease_seconds": float(stage.queue_lease_seconds),
             "infra_retries": stage.queue_infra_retries, "files": files}
