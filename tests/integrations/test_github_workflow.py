@@ -677,13 +677,16 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
     steps = history["steps"]
     names = [s.get("name") or s["uses"].split("@")[0] for s in steps]
     assert names == ["actions/checkout", "actions/setup-python", "Restore the history",
-                     "actions/download-artifact", "Merge this run's records", "Save the history"]
+                     "actions/download-artifact", "actions/download-artifact",
+                     "Merge this run's records", "Save the history"]
     assert steps[3]["with"] == {"pattern": "testfleet-history-*", "path": "testfleet-history-in"}
-    assert steps[4]["with"] == {
+    # the run's plan: a lane it gave jobs that recorded nothing moves its breaker (#41)
+    assert steps[4]["with"] == {"name": "testfleet-plan"}
+    assert steps[5]["with"] == {
         "command": "history-merge",
         "args": "testfleet-history-in\n--require-ref\n"
-                "refs/heads/${{ github.event.repository.default_branch }}\n"}
-    save = steps[5]
+                "refs/heads/${{ github.event.repository.default_branch }}\n--plan\nplan.json\n"}
+    save = steps[6]
     assert save["uses"].startswith("actions/cache/save@")
     assert save["with"] == {"path": ".testfleet/history.db",
                             "key": "testfleet-history-${{ github.run_id }}-${{ github.run_attempt }}"}

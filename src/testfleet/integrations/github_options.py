@@ -171,13 +171,19 @@ def stage_job_ids(config: Config) -> dict[str, str]:
         base = re.sub(r"[^A-Za-z0-9_-]", "_", name)
         if not (base[0].isalpha() or base[0] == "_") or base.lower() in RESERVED_JOBS:
             base = f"stage-{base}"
-        job_id, n = base, 2
-        while job_id.lower() in taken:
-            job_id = f"{base}-{n}"
-            n += 1
-        taken.add(job_id.lower())
-        ids[name] = job_id
+        ids[name] = unique_id(base, taken)
     return ids
+
+
+def unique_id(base: str, taken: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``...: the first not in ``taken`` (compared
+    case-insensitively, as GitHub compares job ids), which it then joins."""
+    job_id, n = base, 2
+    while job_id.lower() in taken:
+        job_id = f"{base}-{n}"
+        n += 1
+    taken.add(job_id.lower())
+    return job_id
 
 
 # -- history and the collection cache -------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from testfleet.integrations.github_options import unique_id
 from testfleet.integrations.yaml_doc import Alias, Anchor, Flow, Note
 from testfleet.integrations.yaml_text import expr_str
 
@@ -42,13 +43,7 @@ def rescue_job_ids(job_ids: dict[str, str], reserved: set[str]) -> dict[str, str
     taken = {j.lower() for j in job_ids.values()} | {r.lower() for r in reserved}
     out: dict[str, str] = {}
     for lane in sorted(job_ids):
-        base = job_ids[lane] + SUFFIX
-        job_id, n = base, 2
-        while job_id.lower() in taken:
-            job_id = f"{base}-{n}"
-            n += 1
-        taken.add(job_id.lower())
-        out[lane] = job_id
+        out[lane] = unique_id(job_ids[lane] + SUFFIX, taken)
     return out
 
 

@@ -41,11 +41,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from testfleet.canonical import canonical_bytes
 from testfleet.errors import UsageError
-from testfleet.reconcile.status import NOT_FINISHED, JobStatus, latest_attempts
+from testfleet.reconcile.status import NOT_FINISHED, JobStatus, latest_attempts, validated
 
 if TYPE_CHECKING:
     from testfleet.documents.rescue import RescueDoc, RescueJobDoc
@@ -208,20 +208,7 @@ def _reader() -> TypeAdapter[RescueDoc]:
 def parse_rescue(data: Any, source: str) -> Rescue:
     """A decoded rescue document, its digest verified; :class:`UsageError` naming every
     problem otherwise."""
-    if not isinstance(data, dict):
-        raise UsageError(f"{source}: a rescue file must be a JSON object, got "
-                         f"{type(data).__name__}")
-    if data.get("schema") != SCHEMA:
-        raise UsageError(f"{source}: not a rescue file (schema {str(data.get('schema'))[:60]!r}, "
-                         f"this testfleet reads {SCHEMA!r})")
-    try:
-        doc = _reader().validate_python(data)
-    except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'rescue'}: {e['msg']}"
-                    for e in exc.errors(include_url=False)]
-        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more"
-                                             if len(problems) > 10 else "")
-        raise UsageError(f"{source}: invalid rescue file: {shown}") from None
+    doc = validated(data, source, "rescue file", SCHEMA, _reader(), "rescue")
     rescue = Rescue(doc["plan_digest"], tuple(
         RescueJob(j["id"], j["origin"], j["stage"], j["variant"], j["why"], tuple(j["files"]))
         for j in doc["jobs"]))

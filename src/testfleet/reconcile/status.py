@@ -176,22 +176,31 @@ def _reader() -> TypeAdapter[JobStatusDoc]:
     return TypeAdapter(JobStatusDoc)
 
 
-def parse_status(data: Any, source: str) -> JobStatus:
-    """A decoded status document as a :class:`JobStatus`; :class:`UsageError` naming every
-    problem with its path otherwise."""
+def validated(data: Any, source: str, what: str, schema: str,
+              reader: TypeAdapter[Any], root: str) -> Any:
+    """``data`` as the document ``reader`` reads: :class:`UsageError` naming ``source`` and
+    every problem with its path otherwise (a status file, a rescue file)."""
+    article = "an" if what[0] in "aeiou" else "a"
     if not isinstance(data, dict):
-        raise UsageError(f"{source}: a job status must be a JSON object, got {type(data).__name__}")
-    if data.get("schema") != SCHEMA:
-        raise UsageError(f"{source}: not a job status (schema {str(data.get('schema'))[:60]!r}, "
-                         f"this testfleet reads {SCHEMA!r})")
+        raise UsageError(f"{source}: {article} {what} must be a JSON object, got "
+                         f"{type(data).__name__}")
+    if data.get("schema") != schema:
+        raise UsageError(f"{source}: not {article} {what} (schema {str(data.get('schema'))[:60]!r}, "
+                         f"this testfleet reads {schema!r})")
     try:
-        doc = _reader().validate_python(data)
+        return reader.validate_python(data)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'status'}: {e['msg']}"
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or root}: {e['msg']}"
                     for e in exc.errors(include_url=False)]
         shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more"
                                              if len(problems) > 10 else "")
-        raise UsageError(f"{source}: invalid job status: {shown}") from None
+        raise UsageError(f"{source}: invalid {what}: {shown}") from None
+
+
+def parse_status(data: Any, source: str) -> JobStatus:
+    """A decoded status document as a :class:`JobStatus`; :class:`UsageError` naming every
+    problem with its path otherwise."""
+    doc = validated(data, source, "job status", SCHEMA, _reader(), "status")
     return JobStatus(
         plan_digest=doc["plan_digest"], job_id=doc["job_id"], stage=doc["stage"],
         variant=doc["variant"], shard=doc["shard"], shards=doc["shards"], run_id=doc["run_id"],
