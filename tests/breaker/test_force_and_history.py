@@ -148,3 +148,35 @@ def test_check_fails_on_a_breaker_open_too_long_with_the_dormancy_line(
     assert code == 1, out + err
     assert "breaker-open-too-long" in out and "open 4.0 days (max_open_days = 3)" in out
     assert 'disabled = "breaker opened by alice: drained' in out
+
+
+def test_observe_folds_runs_written_straight_to_the_database(
+        run: Callable[..., tuple[int, str, str]], root: Path) -> None:
+    """Jobs that write to the database bring no bundle for 'history merge' to fold in:
+    'breaker observe --run-id' reads the run's records from the history itself. Two runs
+    in which one device error took the whole lane open it; a lane with no breaker, or
+    another run's records, move nothing."""
+    from testfleet.config import load_project
+    from testfleet.failures.signature import failure_signature
+    from testfleet.store import open_store
+    from testfleet.store.durations import Execution
+
+    sig = failure_signature("RuntimeError: No HIP GPUs are available\n")
+    project = load_project(root)
+    with open_store(project) as store:
+        for ci_run in ("101", "102"):
+            store.record_executions([
+                Execution(f"tests/t{i}.py", "mi300x", "rocm", 1.0, "FAILED", ci_run_id=ci_run,
+                          timestamp=100.0 + i, signature=sig.digest) for i in range(8)],
+                signatures=[sig])
+    code, out, err = run("breaker", "observe", "--run-id", "101")
+    assert code == 0, err
+    assert _lanes(run)["mi300x"]["status"] == "closed" and _lanes(run)["mi300x"]["streak"] == 1
+    code, out, err = run("breaker", "observe", "--run-id", "102")
+    assert code == 0 and "run 102: 1 breaker change(s)" in out, out + err
+    lane = _lanes(run)["mi300x"]
+    assert lane["status"] == "open" and [r["run"] for r in lane["runs"]] == ["101", "102"]
+    code, out, err = run("breaker", "observe", "--run-id", "999")  # nothing of it recorded
+    assert code == 0 and "0 breaker change(s)" in out
+    code, out, err = run("breaker", "observe", "--run-id", "1\n2")
+    assert code == 2 and "Traceback" not in err

@@ -924,3 +924,29 @@ def test_a_pull_requests_queue_runners_get_the_queue_credential_never_the_histor
     assert "TF_DB" not in trusted_text
     for result in lint(tmp_path, render_workflow(config, opts), trusted_text, config):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.mark.parametrize("read_secret", [None, "TF_DB_READ"])
+def test_runs_written_to_the_database_move_the_breakers_in_the_history_job(
+        tmp_path: Path, read_secret: str | None) -> None:
+    """#41: jobs that write to the database bring no bundle to merge, so the history job
+    folds the run into the breakers with 'breaker observe' (the write secret, the run's
+    plan), before the snapshot; without a breaker that step is not written, and with the
+    plan's read secret and no breaker there is no history job at all."""
+    stages = {"gpu": {"backend": "cuda", "runs_on": ["self-hosted", "gpu"], "breaker": True},
+              "cpu": {"backend": "cpu"}}
+    opts = WorkflowOptions(database_secret="TF_DB", database_read_secret=read_secret)
+    text = render_workflow(validate_config({"stages": stages}), opts)
+    history = parsed(text)["jobs"]["history"]
+    observe = next(s for s in history["steps"] if s.get("with", {}).get("command") == "breaker-observe")
+    assert observe["env"] == {"TESTFLEET_DATABASE_URL": "${{ secrets.TF_DB }}"}
+    assert observe["with"]["args"] == "--run-id\n${{ github.run_id }}\n--plan\nplan.json\n"
+    names = [s.get("name") or s["uses"].split("@")[0] for s in history["steps"]]
+    assert names.index("actions/download-artifact") < names.index("Move the runner-class breakers")
+    assert ("Snapshot the database" in names) is (read_secret is None)
+    assert ("Save the history" in names) is (read_secret is None)
+    for result in lint(tmp_path, text, config=validate_config({"stages": stages})):
+        assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
+    plain = render_workflow(validate_config({"stages": {"cpu": {"backend": "cpu"}}}), opts)
+    assert "breaker-observe" not in plain
+    assert ("history:" in plain) is (read_secret is None)

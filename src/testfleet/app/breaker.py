@@ -215,6 +215,18 @@ def observe_runs(project: Project, store: Any, runs: Sequence[RunSource], *,
     return lines
 
 
+def observe_run(project: Project, database: str | None, run: str,
+                plan: Plan | None) -> list[str]:
+    """Fold one default-branch run whose jobs wrote their records straight into the history
+    database (no bundle, so no merge to fold them in) into its lanes' breakers."""
+    from testfleet.results.links import linker
+    from testfleet.store import open_store
+
+    with open_store(project, database) as store:
+        url = linker(None, None, None, dict(os.environ)).url(run)
+        return observe_runs(project, store, [RunSource(run, url)], plan=plan)
+
+
 def _latest(rows: Sequence[EventRow]) -> dict[str, EventRow]:
     from testfleet.store.breakers import latest
 

@@ -3,6 +3,7 @@
     testfleet breaker list [--format table|json]
     testfleet breaker open STAGE[.VARIANT] --reason TEXT [--by WHO]
     testfleet breaker close STAGE[.VARIANT] --reason TEXT [--by WHO]
+    testfleet breaker observe --run-id ID [--plan FILE]
 
 ``list`` reads and judges nothing (exit 0). ``open`` and ``close`` force a lane's
 breaker, recording who (the git author, or ``--by``) and why; the lane must opt in
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -176,3 +178,37 @@ def close_cmd(ctx: click.Context, lane: str, reason: str, by: str | None,
       testfleet breaker close stage-c-4-gpu-mi300x --reason "driver fixed in #2231"
     """
     return _force(ctx, lane, reason, by, database, open_it=False)
+
+
+@command.command("observe")
+@click.option("--run-id", "run_id", required=True, callback=single_line, metavar="ID",
+              help="The CI run whose records to fold in (its ci_run_id in the history).")
+@click.option("--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="The run's plan: a lane it gave jobs that recorded nothing counts as one "
+                   "whose jobs never started or never reported.")
+@database_option()
+@click.pass_context
+def observe_cmd(ctx: click.Context, run_id: str, plan_path: Path | None,
+                database: str | None) -> int:
+    """Fold a default-branch run into its lanes' breakers when its jobs wrote their records
+    straight into the history database (with bundles, 'history merge' does it).
+
+    \b
+    Examples:
+      testfleet breaker observe --run-id 9876543210 --plan plan.json
+    """
+    from testfleet.app.breaker import observe_run
+
+    project = project_from(ctx)
+    plan = None
+    if plan_path is not None:
+        from testfleet.planning.model import load_plan
+
+        base: Path = ctx.find_root().obj.directory
+        plan = load_plan(plan_path if plan_path.is_absolute() else base / plan_path)
+    lines = observe_run(project, database, run_id, plan)
+    for line in lines:
+        click.echo(f"testfleet: {printable(line)}", err=True)
+    click.echo(f"run {printable(run_id)}: {len(lines)} breaker change(s)")
+    return 0

@@ -25,6 +25,7 @@ COMMANDS = {
     "check": ("check",),
     "report": ("report",),
     "reconcile": ("reconcile",),
+    "breaker-observe": ("breaker", "observe"),
 }
 #: Old command names, still run (with a notice in the log) so that workflows keep working.
 OLD_COMMANDS = {"record": "history-export"}

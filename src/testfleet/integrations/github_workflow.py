@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from testfleet import __version__
+from testfleet.breaker.settings import lane_settings
 from testfleet.config import Config
 from testfleet.integrations import github_steps as steps
 from testfleet.integrations.github_groups import job_groups
@@ -161,16 +162,30 @@ def _plan_job(config: Config, opts: WorkflowOptions) -> Note:
 
 def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> Note | None:
     """The job that keeps history across runs (none when history is off, or when the
-    plan reads the database through its read-only secret).
+    plan reads the database through its read-only secret and no lane has a breaker).
 
     cache mode: download every test job's bundle, merge them into the history restored
-    from the Actions cache, save it under a new key. database mode without a read
-    secret: snapshot the database into the cache, for the plan job to read.
+    from the Actions cache, save it under a new key. database mode: fold the run's
+    records into the runner-class breakers (when a lane has one); without a read secret,
+    snapshot the database into the cache, for the plan job to read.
     """
     mode = history_mode(config, opts)
-    if mode == "off" or (mode == "database" and opts.database_read_secret):
+    # jobs that write straight to the database bring no bundle to merge: the run's records
+    # move the runner-class breakers (#41) in a step of their own
+    observe = mode == "database" and bool(lane_settings(config))
+    if mode == "off" or (mode == "database" and opts.database_read_secret and not observe):
         return None
     body: list[Any] = [steps.checkout(), steps.setup_python(opts.python_version)]
+    if observe:
+        body += [
+            steps.uses("actions/download-artifact", {"name": PLAN_ARTIFACT}),
+            steps.action("Move the runner-class breakers", "breaker-observe",
+                         install=opts.install, config=opts.config,
+                         env={"TESTFLEET_DATABASE_URL":
+                              f"${{{{ secrets.{opts.database_secret} }}}}"},
+                         inputs={"args": steps.args("--run-id", "${{ github.run_id }}",
+                                                    "--plan", "plan.json")}),
+        ]
     if mode == "cache":
         body += [
             restore_history(config, opts),
@@ -186,9 +201,10 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
                              "refs/heads/${{ github.event.repository.default_branch }}",
                              "--plan", "plan.json")}),
         ]
-    else:
+    elif not opts.database_read_secret:
         body += [
-            steps.action("Snapshot the database", "history-export", install=opts.install,
+            steps.action("Snapshot the database", "history-export",
+                         install=None if observe else opts.install, skip_install=observe,
                          config=opts.config,
                          env={"TESTFLEET_DATABASE_URL": f"${{{{ secrets.{opts.database_secret} }}}}"},
                          inputs={"args": steps.args("--output",
@@ -197,12 +213,13 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
                          config=opts.config, skip_install=True,
                          inputs={"args": f"{HISTORY_ARTIFACT}-in"}),
         ]
-    body.append({
-        "name": "Save the history",
-        "uses": steps.pinned("actions/cache/save"),
-        "with": {"path": history_path(config, opts),
-                 "key": f"{HISTORY_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}"},
-    })
+    if mode == "cache" or not opts.database_read_secret:
+        body.append({
+            "name": "Save the history",
+            "uses": steps.pinned("actions/cache/save"),
+            "with": {"path": history_path(config, opts),
+                     "key": f"{HISTORY_CACHE}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}"},
+        })
     return Note({
         "name": "history",
         "needs": Flow(["plan", *job_ids]),
