@@ -89,9 +89,10 @@ def test_a_default_branch_build_merges_its_bundles_and_the_next_plans_from_them(
     gpu = sorted(j["id"] for j in plan["jobs"] if j["backend"] != "cpu")
     assert code == 0 and gpu and all(job_id in log for job_id in gpu), log
     uploaded = json.loads((bk.store / "uploaded-pipeline.json").read_text())
-    *rescue_steps, rescue_wait, rescued = uploaded["steps"]
+    *rescue_steps, rescue_wait, again, rescued = uploaded["steps"]
     assert sorted(r["env"]["TESTFLEET_JOB_ID"] for r in rescue_steps) == [f"{g}-rescue" for g in gpu]
     assert rescue_wait == {"wait": None, "continue_on_failure": True}
+    assert again["key"] == "testfleet-history-rescued"  # the rescue's records, merged
     code, log = run_step(bk, bk_repo, rescued, tmp_path / "rescued-41", build)
     assert code == 1 and all(job_id in log for job_id in gpu), log
     assert not any(f"missing job {s['key']}" in log for s in steps)
@@ -225,6 +226,18 @@ def test_a_lost_agent_job_is_rescued_by_the_uploaded_rescue_steps(bk_repo: Path,
     assert code == 0, log
     lost_files = [t["file"] for j in plan["jobs"] if j["id"] == lost["env"]["TESTFLEET_JOB_ID"]
                   for t in j["tests"]]
+    # the history step ran before the wave: the one after it merges the rescue's records
+    again = next(s for s in uploaded["steps"] if s.get("key") == "testfleet-history-rescued")
+    assert again["concurrency_group"] == "${BUILDKITE_PIPELINE_SLUG}/testfleet-history"
+    history = tmp_path / "shared" / "history.db"
+    history.parent.mkdir(parents=True, exist_ok=True)
+    code, log = run_step(bk, bk_repo, again, tmp_path / "history-51",
+                         {**build, "TESTFLEET_DATABASE_URL": str(history)})
+    assert code == 0, log
+    con = sqlite3.connect(history)
+    recorded = {r[0] for r in con.execute("SELECT file FROM executions")}
+    con.close()
+    assert set(lost_files) <= recorded, (lost_files, recorded)
     rescued = uploaded["steps"][-1]
     assert rescued["key"] == "testfleet-rescued"
     code, log = run_step(bk, bk_repo, rescued, tmp_path / "rescued-51", build)

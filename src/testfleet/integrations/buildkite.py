@@ -95,6 +95,7 @@ JUNIT_DIR = "testfleet-junit"
 PLAN_FILE = "plan.json"
 NOTICE_KEY = "testfleet-warnings"
 HISTORY_KEY = "testfleet-history"
+RESCUE_HISTORY_KEY = "testfleet-history-rescued"
 HISTORY_DIR = "testfleet-history"
 TREE_ERRORS_KEY = "testfleet-tree-errors"
 RECONCILE_KEY = "testfleet-reconcile"
@@ -591,7 +592,8 @@ def rescue_pipeline(plan: Plan, rescue: Any, options: BuildkiteOptions | None = 
     running ``testfleet run --rescue`` (one attempt: no automatic retry); then, after a
     ``wait`` that continues on failure, the reconcile of the plan with its rescue."""
     opts = options or BuildkiteOptions()
-    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY, RECONCILE_KEY, RESCUED_KEY}
+    taken: set[str] = {NOTICE_KEY, HISTORY_KEY, TREE_ERRORS_KEY, RECONCILE_KEY, RESCUED_KEY,
+                       RESCUE_HISTORY_KEY}
     keys = {job.id: step_key(job.id, taken) for job in plan.jobs}
     before, run = _command(plan, opts)
     plan_file = shlex.quote(opts.plan_file)
@@ -609,7 +611,16 @@ def rescue_pipeline(plan: Plan, rescue: Any, options: BuildkiteOptions | None = 
                             *step["commands"]]
         steps.append(step)
     digest = shlex.quote(plan.digest)
-    steps += [{"wait": None, "continue_on_failure": True}, {
+    steps.append({"wait": None, "continue_on_failure": True})
+    if writes_history(plan):
+        # the first history step ran before this wave: merge again, now with the rescue
+        # jobs' bundles (a merge is idempotent; a run already folded into a breaker is not
+        # folded in twice)
+        again = history_step()
+        again["key"] = RESCUE_HISTORY_KEY
+        again["label"] = ":card_file_box: testfleet history after the rescue"
+        steps.append(again)
+    steps += [{
         "label": ":white_check_mark: testfleet reconcile after the rescue",
         "key": RESCUED_KEY,
         "commands": [
@@ -622,7 +633,11 @@ def rescue_pipeline(plan: Plan, rescue: Any, options: BuildkiteOptions | None = 
         ],
         "timeout_in_minutes": 10,
     }]
-    return {"steps": _escape_all(steps)}
+    escaped = _escape_all(steps)
+    for step in escaped:  # one merge at a time per pipeline, as the first history step
+        if step.get("key") == RESCUE_HISTORY_KEY:
+            step["concurrency_group"] = "${BUILDKITE_PIPELINE_SLUG}/" + step["concurrency_group"]
+    return {"steps": escaped}
 
 
 def _escape_all(value: Any) -> Any:
