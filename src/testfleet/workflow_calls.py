@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +85,38 @@ def has_expr(value: Any) -> bool:
     return "${{" in text_of(value)
 
 
-def substitute_inputs(value: Any, inputs: Mapping[str, Any], memo: dict[int, Any] | None = None) -> Any:
+def map_tree(value: Any, leaf: Callable[[Any], Any],
+             keep: Callable[[Any], bool] = lambda key: False) -> Any:
+    """``value`` with ``leaf`` applied to every scalar of its lists and tables (a table's
+    value under a key ``keep`` accepts stays as written). A list or table reached twice (a
+    YAML alias) is mapped once and stays shared, so an alias loop ends."""
+    memo: dict[int, Any] = {}
+
+    def walk(node: Any) -> Any:
+        if not isinstance(node, (Mapping, list)):
+            return leaf(node)
+        if id(node) in memo:
+            return memo[id(node)]
+        out: Any = {} if isinstance(node, Mapping) else []
+        memo[id(node)] = out
+        if isinstance(node, Mapping):
+            out.update({k: v if keep(k) else walk(v) for k, v in node.items()})
+        else:
+            out.extend(walk(v) for v in node)
+        return out
+
+    return walk(value)
+
+
+def substitute_inputs(value: Any, inputs: Mapping[str, Any]) -> Any:
     """``${{ inputs.x }}`` / ``${{ fromJSON(inputs.x) }}`` replaced by the caller's value.
 
     Containers shared through YAML aliases are substituted once and stay shared."""
-    if isinstance(value, str):
-        whole = EXPR.fullmatch(value.strip())
+
+    def leaf(text: Any) -> Any:
+        if not isinstance(text, str):
+            return text
+        whole = EXPR.fullmatch(text.strip())
         if whole:
             m = INPUT_REF.match(whole.group(1))
             if m and m.group(1) in inputs:
@@ -108,19 +134,9 @@ def substitute_inputs(value: Any, inputs: Mapping[str, Any], memo: dict[int, Any
                 return str(inputs[ref.group(1)])
             return match.group(0)
 
-        return EXPR.sub(one, value)
-    if not isinstance(value, (Mapping, list)):
-        return value
-    memo = {} if memo is None else memo
-    if id(value) in memo:
-        return memo[id(value)]
-    out: Any = {} if isinstance(value, Mapping) else []
-    memo[id(value)] = out
-    if isinstance(value, Mapping):
-        out.update({k: substitute_inputs(v, inputs, memo) for k, v in value.items()})
-    else:
-        out.extend(substitute_inputs(v, inputs, memo) for v in value)
-    return out
+        return EXPR.sub(one, text)
+
+    return map_tree(value, leaf)
 
 
 def local_workflow(repo: Path, uses: str) -> Path | None:

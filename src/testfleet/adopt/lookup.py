@@ -374,24 +374,20 @@ def job_lookups(repo: Path, caller: Mapping[str, Any], inner: Mapping[str, Any] 
     return out
 
 
-def resolve_value(value: Any, lookups: JobLookups, memo: dict[int, Any] | None = None) -> Any:
+def resolve_value(value: Any, lookups: JobLookups) -> Any:
     """``value`` with each ``${{ }}`` the lookups settle replaced by its text (a whole
-    expression keeps a list or number as it is); the rest left as written. A list or table
-    reached twice (a YAML alias) is resolved once."""
+    expression keeps a list or number as it is); the rest left as written (and a table's
+    value under a ``\0`` key, which adoption keeps raw). A list or table reached twice (a
+    YAML alias) is resolved once."""
+    from testfleet.workflow_calls import map_tree
+
+    return map_tree(value, lambda leaf: _resolve_text(leaf, lookups),
+                    keep=lambda key: str(key).startswith("\0"))
+
+
+def _resolve_text(value: Any, lookups: JobLookups) -> Any:
     from testfleet.adopt.expr import Unknown, Unresolved, evaluate
 
-    if isinstance(value, (list, Mapping)):
-        memo = {} if memo is None else memo
-        if id(value) in memo:
-            return memo[id(value)]
-        out: Any = {} if isinstance(value, Mapping) else []
-        memo[id(value)] = out
-        if isinstance(value, Mapping):
-            out.update({k: (v if str(k).startswith("\0") else resolve_value(v, lookups, memo))
-                        for k, v in value.items()})
-        else:
-            out.extend(resolve_value(v, lookups, memo) for v in value)
-        return out
     if not isinstance(value, str) or "${{" not in value:
         return value
 
