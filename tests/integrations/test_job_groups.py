@@ -165,3 +165,26 @@ def test_init_groups_and_plan_reads_the_groups_back(tmp_path: Path,
     assert code == 2, out + err
     assert "stage nightly-b has 2 jobs but shares a job written for stages that run one job " \
            "each; regenerate it with 'testfleet init --github --force'" in err
+
+
+def test_a_workflow_that_cannot_be_read_is_named(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """--fits-workflow (plan) and --workflow (reconcile's rescue matrix): a missing file or
+    one that is not YAML is exit 2 naming the option and the file, never a traceback."""
+    root = _project(tmp_path)
+    (root / "broken.yml").write_text("jobs: [unclosed\n")
+    for name, said in (("missing.yml", "cannot read"), ("broken.yml", "not YAML")):
+        for fmt in ("json", "github"):
+            code, out, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push",
+                                     "--format", fmt, "--fits-workflow", name)
+            assert code == 2 and f"--fits-workflow: cannot read {root / name}" in err, err
+            assert said in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
+                             "json", "-o", "plan.json")
+    assert code == 0, err
+    (root / "statuses").mkdir()
+    for name, said in (("missing.yml", "cannot read"), ("broken.yml", "not YAML")):
+        code, out, err = run_cli(capsys, "-C", str(root), "reconcile", "--plan", "plan.json",
+                                 "--rescue-out", "rescue.json", "--workflow", name, "statuses")
+        assert code == 2 and f"--workflow: cannot read {root / name}" in err, err
+        assert said in err and "Traceback" not in err

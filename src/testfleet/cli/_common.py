@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -11,6 +12,9 @@ from testfleet.cli import _verbosity
 from testfleet.cli._options import FormatChoice, format_option, write_output
 from testfleet.config import Project, load_project
 from testfleet.errors import UsageError
+
+if TYPE_CHECKING:
+    from testfleet.integrations.workflow_fit import WorkflowJobs
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -103,3 +107,13 @@ def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> f
         raise click.BadParameter(f"{value!r} is not a finite number", ctx=ctx, param_hint=name)
     return value
 
+
+
+def generated_workflow(path: Path, option: str) -> WorkflowJobs:
+    """The stage jobs of the generated workflow an option names (exit 2 when unreadable)."""
+    from testfleet.integrations.workflow_fit import read_workflow
+
+    try:
+        return read_workflow(path)
+    except ValueError as exc:
+        raise UsageError(f"{option}: cannot read {path}: {exc}") from None

@@ -14,6 +14,7 @@ from testfleet import color
 from testfleet.cli import _verbosity
 from testfleet.cli._common import (
     database_option,
+    generated_workflow,
     history_location_problem,
     project_from,
     write_output,
@@ -31,6 +32,7 @@ from testfleet.integrations.plan_formats import FORMATS, render_table
 
 if TYPE_CHECKING:
     from testfleet.breaker.runners import RunnerInventory
+    from testfleet.integrations.workflow_fit import WorkflowJobs
     from testfleet.planning.model import Plan
 
 MAX_FINDINGS_SHOWN = 20
@@ -137,6 +139,7 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         write_output(plan_file if plan_file.is_absolute() else base / plan_file, plan_bytes(plan),
                      "--plan-file")
 
+    fit: WorkflowJobs | None = None  # the --fits-workflow file, read once
     to_stdout = output is None or str(output) == "-"
     if fmt == "table" and to_stdout and color.terminal():
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else color.PIPE_WIDTH
@@ -145,8 +148,9 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
         # the workflow's jobs that run several lanes read one matrix for all of them
         from testfleet.integrations.plan_formats import render_github
 
-        text = render_github(plan, {key: lanes for key, (lanes, _) in _workflow(
-            fits_workflow if fits_workflow.is_absolute() else base / fits_workflow)[1].items()})
+        fit = generated_workflow(fits_workflow if fits_workflow.is_absolute()
+                                 else base / fits_workflow, "--fits-workflow")
+        text = render_github(plan, {key: lanes for key, (lanes, _) in fit.groups.items()})
     else:
         text = FORMATS[fmt](plan)
 
@@ -179,7 +183,8 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
             else:
                 click.echo(f"testfleet: warning: {warning}", err=True)
     if fits_workflow is not None:
-        _check_fits(plan, fits_workflow if fits_workflow.is_absolute() else base / fits_workflow)
+        path = fits_workflow if fits_workflow.is_absolute() else base / fits_workflow
+        _check_fits(plan, path, fit or generated_workflow(path, "--fits-workflow"))
     if errors:
         # The plan is out; now say loudly that the tree is broken, so that a pull request
         # introducing an error cannot pass a required check.
@@ -189,18 +194,6 @@ def command(ctx: click.Context, trigger_options: TriggerOptions, fmt: str, outpu
             click.echo(_error_annotation(summary + "; run 'testfleet check'"))
         raise TreeHasErrors(_errors_message(errors, "the plan above leaves them out"), errors)
     return 0
-
-
-def _workflow(workflow: Path) -> tuple[dict[str, tuple[list[str], str]],
-                                       dict[str, tuple[list[str], bool]]]:
-    """The stage jobs of the workflow ``--fits-workflow`` names: its lanes and its groups."""
-    from testfleet.integrations.workflow_fit import workflow_groups, workflow_lanes
-
-    try:
-        text = workflow.read_text(encoding="utf-8")
-        return workflow_lanes(text), workflow_groups(text)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--fits-workflow: cannot read {workflow}: {exc}") from None
 
 
 def _runners(path: Path, base: Path) -> RunnerInventory:
@@ -224,7 +217,7 @@ def _runners(path: Path, base: Path) -> RunnerInventory:
         raise UsageError(str(exc)) from None
 
 
-def _check_fits(plan: Plan, workflow: Path) -> None:
+def _check_fits(plan: Plan, workflow: Path, fit: WorkflowJobs) -> None:
     """Refuse a plan the workflow that runs it was not generated for (each reason as an
     error annotation on the run's page under GitHub Actions)."""
     import json
@@ -232,8 +225,7 @@ def _check_fits(plan: Plan, workflow: Path) -> None:
     from testfleet.integrations.workflow_fit import misfits
     from testfleet.planning.model import plan_bytes
 
-    lanes, groups = _workflow(workflow)
-    reasons = misfits(json.loads(plan_bytes(plan)), lanes, groups)
+    reasons = misfits(json.loads(plan_bytes(plan)), fit.lanes, fit.groups)
     if not reasons:
         return
     if os.environ.get("GITHUB_ACTIONS") == "true":

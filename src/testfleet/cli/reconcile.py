@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from testfleet.cli import _verbosity
-from testfleet.cli._common import database_option
+from testfleet.cli._common import database_option, generated_workflow
 from testfleet.cli._options import META_OUTPUT, format_option, output_option
 from testfleet.errors import UsageError
 from testfleet.textsafe import printable
@@ -121,8 +121,11 @@ def command(ctx: click.Context, plan_path: Path, expect: str | None, fmt: str,
     if rescue_pipeline is not None and rescue_out is None:
         raise UsageError("--rescue-pipeline goes with --rescue-out (the wave it uploads)")
     if rescue_out is not None:
-        groups = _workflow_groups(workflow if workflow is None or workflow.is_absolute()
-                                  else base / workflow)
+        groups: dict[str, list[str]] = {}
+        if workflow is not None:  # its jobs that run several stages read one rescue matrix
+            fit = generated_workflow(workflow if workflow.is_absolute() else base / workflow,
+                                     "--workflow")
+            groups = {key: lanes for key, (lanes, _) in fit.groups.items()}
         going_on, wave = _write_rescue(plan, found, result,
                                        rescue_out if rescue_out.is_absolute() else base / rescue_out,
                                        groups)
@@ -166,19 +169,6 @@ def _write_pipeline(plan: Any, wave: Any, path: Path) -> None:
     except OSError as exc:
         raise UsageError(f"--rescue-pipeline {path}: cannot write it ({exc.strerror or exc})"
                          ) from None
-
-
-def _workflow_groups(workflow: Path | None) -> dict[str, list[str]]:
-    """The generated workflow's jobs that run several stages (none without a workflow)."""
-    if workflow is None:
-        return {}
-    from testfleet.integrations.workflow_fit import workflow_groups
-
-    try:
-        groups = workflow_groups(workflow.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--workflow: cannot read {workflow}: {exc}") from None
-    return {key: lanes for key, (lanes, _) in groups.items()}
 
 
 def _write_rescue(plan: Any, found: list[JobStatus], result: Any, path: Path,

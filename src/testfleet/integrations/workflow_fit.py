@@ -17,6 +17,8 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -70,28 +72,44 @@ def _labels(runs_on: Any, lane: str) -> list[str]:
     return [str(x) for x in runs_on or []]
 
 
-def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
-    """lane -> (its job's ``runs-on`` labels, its CI settings digest) for every stage job
-    of a generated workflow (a job whose matrix is the plan's matrix of one lane, or of a
-    group of lanes named in its ``TESTFLEET_LANES``, each with its runners in the job's map)."""
-    lanes: dict[str, tuple[list[str], str]] = {}
+@dataclass(frozen=True)
+class WorkflowJobs:
+    """The stage jobs of a generated workflow, read once.
+
+    ``lanes``: lane -> (its job's ``runs-on`` labels, its CI settings digest), for every
+    lane a stage job runs (one lane, or the group named in its ``TESTFLEET_LANES``, each
+    with its runners in the job's map). ``groups``: key -> (its lanes, whether its job is
+    written ``fail-fast: false``) for every job that runs several lanes (the plan's
+    ``stages`` output keys their matrix by ``key``)."""
+
+    lanes: dict[str, tuple[list[str], str]]
+    groups: dict[str, tuple[list[str], bool]]
+
+
+def workflow_jobs(text: str) -> WorkflowJobs:
+    out = WorkflowJobs({}, {})
     for key, job in _stage_jobs(text):
         env = job.get("env")
         digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
-        for lane in _members(key, job):
-            lanes[lane] = (_labels(job.get("runs-on"), lane), str(digest))
-    return lanes
-
-
-def workflow_groups(text: str) -> dict[str, tuple[list[str], bool]]:
-    """key -> (its lanes, whether its job is written ``fail-fast: false``) for every stage
-    job that runs several lanes (the plan's ``stages`` output keys their matrix by ``key``)."""
-    out: dict[str, tuple[list[str], bool]] = {}
-    for key, job in _stage_jobs(text):
         members = _members(key, job)
+        for lane in members:
+            out.lanes[lane] = (_labels(job.get("runs-on"), lane), str(digest))
         if len(members) > 1:
-            out[key] = (members, job["strategy"].get("fail-fast") is False)
+            out.groups[key] = (members, job["strategy"].get("fail-fast") is False)
     return out
+
+
+def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
+    """:attr:`WorkflowJobs.lanes` of the workflow ``text``."""
+    return workflow_jobs(text).lanes
+
+
+def read_workflow(path: Path) -> WorkflowJobs:
+    """The generated workflow at ``path``; ValueError saying why it cannot be read."""
+    try:
+        return workflow_jobs(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(exc.strerror or str(exc)) from None
 
 
 def _lane(job: Mapping[str, Any]) -> str:
