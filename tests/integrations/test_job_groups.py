@@ -179,12 +179,12 @@ def test_a_workflow_that_cannot_be_read_is_named(tmp_path: Path,
                                      "--format", fmt, "--fits-workflow", name)
             assert code == 2 and f"--fits-workflow: cannot read {root / name}" in err, err
             assert said in err and "Traceback" not in err
-    code, out, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
+    code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
                              "json", "-o", "plan.json")
     assert code == 0, err
     (root / "statuses").mkdir()
     for name, said in (("missing.yml", "cannot read"), ("broken.yml", "not YAML")):
-        code, out, err = run_cli(capsys, "-C", str(root), "reconcile", "--plan", "plan.json",
+        code, _, err = run_cli(capsys, "-C", str(root), "reconcile", "--plan", "plan.json",
                                  "--rescue-out", "rescue.json", "--workflow", name, "statuses")
         assert code == 2 and f"--workflow: cannot read {root / name}" in err, err
         assert said in err and "Traceback" not in err

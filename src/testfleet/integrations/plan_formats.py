@@ -13,10 +13,10 @@ import re
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from testfleet.documents.vocabulary import StageCount
 from testfleet.mdtext import md
+from testfleet.planning.lanes import job_matrices
 from testfleet.planning.model import REASONS, Job, Plan, plan_bytes
 
 # -- json -----------------------------------------------------------------------
@@ -68,14 +68,8 @@ def github_outputs(plan: Plan, groups: Mapping[str, Sequence[str]] | None = None
     # One job per stage in the generated workflow (#11), one per variant of a stage with
     # variants (#12): each reads its own matrix from here by the lane's key,
     # fromJSON(needs.plan.outputs.stages)['<stage>' or '<stage>.<variant>'].matrix.
-    key_of = {lane: key for key, lanes in (groups or {}).items() for lane in lanes}
-    stages: dict[str, dict[str, Any]] = {}
-    for summary in plan.stages:
-        jobs = [j for j in plan.jobs if j.lane == summary.lane]
-        entry = stages.setdefault(key_of.get(summary.lane, summary.lane),
-                                  {"has_jobs": False, "matrix": {"include": []}})
-        entry["has_jobs"] = entry["has_jobs"] or bool(jobs)
-        entry["matrix"]["include"] += [j.matrix_entry() for j in jobs]
+    stages = job_matrices({s.lane: [j.matrix_entry() for j in plan.jobs if j.lane == s.lane]
+                           for s in plan.stages}, groups)
     out["stages"] = json.dumps(stages, sort_keys=True, separators=(",", ":"))
     return out
 

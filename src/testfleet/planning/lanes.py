@@ -9,7 +9,9 @@ the duration history and the generated workflows key by the lane.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from testfleet.config import Config, StageConfig
 
@@ -71,3 +73,19 @@ def uses_stage_estimate(own: str | None, stage: str | None) -> bool:
     if stage is None:
         return False
     return own is None or (own != "history" and stage == "history")
+
+
+def job_matrices(entries: Mapping[str, Sequence[Mapping[str, Any]]],
+                 groups: Mapping[str, Sequence[str]] | None = None) -> dict[str, dict[str, Any]]:
+    """Per lane, its matrix entries (in ``entries``' order) as a generated workflow's jobs
+    read them, ``{"<key>": {"has_jobs": bool, "matrix": {"include": [...]}}}``: by the
+    lane's key, or, for the lanes of a job that runs several (``groups``: key -> lanes),
+    together under the job's key. The plan's ``stages`` output and the rescue wave's
+    ``rescue`` output are both this."""
+    key_of = {lane: key for key, lanes in (groups or {}).items() for lane in lanes}
+    out: dict[str, dict[str, Any]] = {}
+    for lane, items in entries.items():
+        slot = out.setdefault(key_of.get(lane, lane), {"has_jobs": False, "matrix": {"include": []}})
+        slot["has_jobs"] = slot["has_jobs"] or bool(items)
+        slot["matrix"]["include"] += list(items)
+    return out

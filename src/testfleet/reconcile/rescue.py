@@ -172,15 +172,11 @@ def stage_matrices(plan: Any, rescue: Rescue,
     """Per lane of the plan, the rescue jobs as the plan's ``stages`` output shapes them:
     ``{"<lane>": {"has_jobs": bool, "matrix": {"include": [...]}}}``; the lanes of a
     workflow job that runs several (``groups``: key -> lanes) under its key, as one."""
-    key_of = {lane: key for key, lanes in (groups or {}).items() for lane in lanes}
+    from testfleet.planning.lanes import job_matrices
+
     lanes = sorted({s.lane for s in plan.stages} | {j.lane for j in plan.jobs})
-    out: dict[str, dict[str, Any]] = {}
-    for lane in lanes:
-        entries = [matrix_entry(plan, rescue, j) for j in rescue.jobs if j.lane == lane]
-        slot = out.setdefault(key_of.get(lane, lane), {"has_jobs": False, "matrix": {"include": []}})
-        slot["has_jobs"] = slot["has_jobs"] or bool(entries)
-        slot["matrix"]["include"] += entries
-    return out
+    return job_matrices({lane: [matrix_entry(plan, rescue, j) for j in rescue.jobs
+                                if j.lane == lane] for lane in lanes}, groups)
 
 
 # -- the file boundary -----------------------------------------------------------------------
