@@ -175,7 +175,7 @@ def test_a_workflow_that_cannot_be_read_is_named(tmp_path: Path,
     (root / "broken.yml").write_text("jobs: [unclosed\n")
     for name, said in (("missing.yml", "cannot read"), ("broken.yml", "not YAML")):
         for fmt in ("json", "github"):
-            code, out, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push",
+            code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push",
                                      "--format", fmt, "--fits-workflow", name)
             assert code == 2 and f"--fits-workflow: cannot read {root / name}" in err, err
             assert said in err and "Traceback" not in err
