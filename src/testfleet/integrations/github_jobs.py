@@ -29,7 +29,7 @@ from testfleet.integrations.github_options import (
     workflow_needs,
 )
 from testfleet.integrations.workflow_fit import SETTINGS_ENV
-from testfleet.integrations.yaml_doc import Alias, Anchor, Flow, Note, plain
+from testfleet.integrations.yaml_doc import Alias, Anchor, Flow, Note, bare, plain
 from testfleet.integrations.yaml_text import expr_str
 from testfleet.planning.jobci import JobCI, job_ci
 from testfleet.planning.lanes import Lane, all_lanes
@@ -116,11 +116,12 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     history written); ``pr_excluded``: this lane runs only in the trusted workflow for
     pull requests, so here it is skipped on ``pull_request``."""
     name = lane.key
-    members = [all_lanes(config)[key] for key in (group.lanes if group else (name,))]
+    lanes = all_lanes(config)
+    members = [lanes[key] for key in (group.lanes if group else (name,))]
     stage = lane.config
     ci = job_ci(stage)
     stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
-    needed = [ln for n in workflow_needs(stage) for ln in all_lanes(config).values() if ln.stage == n]
+    needed = [ln for n in workflow_needs(stage) for ln in lanes.values() if ln.stage == n]
     needs = ["plan", *dict.fromkeys(job_ids[ln.key] for ln in needed if ln.key in present)]
     dropped = sorted({ln.stage for ln in needed if ln.key not in present})
     cond = ["!cancelled()", "needs.plan.result == 'success'", f"{stage_ref}.has_jobs"]
@@ -315,11 +316,11 @@ def share_repeats(jobs: dict[str, Any]) -> None:
     (``*<job>-steps``). Stages that run on different runners with the same image, env
     and setup (miles' five H100/H200 stages, most of SGLang's) then cost a reviewer a few
     lines each, and each stage keeps its own job, ``runs-on``, fail-fast and matrix."""
-    first: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    first: dict[tuple[str, str], str] = {}  # what is shared -> the job that holds it
     repeated: set[tuple[str, str]] = set()
     seen: list[tuple[str, str, dict[str, Any], tuple[str, str]]] = []
     for job_id, raw in jobs.items():
-        body = _unwrap(raw)
+        body = bare(raw)
         if not isinstance(body, dict):
             continue
         for key in SHARED_KEYS:
@@ -330,16 +331,16 @@ def share_repeats(jobs: dict[str, Any]) -> None:
             if sig in first:
                 repeated.add(sig)
             else:
-                first[sig] = (job_id, body)
+                first[sig] = job_id
             seen.append((job_id, key, body, sig))
     for job_id, key, body, sig in seen:
         if sig not in repeated:
             continue
-        owner, _ = first[sig]
+        owner = first[sig]
         name = f"{_NOT_ANCHOR.sub('-', owner)}-{key}"
         body[key] = Anchor(name, body[key]) if owner == job_id else Alias(name, body[key])
     for job_id, raw in jobs.items():
-        body = _unwrap(raw)
+        body = bare(raw)
         if isinstance(body, dict) and isinstance(body.get("steps"), list):
             _share_step_env(f"{_NOT_ANCHOR.sub('-', job_id)}-secrets", body["steps"])
 
@@ -347,17 +348,12 @@ def share_repeats(jobs: dict[str, Any]) -> None:
 def _share_step_env(name: str, steps: list[Any]) -> None:
     """The stage's secrets reach each setup step and its job step, and only those (never the
     checkout or the other actions): the same ``env:`` several times, written once."""
-    envs = [step for raw in steps if isinstance(step := _unwrap(raw), dict)
+    envs = [step for raw in steps if isinstance(step := bare(raw), dict)
             and isinstance(step.get("env"), dict) and step["env"]]
     sigs = [json.dumps(plain(step["env"]), sort_keys=True) for step in envs]
-    if len(envs) < 2 or len(set(sigs)) != 1 or len(envs[0]["env"]) < 1:
+    if len(envs) < 2 or len(set(sigs)) != 1:
         return
     envs[0]["env"] = Anchor(name, envs[0]["env"])
     for step in envs[1:]:
         step["env"] = Alias(name, step["env"])
 
-
-def _unwrap(value: Any) -> Any:
-    while isinstance(value, Note):
-        value = value.value
-    return value

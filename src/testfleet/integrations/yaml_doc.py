@@ -145,6 +145,11 @@ def _unwrap(value: Any) -> tuple[Any, tuple[str, ...], str]:
     return value, before, "; ".join(eols)
 
 
+def bare(value: Any) -> Any:
+    """The value inside any :class:`Note` wrappers, without their comments."""
+    return _unwrap(value)[0]
+
+
 def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> None:
     """``prefix`` (``key:`` or ``-``) followed by ``value``, at ``indent``."""
     pad = " " * indent
