@@ -460,17 +460,61 @@ def _print_dry_run(spec: Any) -> None:
     color.console().print(table)
 
 
-def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
-             history: bool, write_baseline: bool, output: str, sel: Any, status_path: Path,
-             plan_file: str | None) -> int:
+def _placeholders(spec: Any, sel: Any, junit_path: Path | None, status_path: Path,
+                  plan_file: str | None) -> None:
+    """Before anything runs, a red JUnit file and a "started, not finished" status: a
+    runner killed before its first checkpoint must not leave an old (or no) file that
+    reads as green. If one cannot be written, stop before running anything: CI would
+    find nothing after the whole job."""
     from testfleet.reconcile.status import write_status
     from testfleet.runner import status
     from testfleet.runner.executor import partial_result
+
+    if junit_path is not None:
+        from testfleet.runner.junit import write_junit
+
+        try:
+            write_junit(partial_result(spec, [], time.time(), time.monotonic()), junit_path)
+        except OSError as exc:
+            raise UsageError(f"--junit {junit_path}: cannot write it "
+                             f"({exc.strerror or exc}); nothing was run") from None
+    try:
+        write_status(status_path, status.placeholder(spec, sel, plan_file=plan_file,
+                                                     started_at=time.time()))
+    except OSError as exc:
+        raise UsageError(f"cannot write the status file {status_path} "
+                         f"({exc.strerror or exc}); nothing was run") from None
+
+
+def _finish(job: Any, final: Any, status_path: Path, reporter: Any, hooks: Any) -> bool:
+    """The job's end, in shard and queue mode alike: its final status (False when that
+    file could not be written, which the caller turns into a failed exit), the step
+    summary, and the hooks closed."""
+    from testfleet.reconcile.status import write_status
+    from testfleet.runner.summary import append_step_summary
+
+    written = True
+    try:
+        write_status(status_path, final)
+    except OSError as exc:
+        reporter.warning(f"cannot write the status file {status_path}: {exc}")
+        written = False
+    try:
+        append_step_summary(job)
+    except OSError as exc:
+        reporter.warning(f"cannot write $GITHUB_STEP_SUMMARY: {exc}")
+    hooks.close()
+    return written
+
+
+def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str | None,
+             history: bool, write_baseline: bool, output: str, sel: Any, status_path: Path,
+             plan_file: str | None) -> int:
+    from testfleet.runner import status
     from testfleet.runner.hooks import RunHooks
     from testfleet.runner.interrupt import Interrupt
     from testfleet.runner.live import make_reporter
     from testfleet.runner.loop import execute
-    from testfleet.runner.summary import append_step_summary
 
     reporter = make_reporter(output)
     hooks = RunHooks(project, warn=reporter.warning, database=database, record_history=history,
@@ -479,25 +523,7 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
     hooks.interrupted = lambda: interrupt.signum is not None
     try:
         with interrupt.handling():
-            # A red placeholder first: a runner killed before its first checkpoint must not
-            # leave an old (or no) JUnit file that reads as green. If it cannot be written,
-            # stop before running anything: CI would find no JUnit after the whole job.
-            if junit_path is not None:
-                from testfleet.runner.junit import write_junit
-
-                try:
-                    write_junit(partial_result(spec, [], time.time(), time.monotonic()),
-                                junit_path)
-                except OSError as exc:
-                    raise UsageError(f"--junit {junit_path}: cannot write it "
-                                     f"({exc.strerror or exc}); nothing was run") from None
-            # The same for the job status: "started, not finished" until the end says more.
-            try:
-                write_status(status_path, status.placeholder(spec, sel, plan_file=plan_file,
-                                                             started_at=time.time()))
-            except OSError as exc:
-                raise UsageError(f"cannot write the status file {status_path} "
-                                 f"({exc.strerror or exc}); nothing was run") from None
+            _placeholders(spec, sel, junit_path, status_path, plan_file)
             job = execute(spec, reporter=reporter, interrupt=interrupt, hooks=hooks)
             # The file on disk would still be the red placeholder (or a checkpoint): a
             # green exit beside it would contradict what CI reads.
@@ -505,18 +531,9 @@ def _execute(project: Any, spec: Any, *, junit_path: Path | None, database: str 
             code = job.exit_code
             if junit_lost and code == 0:
                 code = 1
-            try:
-                write_status(status_path, status.final(job, sel, plan_file=plan_file,
-                                                       exit_status=code))
-                status_lost = False
-            except OSError as exc:
-                reporter.warning(f"cannot write the status file {status_path}: {exc}")
-                status_lost = True
-            try:
-                append_step_summary(job)
-            except OSError as exc:
-                reporter.warning(f"cannot write $GITHUB_STEP_SUMMARY: {exc}")
-            hooks.close()
+            status_lost = not _finish(job, status.final(job, sel, plan_file=plan_file,
+                                                        exit_status=code),
+                                      status_path, reporter, hooks)
     finally:
         interrupt.close()
     sys.stdout.flush()
@@ -539,13 +556,10 @@ def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None
     """One runner of a queue lane: statuses and JUnit as in shard mode, listing the files
     whose report this runner made."""
     from testfleet.queue.worker import exit_status, run_queue
-    from testfleet.reconcile.status import write_status
     from testfleet.runner import status
-    from testfleet.runner.executor import partial_result
     from testfleet.runner.hooks import RunHooks
     from testfleet.runner.interrupt import Interrupt
     from testfleet.runner.live import make_reporter
-    from testfleet.runner.summary import append_step_summary
     from testfleet.store import open_store
 
     junit_path = None if junit is None else (junit if junit.is_absolute() else base / junit)
@@ -571,22 +585,9 @@ def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None
                f"{settings.lease_seconds:g}s)", err=True)
     try:
         with interrupt.handling(), store:
-            if junit_path is not None:
-                from testfleet.runner.junit import write_junit
-
-                try:
-                    write_junit(partial_result(dataclasses.replace(spec, items=()), [],
-                                               time.time(), time.monotonic()), junit_path)
-                except OSError as exc:
-                    raise UsageError(f"--junit {junit_path}: cannot write it "
-                                     f"({exc.strerror or exc}); nothing was run") from None
-            try:
-                write_status(status_path, status.placeholder(
-                    dataclasses.replace(spec, items=()), sel, plan_file=plan_file,
-                    started_at=time.time()))
-            except OSError as exc:
-                raise UsageError(f"cannot write the status file {status_path} "
-                                 f"({exc.strerror or exc}); nothing was run") from None
+            # nothing claimed yet: the placeholders list no file
+            _placeholders(dataclasses.replace(spec, items=()), sel, junit_path, status_path,
+                          plan_file)
             run = run_queue(spec, settings, store, reporter=reporter, interrupt=interrupt,
                             hooks=hooks)
             code = exit_status(run)
@@ -597,16 +598,8 @@ def _execute_queue(project: Any, spec: Any, settings: Any, *, junit: Path | None
                 why = (f"queue database lost: {run.database_lost}" if run.database_lost
                        else final.reason)
                 final = dataclasses.replace(final, complete=False, reason=why[:4000])
-            try:
-                write_status(status_path, final)
-            except OSError as exc:
-                reporter.warning(f"cannot write the status file {status_path}: {exc}")
+            if not _finish(run.job, final, status_path, reporter, hooks):
                 code = code or 1
-            try:
-                append_step_summary(run.job)
-            except OSError as exc:
-                reporter.warning(f"cannot write $GITHUB_STEP_SUMMARY: {exc}")
-            hooks.close()
     finally:
         interrupt.close()
     sys.stdout.flush()
