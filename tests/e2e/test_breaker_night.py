@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps, workflow_for
-from e2e.test_history_loop import DEFAULT, GitHub, event_contexts, history_entries, rows
+from e2e.test_ci_simulation import EVENTS, git, run_steps, workflow_for
+from e2e.test_history_loop import DEFAULT, GitHub, history_entries, plan_phase, rows
 from integrations.gha_expr import evaluate, truthy
 
 LANE = "stage-c-4-gpu-mi300x"
@@ -121,22 +121,11 @@ def play(gh: GitHub, workflow: dict[str, Any], repo: Path, tmp: Path, *, event: 
     for (the MI300X ones on runners whose devices are ``devices``), then the history job
     when its condition holds. A failed stage job fails its job as GitHub would, and the
     steps that run on failure (the history export) still run."""
-    work = tmp / f"run-{run}"
-    work.mkdir()
-    payload_file = work / "event.json"
-    payload_file.write_text(json.dumps(payload))
-    runner = Runner(work, event, payload_file, env={
-        "GITHUB_REF": ref, "GITHUB_RUN_ID": run, "GITHUB_RUN_ATTEMPT": "1",
-        "GITHUB_REPOSITORY": "radixark/miles"})
-    contexts = event_contexts(event, payload, ref, run)
-    actions = gh.actions(run)
-    plan_ws = work / "plan"
-    git(work, "clone", "-q", str(repo), str(plan_ws))
-    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan", actions)
-    assert ok, logs
+    work, runner, contexts, actions, plan_ws = plan_phase(
+        gh, workflow, repo, tmp, event=event, payload=payload, ref=ref, run=run,
+        repository="radixark/miles")
     plan = json.loads((plan_ws / "plan.json").read_text())
-    outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
-    contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
+    outputs = contexts["needs"]["plan"]["outputs"]
     step_outputs = contexts.get("steps", {}).get("plan", {}).get("outputs", {})
     out: dict[str, Any] = {"plan": plan, "plan_ws": plan_ws, "outputs": outputs,
                            "plan_step": step_outputs, "ran": [],

@@ -129,29 +129,41 @@ def event_contexts(event: str, payload: dict[str, Any], ref: str, run: str) -> d
         "workflow": "testfleet", "event": payload}}
 
 
-def play_run(gh: GitHub, workflow: dict[str, Any], repo: Path, tmp: Path, *, event: str,
-             payload: dict[str, Any], ref: str, run: str,
-             after_job: Callable[[Path, dict[str, Any], Runner], None] | None = None,
-             plan_only: bool = False) -> dict[str, Any]:
-    """One workflow run: the plan job, every CPU stage job the plan and the job
-    conditions call for, and the history job when its condition holds."""
+def plan_phase(gh: GitHub, workflow: dict[str, Any], repo: Path, tmp: Path, *, event: str,
+               payload: dict[str, Any], ref: str, run: str, repository: str
+               ) -> tuple[Path, Runner, dict[str, Any], Any, Path]:
+    """A run's start: its work directory and runner, the event's contexts, the run's
+    actions, and its plan job played (which must pass), its outputs in ``needs.plan``.
+    Returns (work, runner, contexts, actions, the plan job's workspace)."""
     work = tmp / f"run-{run}"
     work.mkdir()
     payload_file = work / "event.json"
     payload_file.write_text(json.dumps(payload))
     runner = Runner(work, event, payload_file, env={
         "GITHUB_REF": ref, "GITHUB_RUN_ID": run, "GITHUB_RUN_ATTEMPT": "1",
-        "GITHUB_REPOSITORY": "fleet-org/fleet"})
+        "GITHUB_REPOSITORY": repository})
     contexts = event_contexts(event, payload, ref, run)
-    play = gh.actions(run)
-
+    actions = gh.actions(run)
     plan_ws = work / "plan"
     git(work, "clone", "-q", str(repo), str(plan_ws))
-    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan", play)
+    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan", actions)
     assert ok, logs
-    plan = json.loads((plan_ws / "plan.json").read_text())
     outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
     contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
+    return work, runner, contexts, actions, plan_ws
+
+
+def play_run(gh: GitHub, workflow: dict[str, Any], repo: Path, tmp: Path, *, event: str,
+             payload: dict[str, Any], ref: str, run: str,
+             after_job: Callable[[Path, dict[str, Any], Runner], None] | None = None,
+             plan_only: bool = False) -> dict[str, Any]:
+    """One workflow run: the plan job, every CPU stage job the plan and the job
+    conditions call for, and the history job when its condition holds."""
+    work, runner, contexts, play, plan_ws = plan_phase(
+        gh, workflow, repo, tmp, event=event, payload=payload, ref=ref, run=run,
+        repository="fleet-org/fleet")
+    plan = json.loads((plan_ws / "plan.json").read_text())
+    outputs = contexts["needs"]["plan"]["outputs"]
     result: dict[str, Any] = {"plan": plan, "plan_ws": plan_ws, "jobs": [], "history_ran": False}
     if plan_only:
         return result
