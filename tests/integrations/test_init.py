@@ -310,7 +310,7 @@ def test_ci_flags_are_kept_in_the_config_and_survive_regeneration(
     plan = next(s for s in data["jobs"]["plan"]["steps"] if s.get("id") == "plan")
     assert plan["with"]["install"] == "pip install -e '.[dev]'"
     assert "secrets.DB_URL" in first
-    assert (example_project / ACTION_PATH).read_text() == render_action()
+    assert (example_project / ACTION_PATH).read_text() == render_action(vendored=True)
     code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force")
     assert code == 0, err
     assert (example_project / WORKFLOW_PATH).read_text() == first

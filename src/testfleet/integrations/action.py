@@ -76,8 +76,9 @@ def _indent(text: str, pad: int) -> list[str]:
     return [" " * pad + line if line else "" for line in text.strip("\n").split("\n")]
 
 
-def render_action(version: str = __version__) -> str:
-    """The action's YAML (deterministic for a version)."""
+def render_action(version: str = __version__, *, vendored: bool = False) -> str:
+    """The action's YAML (deterministic for a version). ``vendored``: the copy ``init
+    --github`` writes into a project, without the Marketplace's author and branding."""
     from testfleet.integrations.yaml_text import uses as _uses
     from testfleet.integrations.yaml_text import yaml_str
 
@@ -87,10 +88,8 @@ def render_action(version: str = __version__) -> str:
         f"# vendors it at {ACTION_PATH}.",
         "name: testfleet",
         "description: Plan, run and record a testfleet CI fleet (plan, run, history-export, history-merge).",
-        "author: testfleet maintainers",
-        "branding:",
-        "  icon: layers",
-        "  color: blue",
+        *(() if vendored else ("author: testfleet maintainers", "branding:", "  icon: layers",
+                                "  color: blue")),
         "inputs:",
         "  command:",
         f"    description: \"One of: {', '.join(COMMANDS)} (each the CLI's command, words "

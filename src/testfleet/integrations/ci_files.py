@@ -73,25 +73,31 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
     from testfleet.integrations.github_job_action import JOB_ACTION_PATH, render_job_action
     from testfleet.integrations.github_options import (
         ACTIONLINT_PATH,
+        STAGES_WORKFLOW_PATH,
         TRUSTED_WORKFLOW_PATH,
         WORKFLOW_PATH,
         WorkflowOptions,
         render_actionlint_config,
         self_hosted_labels,
     )
+    from testfleet.integrations.github_stages import render_stages_workflow
     from testfleet.integrations.github_trusted import github_settings, render_trusted_workflow
     from testfleet.integrations.github_workflow import render_workflow
     from testfleet.integrations.setup_scripts import SETUP_DIR, setup_scripts
 
     assert isinstance(opts, WorkflowOptions)
     out = CIFiles()
-    for path in (WORKFLOW_PATH, TRUSTED_WORKFLOW_PATH):
+    for path in (WORKFLOW_PATH, TRUSTED_WORKFLOW_PATH, STAGES_WORKFLOW_PATH):
         if (repo / path).exists() and not force:
             raise UsageError(f"{path} already exists; use --force to replace it")
     install = resolve_install(config)
     _install_notes(install, out)
     opts = replace(opts, install=install.command)
     out.files.append((repo / WORKFLOW_PATH, render_workflow(config, opts), WORKFLOW_PATH))
+    # every stage job once; both workflows call it
+    stages = render_stages_workflow(config, opts)
+    if stages is not None:
+        out.files.append((repo / STAGES_WORKFLOW_PATH, stages, STAGES_WORKFLOW_PATH))
     trusted = render_trusted_workflow(config, opts)
     if trusted is not None:
         out.files.append((repo / TRUSTED_WORKFLOW_PATH, trusted, TRUSTED_WORKFLOW_PATH))
@@ -99,7 +105,7 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
         out.warnings.append(f"warning: no stage needs {TRUSTED_WORKFLOW_PATH} any more (every "
                             "stage is on GitHub-hosted runners and not trusted_only); delete it")
     # the workflows' plan/run/history steps are this action (one implementation)
-    out.files.append((repo / ACTION_PATH, render_action(), ACTION_PATH))
+    out.files.append((repo / ACTION_PATH, render_action(vendored=True), ACTION_PATH))
     # what every stage job shares, once, and each setup item as a script file
     out.files.append((repo / JOB_ACTION_PATH, render_job_action(config, opts), JOB_ACTION_PATH))
     scripts = setup_scripts(config)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from typing import Any
 
 from testfleet.config import Config
@@ -94,41 +93,47 @@ def _container(ci: JobCI) -> Note | None:
 SECRET_NOTE = "zizmor: ignore[secrets-outside-env] given only to an authorized plan"
 
 
-def _secret(name: str, trusted: bool) -> Any:
-    if trusted:
-        return Note(f"${{{{ {AUTHORIZED} && secrets.{name} || '' }}}}", eol=SECRET_NOTE)
-    return f"${{{{ secrets.{name} }}}}"
-
-
 def _python(ci: JobCI, opts: WorkflowOptions) -> str | None:
     if ci.python is not None:
         return ci.python or None
     return None if ci.container is not None else opts.python_version
 
 
+def job_secrets(config: Config, opts: WorkflowOptions) -> list[str]:
+    """Every secret a stage job reads: the stages' own, their extra checkouts' tokens and
+    the history's database roles (the stages workflow declares them; each caller passes
+    them, the trusted workflow only to an authorized plan)."""
+    names: set[str] = set()
+    for lane in all_lanes(config).values():
+        ci = job_ci(lane.config)
+        names.update(ci.secrets)
+        names.update(x.token_secret for x in ci.checkouts if x.token_secret)
+    names.update(s for s in (opts.database_secret, opts.queue_secret) if s)
+    return sorted(names)
+
+
 def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[str, str],
-              waves: dict[str, int], *, present: set[str], trusted: bool,
-              pr_excluded: bool, group: JobGroup | None = None) -> Note:
+              *, pr_excluded: bool, group: JobGroup | None = None) -> Note:
     """The job of one stage lane, or of a :class:`JobGroup` of lanes with the same
-    settings (``lane``: its first). ``present``: the lanes this workflow holds (a need on
-    a lane of the other workflow cannot be waited for); ``trusted``: this is the trusted
-    workflow's job (the pull request's merge commit, secrets only when authorized, no
-    history written); ``pr_excluded``: this lane runs only in the trusted workflow for
-    pull requests, so here it is skipped on ``pull_request``."""
+    settings (``lane``: its first), in the stages workflow both workflows call
+    (:mod:`testfleet.integrations.github_stages`): its matrix from the ``stages`` input
+    (the plan's, or the rescue wave's), the commit in ``sha`` (the trusted workflow's
+    verified merge commit; empty: the run's own), its secrets as its caller gives them.
+    ``pr_excluded``: a pull request reaches this lane only through the trusted workflow,
+    so it is skipped on ``pull_request``."""
     name = lane.key
     lanes = all_lanes(config)
     members = [lanes[key] for key in (group.lanes if group else (name,))]
     stage = lane.config
     ci = job_ci(stage)
-    stage_ref = f"fromJSON(needs.plan.outputs.stages)[{expr_str(name)}]"
+    stage_ref = f"fromJSON(inputs.stages)[{expr_str(name)}]"
     needed = [ln for n in workflow_needs(stage) for ln in lanes.values() if ln.stage == n]
-    needs = ["plan", *dict.fromkeys(job_ids[ln.key] for ln in needed if ln.key in present)]
-    dropped = sorted({ln.stage for ln in needed if ln.key not in present})
-    cond = ["!cancelled()", "needs.plan.result == 'success'", f"{stage_ref}.has_jobs"]
+    needs = list(dict.fromkeys(job_ids[ln.key] for ln in needed))
+    cond = ["!cancelled()", f"{stage_ref}.has_jobs"]
     if pr_excluded:
         cond.insert(0, "github.event_name != 'pull_request'")
-    if len(needs) > 1:
-        cond.append("(!failure() || needs.plan.outputs.bypass_fastfail == 'true')")
+    if needs:
+        cond.append("(!failure() || !inputs.fast_fail)")
     if getattr(stage, "execution", "shards") == "queue":  # #40: runners pull one queue
         fail_fast: Any = False
         fail_fast_note = "a queue lane: one runner's failure must not cancel the other pullers"
@@ -136,30 +141,27 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         fail_fast = False
         fail_fast_note = "each of these stages runs one job: nothing of its own to cancel"
     elif ci.fail_fast is None:
-        fail_fast = "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
-        fail_fast_note = "unless the run bypasses fast-fail"
+        fail_fast = "${{ inputs.fast_fail }}"
+        fail_fast_note = "unless the run bypasses fast-fail, or is a rescue wave"
+    elif ci.fail_fast:
+        fail_fast = "${{ !inputs.rescue }}"
+        fail_fast_note = "the stage's fail_fast; a rescue wave never cancels a lost file's rescue"
     else:
-        fail_fast = ci.fail_fast
+        fail_fast = False
         fail_fast_note = "the stage's fail_fast"
     strategy: dict[str, Any] = {"fail-fast": Note(fail_fast, eol=fail_fast_note)}
     if ci.max_parallel:
         strategy["max-parallel"] = ci.max_parallel
     strategy["matrix"] = f"${{{{ {stage_ref}.matrix }}}}"
-    about = ["Pull requests get this stage from testfleet-trusted.yml."] if pr_excluded else []
-    if len(members) > 1:
-        about[:0] = textwrap.wrap(f"Stages {', '.join(ln.key for ln in members)}: the same "
-                                  "settings, one job, each stage on its own runners.", 88,
-                                  break_on_hyphens=False)
-    if dropped:
-        about.append(f"Its need on {', '.join(dropped)} (in the other workflow) is not waited "
-                     "for here.")
-    job: dict[str, Any] = {
-        "name": "${{ matrix.id }}",
-        "needs": Flow(needs),
-        "if": f"${{{{ {' && '.join(cond)} }}}}",
-        "strategy": strategy,
-        "runs-on": _runs_on_lanes(members, trusted or pr_excluded),
-    }
+    # the if: and the runner's note say when a pull request gets the lane (trusted only)
+    about = ["The stages in TESTFLEET_LANES: the same settings, one job, each stage on its "
+             "own runners."] if len(members) > 1 else []
+    job: dict[str, Any] = {"name": "${{ matrix.id }}"}
+    if needs:
+        job["needs"] = Flow(needs)
+    job["if"] = f"${{{{ {' && '.join(cond)} }}}}"
+    job["strategy"] = strategy
+    job["runs-on"] = _runs_on_lanes(members, pr_excluded)
     container = _container(ci)
     if container is not None:
         job["container"] = container
@@ -168,32 +170,25 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     job["env"] = {**dict(sorted(ci.env.items())), SETTINGS_ENV: ci.fingerprint()}
     if len(members) > 1:
         job["env"][LANES_ENV] = " ".join(ln.key for ln in members)
-    secret_env = {s: _secret(s, trusted) for s in ci.secrets}
+    secret_env: dict[str, Any] = {s: f"${{{{ secrets.{s} }}}}" for s in ci.secrets}
     run_env: dict[str, Any] = {}
     queue_lane = (stage.execution or "shards") == "queue"
     pr_queue = opts.queue_secret if queue_lane else None
-    if opts.database_secret and not trusted:
+    if opts.database_secret:
         # Only default-branch runs get the database's write secret: a pull request's jobs
         # record into their own throwaway SQLite file and never write shared history; a
-        # pull request's queue runners get the queue tables' role, when there is one.
+        # pull request's queue runners get the queue tables' role, when there is one (the
+        # trusted workflow passes no write secret at all).
         other = f"secrets.{pr_queue}" if pr_queue else "''"
         run_env["TESTFLEET_DATABASE_URL"] = (f"${{{{ {DEFAULT_BRANCH_RUN} && "
                                              f"secrets.{opts.database_secret} || {other} }}}}")
-    elif pr_queue and trusted:
-        run_env["TESTFLEET_DATABASE_URL"] = _secret(pr_queue, trusted)
+    elif pr_queue:
+        run_env["TESTFLEET_DATABASE_URL"] = f"${{{{ secrets.{pr_queue} }}}}"
     run_env.update(secret_env)
-    body: list[Any] = []
-    if trusted:
-        body.append(steps.checkout(ref="${{ needs.plan.outputs.sha }}"))
-    else:
-        body.append(steps.checkout())
+    body: list[Any] = [steps.checkout(ref="${{ inputs.sha }}")]
     for extra in ci.checkouts:
-        token = None
-        if extra.token_secret:
-            secret = (f"{AUTHORIZED} && secrets.{extra.token_secret}" if trusted
-                      else f"secrets.{extra.token_secret}")
-            token = Note(f"${{{{ {secret} || github.token }}}}", eol=SECRET_NOTE) if trusted \
-                else f"${{{{ {secret} || github.token }}}}"
+        token = f"${{{{ secrets.{extra.token_secret} || github.token }}}}" \
+            if extra.token_secret else None
         body.append(steps.checkout(repository=extra.repository, ref=extra.ref or None,
                                    path=extra.path, token=token))
     python = _python(ci, opts)
@@ -341,8 +336,11 @@ def share_repeats(jobs: dict[str, Any]) -> None:
         body[key] = Anchor(name, body[key]) if owner == job_id else Alias(name, body[key])
     for job_id, raw in jobs.items():
         body = bare(raw)
-        if isinstance(body, dict) and isinstance(body.get("steps"), list):
-            _share_step_env(f"{_NOT_ANCHOR.sub('-', job_id)}-secrets", body["steps"])
+        held = body.get("steps") if isinstance(body, dict) else None
+        if isinstance(held, Anchor):
+            held = held.value
+        if isinstance(held, list):
+            _share_step_env(f"{_NOT_ANCHOR.sub('-', job_id)}-secrets", held)
 
 
 def _share_step_env(name: str, steps: list[Any]) -> None:

@@ -33,6 +33,8 @@ COLLECTION_CACHE = "testfleet-collection"
 WORKFLOW_PATH = ".github/workflows/testfleet.yml"
 ACTIONLINT_PATH = ".github/actionlint.yaml"
 TRUSTED_WORKFLOW_PATH = ".github/workflows/testfleet-trusted.yml"
+#: Every stage job, written once; both workflows call it (:mod:`.github_stages`).
+STAGES_WORKFLOW_PATH = ".github/workflows/testfleet-stages.yml"
 PLAN_ARTIFACT = "testfleet-plan"
 STATUS_ARTIFACT = "testfleet-status"
 JUNIT_DIR = "testfleet-junit"

@@ -131,7 +131,7 @@ def job_action(env: Mapping[str, Any]) -> Note:
     if env:
         step["env"] = dict(env)
     # a rescue job's matrix entry carries its rescue file's digest; a stage job's has none
-    step["with"] = {"job": "${{ matrix.id }}", "plan-digest": "${{ needs.plan.outputs.digest }}",
+    step["with"] = {"job": "${{ matrix.id }}", "plan-digest": "${{ inputs.digest }}",
                     "rescue": "${{ matrix.rescue }}"}
     return Note(step)
 

@@ -1,8 +1,8 @@
 """Whether a plan fits the workflow about to run it: ``testfleet plan --fits-workflow``.
 
-A generated workflow has one job per stage lane, with the lane's runner and CI settings
-(container, setup, secrets, env, ...) written in it, because GitHub reads them before
-any plan exists. When the configuration changes and the workflow is not regenerated, a
+A generated workflow's stage jobs (in the stages workflow it calls) have each lane's
+runner and CI settings (container, setup, secrets, env, ...) written in them, because
+GitHub reads them before any plan exists. When the configuration changes and the workflow is not regenerated, a
 plan's jobs would run under settings it was not made for. The plan job therefore reads
 the workflow file it runs in (the base branch's, for ``testfleet-trusted.yml``) and
 refuses a plan that has jobs for a lane with no job in it, for a lane whose ``runs-on``
@@ -30,17 +30,22 @@ from testfleet.planning.jobci import static_fingerprint
 SETTINGS_ENV = "TESTFLEET_CI_SETTINGS"
 MAX_MATRIX = 256  # GitHub's limit of jobs per matrix
 _RUNNERS_MAP = re.compile(r"\$\{\{\s*fromJSON\('((?:[^']|'')*)'\)\[matrix\.lane\]\s*\}\}")
-_LANE = re.compile(r"fromJSON\(needs\.plan\.outputs\.stages\)\['((?:[^']|'')+)'\]\.matrix")
+_LANE = re.compile(r"fromJSON\((?:needs\.plan\.outputs|inputs)\.stages\)\['((?:[^']|'')+)'\]\.matrix")
+#: A job that calls a reusable workflow of the same repository (the stages workflow).
+_LOCAL_CALL = re.compile(r"^\./\.github/workflows/([A-Za-z0-9_.-]+\.ya?ml)$")
 REGENERATE = "regenerate it with 'testfleet init --github --force'"
 
 
-def _stage_jobs(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(the key of its matrix in the plan's ``stages`` output, the job) for every stage job
-    of a generated workflow."""
+def _doc(text: str) -> Any:
     try:
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(f"not YAML: {str(exc).splitlines()[0]}") from None
+
+
+def _stage_jobs(doc: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(the key of its matrix in the plan's ``stages`` output, the job) for every stage job
+    of a generated workflow (or of the stages workflow it calls)."""
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     out: list[tuple[str, dict[str, Any]]] = []
     for job in (jobs or {}).values():
@@ -50,6 +55,19 @@ def _stage_jobs(text: str) -> list[tuple[str, dict[str, Any]]]:
         if m is not None:
             out.append((m.group(1).replace("''", "'"), job))
     return out
+
+
+def called_workflows(text: str) -> list[str]:
+    """The file names (in the same ``.github/workflows``) of the reusable workflows of this
+    repository the workflow ``text`` calls, in order, each once."""
+    doc = _doc(text)
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    names: list[str] = []
+    for job in (jobs or {}).values():
+        m = _LOCAL_CALL.match(str(job.get("uses", "")).strip()) if isinstance(job, dict) else None
+        if m is not None and m.group(1) not in names:
+            names.append(m.group(1))
+    return names
 
 
 def _members(key: str, job: Mapping[str, Any]) -> list[str]:
@@ -86,9 +104,11 @@ class WorkflowJobs:
     groups: dict[str, tuple[list[str], bool]]
 
 
-def workflow_jobs(text: str) -> WorkflowJobs:
+def workflow_jobs(*texts: str) -> WorkflowJobs:
+    """The stage jobs of the workflows ``texts`` (a generated workflow and the stages
+    workflow it calls), read together."""
     out = WorkflowJobs({}, {})
-    for key, job in _stage_jobs(text):
+    for key, job in (pair for text in texts for pair in _stage_jobs(_doc(text))):
         env = job.get("env")
         digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
         members = _members(key, job)
@@ -99,17 +119,26 @@ def workflow_jobs(text: str) -> WorkflowJobs:
     return out
 
 
-def workflow_lanes(text: str) -> dict[str, tuple[list[str], str]]:
-    """:attr:`WorkflowJobs.lanes` of the workflow ``text``."""
-    return workflow_jobs(text).lanes
+def workflow_lanes(*texts: str) -> dict[str, tuple[list[str], str]]:
+    """:attr:`WorkflowJobs.lanes` of the workflows ``texts``."""
+    return workflow_jobs(*texts).lanes
 
 
 def read_workflow(path: Path) -> WorkflowJobs:
-    """The generated workflow at ``path``; ValueError saying why it cannot be read."""
+    """The generated workflow at ``path`` with the stages workflow it calls (beside it, in
+    ``.github/workflows``); ValueError saying why either cannot be read."""
     try:
-        return workflow_jobs(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(exc.strerror or str(exc)) from None
+    texts = [text]
+    for name in called_workflows(text):
+        called = path.parent / name
+        try:
+            texts.append(called.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"the workflow it calls, {called}: {exc.strerror or exc}") from None
+    return workflow_jobs(*texts)
 
 
 def _lane(job: Mapping[str, Any]) -> str:

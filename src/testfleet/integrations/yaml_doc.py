@@ -65,9 +65,10 @@ def _anchor_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Flow:
-    """A sequence of scalars written on one line (``[a, b]``)."""
+    """A sequence of scalars written on one line (``[a, b]``), or a mapping of scalars
+    (``{type: string, required: true}``): a short record a reviewer reads at a glance."""
 
-    items: list[Any] = field(default_factory=list)
+    items: list[Any] | dict[str, Any] = field(default_factory=list)
 
 
 class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML has no type stubs here
@@ -82,6 +83,8 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 _SCALARS = (str, int, float, bool, type(None))
+#: The columns a generated GitHub file's short records are written within (``dump(width=)``).
+REVIEW_WIDTH = 120
 #: Characters YAML 1.1 parsers (PyYAML among them) take as line breaks besides "\n".
 _BREAKS = ("\r", "\x85", "\u2028", "\u2029", "\ufeff")
 
@@ -108,11 +111,12 @@ def _key(value: Any) -> str:
     return lines[0]
 
 
-def _flow(items: list[Any]) -> str:
-    for item in items:
+def _flow(items: list[Any] | dict[str, Any]) -> str:
+    for item in (items.values() if isinstance(items, dict) else items):
         if not isinstance(item, _SCALARS):
-            raise TypeError("a flow sequence holds scalars only")
+            raise TypeError("a flow sequence or mapping holds scalars only")
     text: str = yaml.dump(items, Dumper=_Dumper, default_flow_style=True, width=float("inf"),
+                          sort_keys=False,
                           allow_unicode=True).rstrip("\n")
     if "\n" in text:
         raise ValueError(f"a flow sequence must fit on one line: {items!r}")
@@ -150,8 +154,24 @@ def bare(value: Any) -> Any:
     return _unwrap(value)[0]
 
 
-def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> None:
-    """``prefix`` (``key:`` or ``-``) followed by ``value``, at ``indent``."""
+def _inline(value: dict[Any, Any], line: str, width: int) -> str | None:
+    """``line`` ended by ``value`` as a flow mapping, when the mapping is a short record of
+    scalars and the whole line fits in ``width`` columns (``with: {path: x, name: y}``)."""
+    if not width or len(value) > 6 or not all(
+            isinstance(k, str) and isinstance(v, _SCALARS) and "\n" not in str(v)
+            for k, v in value.items()):
+        return None
+    try:
+        text = f"{line} {_flow(value)}"
+    except ValueError:
+        return None
+    return text if len(text) <= width else None
+
+
+def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str],
+           width: int = 0) -> None:
+    """``prefix`` (``key:`` or ``-``) followed by ``value``, at ``indent``; ``width``: write
+    a short mapping of scalars on its line when it fits in that many columns (0: never)."""
     pad = " " * indent
     if isinstance(value, Alias):
         out.append(f"{pad}{prefix} *{_anchor_name(value.name)}{_eol(eol)}")
@@ -163,27 +183,30 @@ def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> No
             raise TypeError("an anchor here marks a non-empty mapping or sequence under a key")
         out.append(f"{pad}{prefix} &{name}{_eol('; '.join(filter(None, (eol, held_eol))))}")
         if isinstance(held, dict):
-            _mapping(held, indent + 2, out)
+            _mapping(held, indent + 2, out, width)
         else:
-            _sequence(held, indent + 2, out)
+            _sequence(held, indent + 2, out, width)
         return
     if isinstance(value, Flow):
         out.append(f"{pad}{prefix} {_flow(value.items)}{_eol(eol)}")
+    elif isinstance(value, dict) and value and prefix != "-" and not eol and \
+            (line := _inline(value, f"{pad}{prefix}", width)) is not None:
+        out.append(line)
     elif isinstance(value, dict) and value:
         if prefix == "-":
             inner: list[str] = []
-            _mapping(value, indent + 2, inner)
+            _mapping(value, indent + 2, inner, width)
             first = next(i for i, line in enumerate(inner) if not line.lstrip().startswith("#"))
             inner[first] = f"{pad}- {inner[first][indent + 2:]}{_eol(eol)}"
             out.extend(inner)
         else:
             out.append(f"{pad}{prefix}{_eol(eol)}")
-            _mapping(value, indent + 2, out)
+            _mapping(value, indent + 2, out, width)
     elif isinstance(value, list) and value:
         if prefix == "-":
             raise TypeError("a sequence directly inside a sequence is not written here")
         out.append(f"{pad}{prefix}{_eol(eol)}")
-        _sequence(value, indent + 2, out)
+        _sequence(value, indent + 2, out, width)
     elif isinstance(value, (dict, list)):
         out.append(f"{pad}{prefix} {'{}' if isinstance(value, dict) else '[]'}{_eol(eol)}")
     else:
@@ -194,20 +217,20 @@ def _entry(prefix: str, value: Any, eol: str, indent: int, out: list[str]) -> No
         out.extend(f"{pad}{line}" if line else "" for line in lines[1:])
 
 
-def _mapping(data: dict[Any, Any], indent: int, out: list[str]) -> None:
+def _mapping(data: dict[Any, Any], indent: int, out: list[str], width: int = 0) -> None:
     pad = " " * indent
     for key, raw in data.items():
         value, before, eol = _unwrap(raw)
         out.extend(_comment_lines(before, pad))
-        _entry(f"{_key(key)}:", value, eol, indent, out)
+        _entry(f"{_key(key)}:", value, eol, indent, out, width)
 
 
-def _sequence(items: list[Any], indent: int, out: list[str]) -> None:
+def _sequence(items: list[Any], indent: int, out: list[str], width: int = 0) -> None:
     pad = " " * indent
     for raw in items:
         value, before, eol = _unwrap(raw)
         out.extend(_comment_lines(before, pad))
-        _entry("-", value, eol, indent, out)
+        _entry("-", value, eol, indent, out, width)
 
 
 def plain(value: Any) -> Any:
@@ -216,6 +239,8 @@ def plain(value: Any) -> Any:
     if isinstance(value, (Anchor, Alias)):
         return plain(value.value)
     if isinstance(value, Flow):
+        if isinstance(value.items, dict):
+            return {k: plain(v) for k, v in value.items.items()}
         return [plain(v) for v in value.items]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
@@ -228,11 +253,13 @@ class RoundTripError(ValueError):
     """The written document does not parse back to its data (a bug here, never shipped)."""
 
 
-def dump(data: dict[str, Any], header: tuple[str, ...] = (), *, blank_between: int = 0) -> str:
+def dump(data: dict[str, Any], header: tuple[str, ...] = (), *, blank_between: int = 0,
+         width: int = 0) -> str:
     """``data`` (a mapping, values may be :class:`Note`/:class:`Flow`) as a YAML document,
     ``header`` as its first comment lines. ``blank_between``: top-level keys up to this
     depth are separated by an empty line (1: between top-level keys, 2: also between the
-    entries of a top-level mapping such as ``jobs``)."""
+    entries of a top-level mapping such as ``jobs``). ``width``: a short mapping of up to
+    six scalars (a step's ``with:``) is written on its key's line when the line fits."""
     out: list[str] = _comment_lines(header, "")
     for i, (key, raw) in enumerate(data.items()):
         value, before, eol = _unwrap(raw)
@@ -245,9 +272,9 @@ def dump(data: dict[str, Any], header: tuple[str, ...] = (), *, blank_between: i
             for j, (sub, subraw) in enumerate(value.items()):
                 if j:
                     out.append("")
-                _mapping({sub: subraw}, 2, out)
+                _mapping({sub: subraw}, 2, out, width)
         else:
-            _entry(f"{_key(key)}:", value, eol, 0, out)
+            _entry(f"{_key(key)}:", value, eol, 0, out, width)
     text = "\n".join(out) + "\n"
     check(text, plain(data))
     return text
