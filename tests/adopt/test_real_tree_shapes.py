@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from integrations.gha_calls import expanded_file
 from support import run_cli
 from testfleet.adopt.derive import derive
 from testfleet.adopt.scan import scan
@@ -306,10 +307,11 @@ def test_without_the_job_keys_they_are_listed_and_the_config_is_valid(
         assert 'python = "3.11"' in text and "uv = true" in text
 
 
-#: #39 item 2: all the workflow and action files adoption writes or changes, together.
-#: miles-ci was 796 lines before the rescue wave (#40) gave each stage job a rescue job
-#: (about 14 lines each, its steps through an anchor): #39's 800 stays the target.
-LINE_BUDGET = {"miles-ci": 880, "sglang-ci": 3000}
+#: #39 item 2: all the workflow and action files adoption writes or changes, together
+#: (testfleet-stages.yml included). miles-ci was 796 lines before the rescue wave (#40) gave
+#: each stage job a rescue job; with every stage job written once, in testfleet-stages.yml,
+#: and called for the plan and for the rescue wave, it is 725 (sglang-ci 754): #39's 800.
+LINE_BUDGET = {"miles-ci": 800, "sglang-ci": 3000}
 IGNORE = re.compile(r"zizmor: ignore\[[^\]]+\](.*)$")
 
 
@@ -336,7 +338,8 @@ def test_the_ci_written_for_a_real_tree_is_short_and_lint_clean(
     after = _snapshot(tree)
     written = sorted(p for p in after if before.get(p) != after[p])
     ci = [p for p in written if p.startswith(".github/") and p.endswith((".yml", ".yaml"))]
-    assert {".github/workflows/testfleet.yml", ".github/actions/testfleet/action.yml",
+    assert {".github/workflows/testfleet.yml", ".github/workflows/testfleet-stages.yml",
+            ".github/actions/testfleet/action.yml",
             ".github/actions/testfleet-job/action.yml"} <= set(ci)
     lines = sum(after[p].count(b"\n") for p in ci)
     assert lines < LINE_BUDGET[fixture], (lines, ci)
@@ -380,8 +383,12 @@ def test_the_workflows_written_for_miles_pass_actionlint_and_zizmor(
     text = script.read_text()
     assert "# shellcheck disable=SC2086" in text and text.endswith(
         "cd $GITHUB_WORKSPACE && pip install -e . --no-deps --break-system-packages\n")
+    # the stage job, in testfleet-stages.yml, runs the script; testfleet.yml calls that job
     assert "run: bash .github/testfleet/stage-c-4-gpu-mi350/setup-1.sh" in \
-        (miles / ".github/workflows/testfleet.yml").read_text()
+        (miles / ".github/workflows/testfleet-stages.yml").read_text()
+    called = expanded_file(miles / ".github/workflows/testfleet.yml")["jobs"]
+    assert any(step.get("run") == "bash .github/testfleet/stage-c-4-gpu-mi350/setup-1.sh"
+               for step in called["stage-c-4-gpu-mi350"]["steps"])
     # the configuration as a first adoption without shellcheck left it: no directive
     config = miles / "testfleet.toml"
     config.write_text("\n".join(line for line in config.read_text().splitlines()

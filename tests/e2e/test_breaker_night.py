@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from e2e.test_ci_simulation import EVENTS, git, run_steps, workflow_for
 from e2e.test_history_loop import DEFAULT, GitHub, history_entries, plan_phase, rows
+from integrations.gha_calls import expanded_file
 from integrations.gha_expr import evaluate, truthy
 
 LANE = "stage-c-4-gpu-mi300x"
@@ -192,7 +192,7 @@ def breaker_rows(db: Path) -> list[tuple[Any, ...]]:
 @pytest.fixture
 def night(tmp_path: Path) -> tuple[Path, dict[str, Any], GitHub]:
     repo = make_project(tmp_path / "miles")
-    workflow = yaml.safe_load((repo / ".github" / "workflows" / "testfleet.yml").read_text())
+    workflow = expanded_file(repo / ".github" / "workflows" / "testfleet.yml")
     return repo, workflow, GitHub(tmp_path)
 
 

@@ -33,6 +33,7 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
+from integrations.gha_calls import expanded_file
 from integrations.gha_expr import evaluate, interpolate, truthy
 from support import github_output_dict
 
@@ -245,9 +246,8 @@ def workflow_for(project: Path) -> dict[str, Any]:
     with pytest.raises(SystemExit) as info:
         main(["-C", str(project), "init", "--github"])
     assert info.value.code == 0
-    data = yaml.safe_load((project / ".github" / "workflows" / "testfleet.yml").read_text())
-    data["on"] = data.pop(True) if True in data else data["on"]
-    return data
+    # the stage jobs (testfleet-stages.yml) expanded into their callers, as GitHub runs them
+    return expanded_file(project / ".github" / "workflows" / "testfleet.yml")
 
 
 def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
@@ -284,6 +284,13 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     assert len(stage_jobs) == len(stages)
     # a pull request plans only the GitHub-hosted stages here (testfleet-trusted.yml, the rest)
     assert {s for s, v in stages.items() if v["has_jobs"]} <= {"stage-a-cpu", "stage-b-cpu"}
+    # the stage jobs are called (job 'stages'): its if gates every one of them, whatever a
+    # lane's matrix says
+    no_jobs = {**contexts, "needs": {"plan": {"result": "success", "outputs": {
+        **job_outputs, "has_jobs": "false"}}}}
+    for name in stage_jobs:
+        cond = workflow["jobs"][name]["if"].removeprefix("${{").removesuffix("}}")
+        assert not truthy(evaluate(cond, no_jobs, {"cancelled": False, "failure": False})), name
     results: dict[str, str] = {}
     ran_jobs: list[str] = []
     gpu_jobs: list[dict[str, Any]] = []
@@ -291,7 +298,7 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     status_files: dict[str, Path] = {}
     for name in stage_jobs:
         job = workflow["jobs"][name]
-        stage = re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
+        stage = re.search(r"stages\)+\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
         assert job["needs"][0] == "plan" and all(results.get(n) for n in job["needs"][1:])
         status = {"cancelled": False, "failure": False}
         if not truthy(evaluate(job["if"].removeprefix("${{").removesuffix("}}"), contexts, status)):
@@ -601,7 +608,7 @@ def test_a_lost_runner_is_rescued_through_the_workflow(repo: Path, tmp_path: Pat
     contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
     plan = json.loads((plan_ws / "plan.json").read_text())
     stages = json.loads(outputs["stages"])
-    job_of = {name: re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
+    job_of = {name: re.search(r"stages\)+\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
               for name, job in workflow["jobs"].items()
               if "needs.plan.outputs.stages" in job.get("if", "")}
     entries = [(name, e) for name, lane in job_of.items() if stages[lane]["has_jobs"]
@@ -696,6 +703,20 @@ def test_a_lost_runner_is_rescued_through_the_workflow(repo: Path, tmp_path: Pat
                       and f"['{lost['stage']}']" in j["if"])
     cond = workflow["jobs"][rescue_job]["if"].removeprefix("${{").removesuffix("}}")
     assert truthy(evaluate(cond, contexts, {"cancelled": False, "failure": True}))
+    # the call (job 'rescue') gates it: no rescue wave, no rescue job, whatever its matrix
+    no_wave = {**contexts, "needs": {**contexts["needs"], "reconcile": {
+        "result": "success", "outputs": {**out, "has_rescue": "false"}}}}
+    assert not truthy(evaluate(cond, no_wave, {"cancelled": False, "failure": True}))
+    # its matrix is the reconcile's rescue wave, run without fast-fail (the call passes
+    # fast_fail: false); the plan's own job of that lane has fast-fail on
+    strategy = workflow["jobs"][rescue_job]["strategy"]
+    assert "needs.reconcile.outputs.rescue" in strategy["matrix"]
+    matrix = strategy["matrix"].strip().removeprefix("${{").removesuffix("}}")
+    assert evaluate(matrix, contexts, {"cancelled": False, "failure": True})["include"] == \
+        rescue_entries
+    assert interpolate(strategy["fail-fast"], contexts) == "false"
+    plan_job = rescue_job.removesuffix("-rescue")
+    assert interpolate(workflow["jobs"][plan_job]["strategy"]["fail-fast"], contexts) == "true"
     rescued_status = play(rescue_job, entry, entry["id"])
     (xml,) = (rescued_status.parent / "testfleet-junit").glob("*.xml")
     ran = {case.get("name") for case in ElementTree.parse(xml).iter("testcase")}

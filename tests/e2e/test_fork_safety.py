@@ -7,7 +7,9 @@ it can reach: the vendored composite action (to forge a plan and leave a marker 
 ever runs), the trusted workflow (every job on an H200) and the configuration
 (``trusted_only`` off, another stage moved to the H200s, its own authorizing label).
 The base branch's trusted workflow is then run: its plan job's own scripts on the fork's
-checkout, and each stage job's ``if`` and ``runs-on`` as GitHub evaluates them.
+checkout, and each stage job's ``if`` and ``runs-on`` as GitHub evaluates them. The stage
+jobs are in the stages workflow the trusted one calls (``./`` form: the caller's commit, so
+the base branch's too); the fork edits its copy of that file as well.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,11 +30,14 @@ else:
     import tomli as tomllib
 
 from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps
+from integrations.gha_calls import expanded_text, rendered
 from integrations.gha_expr import evaluate, interpolate, truthy
 
 MARKER = "testfleet-fork-action-ran"
 H200 = ["self-hosted", "nvidia", "h200", "4gpu"]
 MI300X = "stage-c-4-gpu-mi300x"
+TRUSTED = ".github/workflows/testfleet-trusted.yml"
+STAGES = ".github/workflows/testfleet-stages.yml"  # every stage job, called by TRUSTED
 H100 = "stage-c-8-gpu-h100"
 
 FORK_ACTION = f"""name: testfleet
@@ -92,9 +96,9 @@ def fork_pr(example_project: Path) -> dict[str, Any]:
                           text=True, check=True).stdout.strip()
     git(root, "checkout", "-q", "-b", "fork")
     (root / ".github" / "actions" / "testfleet" / "action.yml").write_text(FORK_ACTION)
-    trusted = root / ".github" / "workflows" / "testfleet-trusted.yml"
-    trusted.write_text(re.sub(r"(?m)^(\s+runs-on:).*$", r"\1 [self-hosted, h200]",
-                              trusted.read_text()))
+    for workflow in (root / TRUSTED, root / STAGES):  # the stage jobs' runners: STAGES
+        workflow.write_text(re.sub(r"(?m)^(\s+runs-on:).*$", r"\1 [self-hosted, h200]",
+                                   workflow.read_text()))
     pyproject.write_text(_edit_config(pyproject.read_text()))
     train = root / "fleetlib" / "train.py"  # a change every GPU stage is affected by
     train.write_text(train.read_text() + "\n# fork change\n")
@@ -142,6 +146,11 @@ def _checkout(root: Path, ws: Path) -> Any:
     return uses
 
 
+def _show(root: Path, rev: str, path: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "show", f"{rev}:{path}"],
+                          capture_output=True, text=True, check=True).stdout
+
+
 def play(pr: dict[str, Any], tmp_path: Path, action: str, labels: list[str],
          added: str | None = None, head: str | None = None) -> dict[str, Any]:
     """The base branch's trusted workflow for one pull_request_target event (``head``: the
@@ -150,9 +159,8 @@ def play(pr: dict[str, Any], tmp_path: Path, action: str, labels: list[str],
     would dispatch: {job id: runs-on} for every job whose ``if`` holds, with its matrix and
     the commit it checks out; or, when the plan job fails, {"failed": its log}."""
     root: Path = pr["root"]
-    workflow = yaml.safe_load(subprocess.run(
-        ["git", "-C", str(root), "show", f"{pr['base']}:.github/workflows/testfleet-trusted.yml"],
-        capture_output=True, text=True, check=True).stdout)
+    # the base's trusted workflow with its calls of the base's stages workflow expanded
+    workflow = expanded_text(_show(root, pr["base"], TRUSTED), _show(root, pr["base"], STAGES))
     payload = _payload(tmp_path, pr, action, labels, added, head)
     event = json.loads(payload.read_text())
     run = f"{payload.stem.removeprefix('payload-')}-{len(list(tmp_path.glob('ws-*')))}"
@@ -182,7 +190,7 @@ def play(pr: dict[str, Any], tmp_path: Path, action: str, labels: list[str],
         if name in ("plan", "reconcile", "rescued", "testfleet") or name.endswith("-rescue"):
             continue  # rescue jobs: their steps are the stage job's (tests/integrations)
         if truthy(evaluate(job["if"].removeprefix("${{").removesuffix("}}"), contexts, status)):
-            lane = re.search(r"stages\)\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
+            lane = re.search(r"stages\)+\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
             secrets = {k: interpolate(v, {**contexts, "secrets": {k: "s3cret"}})
                        for s in job["steps"] if s.get("name") == "Run"
                        for k, v in s.get("env", {}).items()}
@@ -223,11 +231,9 @@ def test_a_fork_cannot_choose_its_runners_or_authorize_itself(fork_pr: dict[str,
     # the fork moved H100 to the H200s in its config; the base's H100 runners stay
     assert runners[H100] != H200 and dispatched.get(H100, {"runs-on": runners[H100]})[
         "runs-on"] == runners[H100]
-    # the fork did ask for other runners: its own copy of the workflow names the H200s
-    fork_wf = subprocess.run(["git", "-C", str(fork_pr["root"]), "show",
-                              f"{fork_pr['head']}:.github/workflows/testfleet-trusted.yml"],
-                             capture_output=True, text=True, check=True).stdout
-    assert "runs-on: [self-hosted, h200]" in fork_wf
+    # the fork did ask for other runners: its own copies of the workflows name the H200s
+    for path in (TRUSTED, STAGES):
+        assert "runs-on: [self-hosted, h200]" in _show(fork_pr["root"], fork_pr["head"], path)
 
 
 def test_a_maintainer_label_authorizes_the_base_runners_only(fork_pr: dict[str, Any],
@@ -298,15 +304,16 @@ def test_the_pull_request_workflow_never_dispatches_a_self_hosted_job(example_pr
     """testfleet.yml runs on pull_request (the PR's own file): its self-hosted jobs are
     skipped there whatever a plan says, so an unmodified workflow never asks for one."""
     from testfleet.config import load_project
-    from testfleet.integrations.github_workflow import render_workflow
 
-    data = yaml.safe_load(render_workflow(load_project(example_project).config))
+    # render_workflow with the stage jobs of testfleet-stages.yml, as testfleet.yml calls them
+    data = rendered(load_project(example_project).config)
     lanes = json.dumps({k: {"has_jobs": True} for k in data["jobs"]})
     everything = {"plan": {"result": "success", "outputs": {
-        "stages": lanes, "bypass_fastfail": "true"}},
+        "stages": lanes, "bypass_fastfail": "true", "has_jobs": "true"}},
         # every lane's rescue job too (#40): never dispatched on pull_request either
         "reconcile": {"result": "success", "outputs": {"rescue": lanes, "has_rescue": "true"}}}
     status = {"cancelled": False, "failure": False}
+    checked: set[str] = set()
     for event, expected in (("pull_request", False), ("push", True)):
         ctx = {"github": {"event_name": event}, "needs": everything}
         for name, job in data["jobs"].items():
@@ -314,4 +321,8 @@ def test_the_pull_request_workflow_never_dispatches_a_self_hosted_job(example_pr
             if isinstance(labels, list) and "self-hosted" in labels:
                 cond = job["if"].removeprefix("${{").removesuffix("}}")
                 assert truthy(evaluate(cond, ctx, status)) is expected, (event, name)
+                checked.add(name)
+    # every self-hosted stage, its plan job and its rescue job, was checked
+    assert {"stage-c-4-gpu-h200", "stage-c-4-gpu-h200-rescue", MI300X, f"{MI300X}-rescue",
+            H100, f"{H100}-rescue"} <= checked
     assert shutil.which("git")

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from e2e.test_ci_simulation import EVENTS, Runner, git, resolve, run_steps, workflow_for
+from integrations.gha_calls import expanded_file
 from integrations.gha_expr import evaluate, truthy
 from testfleet.store.execution_rows import StdlibDb, insert_payload
 
@@ -239,7 +239,7 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_three_default_branch_runs_and_a_pull_request(main_repo: Path, tmp_path: Path) -> None:
-    workflow = yaml.safe_load((main_repo / ".github" / "workflows" / "testfleet.yml").read_text())
+    workflow = expanded_file(main_repo / ".github" / "workflows" / "testfleet.yml")
     gh = GitHub(tmp_path)
     dispatch = json.loads((EVENTS / "workflow_dispatch.json").read_text())
     dispatch["inputs"] = {"cadence": "regular", "match_all_labels": True}

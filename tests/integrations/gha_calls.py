@@ -41,8 +41,9 @@ def _literal(value: Any) -> str:
         return str(value)
     text = str(value)
     whole = EXPR.fullmatch(text.strip())
-    if whole:
-        return f"({whole.group(1)})"
+    if whole:  # a path stays as it is; any other expression keeps its precedence
+        inner = whole.group(1)
+        return inner if re.fullmatch(r"[A-Za-z_][\w.-]*", inner) else f"({inner})"
     return "'" + text.replace("'", "''") + "'"
 
 

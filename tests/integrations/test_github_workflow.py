@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from testfleet.config import Project, load_project, validate_config
+from testfleet.integrations.github_stages import render_stages_workflow
 from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import (
     DEFAULT_BRANCH_RUN,
@@ -28,6 +29,7 @@ from testfleet.integrations.github_workflow import (
 from testfleet.integrations.plan_formats import github_outputs
 
 from .ci_inline import inline
+from .gha_calls import rendered
 from .conftest import run_tool, tool
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet"
@@ -79,10 +81,12 @@ def parsed(text: str) -> dict[str, Any]:
 
 
 def lint(tmp_path: Path, text: str, trusted: str | None = None,
-         config: Any = None) -> list[subprocess.CompletedProcess[str]]:
+         config: Any = None, opts: WorkflowOptions | None = None) -> list[subprocess.CompletedProcess[str]]:
     """actionlint (with the runner labels ``init`` writes to .github/actionlint.yaml),
-    zizmor and the workflow schema, over the workflow and the trusted one when given."""
+    zizmor and the workflow schema, over the workflow, the trusted one when given and the
+    stages workflow both call (rendered from ``config`` and ``opts``)."""
     from testfleet.integrations.github_options import render_actionlint_config
+    from testfleet.integrations.github_stages import render_stages_workflow
 
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True, exist_ok=True)
@@ -91,6 +95,10 @@ def lint(tmp_path: Path, text: str, trusted: str | None = None,
     if trusted is not None:
         files.append(workflows / "testfleet-trusted.yml")
         files[1].write_text(trusted)
+    stages = render_stages_workflow(config, opts) if config is not None else None
+    if stages is not None:
+        files.append(workflows / "testfleet-stages.yml")
+        files[-1].write_text(stages)
     if config is not None:
         from testfleet.integrations.action import ACTION_PATH, render_action
         from testfleet.integrations.github_job_action import JOB_ACTION_PATH, render_job_action
@@ -157,7 +165,7 @@ def test_workflow_passes_actionlint_zizmor_and_the_schema(variant: str, tmp_path
     config = config_fn()
     trusted = render_trusted_workflow(config, opts)
     assert (trusted is None) == (variant in ("no-stages", "auto-styles"))
-    for result in lint(tmp_path, render_workflow(config, opts), trusted, config):
+    for result in lint(tmp_path, render_workflow(config, opts), trusted, config, opts):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
 
 
@@ -186,19 +194,25 @@ def _steps(data: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_no_expression_ever_reaches_a_run_script(variant: str) -> None:
     config_fn, opts = VARIANTS[variant]
-    data = parsed(render_workflow(config_fn(), opts))
+    data = rendered(config_fn(), opts)
     runs = [s["run"] for s in _steps(data) if "run" in s]
     assert runs
     for script in runs:
         assert "${{" not in script, script
 
 
-def test_actions_are_pinned_to_commits_with_their_version() -> None:
-    text = render_workflow(example().config)
+@pytest.mark.parametrize("which", ["workflow", "stages"])
+def test_actions_are_pinned_to_commits_with_their_version(which: str) -> None:
+    from testfleet.integrations.github_stages import render_stages_workflow
+
+    render = render_workflow if which == "workflow" else render_stages_workflow
+    text = render(example().config)
+    assert text is not None
     uses = re.findall(r"uses: (\S+)@(\S+) # (v[\d.]+)", text)
-    # the vendored actions are in the repository; the ignore says why on its line
-    local = len(re.findall(r"uses: \./\.github/actions/testfleet(?:-job)? # zizmor: "
-                           r"ignore\[self-repository\] \w", text))
+    # the vendored actions and the stages workflow are in the repository; the ignore says
+    # why on its line
+    local = len(re.findall(r"uses: \./\.github/(?:actions/testfleet(?:-job)?|workflows/"
+                           r"testfleet-stages\.yml) # zizmor: ignore\[self-repository\] \w", text))
     assert local and len(uses) + local == text.count("uses:")  # the vendored action is in the repo
     for action, ref, version in uses:
         assert re.fullmatch(r"[0-9a-f]{40}", ref)
@@ -207,7 +221,7 @@ def test_actions_are_pinned_to_commits_with_their_version() -> None:
 
 def test_plan_job_is_read_only_and_secret_free() -> None:
     opts = WorkflowOptions(database_secret="TESTFLEET_DATABASE_URL")
-    data = inline(parsed(render_workflow(example().config, opts)), example().config, opts)
+    data = inline(rendered(example().config, opts), example().config, opts)
     # every job reads contents only (set once for the workflow); the final check not even that
     assert data["permissions"] == {"contents": "read"}
     assert all(job.get("permissions", {"contents": "read"}) == {"contents": "read"}
@@ -234,7 +248,7 @@ def test_plan_job_is_read_only_and_secret_free() -> None:
 
 
 def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
-    data = parsed(render_workflow(example().config))
+    data = rendered(example().config)
     steps = data["jobs"]["plan"]["steps"]
     plan_step = next(s for s in steps if s.get("id") == "plan")
     assert plan_step["uses"] == "./.github/actions/testfleet"
@@ -248,17 +262,17 @@ def test_plan_step_runs_the_planner_and_uploads_the_plan() -> None:
     assert upload["with"]["name"] == "testfleet-plan" and upload["with"]["path"] == "plan.json"
     # the install is the action's default: exactly this testfleet version
     assert "install" not in plan_step["with"]
-    custom = parsed(render_workflow(example().config, WorkflowOptions(
-        install="pip install -r requirements-ci.txt")))
+    custom = rendered(example().config, WorkflowOptions(
+        install="pip install -r requirements-ci.txt"))
     custom_plan = next(s for s in custom["jobs"]["plan"]["steps"] if s.get("id") == "plan")
     assert custom_plan["with"]["install"] == "pip install -r requirements-ci.txt"
-    no_prune = parsed(render_workflow(example().config, WorkflowOptions(diff_pruning=False)))
+    no_prune = rendered(example().config, WorkflowOptions(diff_pruning=False))
     assert "diff-base" not in json.dumps(no_prune)
 
 
 def test_stage_jobs_consume_their_stage_matrix() -> None:
     config = chain_config()
-    raw = parsed(render_workflow(config))
+    raw = rendered(config)
     for name in ("unit", "lint", "gpu", "soak"):  # the shared steps are the job action's
         (action,) = [s for s in raw["jobs"][name]["steps"] if "testfleet-job" in s.get("uses", "")]
         assert action["with"] == {"job": "${{ matrix.id }}",
@@ -276,12 +290,15 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         needs = config.stages[name].needs
         assert job["needs"] == ["plan", *needs]
         cond = job["if"]
+        # the stages call runs only after a plan with jobs (the plan's success is its default)
+        assert cond.startswith("${{ (needs.plan.outputs.has_jobs == 'true') && ")
         assert f"fromJSON(needs.plan.outputs.stages)['{name}'].has_jobs" in cond
-        assert "!cancelled()" in cond and "needs.plan.result == 'success'" in cond
-        assert ("!failure() || needs.plan.outputs.bypass_fastfail == 'true'" in cond) == bool(needs)
+        assert "!cancelled()" in cond
+        assert ("!failure() || !(needs.plan.outputs.bypass_fastfail != 'true')" in cond) \
+            == bool(needs)
         assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.stages)['{name}'].matrix }}}}"
         # no fail_fast in the stage table: fail fast within the stage unless the run bypasses it
-        assert job["strategy"]["fail-fast"] == "${{ needs.plan.outputs.bypass_fastfail != 'true' }}"
+        assert job["strategy"]["fail-fast"] == "${{ (needs.plan.outputs.bypass_fastfail != 'true') }}"
         assert "max-parallel" not in job["strategy"] and "container" not in job
         assert job["runs-on"] == list(config.stages[name].runs_on) or job["runs-on"] == \
             config.stages[name].runs_on[0]  # written from the config, never from the plan
@@ -304,6 +321,11 @@ def test_stage_jobs_consume_their_stage_matrix() -> None:
         assert junit and junit[0]["if"] == "${{ !cancelled() }}"
     assert data["jobs"]["testfleet"]["needs"] == ["plan", "lint", "unit", "gpu", "soak",
                                                   "reconcile", *rescues, "rescued"]
+    for rescue in rescues:  # the rescue wave's: after reconcile, never fast-failing
+        job = data["jobs"][rescue]
+        assert job["needs"][:2] == ["plan", "reconcile"]
+        assert "fromJSON(needs.reconcile.outputs.rescue)" in job["strategy"]["matrix"]
+        assert job["strategy"]["fail-fast"] in (False, "${{ false }}")
     reconcile = data["jobs"]["reconcile"]
     assert reconcile["needs"] == ["plan", "lint", "unit", "gpu", "soak"]
     assert reconcile["if"] == "${{ always() && needs.plan.result == 'success' }}"
@@ -322,7 +344,7 @@ def test_stage_job_ids_are_valid_unique_and_never_the_workflow_own() -> None:
     ids = stage_job_ids(config)
     assert ids == {"1st": "stage-1st", "Testfleet": "stage-Testfleet", "a.b": "a_b",
                    "a_b": "a_b-2", "plan": "stage-plan"}
-    data = parsed(render_workflow(config))
+    data = rendered(config)
     assert set(data["jobs"]) == {"plan", "history", "reconcile", "testfleet", "rescued",
                                  *ids.values(), *(f"{i}-rescue" for i in ids.values())}
     assert "fromJSON(needs.plan.outputs.stages)['a.b'].has_jobs" in data["jobs"]["a_b"]["if"]
@@ -353,7 +375,7 @@ def test_outputs_match_what_the_planner_writes(example_project: Path,
 
 def test_triggers_follow_the_config() -> None:
     config = example().config
-    data = parsed(render_workflow(config, WorkflowOptions(push_branches=("main",))))
+    data = rendered(config, WorkflowOptions(push_branches=("main",)))
     on = data["on"]
     assert {s["cron"] for s in on["schedule"]} == set(config.policy.schedules)
     assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled"]
@@ -361,7 +383,7 @@ def test_triggers_follow_the_config() -> None:
     assert set(on["workflow_dispatch"]["inputs"]["cadence"]["options"]) == set(config.policy.cadences)
     assert on["workflow_call"]["inputs"]["cadence"]["type"] == "string"
     assert on["push"]["branches"] == ["main"]
-    assert "schedule" not in parsed(render_workflow(chain_config()))["on"]
+    assert "schedule" not in rendered(chain_config())["on"]
 
 
 def test_irrelevant_labels_neither_rerun_nor_cancel() -> None:
@@ -385,9 +407,10 @@ def _guard(config: Any) -> Callable[[Path], Any]:
     (testfleet plan --fits-workflow), as (returncode, stdout) of the plan in a directory."""
     from types import SimpleNamespace
 
+    from testfleet.integrations.github_stages import render_stages_workflow
     from testfleet.integrations.workflow_fit import misfits, workflow_lanes
 
-    lanes = workflow_lanes(render_workflow(config))
+    lanes = workflow_lanes(render_workflow(config), render_stages_workflow(config) or "")
 
     def check(where: Path) -> Any:
         reasons = misfits(json.loads((where / "plan.json").read_text()), lanes)
@@ -455,7 +478,7 @@ def test_guard_fails_when_a_plan_names_other_runners(tmp_path: Path) -> None:
     _plan_file(tmp_path, ci_config(runs_on=["self-hosted", "h200-8x"]), {"gpu.h200": 1})
     bad = guard(tmp_path)
     assert bad.returncode == 1 and "the runs_on of stage gpu.h200 changed" in bad.stdout
-    data = parsed(render_workflow(before))
+    data = rendered(before)
     assert data["jobs"]["gpu_h200"]["runs-on"] == ["self-hosted", "gpu"]
     assert data["jobs"]["unit"]["runs-on"] == "ubuntu-latest"
     assert "matrix.runs_on" not in render_workflow(before)
@@ -466,7 +489,7 @@ def test_guard_fails_when_a_plan_names_other_runners(tmp_path: Path) -> None:
     ("success cancelled", 1),
 ])
 def test_summary_job_fails_on_any_failed_job(results: str, code: int, tmp_path: Path) -> None:
-    data = parsed(render_workflow(example().config))
+    data = rendered(example().config)
     script = data["jobs"]["testfleet"]["steps"][0]["run"]
     assert _bash(script, {"RESULTS": results}, tmp_path).returncode == code
 
@@ -474,7 +497,7 @@ def test_summary_job_fails_on_any_failed_job(results: str, code: int, tmp_path: 
 def test_summary_job_fails_when_registrations_were_rejected(tmp_path: Path) -> None:
     """The plan ran every valid test (plan exit 1 does not stop the run); the one required
     check still fails, so a PR that breaks a registration cannot pass."""
-    data = parsed(render_workflow(example().config))
+    data = rendered(example().config)
     job = data["jobs"]["testfleet"]
     assert "needs.plan.outputs.tree_errors" in job["steps"][0]["env"]["TREE_ERRORS"]
     assert "tree_errors" in data["jobs"]["plan"]["outputs"]
@@ -515,7 +538,7 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
 
     config = ci_config()
     opts = WorkflowOptions(database_secret="DB_URL")
-    data = inline(parsed(render_workflow(config, opts)), config, opts)
+    data = inline(rendered(config, opts), config, opts)
     gpu, unit = data["jobs"]["gpu_h200"], data["jobs"]["unit"]
     assert gpu["container"] == {
         "image": "nvcr.io/nvidia/pytorch:24.05-py3",
@@ -523,7 +546,9 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
         "volumes": ["/models:/models:ro", "/data/hf:/root/.cache/huggingface"]}
     assert "container" not in unit
     assert gpu["strategy"]["fail-fast"] is False and gpu["strategy"]["max-parallel"] == 2
-    assert unit["strategy"]["fail-fast"] is True and "max-parallel" not in unit["strategy"]
+    # fail_fast = true: the plan's jobs fail fast, the rescue wave's never do
+    assert unit["strategy"]["fail-fast"] == "${{ !false }}" and "max-parallel" not in unit["strategy"]
+    assert data["jobs"]["unit-rescue"]["strategy"]["fail-fast"] == "${{ !true }}"
     # the stage env, and the digest of the settings written here (the plan job's check)
     assert gpu["env"] == {"HF_HOME": "/root/.cache/huggingface",
                           SETTINGS_ENV: job_ci(config.stages["gpu.h200"]).fingerprint()}
@@ -551,7 +576,7 @@ def test_per_stage_ci_settings_land_in_their_own_job() -> None:
     assert all(s["env"] == secrets for s in setups)
     run = next(s for s in gpu["steps"] if s.get("name") == "Run")
     assert {k: v for k, v in run["env"].items() if k in secrets} == secrets
-    raw = parsed(render_workflow(config, opts))
+    raw = rendered(config, opts)
     for name, job in raw["jobs"].items():
         for step in job.get("steps", []):
             text = json.dumps(step)
@@ -625,7 +650,7 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
     job (merge + cache save) and each job's bundle export run on the default branch only."""
     from .gha_expr import evaluate, truthy
 
-    data = inline(parsed(render_workflow(chain_config())), chain_config())
+    data = inline(rendered(chain_config()), chain_config())
     ctx = {**_github(event, ref), "needs": {"plan": {"result": "success"}}}
     status = {"cancelled": False, "failure": False}
     assert truthy(evaluate(data["jobs"]["history"]["if"], ctx, status)) is writes
@@ -634,7 +659,7 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
         cond = record["if"].removeprefix("${{").removesuffix("}}")
         assert truthy(evaluate(cond, ctx, status)) is writes
     db_opts = WorkflowOptions(database_secret="DB_URL")
-    db = inline(parsed(render_workflow(chain_config(), db_opts)), chain_config(), db_opts)
+    db = inline(rendered(chain_config(), db_opts), chain_config(), db_opts)
     run = next(s for s in db["jobs"]["unit"]["steps"] if s.get("name") == "Run")
     expr = run["env"]["TESTFLEET_DATABASE_URL"].removeprefix("${{").removesuffix("}}")
     secret = evaluate(expr, {**ctx, "secrets": {"DB_URL": "postgresql://w@db/h"}}, status)
@@ -642,7 +667,7 @@ def test_only_default_branch_runs_write_history(event: str, ref: str, writes: bo
 
 
 def test_cache_loop_restores_records_merges_and_saves() -> None:
-    data = inline(parsed(render_workflow(chain_config())), chain_config())
+    data = inline(rendered(chain_config()), chain_config())
     plan_steps = data["jobs"]["plan"]["steps"]
     names = [s.get("name") for s in plan_steps]
     assert names.index("Restore the history") < names.index("Plan")
@@ -697,7 +722,7 @@ def test_cache_loop_restores_records_merges_and_saves() -> None:
 
 def test_database_mode_writes_directly_and_reads_through_the_read_secret() -> None:
     read_opts = WorkflowOptions(database_secret="DB_URL", database_read_secret="DB_READ_URL")
-    with_read = inline(parsed(render_workflow(chain_config(), read_opts)), chain_config(),
+    with_read = inline(rendered(chain_config(), read_opts), chain_config(),
                        read_opts)
     assert "history" not in with_read["jobs"]  # no merge job, no snapshot
     plan = next(s for s in with_read["jobs"]["plan"]["steps"] if s.get("id") == "plan")
@@ -705,7 +730,7 @@ def test_database_mode_writes_directly_and_reads_through_the_read_secret() -> No
     assert "Restore the history" not in json.dumps(with_read["jobs"]["plan"])
     for name in ("unit", "gpu"):
         assert "Record the history" not in json.dumps(with_read["jobs"][name])
-    without_read = parsed(render_workflow(chain_config(), WorkflowOptions(database_secret="DB_URL")))
+    without_read = rendered(chain_config(), WorkflowOptions(database_secret="DB_URL"))
     assert "Restore the history" in json.dumps(without_read["jobs"]["plan"])  # falls back to the cache
     steps = without_read["jobs"]["history"]["steps"]
     snapshot = next(s for s in steps if s.get("name") == "Snapshot the database")
@@ -727,7 +752,7 @@ def test_history_off_generates_no_loop() -> None:
 
 
 def test_plan_job_keeps_the_collection_cache_and_only_the_default_branch_saves_it() -> None:
-    data = parsed(render_workflow(chain_config()))
+    data = rendered(chain_config())
     steps = data["jobs"]["plan"]["steps"]
     names = [s.get("name") for s in steps]
     restore = steps[names.index("Restore the collection cache")]
@@ -755,7 +780,7 @@ def test_an_auto_lane_keeps_the_file_styles_with_the_collection(where: str) -> N
     stage: dict[str, Any] = {"backend": "cpu", "command": "auto"}
     if where == "variant":  # a stage of variants: every lane inherits the command
         stage["variants"] = {"a": {}, "b": {"runs_on": ["self-hosted", "b"]}}
-    data = parsed(render_workflow(validate_config({"stages": {"unit": stage, "lint": {"backend": "cpu"}}})))
+    data = rendered(validate_config({"stages": {"unit": stage, "lint": {"backend": "cpu"}}}))
     steps = {s.get("name"): s for s in data["jobs"]["plan"]["steps"]}
     for name in ("Restore the collection cache", "Save the collection cache"):
         assert steps[name]["with"]["path"].splitlines() == [".testfleet/registry-cache.bin",
@@ -771,7 +796,7 @@ def test_a_stage_waits_in_the_workflow_for_what_any_event_makes_it_wait_for() ->
         "unit": {"backend": "cpu"}, "lint": {"backend": "cpu"},
         "gpu": {"backend": "cuda", "runs_on": ["self-hosted", "h200"], "needs": ["unit"],
                 "needs_on": {"pull_request": ["lint"]}}}})
-    jobs = parsed(render_workflow(config))["jobs"]
+    jobs = rendered(config)["jobs"]
     # unit and lint: the same settings, and gpu waits for both: one job (#39)
     lanes = {lane: job for job, body in jobs.items()
              if "needs.plan.outputs.stages" in str(body.get("strategy", {}).get("matrix"))
@@ -803,16 +828,17 @@ def test_stages_with_the_same_settings_write_them_once(tmp_path: Path) -> None:
         "gpu.h200": {**GPU_CI},
         "gpu.h100": {**GPU_CI, "runs_on": ["self-hosted", "h100"]},
     }})
-    text = render_workflow(config)
+    text = render_stages_workflow(config)
+    assert text is not None
     for key in ("steps", "container", "env"):
         assert text.count(f"{key}: &gpu_h100-{key}") == 1, key
-        # gpu_h200 names it, and so do both rescue jobs (#40)
-        assert text.count(f"{key}: *gpu_h100-{key}") == 3, key
+        # gpu_h200 names it; the rescue wave calls the very same jobs (#40)
+        assert text.count(f"{key}: *gpu_h100-{key}") == 1, key
     anchors = re.findall(r": &([\w-]+)$", text, re.M)
     aliases = re.findall(r": \*([\w-]+)$", text, re.M)
     assert len(anchors) == len(set(anchors)) and set(aliases) == set(anchors)  # none unused
     assert "gpu_h200-steps" not in anchors and "unit-container" not in anchors
-    data = parsed(text)
+    data = rendered(config)
     h100, h200 = data["jobs"]["gpu_h100"], data["jobs"]["gpu_h200"]
     assert h100["runs-on"] == ["self-hosted", "h100"] and h200["runs-on"] == ["self-hosted", "gpu"]
     assert h100["steps"] == h200["steps"] and h100["container"] == h200["container"]
@@ -823,28 +849,33 @@ def test_stages_with_the_same_settings_write_them_once(tmp_path: Path) -> None:
                              ".github/testfleet/gpu.h100/setup-2.sh",
                              ".github/testfleet/unit/setup-1.sh"]
     assert "of stages gpu.h100, gpu.h200, from" in files[".github/testfleet/gpu.h100/setup-1.sh"]
-    for result in lint(tmp_path, text, config=config):
+    for result in lint(tmp_path, render_workflow(config), config=config):
         assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("trusted", [False, True])
 def test_each_stage_job_has_a_rescue_job_on_its_runner_with_its_very_steps(trusted: bool) -> None:
-    """#40: the rescue job of a lane is the stage job's runner, container, env and steps
-    (written once, through YAML anchors), its matrix from the reconcile job's rescue output,
-    one attempt each; in the trusted workflow the steps are the stage job's too, so a rescue
-    job gets the verified merge commit and the stage's secrets only for an authorized plan."""
+    """#40: the rescue wave calls the very stage jobs again (testfleet-stages.yml, written
+    once): each lane's rescue job has the stage job's runner, container, env and steps, its
+    matrix from the reconcile job's rescue output, never failing fast; in the trusted
+    workflow the call is given what the stage call is, so a rescue job gets the verified
+    merge commit and the stage's secrets only for an authorized plan."""
     config = ci_config()
     text = render_trusted_workflow(config) if trusted else render_workflow(config)
     assert text is not None
-    data = parsed(text)
-    lanes = ["gpu_h200"] if trusted else ["unit", "gpu_h200"]
+    calls = parsed(text)["jobs"]
+    assert calls["rescue"]["uses"] == calls["stages"]["uses"] == "./.github/workflows/testfleet-stages.yml"
+    assert calls["rescue"]["with"]["stages"] == "${{ needs.reconcile.outputs.rescue }}"
+    assert calls["rescue"]["with"]["fast_fail"] is False and calls["rescue"]["with"]["rescue"] is True
+    assert calls["rescue"]["secrets"] == calls["stages"]["secrets"] and "secrets: *stage-secrets" in text
+    data = rendered(config, trusted=trusted)
+    lanes = ["unit", "gpu_h200"]
     for job_id in lanes:
         stage, rescue = data["jobs"][job_id], data["jobs"][f"{job_id}-rescue"]
-        assert f"steps: &{job_id}-steps" in text and f"steps: *{job_id}-steps" in text
         for key in ("runs-on", "container", "env", "steps", "timeout-minutes"):
             assert rescue.get(key) == stage.get(key), key
-        assert rescue["needs"] == ["plan", "reconcile"]
-        assert rescue["strategy"]["fail-fast"] is False
+        assert rescue["needs"][:2] == ["plan", "reconcile"]
+        assert rescue["strategy"]["fail-fast"] in (False, "${{ !true }}")
         lane = "gpu.h200" if job_id == "gpu_h200" else job_id
         assert rescue["strategy"]["matrix"] == \
             f"${{{{ fromJSON(needs.reconcile.outputs.rescue)['{lane}'].matrix }}}}"
@@ -873,7 +904,7 @@ def test_each_stage_job_has_a_rescue_job_on_its_runner_with_its_very_steps(trust
 ])
 def test_summary_job_takes_the_rescue_reconcile_as_the_verdict_when_it_ran(
         results: str, rescued: str, code: int, tmp_path: Path) -> None:
-    data = parsed(render_workflow(example().config))
+    data = rendered(example().config)
     step = data["jobs"]["testfleet"]["steps"][0]
     assert step["env"]["RESCUED"] == "${{ needs.rescued.result }}"
     assert _bash(step["run"], {"RESULTS": results, "RESCUED": rescued},
@@ -888,7 +919,7 @@ def test_a_queue_lane_job_never_fails_fast_and_gets_the_database_on_default_bran
     config = validate_config({"stages": {
         "q": {"backend": "cpu", "shards": 4, "execution": "queue"},
         "s": {"backend": "cpu", "shards": 2}}})
-    data = parsed(render_workflow(config, WorkflowOptions(database_secret="TF_DB")))
+    data = rendered(config, WorkflowOptions(database_secret="TF_DB"))
     assert data["jobs"]["q"]["strategy"]["fail-fast"] is False
     assert data["jobs"]["s"]["strategy"]["fail-fast"] != False  # noqa: E712 - an expression
     run = next(s for s in data["jobs"]["q"]["steps"] if "testfleet-job" in s.get("uses", ""))
@@ -909,20 +940,25 @@ def test_a_pull_requests_queue_runners_get_the_queue_credential_never_the_histor
         "s": {"backend": "cpu", "shards": 2}}})
     opts = WorkflowOptions(database_secret="TF_DB", queue_secret="TF_QUEUE")
 
-    def url(text: str, job: str) -> str:
-        data = parsed(text)
+    def url(data: dict[str, Any], job: str) -> str:
         run = next(s for s in data["jobs"][job]["steps"] if "testfleet-job" in s.get("uses", ""))
         return str(run.get("env", {}).get("TESTFLEET_DATABASE_URL", ""))
 
-    main = url(render_workflow(config, opts), "q")
-    assert main.endswith("&& secrets.TF_DB || secrets.TF_QUEUE }}") and "default_branch" in main
-    assert "TF_QUEUE" not in url(render_workflow(config, opts), "s")
+    main = url(rendered(config, opts), "q")
+    assert "default_branch" in main
+    assert main.endswith("&& (github.ref == format('refs/heads/{0}', github.event.repository."
+                         "default_branch) && (github.event_name == 'push' || github.event_name "
+                         "== 'schedule' || github.event_name == 'workflow_dispatch') && "
+                         "secrets.TF_DB || '') || secrets.TF_QUEUE }}"), main
+    assert "TF_QUEUE" not in url(rendered(config, opts), "s")
     trusted_text = render_trusted_workflow(config, opts)
     assert trusted_text is not None
-    assert url(trusted_text, "q") == \
-        "${{ needs.plan.outputs.authorized == 'true' && secrets.TF_QUEUE || '' }}"
+    # the trusted workflow passes no history secret at all, the queue's only when authorized
     assert "TF_DB" not in trusted_text
-    for result in lint(tmp_path, render_workflow(config, opts), trusted_text, config):
+    trusted_url = url(rendered(config, opts, trusted=True), "q")
+    assert "(needs.plan.outputs.authorized == 'true' && secrets.TF_QUEUE || '')" in trusted_url
+    assert "secrets.TF_DB" not in trusted_url
+    for result in lint(tmp_path, render_workflow(config, opts), trusted_text, config, opts):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
 
 
@@ -945,7 +981,7 @@ def test_runs_written_to_the_database_move_the_breakers_in_the_history_job(
     assert names.index("actions/download-artifact") < names.index("Move the runner-class breakers")
     assert ("Snapshot the database" in names) is (read_secret is None)
     assert ("Save the history" in names) is (read_secret is None)
-    for result in lint(tmp_path, text, config=validate_config({"stages": stages})):
+    for result in lint(tmp_path, text, config=validate_config({"stages": stages}), opts=opts):
         assert result.returncode == 0, f"{result.args[0]}:\n{result.stdout}\n{result.stderr}"
     plain = render_workflow(validate_config({"stages": {"cpu": {"backend": "cpu"}}}), opts)
     assert "breaker-observe" not in plain

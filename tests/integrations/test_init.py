@@ -13,7 +13,10 @@ import yaml
 from support import run_cli
 from testfleet.cli.init import strip_testfleet_section
 from testfleet.config import load_project
+from testfleet.integrations.github_options import STAGES_WORKFLOW_PATH
 from testfleet.integrations.github_workflow import WORKFLOW_PATH
+
+from .gha_calls import expanded_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -88,7 +91,8 @@ def test_existing_config_is_kept_and_drives_the_workflow(
     assert "kept the existing configuration in pyproject.toml" in out
     assert (example_project / "pyproject.toml").read_text() == before
     workflow = (example_project / WORKFLOW_PATH).read_text()
-    assert "0 15 * * 6" in workflow and "\n  stage-c-4-gpu-mi300x:\n" in workflow
+    stages = (example_project / STAGES_WORKFLOW_PATH).read_text()
+    assert "0 15 * * 6" in workflow and "\n  stage-c-4-gpu-mi300x:\n" in stages
 
 
 def test_refusals_write_nothing(example_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,12 +131,15 @@ def test_force_regenerates_only_the_workflow(example_project: Path,
         assert code == 0, out + err
     wf = example_project / WORKFLOW_PATH
     wf.write_text("name: stale\n")
+    (example_project / STAGES_WORKFLOW_PATH).write_text("name: stale\n")
     for flag in ("--github", "--buildkite"):
         code, out, err = run_cli(capsys, "-C", str(example_project), "init", flag, "--force")
         assert code == 0, out + err
         assert "kept the existing configuration in pyproject.toml" in out
     assert pyproject.read_text() == before
-    assert "\n  stage-b-cpu:\n" in wf.read_text()  # regenerated: one job per stage
+    assert "stale" not in wf.read_text()
+    # regenerated: one job per stage
+    assert "\n  stage-b-cpu:\n" in (example_project / STAGES_WORKFLOW_PATH).read_text()
     code, _, err = run_cli(capsys, "-C", str(example_project), "init", "--github", "--force",
                            "--from-existing")
     assert code == 2 and "--rederive-config" in err
@@ -210,9 +217,9 @@ def test_python_versions_setup_python_accepts(version: str, tmp_path: Path,
     root = plain_tree(tmp_path)
     code, _, err = run_cli(capsys, "-C", str(root), "init", "--github", "--python", version)
     assert code == 0, err
-    data = yaml.safe_load((root / WORKFLOW_PATH).read_text())
+    data = expanded_file(root / WORKFLOW_PATH)
     versions = {s["with"]["python-version"] for job in data["jobs"].values()
-                for s in job["steps"] if "python-version" in s.get("with", {})}
+                for s in job.get("steps", []) if "python-version" in s.get("with", {})}
     assert versions == {version}
 
 
@@ -254,11 +261,12 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     assert code == 0, err
     assert load_project(root / "sub").config_path == (root / "sub" / "testfleet.toml").resolve()
     text = (root / WORKFLOW_PATH).read_text()
+    stages_text = (root / STAGES_WORKFLOW_PATH).read_text()
     import yaml
 
     from testfleet.integrations.github_job_action import JOB_ACTION, JOB_ACTION_PATH
 
-    jobs = yaml.safe_load(text)["jobs"].values()
+    jobs = expanded_file(root / WORKFLOW_PATH)["jobs"].values()
     action = yaml.safe_load((root / JOB_ACTION_PATH).read_text())["runs"]["steps"]
     steps = [s for s in [*(s for job in jobs for s in job.get("steps", [])), *action]
              if s.get("uses", "") == "./.github/actions/testfleet"]
@@ -266,7 +274,7 @@ def test_config_outside_the_root_is_passed_to_every_command(tmp_path: Path,
     stage_jobs = len(load_project(root / "sub").config.stages)
     # each stage job runs its plan job through the job action, whose Run step has the config
     assert stage_jobs >= 1 and commands["plan"] == 1 and commands["run"] == 1
-    assert text.count(f"uses: {JOB_ACTION} ") == stage_jobs
+    assert stages_text.count(f"uses: {JOB_ACTION} ") == stage_jobs
     assert all(s["with"]["config"] == "sub/testfleet.toml" for s in steps)
     # the history lives next to that config, where testfleet opens it
     assert "path: sub/.testfleet/history.db" in text
@@ -401,7 +409,7 @@ def test_setup_items_are_script_files_and_a_dropped_one_is_named(
     scripts = example_project / ".github" / "testfleet" / "stage-a-cpu"
     assert sorted(p.name for p in scripts.iterdir()) == ["setup-1.sh", "setup-2.sh"]
     assert (scripts / "setup-1.sh").read_text().endswith("set -eo pipefail\necho one\n")
-    workflow = (example_project / WORKFLOW_PATH).read_text()
+    workflow = (example_project / STAGES_WORKFLOW_PATH).read_text()
     assert workflow.count("bash .github/testfleet/stage-a-cpu/setup-") == 2
     pyproject.write_text(text.replace('[tool.testfleet.stages.stage-a-cpu]\n',
                                       '[tool.testfleet.stages.stage-a-cpu]\n'
@@ -410,7 +418,7 @@ def test_setup_items_are_script_files_and_a_dropped_one_is_named(
     assert code == 0, out + err
     assert "no stage runs these setup scripts any more; delete them: " \
            ".github/testfleet/stage-a-cpu/setup-2.sh" in err
-    assert "setup-2.sh" not in (example_project / WORKFLOW_PATH).read_text()
+    assert "setup-2.sh" not in (example_project / STAGES_WORKFLOW_PATH).read_text()
 
 
 def test_plan_refuses_a_plan_the_workflow_was_not_written_for(

@@ -121,8 +121,9 @@ def test_init_groups_and_plan_reads_the_groups_back(tmp_path: Path,
     code, out, err = run_cli(capsys, "-C", str(root), "init", "--github")
     assert code == 0, out + err
     workflow = root / ".github/workflows/testfleet.yml"
-    data = yaml.safe_load(workflow.read_text())
-    jobs = data["jobs"]
+    from .gha_calls import expanded_file
+
+    jobs = expanded_file(workflow)["jobs"]
     # the GPU lanes share a job, runners from a map written here; the nightly lanes (one
     # job each) share one that cannot fail fast across them; the CPU stage is alone
     gpu = jobs["gpu-h100"]

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from testfleet.config import validate_config
+from testfleet.integrations.github_stages import render_stages_workflow
 from testfleet.integrations.github_trusted import render_trusted_workflow
 from testfleet.integrations.github_workflow import render_workflow
 from testfleet.integrations.setup_scripts import script_path, setup_scripts
@@ -83,7 +84,9 @@ def test_every_generated_workflow_parses_back_to_the_values_given(
         gpu["python"] = python
     config = validate_config({"stages": {"unit": {"backend": "cpu", "env": env, "setup": setup},
                                          "gpu": gpu}})
-    for text in (render_workflow(config), render_trusted_workflow(config)):
+    for caller in (render_workflow(config), render_trusted_workflow(config)):
+        assert caller is not None and _parsed(caller)["jobs"]["stages"]
+    for text in (render_stages_workflow(config),):  # every stage job, written once
         assert text is not None
         jobs = _parsed(text)["jobs"]
         job = jobs["gpu"]
@@ -104,5 +107,5 @@ def test_every_generated_workflow_parses_back_to_the_values_given(
                         if s.get("with", {}).get("repository") == "NVIDIA/Megatron-LM")
         assert checkout["with"] == {"repository": "NVIDIA/Megatron-LM", "ref": "core_v0.12.0",
                                     "path": "Megatron-LM", "persist-credentials": False}
-    unit = _parsed(render_workflow(config))["jobs"]["unit"]
+    unit = _parsed(render_stages_workflow(config) or "")["jobs"]["unit"]
     assert {k: v for k, v in unit.get("env", {}).items() if k != SETTINGS_ENV} == env

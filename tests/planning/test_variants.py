@@ -217,9 +217,10 @@ def test_outputs_tables_and_markdown_name_each_variant() -> None:
 
 
 def test_the_workflow_has_one_job_per_variant_with_its_static_settings() -> None:
+    from integrations.gha_calls import rendered
+
     cfg = config()
-    data = yaml.safe_load(render_workflow(cfg))
-    jobs = data["jobs"]
+    jobs = rendered(cfg)["jobs"]
     ids = stage_job_ids(cfg)
     assert ids == {"gpu.b200": "gpu_b200", "gpu.h200": "gpu_h200", "unit": "unit"}
     h200, b200 = jobs["gpu_h200"], jobs["gpu_b200"]
@@ -232,8 +233,8 @@ def test_the_workflow_has_one_job_per_variant_with_its_static_settings() -> None
     assert {"run": "bash .github/testfleet/gpu.b200/setup-1.sh",
             "env": {"HF_TOKEN": "${{ secrets.HF_TOKEN }}"}} in b200["steps"]  # its own setup
     assert h200["needs"] == ["plan", "unit"]
-    soak = render_workflow(config(soak={"backend": "cuda", "needs": ["gpu"]}))
-    assert yaml.safe_load(soak)["jobs"]["soak"]["needs"] == ["plan", "gpu_b200", "gpu_h200"]
+    soak = rendered(config(soak={"backend": "cuda", "needs": ["gpu"]}))
+    assert soak["jobs"]["soak"]["needs"] == ["plan", "gpu_b200", "gpu_h200"]
 
 
 def test_the_workflow_guard_checks_each_variant_settings() -> None:
@@ -243,7 +244,9 @@ def test_the_workflow_guard_checks_each_variant_settings() -> None:
     from testfleet.planning.jobci import job_ci
 
     cfg = config()
-    lanes = workflow_lanes(render_workflow(cfg))
+    from testfleet.integrations.github_stages import render_stages_workflow
+
+    lanes = workflow_lanes(render_workflow(cfg), render_stages_workflow(cfg) or "")
 
     def plan_of(c: Any) -> dict[str, Any]:
         jobs = [{"id": f"{ln.key}-1", "stage": ln.stage, "variant": ln.variant, "wave": 0,

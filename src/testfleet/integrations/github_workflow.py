@@ -234,6 +234,7 @@ def _history_job(config: Config, opts: WorkflowOptions, job_ids: list[str]) -> N
 def render_workflow(config: Config, options: WorkflowOptions | None = None) -> str:
     """The workflow YAML for ``config`` (deterministic: same inputs, same bytes)."""
     opts = options or WorkflowOptions()
+    stage_waves(config)  # refuses waits of different events that close a cycle
     trusted = set(trusted_stages(config))
     jobs: dict[str, Any] = {"plan": _plan_job(config, opts)}
     called = [STAGES_JOB, RESCUE_JOB] if has_stage_jobs(config) else []
