@@ -29,8 +29,8 @@ from testfleet.integrations.github_workflow import (
 from testfleet.integrations.plan_formats import github_outputs
 
 from .ci_inline import inline
-from .gha_calls import rendered
 from .conftest import run_tool, tool
+from .gha_calls import rendered
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet"
 

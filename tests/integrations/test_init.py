@@ -362,8 +362,10 @@ def test_github_writes_the_trusted_workflow_and_says_what_github_must_be_told(
     assert (github / "workflows" / "testfleet-trusted.yml").is_file()
     labels = yaml.safe_load((github / "actionlint.yaml").read_text())
     assert {"h200", "mi300x", "nvidia"} <= set(labels["self-hosted-runner"]["labels"])
-    assert ("fleet-org/fleet/.github/workflows/testfleet-trusted.yml@refs/heads/main" in out
+    # the runner group admits the workflow that defines the stage jobs, at the base branch
+    assert ("fleet-org/fleet/.github/workflows/testfleet-stages.yml@refs/heads/main" in out
             and "Require approval for all external contributors" in out)
+    assert "testfleet-trusted.yml@" not in out and "testfleet.yml@" not in out
     assert "'testfleet (trusted)'" in out and "ephemeral" in out
     # this checkout is an editable install, which CI cannot reach: the jobs install this
     # version's release from the index, init says why, and no local path is in any file

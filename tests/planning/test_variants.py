@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from testfleet.config import validate_config
 from testfleet.errors import ConfigError, UsageError

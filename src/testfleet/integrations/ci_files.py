@@ -98,6 +98,9 @@ def github_files(repo: Path, config: Config, opts: object, *, force: bool) -> CI
     stages = render_stages_workflow(config, opts)
     if stages is not None:
         out.files.append((repo / STAGES_WORKFLOW_PATH, stages, STAGES_WORKFLOW_PATH))
+    elif (repo / STAGES_WORKFLOW_PATH).exists():
+        out.warnings.append(f"warning: no stage is configured, so nothing calls "
+                            f"{STAGES_WORKFLOW_PATH} any more; delete it")
     trusted = render_trusted_workflow(config, opts)
     if trusted is not None:
         out.files.append((repo / TRUSTED_WORKFLOW_PATH, trusted, TRUSTED_WORKFLOW_PATH))

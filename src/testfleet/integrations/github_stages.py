@@ -42,7 +42,7 @@ from testfleet.integrations.github_options import (
     stage_waves,
     trusted_stages,
 )
-from testfleet.integrations.yaml_doc import Alias, Anchor, Flow, Note, REVIEW_WIDTH, dump
+from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Alias, Anchor, Flow, Note, dump
 from testfleet.planning.lanes import all_lanes
 
 #: The caller jobs: the plan's stage jobs, and the rescue wave's.

@@ -49,7 +49,6 @@ from testfleet.integrations.github_options import (
     PR_PATH,
     STAGES_WORKFLOW_PATH,
     TRUSTED_WORKFLOW_PATH,
-    WORKFLOW_PATH,
     WorkflowOptions,
     ignored_label_expr,
     reads_cache,
@@ -59,7 +58,7 @@ from testfleet.integrations.github_options import (
 )
 from testfleet.integrations.github_rescue import RESCUED_JOB, rescued_job
 from testfleet.integrations.github_stages import RESCUE_JOB, STAGES_JOB, caller_jobs
-from testfleet.integrations.yaml_doc import Flow, Note, REVIEW_WIDTH, dump
+from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Flow, Note, dump
 from testfleet.planning.lanes import all_lanes
 
 CHECK_NAME = "testfleet (trusted)"
@@ -167,10 +166,10 @@ def github_settings(config: Config, repository: str = "OWNER/REPO", default_bran
     per line (``init --github`` prints them; the docs explain each)."""
     stages = trusted_stages(config)
     refs = [default_branch, *[b for b in push_branches if b != default_branch]]
-    # the file that defines the stage jobs, and the two that call it, at the refs they run at
-    workflows = [f"{repository}/{path}@refs/heads/{ref}"
-                 for path in (STAGES_WORKFLOW_PATH, WORKFLOW_PATH) for ref in refs]
-    workflows.append(f"{repository}/{TRUSTED_WORKFLOW_PATH}@refs/heads/{default_branch}")
+    # GitHub admits a job by the workflow that defines it, not by its caller: every stage
+    # job is defined in the stages workflow, which runs at the base branch's ref for
+    # pull_request_target and at refs/pull/<n>/merge for a pull request's own run
+    workflows = [f"{repository}/{STAGES_WORKFLOW_PATH}@refs/heads/{ref}" for ref in refs]
     items = [
         "Settings > Actions > General > 'Fork pull request workflows from outside "
         "collaborators': 'Require approval for all external contributors'.",
@@ -183,8 +182,9 @@ def github_settings(config: Config, repository: str = "OWNER/REPO", default_bran
         items += [
             f"Put the self-hosted runners of {', '.join(stages)} (labels {', '.join(runners)}) "
             "in a runner group (organization Settings > Actions > Runner groups) whose "
-            "'Workflow access' is 'Selected workflows': " + ", ".join(workflows) + ". A "
-            "pull request's edited workflow runs at refs/pull/<n>/merge and gets none of them.",
+            "'Workflow access' is 'Selected workflows': " + ", ".join(workflows) + " (GitHub "
+            "admits a job by the workflow that defines it; every stage job is defined there). "
+            "A pull request's edited copy runs at refs/pull/<n>/merge and gets none of them.",
             "Make those runners ephemeral (just-in-time or --ephemeral): an authorized fork's "
             "code runs on them, and nothing of it may stay for the next job.",
             f"Branch protection of {default_branch}: require the checks 'testfleet' and "

@@ -85,7 +85,7 @@ from testfleet.integrations.github_stages import (
     caller_jobs,
     has_stage_jobs,
 )
-from testfleet.integrations.yaml_doc import Flow, Note, REVIEW_WIDTH, dump
+from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Flow, Note, dump
 from testfleet.integrations.yaml_text import PINNED_ACTIONS as PINNED_ACTIONS
 from testfleet.integrations.yaml_text import expr_str
 
