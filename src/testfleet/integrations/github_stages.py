@@ -28,6 +28,7 @@ What stays true, and where:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from testfleet import __version__
@@ -42,7 +43,7 @@ from testfleet.integrations.github_options import (
     stage_waves,
     trusted_stages,
 )
-from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Alias, Anchor, Flow, Note, dump
+from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Alias, Anchor, Flow, Note, dump, plain
 from testfleet.planning.lanes import all_lanes
 
 #: The caller jobs: the plan's stage jobs, and the rescue wave's.
@@ -57,23 +58,39 @@ def has_stage_jobs(config: Config) -> bool:
     return bool(all_lanes(config))
 
 
-def render_stages_workflow(config: Config, options: WorkflowOptions | None = None) -> str | None:
-    """The stages workflow's YAML, or None when the configuration has no stage."""
-    opts = options or WorkflowOptions()
+def _stage_jobs(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
+    """Every stage job, by job id, in the written order (a stage after those it needs)."""
     lanes = all_lanes(config)
-    if not lanes:
-        return None
     waves = stage_waves(config)
     job_ids = stage_job_ids(config)
     trusted = set(trusted_stages(config))
     order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
     groups = job_groups(config, order, excluded=[k for k in order if lanes[k].stage in trusted])
     lane_jobs = {key: job_ids[group.key] for group in groups for key in group.lanes}
-    jobs: dict[str, Any] = {}
-    for group in groups:
-        jobs[job_ids[group.key]] = stage_job(config, opts, lanes[group.key], lane_jobs,
-                                             pr_excluded=lanes[group.key].stage in trusted,
-                                             group=group)
+    return {job_ids[group.key]: stage_job(config, opts, lanes[group.key], lane_jobs,
+                                          pr_excluded=lanes[group.key].stage in trusted,
+                                          group=group)
+            for group in groups}
+
+
+def _reads_rescue(jobs: dict[str, Any]) -> bool:
+    return "inputs.rescue" in json.dumps(plain(jobs))
+
+
+def reads_rescue(config: Config, opts: WorkflowOptions) -> bool:
+    """Whether a stage job reads the ``rescue`` input (a stage whose ``fail_fast = true``
+    holds for the plan's jobs but never for a rescue wave); the input is declared, and
+    passed, only then."""
+    return _reads_rescue(_stage_jobs(config, opts))
+
+
+def render_stages_workflow(config: Config, options: WorkflowOptions | None = None) -> str | None:
+    """The stages workflow's YAML, or None when the configuration has no stage."""
+    opts = options or WorkflowOptions()
+    if not all_lanes(config):
+        return None
+    jobs = _stage_jobs(config, opts)
+    rescue = _reads_rescue(jobs)
     share_repeats(jobs)
     # stages: each lane's {has_jobs, matrix}, the plan's or the rescue wave's; digest: the
     # plan's; sha: the commit to test (empty: the run's own); fast_fail: a stage's failure
@@ -83,8 +100,9 @@ def render_stages_workflow(config: Config, options: WorkflowOptions | None = Non
         "digest": Flow({"type": "string", "required": True}),
         "sha": Flow({"type": "string", "default": ""}),
         "fast_fail": Flow({"type": "boolean", "default": True}),
-        "rescue": Flow({"type": "boolean", "default": False}),
     }}
+    if rescue:  # this call runs the rescue wave
+        call["inputs"]["rescue"] = Flow({"type": "boolean", "default": False})
     secrets = job_secrets(config, opts)
     if secrets:
         call["secrets"] = {name: Flow({"required": False}) for name in secrets}
@@ -144,7 +162,7 @@ def caller_jobs(config: Config, opts: WorkflowOptions, *, authorized: str | None
     }
     rescue_with = {"stages": "${{ needs.reconcile.outputs.rescue }}",
                    "digest": with_["digest"], **({"sha": pr_sha} if pr_sha else {}),
-                   "fast_fail": False, "rescue": True}
+                   "fast_fail": False, **({"rescue": True} if reads_rescue(config, opts) else {})}
     rescue: dict[str, Any] = {
         "name": RESCUE_JOB,
         "needs": Flow(["plan", "reconcile"]),
