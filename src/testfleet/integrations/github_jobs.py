@@ -1,5 +1,5 @@
-"""The jobs both generated GitHub workflows hold: the plan guard, one job per stage lane,
-the reconciliation and the one required check.
+"""The jobs of the generated GitHub workflows: the plan guard, the reconciliation and the
+one required check in both, and one job per stage lane in the stages workflow they call.
 
 A stage job's runner, container, secrets and setup are written here from the stage's
 table, statically: GitHub reads them before any matrix value exists, and a runner label

@@ -23,11 +23,13 @@ Security properties the tests hold the output to:
 * a stage without jobs asks for no runner (its job is skipped by ``if:``);
 * the file is written from data (:mod:`.yaml_doc`), so every value round-trips.
 
-One job per stage lane: a stage's container options and volumes, its secrets, setup
-steps, ``fail-fast`` and ``max-parallel`` are job keys GitHub reads before any matrix
-value exists (see :mod:`testfleet.planning.jobci`). The plan job refuses to go on when
-the configuration's runners or CI settings no longer match what this file was generated
-from. Stage jobs ``needs:`` the jobs of the stages their stage needs; a stage's failure
+The stage jobs (one per stage lane: a stage's container options and volumes, its secrets,
+setup steps, ``fail-fast`` and ``max-parallel`` are job keys GitHub reads before any
+matrix value exists, see :mod:`testfleet.planning.jobci`) are written once, in the stages
+workflow both workflows call (:mod:`.github_stages`): job ``stages`` with the plan's
+matrices, job ``rescue`` with the rescue wave's. The plan job refuses to go on when the
+configuration's runners or CI settings no longer match what those jobs were generated
+from. A stage's job ``needs:`` the jobs of the stages its stage needs; a stage's failure
 cancels only its own shards (``fail-fast``) and stops only the stages that need it
 (unless the policy bypasses fast-fail). A final ``reconcile`` job checks that every
 planned file was reported exactly once.
