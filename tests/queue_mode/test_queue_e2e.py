@@ -94,6 +94,10 @@ def test_connections_cut_mid_run(queue_project) -> None:  # type: ignore[no-unty
     jobs = [j["id"] for j in json.loads(project.plan.read_text())["jobs"]]
     runners = [project.start(jobs[0], "a"), project.start(jobs[1], "b")]
     _wait_for("the long file to start", (project.root / "started" / "test_slow.py").exists)
+    # both runners in a file, past start-up: a runner that cannot reach the database as it
+    # starts fails loudly (exit 2) and leaves its share to the others, which is another test
+    _wait_for("both runners to hold a file",
+              lambda: all("==> [" in project.log(name) for name in ("a", "b")))
     cut = 0
     for _ in range(6):  # cut every connection the runners hold, again and again
         cut += len(project.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
