@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from testfleet.config import Config
@@ -112,17 +113,38 @@ def job_secrets(config: Config, opts: WorkflowOptions) -> list[str]:
     return sorted(names)
 
 
+#: A stage's ``fail_fast = true``: the plan's jobs fail fast, a rescue wave's never do.
+RESCUE_FAIL_FAST = "${{ !inputs.rescue }}"
+
+
+def fail_fast_of(lane: Lane, ci: JobCI, group: JobGroup | None) -> tuple[Any, str]:
+    """(the job's ``fail-fast``, the comment that says why) for a lane, or for the group
+    whose first lane it is."""
+    if (lane.config.execution or "shards") == "queue":  # #40: runners pull one queue
+        return False, "a queue lane: one runner's failure must not cancel the other pullers"
+    if group is not None and group.one_job_each:
+        return False, "each of these stages runs one job: nothing of its own to cancel"
+    if ci.fail_fast is None:
+        return "${{ inputs.fast_fail }}", "unless the run bypasses fast-fail, or is a rescue wave"
+    if ci.fail_fast:
+        return RESCUE_FAIL_FAST, ("the stage's fail_fast; a rescue wave never cancels a lost "
+                                  "file's rescue")
+    return False, "the stage's fail_fast"
+
+
 def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[str, str],
-              *, pr_excluded: bool, group: JobGroup | None = None) -> Note:
+              *, lanes: Mapping[str, Lane], setup_dirs: Mapping[str, str], pr_excluded: bool,
+              group: JobGroup | None = None) -> Note:
     """The job of one stage lane, or of a :class:`JobGroup` of lanes with the same
     settings (``lane``: its first), in the stages workflow both workflows call
     (:mod:`testfleet.integrations.github_stages`): its matrix from the ``stages`` input
     (the plan's, or the rescue wave's), the commit in ``sha`` (the trusted workflow's
     verified merge commit; empty: the run's own), its secrets as its caller gives them.
-    ``pr_excluded``: a pull request reaches this lane only through the trusted workflow,
-    so it is skipped on ``pull_request``."""
+    ``lanes``: every lane (``all_lanes``); ``setup_dirs``: lane -> the directory of its
+    setup scripts (``setup_owners``), both read once for all the jobs; ``pr_excluded``: a
+    pull request reaches this lane only through the trusted workflow, so it is skipped on
+    ``pull_request``."""
     name = lane.key
-    lanes = all_lanes(config)
     members = [lanes[key] for key in (group.lanes if group else (name,))]
     stage = lane.config
     ci = job_ci(stage)
@@ -134,21 +156,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
         cond.insert(0, "github.event_name != 'pull_request'")
     if needs:
         cond.append("(!failure() || !inputs.fast_fail)")
-    if getattr(stage, "execution", "shards") == "queue":  # #40: runners pull one queue
-        fail_fast: Any = False
-        fail_fast_note = "a queue lane: one runner's failure must not cancel the other pullers"
-    elif group is not None and group.one_job_each:
-        fail_fast = False
-        fail_fast_note = "each of these stages runs one job: nothing of its own to cancel"
-    elif ci.fail_fast is None:
-        fail_fast = "${{ inputs.fast_fail }}"
-        fail_fast_note = "unless the run bypasses fast-fail, or is a rescue wave"
-    elif ci.fail_fast:
-        fail_fast = "${{ !inputs.rescue }}"
-        fail_fast_note = "the stage's fail_fast; a rescue wave never cancels a lost file's rescue"
-    else:
-        fail_fast = False
-        fail_fast_note = "the stage's fail_fast"
+    fail_fast, fail_fast_note = fail_fast_of(lane, ci, group)
     strategy: dict[str, Any] = {"fail-fast": Note(fail_fast, eol=fail_fast_note)}
     if ci.max_parallel:
         strategy["max-parallel"] = ci.max_parallel
@@ -197,9 +205,7 @@ def stage_job(config: Config, opts: WorkflowOptions, lane: Lane, job_ids: dict[s
     if ci.uv:
         body.append(steps.setup_uv())
     if ci.setup:
-        from testfleet.integrations.setup_scripts import setup_owners
-
-        body += steps.setup_files(setup_owners(config)[name], ci.setup, secret_env)
+        body += steps.setup_files(setup_dirs[name], ci.setup, secret_env)
     body.append(steps.job_action(run_env))
     job["steps"] = body
     return Note(job, before=tuple(about))

@@ -28,13 +28,19 @@ What stays true, and where:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from testfleet import __version__
 from testfleet.config import Config
-from testfleet.integrations.github_groups import job_groups
-from testfleet.integrations.github_jobs import job_secrets, share_repeats, stage_job
+from testfleet.integrations.github_groups import JobGroup, job_groups
+from testfleet.integrations.github_jobs import (
+    RESCUE_FAIL_FAST,
+    SECRET_NOTE,
+    fail_fast_of,
+    job_secrets,
+    share_repeats,
+    stage_job,
+)
 from testfleet.integrations.github_options import (
     DEFAULT_BRANCH_RUN,
     STAGES_WORKFLOW_PATH,
@@ -43,8 +49,9 @@ from testfleet.integrations.github_options import (
     stage_waves,
     trusted_stages,
 )
-from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Alias, Anchor, Flow, Note, dump, plain
-from testfleet.planning.lanes import all_lanes
+from testfleet.integrations.yaml_doc import REVIEW_WIDTH, Alias, Anchor, Flow, Note, dump
+from testfleet.planning.jobci import job_ci
+from testfleet.planning.lanes import Lane, all_lanes
 
 #: The caller jobs: the plan's stage jobs, and the rescue wave's.
 STAGES_JOB = "stages"
@@ -58,39 +65,47 @@ def has_stage_jobs(config: Config) -> bool:
     return bool(all_lanes(config))
 
 
-def _stage_jobs(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
-    """Every stage job, by job id, in the written order (a stage after those it needs)."""
+def _groups(config: Config) -> tuple[dict[str, Lane], list[JobGroup], set[str]]:
+    """(every lane, the jobs they are written in, in order: a stage after those it needs,
+    the trusted stages), read once for all the stage jobs."""
     lanes = all_lanes(config)
     waves = stage_waves(config)
-    job_ids = stage_job_ids(config)
     trusted = set(trusted_stages(config))
     order = sorted(lanes, key=lambda k: (waves[lanes[k].stage], k))
     groups = job_groups(config, order, excluded=[k for k in order if lanes[k].stage in trusted])
+    return lanes, groups, trusted
+
+
+def _stage_jobs(config: Config, opts: WorkflowOptions) -> dict[str, Any]:
+    """Every stage job, by job id."""
+    from testfleet.integrations.setup_scripts import setup_owners
+
+    lanes, groups, trusted = _groups(config)
+    job_ids = stage_job_ids(config)
     lane_jobs = {key: job_ids[group.key] for group in groups for key in group.lanes}
+    setup_dirs = setup_owners(config)
     return {job_ids[group.key]: stage_job(config, opts, lanes[group.key], lane_jobs,
+                                          lanes=lanes, setup_dirs=setup_dirs,
                                           pr_excluded=lanes[group.key].stage in trusted,
                                           group=group)
             for group in groups}
 
 
-def _reads_rescue(jobs: dict[str, Any]) -> bool:
-    return "inputs.rescue" in json.dumps(plain(jobs))
-
-
-def reads_rescue(config: Config, opts: WorkflowOptions) -> bool:
+def reads_rescue(config: Config) -> bool:
     """Whether a stage job reads the ``rescue`` input (a stage whose ``fail_fast = true``
     holds for the plan's jobs but never for a rescue wave); the input is declared, and
     passed, only then."""
-    return _reads_rescue(_stage_jobs(config, opts))
+    lanes, groups, _ = _groups(config)
+    return any(fail_fast_of(lanes[g.key], job_ci(lanes[g.key].config), g)[0] == RESCUE_FAIL_FAST
+               for g in groups)
 
 
 def render_stages_workflow(config: Config, options: WorkflowOptions | None = None) -> str | None:
     """The stages workflow's YAML, or None when the configuration has no stage."""
     opts = options or WorkflowOptions()
-    if not all_lanes(config):
+    if not has_stage_jobs(config):
         return None
     jobs = _stage_jobs(config, opts)
-    rescue = _reads_rescue(jobs)
     share_repeats(jobs)
     # stages: each lane's {has_jobs, matrix}, the plan's or the rescue wave's; digest: the
     # plan's; sha: the commit to test (empty: the run's own); fast_fail: a stage's failure
@@ -101,7 +116,7 @@ def render_stages_workflow(config: Config, options: WorkflowOptions | None = Non
         "sha": Flow({"type": "string", "default": ""}),
         "fast_fail": Flow({"type": "boolean", "default": True}),
     }}
-    if rescue:  # this call runs the rescue wave
+    if reads_rescue(config):  # this call runs the rescue wave
         call["inputs"]["rescue"] = Flow({"type": "boolean", "default": False})
     secrets = job_secrets(config, opts)
     if secrets:
@@ -136,8 +151,7 @@ def secrets_given(config: Config, opts: WorkflowOptions, *, authorized: str | No
             out[name] = value
         elif name != opts.database_secret or name == opts.queue_secret:
             out[name] = Note(f"${{{{ {authorized} && secrets.{name} || '' }}}}",
-                             eol="zizmor: ignore[secrets-outside-env] given only to an "
-                                 "authorized plan")
+                             eol=SECRET_NOTE)
     return out
 
 
@@ -162,7 +176,7 @@ def caller_jobs(config: Config, opts: WorkflowOptions, *, authorized: str | None
     }
     rescue_with = {"stages": "${{ needs.reconcile.outputs.rescue }}",
                    "digest": with_["digest"], **({"sha": pr_sha} if pr_sha else {}),
-                   "fast_fail": False, **({"rescue": True} if reads_rescue(config, opts) else {})}
+                   "fast_fail": False, **({"rescue": True} if reads_rescue(config) else {})}
     rescue: dict[str, Any] = {
         "name": RESCUE_JOB,
         "needs": Flow(["plan", "reconcile"]),

@@ -57,10 +57,9 @@ def _stage_jobs(doc: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def called_workflows(text: str) -> list[str]:
+def _called(doc: Any) -> list[str]:
     """The file names (in the same ``.github/workflows``) of the reusable workflows of this
-    repository the workflow ``text`` calls, in order, each once."""
-    doc = _doc(text)
+    repository the workflow ``doc`` calls, in order, each once."""
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     names: list[str] = []
     for job in (jobs or {}).values():
@@ -107,8 +106,12 @@ class WorkflowJobs:
 def workflow_jobs(*texts: str) -> WorkflowJobs:
     """The stage jobs of the workflows ``texts`` (a generated workflow and the stages
     workflow it calls), read together."""
+    return _workflow_jobs([_doc(text) for text in texts])
+
+
+def _workflow_jobs(docs: list[Any]) -> WorkflowJobs:
     out = WorkflowJobs({}, {})
-    for key, job in (pair for text in texts for pair in _stage_jobs(_doc(text))):
+    for key, job in (pair for doc in docs for pair in _stage_jobs(doc)):
         env = job.get("env")
         digest = env.get(SETTINGS_ENV, "") if isinstance(env, dict) else ""
         members = _members(key, job)
@@ -131,14 +134,14 @@ def read_workflow(path: Path) -> WorkflowJobs:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(exc.strerror or str(exc)) from None
-    texts = [text]
-    for name in called_workflows(text):
+    docs = [_doc(text)]
+    for name in _called(docs[0]):
         called = path.parent / name
         try:
-            texts.append(called.read_text(encoding="utf-8"))
+            docs.append(_doc(called.read_text(encoding="utf-8")))
         except OSError as exc:
             raise ValueError(f"the workflow it calls, {called}: {exc.strerror or exc}") from None
-    return workflow_jobs(*texts)
+    return _workflow_jobs(docs)
 
 
 def _lane(job: Mapping[str, Any]) -> str:
