@@ -250,9 +250,12 @@ def workflow_for(project: Path) -> dict[str, Any]:
     return expanded_file(project / ".github" / "workflows" / "testfleet.yml")
 
 
-def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
-    from junitparser import JUnitXml
-
+def pull_request_plan(repo: Path, tmp_path: Path) -> tuple[dict[str, Any], Runner, dict[str, Any],
+                                                             Path, dict[str, str]]:
+    """A same-repository pull request's run up to its plan job: the generated workflow
+    (committed), the runner, the event's contexts, the plan job played in its own checkout
+    (it must pass) with its outputs in ``needs.plan``.
+    Returns (workflow, runner, contexts, the plan job's workspace, its outputs)."""
     workflow = workflow_for(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "add the workflow")
@@ -260,18 +263,24 @@ def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
     payload = json.loads((EVENTS / "pr_same_repo.json").read_text())
     contexts: dict[str, Any] = {"inputs": {}, "matrix": {}, "github": {
         "event_name": "pull_request", "ref": "refs/pull/7/merge", "event": payload}}
-
-    # -- the plan job, in its own checkout ---------------------------------
     plan_ws = tmp_path / "plan-job"
     git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
     ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan")
     assert ok, logs
-    job_outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
+    outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
+    contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
+    return workflow, runner, contexts, plan_ws, outputs
+
+
+def test_a_pull_request_run_end_to_end(repo: Path, tmp_path: Path) -> None:
+    from junitparser import JUnitXml
+
+    # -- the plan job, in its own checkout ---------------------------------
+    workflow, runner, contexts, plan_ws, job_outputs = pull_request_plan(repo, tmp_path)
     plan = json.loads((plan_ws / "plan.json").read_text())  # the uploaded artifact
     assert job_outputs["digest"] == plan["digest"]
     assert plan["policy"]["include_labels"] == ["megatron"]
     assert any("## testfleet plan" in p.read_text() for p in tmp_path.glob("plan-*.summary"))
-    contexts["needs"] = {"plan": {"outputs": job_outputs, "result": "success"}}
 
     # -- the stage jobs, in the workflow's order (a stage after the stages it needs) --
     waves = int(contexts["steps"]["plan"]["outputs"]["waves"])  # the plan step's
@@ -593,19 +602,7 @@ def test_a_lost_runner_is_rescued_through_the_workflow(repo: Path, tmp_path: Pat
     its failure still fails the run."""
     from testfleet.reconcile.rescue import load_rescue
 
-    workflow = workflow_for(repo)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "add the workflow")
-    runner = Runner(tmp_path, "pull_request", EVENTS / "pr_same_repo.json")
-    payload = json.loads((EVENTS / "pr_same_repo.json").read_text())
-    contexts: dict[str, Any] = {"inputs": {}, "matrix": {}, "github": {
-        "event_name": "pull_request", "ref": "refs/pull/7/merge", "event": payload}}
-    plan_ws = tmp_path / "plan-job"
-    git(tmp_path, "clone", "-q", str(repo), str(plan_ws))
-    ok, _, logs = run_steps(runner, workflow["jobs"]["plan"], plan_ws, contexts, "plan")
-    assert ok, logs
-    outputs = {k: resolve(v, contexts) for k, v in workflow["jobs"]["plan"]["outputs"].items()}
-    contexts["needs"] = {"plan": {"outputs": outputs, "result": "success"}}
+    workflow, runner, contexts, plan_ws, outputs = pull_request_plan(repo, tmp_path)
     plan = json.loads((plan_ws / "plan.json").read_text())
     stages = json.loads(outputs["stages"])
     job_of = {name: re.search(r"stages\)+\['([^']+)'\]", job["if"]).group(1)  # type: ignore[union-attr]
