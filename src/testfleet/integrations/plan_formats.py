@@ -65,9 +65,9 @@ def github_outputs(plan: Plan, groups: Mapping[str, Sequence[str]] | None = None
         jobs = [j for j in plan.jobs if j.wave == wave]
         out[f"matrix_{wave}"] = matrix(jobs)
         out[f"has_jobs_{wave}"] = flag(jobs)
-    # One job per stage in the generated workflow (#11), one per variant of a stage with
-    # variants (#12): each reads its own matrix from here by the lane's key,
-    # fromJSON(needs.plan.outputs.stages)['<stage>' or '<stage>.<variant>'].matrix.
+    # One job per stage in the generated stages workflow (#11), one per variant of a stage
+    # with variants (#12): each reads its own matrix from here, passed to it as its
+    # ``stages`` input, by the lane's key: fromJSON(inputs.stages)['<lane>'].matrix.
     stages = job_matrices({s.lane: [j.matrix_entry() for j in plan.jobs if j.lane == s.lane]
                            for s in plan.stages}, groups)
     out["stages"] = json.dumps(stages, sort_keys=True, separators=(",", ":"))
