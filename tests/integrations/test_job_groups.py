@@ -188,3 +188,38 @@ def test_a_workflow_that_cannot_be_read_is_named(tmp_path: Path,
                                  "--rescue-out", "rescue.json", "--workflow", name, "statuses")
         assert code == 2 and f"--workflow: cannot read {root / name}" in err, err
         assert said in err and "Traceback" not in err
+
+
+def test_a_stages_workflow_that_cannot_be_read_is_named(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The stage jobs are in the stages workflow the generated one calls: when that file is
+    missing or not YAML, --fits-workflow and --workflow are exit 2 naming it, and the plan
+    is never taken as fitting a workflow whose stage jobs were not read."""
+    root = _project(tmp_path)
+    code, out, err = run_cli(capsys, "-C", str(root), "init", "--github")
+    assert code == 0, out + err
+    workflows = root / ".github" / "workflows"
+    stages = workflows / "testfleet-stages.yml"
+    text = stages.read_text()
+    code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
+                           "json", "-o", "plan.json")
+    assert code == 0, err
+    (root / "statuses").mkdir()
+    for broken, said in ((None, "No such file"), ("jobs: [unclosed\n", "not YAML")):
+        if broken is None:
+            stages.unlink()
+        else:
+            stages.write_text(broken)
+        code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
+                               "json", "--fits-workflow", ".github/workflows/testfleet.yml")
+        assert code == 2 and "--fits-workflow: cannot read" in err and said in err, err
+        assert f"the workflow it calls, {stages}" in err and "Traceback" not in err
+        code, _, err = run_cli(capsys, "-C", str(root), "reconcile", "--plan", "plan.json",
+                               "--rescue-out", "rescue.json", "--workflow",
+                               ".github/workflows/testfleet.yml", "statuses")
+        assert code == 2 and "--workflow: cannot read" in err and said in err, err
+        assert f"the workflow it calls, {stages}" in err
+    stages.write_text(text)
+    code, _, err = run_cli(capsys, "-C", str(root), "plan", "--event", "push", "--format",
+                           "json", "--fits-workflow", ".github/workflows/testfleet.yml")
+    assert code == 0, err

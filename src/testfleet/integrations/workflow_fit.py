@@ -141,6 +141,8 @@ def read_workflow(path: Path) -> WorkflowJobs:
             docs.append(_doc(called.read_text(encoding="utf-8")))
         except OSError as exc:
             raise ValueError(f"the workflow it calls, {called}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"the workflow it calls, {called}: {exc}") from None
     return _workflow_jobs(docs)
 
 
