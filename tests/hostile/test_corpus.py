@@ -1190,6 +1190,9 @@ def _project(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
 def _env(env: dict[str, str], ctx: Ctx) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("GITHUB_", "TESTFLEET_", "BUILDKITE"))}
+    # text output wraps at the terminal's width (COLUMNS): a message is matched as a
+    # command prints it with no terminal, as in CI, whatever terminal runs the suite
+    full["COLUMNS"] = "120"
     for key, value in env.items():
         full[key] = str(ctx.root / value) if value.endswith(".json") else value
     return full
